@@ -1,0 +1,38 @@
+// The CLI shell: parse, run the command, map errors to exit codes. Commands live in src/commands/.
+
+import yargs from 'yargs';
+import { commands } from './commands/index.js';
+import { ExitCode, exitCodeFor } from './exit-codes.js';
+import { VERSION } from './version.js';
+
+export async function main(argv: string[]): Promise<number> {
+  let failure: unknown;
+  const parser = yargs(argv)
+    .scriptName('stub-provider')
+    .env('STUB_PROVIDER')
+    .strict()
+    .version(VERSION)
+    .help()
+    .alias('h', 'help')
+    .wrap(Math.min(110, process.stdout.columns || 110))
+    .fail((msg, err) => {
+      failure = err ?? new UsageErrorMessage(msg);
+    });
+  for (const c of commands) parser.command(c);
+  try {
+    await parser.parseAsync();
+  } catch (err) {
+    failure = err;
+  }
+  if (failure === undefined) return process.exitCode === undefined ? ExitCode.OK : Number(process.exitCode);
+  if (failure instanceof UsageErrorMessage) {
+    process.stderr.write(`stub-provider: ${failure.message}\nRun 'stub-provider --help' for usage.\n`);
+    return ExitCode.Usage;
+  }
+  const code = exitCodeFor(failure);
+  const e = failure as { message?: string; code?: string };
+  process.stderr.write(`stub-provider: ${e.message ?? String(failure)}${e.code ? ` [${e.code}]` : ''}\n`);
+  return code;
+}
+
+class UsageErrorMessage extends Error {}

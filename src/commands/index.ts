@@ -1,0 +1,6 @@
+// Every command of the CLI, one module each. main.ts registers them in this order.
+
+import type { CommandModule } from 'yargs';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export const commands: CommandModule<any, any>[] = [];

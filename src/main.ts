@@ -1,0 +1,16 @@
+#!/usr/bin/env node
+// Entry point of the `stub-provider` binary; everything else is in cli.ts so tests can call it.
+
+import { hideBin } from 'yargs/helpers';
+import { main } from './cli.js';
+import { ExitCode } from './exit-codes.js';
+
+main(hideBin(process.argv)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`stub-provider: internal error: ${String(err)}\n`);
+    process.exitCode = ExitCode.Internal;
+  },
+);

@@ -1,0 +1,192 @@
+// Typed errors with stable `code` strings (one per gRPC code), in the style of undici's errors.
+// Callers decide from the code plus context (which method, what they sent): Omni uses one gRPC code
+// for several conditions (PermissionDenied is both "access refused" and "owner conflict").
+
+import type { Pointer } from './resource.js';
+import { describePointer } from './resource.js';
+
+export const GrpcCode = {
+  OK: 0,
+  Canceled: 1,
+  Unknown: 2,
+  InvalidArgument: 3,
+  DeadlineExceeded: 4,
+  NotFound: 5,
+  AlreadyExists: 6,
+  PermissionDenied: 7,
+  ResourceExhausted: 8,
+  FailedPrecondition: 9,
+  Aborted: 10,
+  OutOfRange: 11,
+  Unimplemented: 12,
+  Internal: 13,
+  Unavailable: 14,
+  DataLoss: 15,
+  Unauthenticated: 16,
+} as const;
+export type GrpcCodeName = keyof typeof GrpcCode;
+export type GrpcCodeNumber = (typeof GrpcCode)[GrpcCodeName];
+
+const NAME_BY_NUMBER = new Map<number, GrpcCodeName>(
+  Object.entries(GrpcCode).map(([k, v]) => [v, k as GrpcCodeName]),
+);
+
+export function grpcCodeName(code: number): GrpcCodeName {
+  return NAME_BY_NUMBER.get(code) ?? 'Unknown';
+}
+
+/** grpc-gateway's runtime.HTTPStatusFromCode (omni-wire.md 1.3). */
+export function httpStatusFromGrpcCode(code: number): number {
+  switch (code) {
+    case GrpcCode.OK: return 200;
+    case GrpcCode.Canceled: return 499;
+    case GrpcCode.Unknown: return 500;
+    case GrpcCode.InvalidArgument: return 400;
+    case GrpcCode.DeadlineExceeded: return 504;
+    case GrpcCode.NotFound: return 404;
+    case GrpcCode.AlreadyExists: return 409;
+    case GrpcCode.PermissionDenied: return 403;
+    case GrpcCode.ResourceExhausted: return 429;
+    case GrpcCode.FailedPrecondition: return 400;
+    case GrpcCode.Aborted: return 409;
+    case GrpcCode.OutOfRange: return 400;
+    case GrpcCode.Unimplemented: return 501;
+    case GrpcCode.Internal: return 500;
+    case GrpcCode.Unavailable: return 503;
+    case GrpcCode.DataLoss: return 500;
+    case GrpcCode.Unauthenticated: return 401;
+    default: return 500;
+  }
+}
+
+/** The best guess of a gRPC code from an HTTP status alone (used only when a body carries no code). */
+export function grpcCodeFromHttpStatus(status: number): GrpcCodeNumber {
+  switch (status) {
+    case 400: return GrpcCode.InvalidArgument;
+    case 401: return GrpcCode.Unauthenticated;
+    case 403: return GrpcCode.PermissionDenied;
+    case 404: return GrpcCode.NotFound;
+    case 409: return GrpcCode.Aborted;
+    case 429: return GrpcCode.ResourceExhausted;
+    case 499: return GrpcCode.Canceled;
+    case 501: return GrpcCode.Unimplemented;
+    case 502: case 503: return GrpcCode.Unavailable;
+    case 504: return GrpcCode.DeadlineExceeded;
+    default: return GrpcCode.Unknown;
+  }
+}
+
+export interface OmniErrorContext {
+  /** The gRPC method, e.g. `/cosi.resource.State/Update`. */
+  method?: string;
+  resource?: Pointer;
+  httpStatus?: number;
+  cause?: unknown;
+}
+
+/** Base of every error the client raises. `code` is stable; `message` keeps Omni's own text. */
+export class OmniError extends Error {
+  readonly code: string = 'OMNI_ERR';
+  readonly grpcCode: number;
+  readonly omniMessage: string;
+  readonly method: string | undefined;
+  readonly resource: Pointer | undefined;
+  readonly httpStatus: number | undefined;
+
+  constructor(grpcCode: number, omniMessage: string, ctx: OmniErrorContext = {}) {
+    const where = [ctx.method, ctx.resource ? describePointer(ctx.resource) : undefined].filter(Boolean).join(' ');
+    super(`${where ? `${where}: ` : ''}${grpcCodeName(grpcCode)}: ${omniMessage}`, ctx.cause !== undefined ? { cause: ctx.cause } : undefined);
+    this.name = new.target.name;
+    this.grpcCode = grpcCode;
+    this.omniMessage = omniMessage;
+    this.method = ctx.method;
+    this.resource = ctx.resource;
+    this.httpStatus = ctx.httpStatus;
+  }
+}
+
+function codeClass<const C extends string>(code: C, grpc: number) {
+  return class extends OmniError {
+    static readonly CODE = code;
+    static readonly GRPC = grpc;
+    override readonly code: C = code;
+    constructor(omniMessage: string, ctx: OmniErrorContext = {}) {
+      super(grpc, omniMessage, ctx);
+    }
+  };
+}
+
+export class CanceledError extends codeClass('OMNI_CANCELED', GrpcCode.Canceled) {}
+export class UnknownError extends codeClass('OMNI_UNKNOWN', GrpcCode.Unknown) {}
+/** A phase conflict on Update, or a validation failure. */
+export class InvalidArgumentError extends codeClass('OMNI_INVALID_ARGUMENT', GrpcCode.InvalidArgument) {}
+export class DeadlineExceededError extends codeClass('OMNI_DEADLINE_EXCEEDED', GrpcCode.DeadlineExceeded) {}
+export class NotFoundError extends codeClass('OMNI_NOT_FOUND', GrpcCode.NotFound) {}
+export class AlreadyExistsError extends codeClass('OMNI_ALREADY_EXISTS', GrpcCode.AlreadyExists) {}
+/** Access refused, or an owner conflict: Omni uses the same code for both. */
+export class PermissionDeniedError extends codeClass('OMNI_PERMISSION_DENIED', GrpcCode.PermissionDenied) {}
+export class ResourceExhaustedError extends codeClass('OMNI_RESOURCE_EXHAUSTED', GrpcCode.ResourceExhausted) {}
+/** A version conflict on Update, pending finalizers on Destroy, or a refused watch bookmark. */
+export class FailedPreconditionError extends codeClass('OMNI_FAILED_PRECONDITION', GrpcCode.FailedPrecondition) {}
+export class AbortedError extends codeClass('OMNI_ABORTED', GrpcCode.Aborted) {}
+export class OutOfRangeError extends codeClass('OMNI_OUT_OF_RANGE', GrpcCode.OutOfRange) {}
+export class UnimplementedError extends codeClass('OMNI_UNIMPLEMENTED', GrpcCode.Unimplemented) {}
+export class InternalError extends codeClass('OMNI_INTERNAL', GrpcCode.Internal) {}
+export class UnavailableError extends codeClass('OMNI_UNAVAILABLE', GrpcCode.Unavailable) {}
+export class DataLossError extends codeClass('OMNI_DATA_LOSS', GrpcCode.DataLoss) {}
+export class UnauthenticatedError extends codeClass('OMNI_UNAUTHENTICATED', GrpcCode.Unauthenticated) {}
+
+const CLASS_BY_GRPC = new Map<number, new (m: string, c?: OmniErrorContext) => OmniError>([
+  [GrpcCode.Canceled, CanceledError],
+  [GrpcCode.Unknown, UnknownError],
+  [GrpcCode.InvalidArgument, InvalidArgumentError],
+  [GrpcCode.DeadlineExceeded, DeadlineExceededError],
+  [GrpcCode.NotFound, NotFoundError],
+  [GrpcCode.AlreadyExists, AlreadyExistsError],
+  [GrpcCode.PermissionDenied, PermissionDeniedError],
+  [GrpcCode.ResourceExhausted, ResourceExhaustedError],
+  [GrpcCode.FailedPrecondition, FailedPreconditionError],
+  [GrpcCode.Aborted, AbortedError],
+  [GrpcCode.OutOfRange, OutOfRangeError],
+  [GrpcCode.Unimplemented, UnimplementedError],
+  [GrpcCode.Internal, InternalError],
+  [GrpcCode.Unavailable, UnavailableError],
+  [GrpcCode.DataLoss, DataLossError],
+  [GrpcCode.Unauthenticated, UnauthenticatedError],
+]);
+
+/** Builds the typed error for a gRPC status code. */
+export function errorFromStatus(grpcCode: number, omniMessage: string, ctx: OmniErrorContext = {}): OmniError {
+  const Cls = CLASS_BY_GRPC.get(grpcCode);
+  return Cls ? new Cls(omniMessage, ctx) : new UnknownError(omniMessage, ctx);
+}
+
+/** Errors that are not from Omni: bad configuration, unreadable keys, transport failures. */
+export class ClientError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ClientError';
+    this.code = code;
+  }
+}
+
+/** A key that cannot be used (not base64, not JSON, no name, encrypted, expired, ...). */
+export class KeyError extends ClientError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('STUB_KEY_INVALID', message, options);
+    this.name = 'KeyError';
+  }
+}
+
+/** The endpoint could not be reached (connection refused, DNS, TLS). */
+export class TransportError extends ClientError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('STUB_TRANSPORT', message, options);
+    this.name = 'TransportError';
+  }
+}
+
+export function isOmniError(e: unknown, cls?: { CODE: string }): e is OmniError {
+  return e instanceof OmniError && (cls === undefined || e.code === cls.CODE);
+}

@@ -1,0 +1,93 @@
+// The State API as the rest of the program sees it. `src/omni-client/state.ts` implements it over
+// the gateway; tests of `src/provider` may implement it in memory.
+
+import type { Phase, Pointer, Resource } from './resource.js';
+
+export interface CallOptions {
+  /** Cancels the call (and, for streams, the stream). */
+  signal?: AbortSignal;
+  /** Per-call timeout in milliseconds; the client's default applies when absent. */
+  timeoutMs?: number;
+}
+
+export type LabelOp = 'EXISTS' | 'EQUAL' | 'NOT_EXISTS' | 'IN' | 'LT' | 'LTE' | 'LT_NUMERIC' | 'LTE_NUMERIC';
+
+export interface LabelTerm {
+  key: string;
+  op: LabelOp;
+  value?: string[];
+  invert?: boolean;
+}
+
+/** Terms inside one query are AND-ed; the queries of a list are OR-ed (omni-wire.md 2.5). */
+export type LabelQuery = LabelTerm[];
+
+export interface QueryOptions extends CallOptions {
+  labelQueries?: LabelQuery[];
+  /** RE2, unanchored (omni-wire.md 2.5). */
+  idRegexp?: string;
+}
+
+export type WatchEventType = 'created' | 'updated' | 'destroyed' | 'bootstrapped' | 'errored' | 'noop';
+
+export interface WatchEvent {
+  type: WatchEventType;
+  /** For bootstrapped and noop: a tombstone (namespace + type, id "", version `undefined`). */
+  resource: Resource;
+  old?: Resource;
+  error?: string;
+  bookmark?: Uint8Array;
+}
+
+export interface WatchKindOptions extends QueryOptions {
+  /** Send the current contents first (CREATED each, then BOOTSTRAPPED). Default true. */
+  bootstrapContents?: boolean;
+  /** Called when the watch restarted from scratch (bookmark refused): the consumer should drop its cache. */
+  onReset?: () => void;
+}
+
+export interface OwnerOptions extends CallOptions {
+  /** Defaults to "" for create; for update/destroy/teardown the caller passes the stored owner. */
+  owner?: string;
+}
+
+export interface UpdateOptions extends OwnerOptions {
+  /** Absent = any phase (the `expected_phase` field is then not sent). */
+  expectedPhase?: Phase;
+}
+
+export interface RemoveFinalizersResult {
+  /** `removed`: an Update was made; `absent`: none of them was there; `gone`: NotFound, nothing to do. */
+  outcome: 'removed' | 'absent' | 'gone';
+  /** The resource before and after (after is absent when gone or absent). */
+  before?: Resource;
+  after?: Resource;
+  /** Number of Update attempts made (conflicts retried). */
+  attempts: number;
+}
+
+export interface State {
+  get(p: Pointer, opts?: CallOptions): Promise<Resource>;
+  list(namespace: string, type: string, opts?: QueryOptions): Promise<Resource[]>;
+  /**
+   * A kind watch that survives broken streams: resumes from the last bookmark with capped, jittered
+   * backoff; when the bookmark is refused, restarts from scratch (calling `onReset`). Yields batches
+   * (aggregated). Ends when the signal aborts; throws on an ERRORED event or a fatal error.
+   */
+  watchKind(namespace: string, type: string, opts?: WatchKindOptions): AsyncIterable<WatchEvent[]>;
+  create(r: Resource, opts?: OwnerOptions): Promise<Resource>;
+  update(r: Resource, opts?: UpdateOptions): Promise<Resource>;
+  destroy(p: Pointer, opts?: OwnerOptions): Promise<void>;
+  /**
+   * Get + Update of the phase to `tearingDown` (owner = current owner, expected phase `running`);
+   * no write when already tearing down. Returns whether it is destroy-ready (no finalizers).
+   */
+  teardown(p: Pointer, opts?: CallOptions): Promise<boolean>;
+  /**
+   * One Update removing all the given finalizers; spec bytes, labels, annotations, owner and phase
+   * sent back exactly as read; `expected_phase` absent. Given a Resource already read, the first
+   * attempt uses it without a Get. Retries version conflicts, and PermissionDenied when a re-read
+   * shows the resource changed meanwhile (bounded). NotFound is success (`gone`).
+   */
+  removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: CallOptions): Promise<RemoveFinalizersResult>;
+}
