@@ -1,0 +1,476 @@
+// The sim's COSI state: an in-memory store with the semantics of omni-wire.md 2.4-2.6 and 3.2, and no
+// access rules (the identity argument is ignored; access.ts wraps this store with Omni's rules).
+//
+// Choices where Omni's backends differ (documented so tests can rely on them):
+// - Update check order is the in-memory backend's: exists -> owner -> version -> expected phase.
+// - Bookmarks are 16 bytes like the in-memory backend's: an 8-byte per-process cookie + an 8-byte
+//   big-endian event position. A restart (faults.ts) draws a new cookie, so every old bookmark fails.
+// - tail_events is served only for Omni's in-memory namespaces; elsewhere it fails like etcd does.
+// Everything goes in and out as deep copies: callers can never mutate stored state.
+
+import { randomBytes } from 'node:crypto';
+import type { Pointer, Resource } from '../omni-client/resource.js';
+import {
+  cloneResource, NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, NS_META, PHASE_TEARING_DOWN,
+  VERSION_UNDEFINED, newMetadata, pointerOf,
+} from '../omni-client/resource.js';
+import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
+import { EventType } from '../omni-client/wire.js';
+import type { Identity, Query, SimClock, SimEvent, StateApi, WatchBatches, WatchParams } from './api.js';
+import { compileQuery, isEmptyQuery, type Matcher } from './query.js';
+
+export const DEFAULT_HISTORY_CAPACITY = 10_000;
+export const BOOKMARK_LENGTH = 16;
+const EPOCH = '1970-01-01T00:00:00Z';
+/** Namespaces Omni keeps in memory (tail_events works there, not on etcd). */
+const IN_MEMORY_NAMESPACES = new Set([NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, NS_META]);
+
+/** A Timestamp as protojson prints it: RFC 3339 UTC, fractional digits only when non-zero. */
+export function formatTimestamp(ms: number): string {
+  return new Date(ms).toISOString().replace('.000Z', 'Z');
+}
+
+/** One stored change, as controllers and watches see it. */
+export interface StoreEvent {
+  /** EventType.CREATED, UPDATED or DESTROYED. */
+  eventType: number;
+  resource: Resource;
+  old?: Resource;
+  /** Position in the store's history (1, 2, ...). */
+  pos: number;
+}
+
+export interface StoreOptions {
+  clock: SimClock;
+  /** Events kept for resuming from bookmarks (Omni: 10000). */
+  historyCapacity?: number;
+  /** Undelivered events a watch may hold before it gets ERRORED "buffer overrun". */
+  watchBufferCapacity?: number;
+}
+
+/** Thrown into open watches by `restart()`: the gateway cuts their connections. */
+export class StreamBrokenError extends Error {
+  readonly code = 'SIM_STREAM_BROKEN';
+  constructor(message = 'stream broken by a simulated restart') {
+    super(message);
+    this.name = 'StreamBrokenError';
+  }
+}
+
+const keyOf = (p: Pointer) => `${p.namespace}\u0000${p.type}\u0000${p.id}`;
+const kindOf = (p: { namespace: string; type: string }) => `${p.namespace}\u0000${p.type}`;
+const byId = (a: Resource, b: Resource) => (a.metadata.id < b.metadata.id ? -1 : a.metadata.id > b.metadata.id ? 1 : 0);
+
+/** How COSI names a resource in errors: `Type(namespace/id@version)`. */
+export function resourceString(p: Pointer, version: string = VERSION_UNDEFINED): string {
+  return `${p.type}(${p.namespace}/${p.id}@${version})`;
+}
+
+function tombstone(p: { namespace: string; type: string; id?: string }): Resource {
+  return { metadata: newMetadata({ namespace: p.namespace, type: p.type, id: p.id ?? '' }), spec: { protoSpec: new Uint8Array(0) } };
+}
+
+const err = (code: number, message: string, resource?: Pointer) =>
+  errorFromStatus(code, message, resource ? { resource } : {});
+
+interface Watcher {
+  kind: string;
+  id: string | undefined;
+  queue: StoreEvent[];
+  overrun: boolean;
+  broken: Error | undefined;
+  wake: (() => void) | undefined;
+}
+
+export class SimStore implements StateApi {
+  private readonly clock: SimClock;
+  private readonly historyCapacity: number;
+  private readonly watchBufferCapacity: number;
+  private readonly resources = new Map<string, Resource>();
+  private history: StoreEvent[] = [];
+  private pos = 0;
+  private cookie: Buffer = randomBytes(8);
+  private readonly watchers = new Set<Watcher>();
+  private readonly listeners = new Set<(e: StoreEvent) => void>();
+  private readonly pending: StoreEvent[] = [];
+  private dispatching = false;
+
+  constructor(opts: StoreOptions) {
+    this.clock = opts.clock;
+    this.historyCapacity = opts.historyCapacity ?? DEFAULT_HISTORY_CAPACITY;
+    this.watchBufferCapacity = opts.watchBufferCapacity ?? DEFAULT_HISTORY_CAPACITY;
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // Internal helpers for the sim itself (scenarios, faults, Omni's controllers)
+
+  /** Inserts resources as given (version, timestamps kept), without events: the scenario's initial state. */
+  seed(resources: Resource[]): void {
+    for (const r of resources) this.resources.set(keyOf(r.metadata), cloneResource(r));
+  }
+
+  /** Every resource, sorted by namespace, type, ID. */
+  all(): Resource[] {
+    return [...this.resources.values()]
+      .sort((a, b) => {
+        const ka = kindOf(a.metadata);
+        const kb = kindOf(b.metadata);
+        return ka < kb ? -1 : ka > kb ? 1 : byId(a, b);
+      })
+      .map(cloneResource);
+  }
+
+  /** The stored resource or undefined (no error). */
+  peek(p: Pointer): Resource | undefined {
+    const r = this.resources.get(keyOf(p));
+    return r ? cloneResource(r) : undefined;
+  }
+
+  /** Subscribes to every change, in order; returns the unsubscribe function. */
+  onEvent(cb: (e: StoreEvent) => void): () => void {
+    this.listeners.add(cb);
+    return () => this.listeners.delete(cb);
+  }
+
+  /** A concurrent writer's no-op Update: only version and `updated` change (version-conflict storms). */
+  bumpVersion(p: Pointer): boolean {
+    const cur = this.resources.get(keyOf(p));
+    if (!cur) return false;
+    const next = cloneResource(cur);
+    next.metadata.version = String(BigInt(cur.metadata.version) + 1n);
+    next.metadata.updated = formatTimestamp(this.clock.now());
+    this.resources.set(keyOf(p), next);
+    this.emit(EventType.UPDATED, next, cur);
+    return true;
+  }
+
+  /** A simulated Omni restart: state kept, every open watch broken, every bookmark invalid. */
+  restart(): void {
+    this.cookie = randomBytes(8);
+    this.history = [];
+    for (const w of this.watchers) {
+      w.broken = new StreamBrokenError();
+      w.wake?.();
+    }
+  }
+
+  /** The bookmark of the current position. */
+  currentBookmark(): Uint8Array {
+    return this.bookmark(this.pos);
+  }
+
+  // ------------------------------------------------------------------------------------------
+  // StateApi
+
+  get(_who: Identity, p: Pointer): Resource {
+    const r = this.resources.get(keyOf(p));
+    if (!r) throw err(GrpcCode.NotFound, `resource ${resourceString(p)} doesn't exist`, pointerOf(p));
+    return cloneResource(r);
+  }
+
+  list(_who: Identity, namespace: string, type: string, q: Query): Resource[] {
+    const m = compileQuery(q);
+    const kind = kindOf({ namespace, type });
+    return [...this.resources.values()]
+      .filter((r) => kindOf(r.metadata) === kind && m(r.metadata))
+      .sort(byId)
+      .map(cloneResource);
+  }
+
+  create(_who: Identity, r: Resource, owner: string): Resource {
+    const p = pointerOf(r.metadata);
+    if (r.metadata.owner !== '' && r.metadata.owner !== owner) {
+      // Omni raises this as a plain error while decoding the request (gRPC Unknown).
+      throw err(GrpcCode.Unknown, 'owner is already set', p);
+    }
+    if (this.resources.has(keyOf(p))) {
+      throw err(GrpcCode.AlreadyExists, `resource ${resourceString(p, r.metadata.version)} already exists`, p);
+    }
+    const stored = cloneResource(r);
+    stored.metadata.owner = owner;
+    stored.metadata.version = '1';
+    stored.metadata.created = formatTimestamp(this.clock.now());
+    stored.metadata.updated = r.metadata.updated ?? EPOCH;
+    this.resources.set(keyOf(p), stored);
+    this.emit(EventType.CREATED, stored);
+    return cloneResource(stored);
+  }
+
+  update(_who: Identity, r: Resource, owner: string, expectedPhase?: string): Resource {
+    const p = pointerOf(r.metadata);
+    const cur = this.resources.get(keyOf(p));
+    if (!cur) throw err(GrpcCode.NotFound, `resource ${resourceString(p)} doesn't exist`, p);
+    this.checkOwner(cur, owner);
+    if (r.metadata.version !== cur.metadata.version) {
+      throw err(
+        GrpcCode.FailedPrecondition,
+        `resource ${resourceString(p, cur.metadata.version)} update conflict: expected version "${r.metadata.version}", actual version "${cur.metadata.version}"`,
+        p,
+      );
+    }
+    if (expectedPhase !== undefined && cur.metadata.phase !== expectedPhase) {
+      throw err(GrpcCode.InvalidArgument, `resource ${resourceString(p, cur.metadata.version)} is not in phase ${expectedPhase}`, p);
+    }
+    const next = cloneResource(r);
+    next.metadata.version = String(BigInt(cur.metadata.version) + 1n);
+    if (cur.metadata.created !== undefined) next.metadata.created = cur.metadata.created;
+    else delete next.metadata.created;
+    next.metadata.updated = formatTimestamp(this.clock.now());
+    this.resources.set(keyOf(p), next);
+    this.emit(EventType.UPDATED, next, cur);
+    return cloneResource(next);
+  }
+
+  destroy(_who: Identity, p: Pointer, owner: string): void {
+    const cur = this.resources.get(keyOf(p));
+    if (!cur) throw err(GrpcCode.NotFound, `resource ${resourceString(p)} doesn't exist`, pointerOf(p));
+    this.checkOwner(cur, owner);
+    if (cur.metadata.finalizers.length > 0) {
+      throw err(
+        GrpcCode.FailedPrecondition,
+        `resource ${resourceString(p, cur.metadata.version)} has pending finalizers [${cur.metadata.finalizers.join(' ')}]`,
+        pointerOf(p),
+      );
+    }
+    this.resources.delete(keyOf(p));
+    this.emit(EventType.DESTROYED, cur);
+  }
+
+  teardown(who: Identity, p: Pointer, owner: string): boolean {
+    const cur = this.get(who, p);
+    if (cur.metadata.phase === PHASE_TEARING_DOWN) return cur.metadata.finalizers.length === 0;
+    const next = cloneResource(cur);
+    next.metadata.phase = PHASE_TEARING_DOWN;
+    next.metadata.owner = cur.metadata.owner;
+    // The owner check of this Update is the teardown's owner check.
+    const stored = this.update(who, next, owner, 'running');
+    return stored.metadata.finalizers.length === 0;
+  }
+
+  async teardownAndDestroy(who: Identity, p: Pointer, owner: string, signal: AbortSignal): Promise<void> {
+    this.teardown(who, p, owner);
+    await this.waitFor(p, (r) => r === undefined || r.metadata.finalizers.length === 0, signal);
+    this.destroy(who, p, owner);
+  }
+
+  /** Resolves once `cond` holds for the resource (undefined = absent); wakes on store events only. */
+  waitFor(p: Pointer, cond: (r: Resource | undefined) => boolean, signal: AbortSignal): Promise<void> {
+    const key = keyOf(p);
+    const holds = () => cond(this.resources.get(key));
+    if (holds()) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const canceled = () => errorFromStatus(GrpcCode.Canceled, 'context canceled', { resource: pointerOf(p) });
+      if (signal.aborted) {
+        reject(canceled());
+        return;
+      }
+      const done = () => {
+        unsubscribe();
+        signal.removeEventListener('abort', onAbort);
+      };
+      const onAbort = () => {
+        done();
+        reject(canceled());
+      };
+      const unsubscribe = this.onEvent((e) => {
+        if (keyOf(e.resource.metadata) === key && holds()) {
+          done();
+          resolve();
+        }
+      });
+      signal.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  watch(_who: Identity, params: WatchParams, signal: AbortSignal): WatchBatches {
+    const single = params.id !== undefined;
+    const q = params.query;
+    if (single && params.bootstrapContents) {
+      throw err(GrpcCode.Unimplemented, 'bootstrap contents are not supported for single resource watch');
+    }
+    if (single && q.labelQueries.length > 0) {
+      throw err(GrpcCode.Unimplemented, 'label queries are not supported for single resource watch');
+    }
+    const fromBookmark = params.startFromBookmark !== undefined;
+    if (params.bootstrapContents && params.tailEvents > 0) {
+      throw err(GrpcCode.Unknown, 'bootstrap contents and tail events are mutually exclusive');
+    }
+    if (params.bootstrapContents && fromBookmark) {
+      throw err(GrpcCode.Unknown, 'bootstrap contents and start from bookmark are mutually exclusive');
+    }
+    if (params.tailEvents > 0 && fromBookmark) {
+      throw err(GrpcCode.Unknown, 'tail events and start from bookmark are mutually exclusive');
+    }
+    if (params.tailEvents > 0 && !IN_MEMORY_NAMESPACES.has(params.namespace)) {
+      throw err(GrpcCode.Unknown, 'tail events are not supported by the persistent store');
+    }
+    const matcher = compileQuery(q);
+    const startPos = fromBookmark ? this.parseBookmark(params.startFromBookmark as Uint8Array) : this.pos;
+
+    const w: Watcher = {
+      kind: kindOf(params),
+      id: params.id,
+      queue: [],
+      overrun: false,
+      broken: undefined,
+      wake: undefined,
+    };
+    // Replayed history (bookmark or tail) goes through the same queue as live events.
+    if (fromBookmark) w.queue.push(...this.history.filter((e) => e.pos > startPos && this.concerns(w, e)));
+    if (params.tailEvents > 0) w.queue.push(...this.history.filter((e) => this.concerns(w, e)).slice(-params.tailEvents));
+
+    const initial = this.initialEvents(params, matcher);
+    this.watchers.add(w);
+    const unsubscribe = () => {
+      this.watchers.delete(w);
+      w.wake?.();
+    };
+    signal.addEventListener('abort', unsubscribe, { once: true });
+
+    const convert = (e: StoreEvent): SimEvent | undefined => this.convert(e, matcher, isEmptyQuery(q));
+    const keep = (e: SimEvent) => params.apiVersion > 0 || (e.eventType !== EventType.BOOTSTRAPPED && e.eventType !== EventType.ERRORED);
+    const aggregated = params.aggregated;
+    const overrunEvent = (): SimEvent => ({ eventType: EventType.ERRORED, resource: tombstone(params), error: 'buffer overrun' });
+
+    async function* batches(): AsyncGenerator<SimEvent[]> {
+      try {
+        const first = initial.filter(keep);
+        if (aggregated && first.length > 0) yield first;
+        else for (const e of first) yield [e];
+        for (;;) {
+          if (signal.aborted) return;
+          if (w.broken) throw w.broken;
+          if (w.overrun) {
+            const e = overrunEvent();
+            if (keep(e)) yield [e];
+            return;
+          }
+          if (w.queue.length === 0) {
+            await new Promise<void>((resolve) => {
+              w.wake = resolve;
+            });
+            w.wake = undefined;
+            continue;
+          }
+          const taken = aggregated ? w.queue.splice(0) : w.queue.splice(0, 1);
+          const events = taken.map(convert).filter((e): e is SimEvent => e !== undefined).filter(keep);
+          if (events.length > 0) yield events;
+        }
+      } finally {
+        signal.removeEventListener('abort', unsubscribe);
+        unsubscribe();
+      }
+    }
+    return batches();
+  }
+
+  // ------------------------------------------------------------------------------------------
+
+  private checkOwner(cur: Resource, owner: string): void {
+    if (cur.metadata.owner !== owner) {
+      throw err(
+        GrpcCode.PermissionDenied,
+        `resource ${resourceString(cur.metadata, cur.metadata.version)} is owned by "${cur.metadata.owner}"`,
+        pointerOf(cur.metadata),
+      );
+    }
+  }
+
+  private bookmark(pos: number): Uint8Array {
+    const b = Buffer.alloc(BOOKMARK_LENGTH);
+    this.cookie.copy(b, 0);
+    b.writeBigUInt64BE(BigInt(pos), 8);
+    return new Uint8Array(b);
+  }
+
+  private parseBookmark(bm: Uint8Array): number {
+    const invalid = (why: string) => err(GrpcCode.FailedPrecondition, `invalid watch bookmark: ${why}`);
+    if (bm.length !== BOOKMARK_LENGTH) throw invalid('unexpected length');
+    const b = Buffer.from(bm);
+    if (!b.subarray(0, 8).equals(this.cookie)) throw invalid('bookmark from another store instance');
+    const pos = Number(b.readBigUInt64BE(8));
+    if (pos > this.pos) throw invalid('bookmark is in the future');
+    const oldest = this.history[0]?.pos ?? this.pos + 1;
+    if (pos < oldest - 1) throw invalid('bookmark is too old');
+    return pos;
+  }
+
+  private initialEvents(params: WatchParams, m: Matcher): SimEvent[] {
+    const out: SimEvent[] = [];
+    const bm = this.bookmark(this.pos);
+    if (params.id !== undefined && params.startFromBookmark === undefined && params.tailEvents <= 0) {
+      const r = this.resources.get(keyOf({ namespace: params.namespace, type: params.type, id: params.id }));
+      out.push(
+        r && m(r.metadata)
+          ? { eventType: EventType.CREATED, resource: cloneResource(r), bookmark: bm }
+          : { eventType: EventType.DESTROYED, resource: tombstone(params), bookmark: bm },
+      );
+    }
+    if (params.bootstrapContents) {
+      for (const r of this.list(INTERNAL_READER, params.namespace, params.type, params.query)) {
+        out.push({ eventType: EventType.CREATED, resource: r, bookmark: bm });
+      }
+      out.push({ eventType: EventType.BOOTSTRAPPED, resource: tombstone(params), bookmark: bm });
+    }
+    if (params.bootstrapBookmark) out.push({ eventType: EventType.NOOP, resource: tombstone(params), bookmark: bm });
+    return out;
+  }
+
+  private concerns(w: Watcher, e: StoreEvent): boolean {
+    return kindOf(e.resource.metadata) === w.kind && (w.id === undefined || e.resource.metadata.id === w.id);
+  }
+
+  /** A stored event as this watch sees it: query match transitions become CREATED/DESTROYED. */
+  private convert(e: StoreEvent, m: Matcher, noQuery: boolean): SimEvent | undefined {
+    const bookmark = this.bookmark(e.pos);
+    const out = (eventType: number, old?: Resource): SimEvent => ({
+      eventType,
+      resource: cloneResource(e.resource),
+      ...(old ? { old: cloneResource(old) } : {}),
+      bookmark,
+    });
+    if (noQuery) return out(e.eventType, e.old);
+    const now = m(e.resource.metadata);
+    if (e.eventType !== EventType.UPDATED || !e.old) return now ? out(e.eventType) : undefined;
+    const before = m(e.old.metadata);
+    if (before && now) return out(EventType.UPDATED, e.old);
+    if (now) return out(EventType.CREATED);
+    if (before) return out(EventType.DESTROYED);
+    return undefined;
+  }
+
+  private emit(eventType: number, resource: Resource, old?: Resource): void {
+    const e: StoreEvent = { eventType, resource: cloneResource(resource), ...(old ? { old: cloneResource(old) } : {}), pos: ++this.pos };
+    this.history.push(e);
+    if (this.history.length > this.historyCapacity) this.history.splice(0, this.history.length - this.historyCapacity);
+    for (const w of this.watchers) {
+      if (!this.concerns(w, e) || w.overrun) continue;
+      if (w.queue.length >= this.watchBufferCapacity) {
+        w.overrun = true;
+        w.queue = [];
+      } else {
+        w.queue.push(e);
+      }
+      w.wake?.();
+    }
+    // Listeners run in event order even when one of them writes to the store (no re-entrancy).
+    this.pending.push(e);
+    if (this.dispatching) return;
+    this.dispatching = true;
+    try {
+      for (let next = this.pending.shift(); next; next = this.pending.shift()) {
+        for (const cb of [...this.listeners]) {
+          try {
+            cb(next);
+          } catch {
+            // A failing listener (an Omni controller) must not break the write that triggered it.
+          }
+        }
+      }
+    } finally {
+      this.dispatching = false;
+    }
+  }
+}
+
+const INTERNAL_READER: Identity = { name: 'store', email: 'store', role: 'Admin', internal: true };

@@ -1,0 +1,291 @@
+import { describe, expect, it } from 'vitest';
+import { newMetadata, type Resource } from '../../src/omni-client/resource.js';
+import { EventType, LabelTermOperation as Op } from '../../src/omni-client/wire.js';
+import { INTERNAL, type SimEvent, type WatchParams } from '../../src/omni-sim/api.js';
+import { EMPTY_QUERY } from '../../src/omni-sim/query.js';
+import { SimStore } from '../../src/omni-sim/store.js';
+
+const NS = 'infra-provider';
+const TYPE = 'InfraMachines.omni.sidero.dev';
+const who = INTERNAL;
+
+function makeStore(opts: { historyCapacity?: number; watchBufferCapacity?: number } = {}) {
+  let now = Date.parse('2026-08-01T10:00:00Z');
+  const clock = { now: () => now };
+  const store = new SimStore({ clock, ...opts });
+  return { store, tick: (ms = 1000) => (now += ms) };
+}
+
+function res(id: string, init: Partial<Parameters<typeof newMetadata>[1]> = {}, spec = [1, 2]): Resource {
+  return { metadata: newMetadata({ namespace: NS, type: TYPE, id }, init), spec: { protoSpec: new Uint8Array(spec) } };
+}
+
+function params(p: Partial<WatchParams> = {}): WatchParams {
+  return {
+    namespace: NS, type: TYPE, bootstrapContents: false, tailEvents: 0, query: EMPTY_QUERY,
+    aggregated: false, bootstrapBookmark: false, apiVersion: 1, ...p,
+  };
+}
+
+/** Reads `n` batches from a watch (bounded by a timeout so a broken watch fails the test, not hangs it). */
+async function take(it: AsyncIterator<SimEvent[]>, n: number): Promise<SimEvent[][]> {
+  const out: SimEvent[][] = [];
+  for (let i = 0; i < n; i++) {
+    const r = await Promise.race([
+      it.next(),
+      new Promise<never>((_, rej) => setTimeout(() => rej(new Error(`no batch ${i} within 2s`)), 2000)),
+    ]);
+    if (r.done) break;
+    out.push(r.value);
+  }
+  return out;
+}
+
+const types = (b: SimEvent[][]) => b.map((x) => x.map((e) => e.eventType));
+
+describe('SimStore CRUD (omni-wire.md 2.4, 3.2)', () => {
+  it('versions start at 1 and increase by 1; created set on create; updated kept on create, set on update', () => {
+    const { store, tick } = makeStore();
+    const c = store.create(who, res('a', { updated: '2020-01-01T00:00:00Z' }), 'Ctrl');
+    expect(c.metadata.version).toBe('1');
+    expect(c.metadata.owner).toBe('Ctrl');
+    expect(c.metadata.created).toBe('2026-08-01T10:00:00Z');
+    expect(c.metadata.updated).toBe('2020-01-01T00:00:00Z');
+    expect(store.create(who, res('b'), '').metadata.updated).toBe('1970-01-01T00:00:00Z');
+    tick(1500);
+    const u = store.update(who, c, 'Ctrl');
+    expect(u.metadata.version).toBe('2');
+    expect(u.metadata.created).toBe('2026-08-01T10:00:00Z');
+    expect(u.metadata.updated).toBe('2026-08-01T10:00:01.500Z');
+    expect(store.update(who, u, 'Ctrl').metadata.version).toBe('3');
+  });
+
+  it('Create: owner rule (Unknown "owner is already set") and AlreadyExists', () => {
+    const { store } = makeStore();
+    expect(() => store.create(who, res('a', { owner: 'X' }), '')).toThrow(expect.objectContaining({ grpcCode: 2, omniMessage: 'owner is already set' }));
+    expect(() => store.create(who, res('a', { owner: 'X' }), 'Y')).toThrow(expect.objectContaining({ grpcCode: 2 }));
+    store.create(who, res('a', { owner: 'X' }), 'X');
+    expect(() => store.create(who, res('a'), 'X')).toThrow(expect.objectContaining({ grpcCode: 6 }));
+  });
+
+  it('Update: NotFound, then owner (7) before version (9) before phase (3)', () => {
+    const { store } = makeStore();
+    expect(() => store.update(who, res('nope'), '')).toThrow(expect.objectContaining({ grpcCode: 5 }));
+    const c = store.create(who, res('a'), 'Ctrl');
+    const stale = { ...c, metadata: { ...c.metadata, version: '7' } };
+    // wrong owner AND wrong version AND wrong phase: owner wins (in-memory order)
+    expect(() => store.update(who, stale, 'Other', 'tearingDown')).toThrow(expect.objectContaining({ grpcCode: 7 }));
+    expect(() => store.update(who, stale, 'Ctrl', 'tearingDown')).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    expect(() => store.update(who, { ...c, metadata: { ...c.metadata, version: 'undefined' } }, 'Ctrl')).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    expect(() => store.update(who, c, 'Ctrl', 'tearingDown')).toThrow(expect.objectContaining({ grpcCode: 3 }));
+    expect(store.update(who, c, 'Ctrl', 'running').metadata.version).toBe('2');
+  });
+
+  it('Update stores the new owner from the resource and leaves nothing shared with the caller', () => {
+    const { store } = makeStore();
+    const c = store.create(who, res('a'), 'Ctrl');
+    c.metadata.owner = 'New';
+    c.metadata.finalizers.push('f');
+    store.update(who, c, 'Ctrl');
+    c.metadata.finalizers.push('mutated-after');
+    c.spec.protoSpec[0] = 99;
+    const g = store.get(who, c.metadata);
+    expect(g.metadata.owner).toBe('New');
+    expect(g.metadata.finalizers).toEqual(['f']);
+    expect([...g.spec.protoSpec]).toEqual([1, 2]);
+    g.metadata.labels['x'] = 'y';
+    expect(store.get(who, c.metadata).metadata.labels).toEqual({});
+  });
+
+  it('Destroy: NotFound, owner, pending finalizers; phase not required', () => {
+    const { store } = makeStore();
+    expect(() => store.destroy(who, res('a').metadata, '')).toThrow(expect.objectContaining({ grpcCode: 5 }));
+    store.create(who, res('a', { finalizers: ['f'] }), 'Ctrl');
+    expect(() => store.destroy(who, res('a').metadata, 'x')).toThrow(expect.objectContaining({ grpcCode: 7 }));
+    expect(() => store.destroy(who, res('a').metadata, 'Ctrl')).toThrow(expect.objectContaining({ grpcCode: 9, omniMessage: expect.stringContaining('has pending finalizers') }));
+    store.create(who, res('b'), 'Ctrl');
+    store.destroy(who, res('b').metadata, 'Ctrl');
+    expect(() => store.get(who, res('b').metadata)).toThrow(expect.objectContaining({ grpcCode: 5 }));
+  });
+
+  it('Teardown returns destroy-readiness; already tearing down = no write and no owner check', () => {
+    const { store } = makeStore();
+    store.create(who, res('a', { finalizers: ['f'] }), 'Ctrl');
+    const p = res('a').metadata;
+    expect(() => store.teardown(who, p, 'Other')).toThrow(expect.objectContaining({ grpcCode: 7 }));
+    expect(store.teardown(who, p, 'Ctrl')).toBe(false);
+    expect(store.get(who, p).metadata).toMatchObject({ phase: 'tearingDown', version: '2' });
+    expect(store.teardown(who, p, 'Other')).toBe(false);
+    expect(store.get(who, p).metadata.version).toBe('2');
+    store.create(who, res('b'), '');
+    expect(store.teardown(who, res('b').metadata, '')).toBe(true);
+  });
+
+  it('TeardownAndDestroy waits for the finalizers, and honours the abort signal', async () => {
+    const { store } = makeStore();
+    const c = store.create(who, res('a', { finalizers: ['f1', 'f2'] }), 'Ctrl');
+    let done = false;
+    const p = store.teardownAndDestroy(who, c.metadata, 'Ctrl', new AbortController().signal).then(() => (done = true));
+    await new Promise((r) => setTimeout(r, 10));
+    expect(done).toBe(false);
+    let cur = store.get(who, c.metadata);
+    store.update(who, { ...cur, metadata: { ...cur.metadata, finalizers: ['f2'] } }, 'Ctrl');
+    await new Promise((r) => setTimeout(r, 10));
+    expect(done).toBe(false);
+    cur = store.get(who, c.metadata);
+    store.update(who, { ...cur, metadata: { ...cur.metadata, finalizers: [] } }, 'Ctrl');
+    await p;
+    expect(store.peek(c.metadata)).toBeUndefined();
+
+    store.create(who, res('b', { finalizers: ['f'] }), '');
+    const ac = new AbortController();
+    const q = store.teardownAndDestroy(who, res('b').metadata, '', ac.signal);
+    ac.abort();
+    await expect(q).rejects.toMatchObject({ grpcCode: 1 });
+    expect(store.peek(res('b').metadata)?.metadata.phase).toBe('tearingDown');
+  });
+
+  it('List is sorted by ID and filtered by kind and query', () => {
+    const { store } = makeStore();
+    for (const id of ['c', 'a', 'b']) store.create(who, res(id, { labels: id === 'b' ? {} : { k: 'v' } }), '');
+    store.create(who, { ...res('z'), metadata: { ...res('z').metadata, type: 'Other' } }, '');
+    expect(store.list(who, NS, TYPE, EMPTY_QUERY).map((r) => r.metadata.id)).toEqual(['a', 'b', 'c']);
+    const q = { labelQueries: [[{ key: 'k', op: Op.EQUAL, value: ['v'], invert: false }]], idRegexp: '' };
+    expect(store.list(who, NS, TYPE, q).map((r) => r.metadata.id)).toEqual(['a', 'c']);
+    expect(() => store.list(who, NS, TYPE, { labelQueries: [], idRegexp: '(' })).toThrow(expect.objectContaining({ grpcCode: 3 }));
+  });
+});
+
+describe('SimStore watch (omni-wire.md 2.6)', () => {
+  it('kind watch with bootstrap contents: CREATED per resource, BOOTSTRAPPED tombstone with bookmark, then live events', async () => {
+    const { store } = makeStore();
+    store.create(who, res('b'), '');
+    store.create(who, res('a'), '');
+    const ac = new AbortController();
+    const it = store.watch(who, params({ bootstrapContents: true }), ac.signal)[Symbol.asyncIterator]();
+    const first = await take(it, 3);
+    expect(types(first)).toEqual([[EventType.CREATED], [EventType.CREATED], [EventType.BOOTSTRAPPED]]);
+    expect(first.map((b) => b[0]?.resource.metadata.id)).toEqual(['a', 'b', '']);
+    expect(first[2]?.[0]?.resource.metadata.version).toBe('undefined');
+    expect(first[2]?.[0]?.bookmark?.length).toBe(16);
+    const cur = store.get(who, res('a').metadata);
+    store.update(who, cur, '');
+    const [upd] = await take(it, 1);
+    expect(upd?.[0]).toMatchObject({ eventType: EventType.UPDATED, old: { metadata: { version: '1' } }, resource: { metadata: { version: '2' } } });
+    expect(upd?.[0]?.bookmark?.length).toBe(16);
+    ac.abort();
+    expect((await it.next()).done).toBe(true);
+  });
+
+  it('aggregated: bootstrap in one batch; bootstrap_bookmark adds a NOOP; api_version 0 drops BOOTSTRAPPED', async () => {
+    const { store } = makeStore();
+    store.create(who, res('a'), '');
+    const ac = new AbortController();
+    const it = store.watch(who, params({ bootstrapContents: true, aggregated: true, bootstrapBookmark: true }), ac.signal)[Symbol.asyncIterator]();
+    expect(types(await take(it, 1))).toEqual([[EventType.CREATED, EventType.BOOTSTRAPPED, EventType.NOOP]]);
+    store.create(who, res('b'), '');
+    store.create(who, res('c'), '');
+    expect(types(await take(it, 1))).toEqual([[EventType.CREATED, EventType.CREATED]]);
+    const it0 = store.watch(who, params({ bootstrapContents: true, aggregated: true, bootstrapBookmark: true, apiVersion: 0 }), ac.signal)[Symbol.asyncIterator]();
+    expect(types(await take(it0, 1))).toEqual([[EventType.CREATED, EventType.CREATED, EventType.CREATED, EventType.NOOP]]);
+    ac.abort();
+  });
+
+  it('single-resource watch: CREATED or a DESTROYED tombstone first; bad options are Unimplemented/Unknown', async () => {
+    const { store } = makeStore();
+    store.create(who, res('a'), '');
+    const ac = new AbortController();
+    const a = store.watch(who, params({ id: 'a' }), ac.signal)[Symbol.asyncIterator]();
+    expect((await take(a, 1))[0]?.[0]).toMatchObject({ eventType: EventType.CREATED, resource: { metadata: { id: 'a', version: '1' } } });
+    const missing = store.watch(who, params({ id: 'zz' }), ac.signal)[Symbol.asyncIterator]();
+    expect((await take(missing, 1))[0]?.[0]).toMatchObject({ eventType: EventType.DESTROYED, resource: { metadata: { id: 'zz', version: 'undefined' } } });
+    store.create(who, res('b'), '');
+    store.destroy(who, res('a').metadata, '');
+    expect((await take(a, 1))[0]?.[0]).toMatchObject({ eventType: EventType.DESTROYED, resource: { metadata: { id: 'a' } } });
+    ac.abort();
+    expect(() => store.watch(who, params({ id: 'a', bootstrapContents: true }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 12 }));
+    const lq = { labelQueries: [[{ key: 'k', op: Op.EXISTS, value: [], invert: false }]], idRegexp: '' };
+    expect(() => store.watch(who, params({ id: 'a', query: lq }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 12 }));
+    expect(() => store.watch(who, params({ bootstrapContents: true, tailEvents: 1 }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 2 }));
+    expect(() => store.watch(who, params({ bootstrapContents: true, startFromBookmark: store.currentBookmark() }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 2 }));
+    expect(() => store.watch(who, params({ tailEvents: 1, startFromBookmark: store.currentBookmark() }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 2 }));
+    expect(() => store.watch(who, params({ tailEvents: 1 }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 2 }));
+    expect(() => store.watch(who, params({ namespace: 'ephemeral', tailEvents: 1 }), ac.signal)).not.toThrow();
+  });
+
+  it('resumes from a bookmark, skipping the bookmarked event; bad or expired bookmarks are FailedPrecondition', async () => {
+    const { store } = makeStore({ historyCapacity: 5 });
+    const ac = new AbortController();
+    const it = store.watch(who, params(), ac.signal)[Symbol.asyncIterator]();
+    store.create(who, res('a'), '');
+    store.create(who, res('b'), '');
+    store.create(who, res('c'), '');
+    const seen = await take(it, 3);
+    const bm = seen[0]?.[0]?.bookmark as Uint8Array;
+    const resumed = store.watch(who, params({ startFromBookmark: bm }), ac.signal)[Symbol.asyncIterator]();
+    expect((await take(resumed, 2)).map((b) => b[0]?.resource.metadata.id)).toEqual(['b', 'c']);
+    expect(() => store.watch(who, params({ startFromBookmark: new Uint8Array(3) }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    const foreign = new Uint8Array(bm);
+    foreign[0] = (foreign[0] ?? 0) ^ 0xff;
+    expect(() => store.watch(who, params({ startFromBookmark: foreign }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    for (const id of ['d', 'e', 'f', 'g', 'h']) store.create(who, res(id), '');
+    expect(() => store.watch(who, params({ startFromBookmark: bm }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    ac.abort();
+  });
+
+  it('query match transitions become CREATED/DESTROYED', async () => {
+    const { store } = makeStore();
+    const q = { labelQueries: [[{ key: 'k', op: Op.EXISTS, value: [], invert: false }]], idRegexp: '' };
+    const ac = new AbortController();
+    const it = store.watch(who, params({ query: q }), ac.signal)[Symbol.asyncIterator]();
+    let r = store.create(who, res('a'), '');
+    r = store.update(who, { ...r, metadata: { ...r.metadata, labels: { k: '1' } } }, '');
+    r = store.update(who, { ...r, metadata: { ...r.metadata, labels: { k: '2' } } }, '');
+    r = store.update(who, { ...r, metadata: { ...r.metadata, labels: {} } }, '');
+    const got = await take(it, 3);
+    expect(types(got)).toEqual([[EventType.CREATED], [EventType.UPDATED], [EventType.DESTROYED]]);
+    expect(got[0]?.[0]?.old).toBeUndefined();
+    ac.abort();
+  });
+
+  it('a watch that falls behind gets ERRORED "buffer overrun" and ends', async () => {
+    const { store } = makeStore({ watchBufferCapacity: 2 });
+    const ac = new AbortController();
+    const it = store.watch(who, params(), ac.signal)[Symbol.asyncIterator]();
+    for (const id of ['a', 'b', 'c', 'd']) store.create(who, res(id), '');
+    const got = await take(it, 2);
+    expect(got[0]?.[0]).toMatchObject({ eventType: EventType.ERRORED, error: 'buffer overrun' });
+    expect(got).toHaveLength(1);
+  });
+
+  it('restart breaks open watches and invalidates bookmarks; onEvent sees every change in order', async () => {
+    const { store } = makeStore();
+    const seen: string[] = [];
+    const off = store.onEvent((e) => {
+      seen.push(`${e.eventType}:${e.resource.metadata.id}`);
+      // a listener writing to the store (like Omni's controllers) does not reorder events
+      if (e.resource.metadata.id === 'a' && e.eventType === EventType.CREATED) store.create(who, res('a2'), '');
+    });
+    const ac = new AbortController();
+    const it = store.watch(who, params(), ac.signal)[Symbol.asyncIterator]();
+    store.create(who, res('a'), '');
+    store.create(who, res('b'), '');
+    expect(seen).toEqual(['0:a', '0:a2', '0:b']);
+    off();
+    const bm = (await take(it, 1))[0]?.[0]?.bookmark as Uint8Array;
+    store.restart();
+    await expect(it.next()).rejects.toMatchObject({ code: 'SIM_STREAM_BROKEN' });
+    expect(() => store.watch(who, params({ startFromBookmark: bm }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    expect(store.get(who, res('b').metadata).metadata.version).toBe('1');
+  });
+
+  it('bumpVersion is a no-op update seen as UPDATED', () => {
+    const { store } = makeStore();
+    const c = store.create(who, res('a', { labels: { k: 'v' } }), 'Ctrl');
+    expect(store.bumpVersion(c.metadata)).toBe(true);
+    const g = store.get(who, c.metadata);
+    expect(g.metadata.version).toBe('2');
+    expect(g.metadata.labels).toEqual({ k: 'v' });
+    expect(() => store.update(who, c, 'Ctrl')).toThrow(expect.objectContaining({ grpcCode: 9 }));
+  });
+});
