@@ -1,0 +1,147 @@
+// The wipe flags (yargs options object, spread into a command's builder) and their validation.
+
+import type { Options } from 'yargs';
+import { UsageError } from '../exit-codes.js';
+import { CommandSyntaxError, splitCommand } from './argv.js';
+import { WIPE_STRATEGIES, type WipeOptions, type WipeResult, type WipeStrategyName } from './types.js';
+
+export const DEFAULT_WIPE_TIMEOUT_S = 30;
+export const DEFAULT_WIPE_CONCURRENCY = 4;
+const MAX_WIPE_TIMEOUT_S = 3600;
+
+export const wipeCliOptions = {
+  wipe: {
+    type: 'string',
+    choices: WIPE_STRATEGIES,
+    default: 'none',
+    group: 'Wipe:',
+    describe:
+      'What to do to each machine before it is released (best effort; none of these erases disks): none, command (run --wipe-command), ' +
+      'redfish-power-off, redfish-pxe-reboot, ipmi-power-off, ipmi-pxe-reboot',
+  },
+  'wipe-command': {
+    type: 'string',
+    group: 'Wipe:',
+    describe:
+      'With --wipe command: "<program> [args]", run per machine without a shell; its environment is PATH plus STUB_MACHINE_ID, ' +
+      'STUB_PROVIDER_ID, STUB_BMC_ADDRESS, STUB_BMC_PORT, STUB_BMC_USERNAME, STUB_BMC_PASSWORD (where known); exit 0 = success',
+  },
+  'wipe-timeout': {
+    type: 'number',
+    default: DEFAULT_WIPE_TIMEOUT_S,
+    group: 'Wipe:',
+    describe: 'Seconds a wipe of one machine may take; then it is abandoned (a command is killed)',
+  },
+  'wipe-concurrency': {
+    type: 'number',
+    default: DEFAULT_WIPE_CONCURRENCY,
+    group: 'Wipe:',
+    describe: 'How many machines are wiped at the same time',
+  },
+  'require-wipe': {
+    type: 'boolean',
+    default: false,
+    group: 'Wipe:',
+    describe: 'Release a machine only when its wipe succeeded; otherwise report it blocked and keep its finalizers',
+  },
+  'redfish-port': {
+    type: 'number',
+    default: 443,
+    group: 'Wipe:',
+    describe: 'Port of the Redfish service on the BMC address',
+  },
+  'redfish-scheme': {
+    type: 'string',
+    choices: ['https', 'http'] as const,
+    default: 'https',
+    group: 'Wipe:',
+    describe: 'Scheme of the Redfish service (http only for BMCs on a trusted network)',
+  },
+  'bmc-insecure-skip-tls-verify': {
+    type: 'boolean',
+    default: false,
+    group: 'Wipe:',
+    describe: "Accept a BMC's self-signed or otherwise unverifiable Redfish certificate",
+  },
+  'ipmi-interface': {
+    type: 'string',
+    choices: ['lanplus', 'lan'] as const,
+    default: 'lanplus',
+    group: 'Wipe:',
+    describe: 'ipmitool interface: lanplus (IPMI 2.0) or lan (IPMI 1.5)',
+  },
+  'ipmi-cipher-suite': {
+    type: 'number',
+    default: 3,
+    group: 'Wipe:',
+    describe: 'IPMI 2.0 cipher suite for lanplus (ipmitool -C); BMCs commonly accept 3 or 17',
+  },
+} as const satisfies Record<string, Options>;
+
+/** What wipeOptionsFromArgv reads (yargs gives both kebab-case and camelCase keys; we read kebab-case). */
+export type WipeArgv = Record<string, unknown>;
+
+export function wipeOptionsFromArgv(argv: WipeArgv): WipeOptions {
+  const strategy = (argv.wipe ?? 'none') as string;
+  if (!(WIPE_STRATEGIES as readonly string[]).includes(strategy)) {
+    throw new UsageError(`--wipe ${strategy} is not a wipe strategy (choose one of: ${WIPE_STRATEGIES.join(', ')})`);
+  }
+  const command = argv['wipe-command'];
+  if (command !== undefined && typeof command !== 'string') throw new UsageError('--wipe-command takes one string: "<program> [args]"');
+  if (strategy === 'command') {
+    if (!command || !command.trim()) throw new UsageError('--wipe command needs --wipe-command "<program> [args]"');
+    try {
+      splitCommand(command);
+    } catch (err) {
+      if (err instanceof CommandSyntaxError) throw new UsageError(`--wipe-command: ${err.message}`);
+      throw err;
+    }
+  } else if (command !== undefined) {
+    throw new UsageError(`--wipe-command is only used with --wipe command (got --wipe ${strategy})`);
+  }
+  const requireWipe = argv['require-wipe'] === true;
+  if (requireWipe && strategy === 'none') {
+    throw new UsageError('--require-wipe with --wipe none would block every machine: choose a wipe strategy');
+  }
+  const timeoutS = numberFlag(argv, 'wipe-timeout', DEFAULT_WIPE_TIMEOUT_S);
+  if (!(timeoutS > 0 && timeoutS <= MAX_WIPE_TIMEOUT_S)) throw new UsageError(`--wipe-timeout must be between 0 and ${MAX_WIPE_TIMEOUT_S} seconds (got ${timeoutS})`);
+  const concurrency = integerFlag(argv, 'wipe-concurrency', DEFAULT_WIPE_CONCURRENCY, 1, 256);
+  const redfishPort = integerFlag(argv, 'redfish-port', 443, 1, 65535);
+  const ipmiCipherSuite = integerFlag(argv, 'ipmi-cipher-suite', 3, 0, 17);
+  const scheme = argv['redfish-scheme'] ?? 'https';
+  if (scheme !== 'https' && scheme !== 'http') throw new UsageError(`--redfish-scheme must be https or http (got ${String(scheme)})`);
+  const iface = argv['ipmi-interface'] ?? 'lanplus';
+  if (iface !== 'lanplus' && iface !== 'lan') throw new UsageError(`--ipmi-interface must be lanplus or lan (got ${String(iface)})`);
+
+  const opts: WipeOptions = {
+    strategy: strategy as WipeStrategyName,
+    timeoutMs: Math.round(timeoutS * 1000),
+    requireWipe,
+    concurrency,
+    redfishPort,
+    redfishScheme: scheme,
+    bmcInsecureSkipTlsVerify: argv['bmc-insecure-skip-tls-verify'] === true,
+    ipmiInterface: iface,
+    ipmiCipherSuite,
+  };
+  if (strategy === 'command') opts.command = command as string;
+  return opts;
+}
+
+/** With --require-wipe, only a machine whose wipe succeeded may be released. */
+export function wipeBlocksRelease(result: WipeResult, opts: Pick<WipeOptions, 'requireWipe'>): boolean {
+  return opts.requireWipe && result.outcome !== 'succeeded';
+}
+
+function numberFlag(argv: WipeArgv, name: string, dflt: number): number {
+  const v = argv[name] ?? dflt;
+  const n = typeof v === 'number' ? v : Number(v);
+  if (!Number.isFinite(n)) throw new UsageError(`--${name} must be a number (got ${String(v)})`);
+  return n;
+}
+
+function integerFlag(argv: WipeArgv, name: string, dflt: number, min: number, max: number): number {
+  const n = numberFlag(argv, name, dflt);
+  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max} (got ${n})`);
+  return n;
+}
