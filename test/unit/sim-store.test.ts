@@ -241,7 +241,7 @@ describe('SimStore watch (omni-wire.md 2.6)', () => {
     let r = store.create(who, res('a'), '');
     r = store.update(who, { ...r, metadata: { ...r.metadata, labels: { k: '1' } } }, '');
     r = store.update(who, { ...r, metadata: { ...r.metadata, labels: { k: '2' } } }, '');
-    r = store.update(who, { ...r, metadata: { ...r.metadata, labels: {} } }, '');
+    store.update(who, { ...r, metadata: { ...r.metadata, labels: {} } }, '');
     const got = await take(it, 3);
     expect(types(got)).toEqual([[EventType.CREATED], [EventType.UPDATED], [EventType.DESTROYED]]);
     expect(got[0]?.[0]?.old).toBeUndefined();
