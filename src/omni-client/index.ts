@@ -1,0 +1,18 @@
+// The Omni API client's public surface.
+
+export * from './errors.js';
+export * from './resource.js';
+export type * from './types.js';
+export { createOmniClient, type OmniClient, type OmniClientOptions } from './client.js';
+export {
+  loadServiceAccountKey,
+  parseServiceAccountKey,
+  keyFromEnv,
+  signaturePayload,
+  Signer,
+  ENV_KEY_NAMES,
+  type KeySource,
+  type ServiceAccountKey,
+} from './auth.js';
+export { GatewayState, WatchErroredError, type GatewayStateOptions, type StateTransport } from './state.js';
+export { Transport, normalizeEndpoint, jitteredBackoff, type CallContext, type DelayFn, type Endpoint, type OpenStream, type TransportOptions } from './transport.js';

@@ -1,0 +1,344 @@
+// The COSI State API (types.ts `State`) over the gateway transport. Requests are built with the
+// wire.ts schemas (proto names, zero values omitted, optional fields present only when set).
+//
+// Teardown is Get + Update of the phase, never the Teardown RPC: Omni before 1.8 has no gateway route
+// for it and answers 404 code 5, indistinguishable from a missing resource (omni-wire.md 2.2).
+
+import type { Logger } from 'pino';
+import { silentLogger } from '../log.js';
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  OmniError,
+  PermissionDeniedError,
+  TransportError,
+  UnavailableError,
+  DeadlineExceededError,
+  AbortedError,
+  CanceledError,
+  GrpcCode,
+  type OmniErrorContext,
+} from './errors.js';
+import type { Pointer, Resource } from './resource.js';
+import { PHASE_RUNNING, PHASE_TEARING_DOWN, cloneResource, pointerOf } from './resource.js';
+import { defaultDelay, jitteredBackoff, type BackoffOptions, type CallContext, type DelayFn, type OpenStream, type Transport } from './transport.js';
+import type {
+  CallOptions,
+  LabelQuery,
+  OwnerOptions,
+  QueryOptions,
+  RemoveFinalizersResult,
+  State,
+  UpdateOptions,
+  WatchEvent,
+  WatchEventType,
+  WatchKindOptions,
+} from './types.js';
+import {
+  CreateRequestSchema,
+  DestroyRequestSchema,
+  EventSchema,
+  GetRequestSchema,
+  LabelTermOperation,
+  ListRequestSchema,
+  ResourceSchema,
+  UpdateRequestSchema,
+  WatchRequestSchema,
+  WatchResponseSchema,
+  decodeMessage,
+  encodeMessage,
+  fullMethod,
+  resourceFromWire,
+  resourceToWire,
+  type MessageSchema,
+} from './wire.js';
+
+/** The transport surface the State needs (a Transport, or a test double). */
+export type StateTransport = Pick<Transport, 'unary' | 'collect' | 'openStream'>;
+
+export interface GatewayStateOptions {
+  logger?: Logger;
+  delay?: DelayFn;
+  random?: () => number;
+  /** Update attempts of removeFinalizers / teardown before giving up. Default 8. */
+  conflictAttempts?: number;
+  /** Backoff between conflict retries. Default 20 ms .. 1 s. */
+  conflictBackoff?: BackoffOptions;
+  /** Backoff between watch reconnects. Default 250 ms .. 15 s. */
+  watchBackoff?: BackoffOptions;
+  /** Consecutive failed watch reconnects (no message in between) before giving up. Default 10. */
+  watchMaxReconnects?: number;
+}
+
+/** An ERRORED watch event (e.g. "buffer overrun"): the watch cannot go on. */
+export class WatchErroredError extends OmniError {
+  override readonly code = 'OMNI_WATCH_ERRORED';
+  constructor(message: string, ctx: OmniErrorContext = {}) {
+    super(GrpcCode.Unknown, message, ctx);
+  }
+}
+
+const DECODE = { strict: false } as const;
+const EVENT_TYPES: WatchEventType[] = ['created', 'updated', 'destroyed', 'bootstrapped', 'errored', 'noop'];
+
+export class GatewayState implements State {
+  #t: StateTransport;
+  #log: Logger;
+  #delay: DelayFn;
+  #random: () => number;
+  #conflictAttempts: number;
+  #conflictBackoff: BackoffOptions;
+  #watchBackoff: BackoffOptions;
+  #watchMaxReconnects: number;
+
+  constructor(transport: StateTransport, opts: GatewayStateOptions = {}) {
+    this.#t = transport;
+    this.#log = opts.logger ?? silentLogger();
+    this.#delay = opts.delay ?? defaultDelay;
+    this.#random = opts.random ?? Math.random;
+    this.#conflictAttempts = opts.conflictAttempts ?? 8;
+    this.#conflictBackoff = opts.conflictBackoff ?? { baseMs: 20, capMs: 1_000 };
+    this.#watchBackoff = opts.watchBackoff ?? { baseMs: 250, capMs: 15_000 };
+    this.#watchMaxReconnects = opts.watchMaxReconnects ?? 10;
+  }
+
+  async get(p: Pointer, opts: CallOptions = {}): Promise<Resource> {
+    const ptr = pointerOf(p);
+    const body = encode(GetRequestSchema, { ...ptr, options: {} });
+    const res = await this.#t.unary('Get', body, ctx(opts, ptr));
+    return resourceOf(res);
+  }
+
+  async list(namespace: string, type: string, opts: QueryOptions = {}): Promise<Resource[]> {
+    const body = encode(ListRequestSchema, { namespace, type, options: queryOptions(opts) });
+    const lines = await this.#t.collect('List', body, ctx(opts, { namespace, type, id: '' }));
+    return lines.map(resourceOf);
+  }
+
+  async create(r: Resource, opts: OwnerOptions = {}): Promise<Resource> {
+    // Omni refuses a metadata owner that differs from the option (omni-wire.md 2.4): default to it.
+    const owner = opts.owner ?? r.metadata.owner;
+    const body = encode(CreateRequestSchema, { resource: resourceToWire(r), options: { owner } });
+    return resourceOf(await this.#t.unary('Create', body, ctx(opts, pointerOf(r))));
+  }
+
+  async update(r: Resource, opts: UpdateOptions = {}): Promise<Resource> {
+    const options: Record<string, unknown> = { owner: opts.owner ?? r.metadata.owner };
+    if (opts.expectedPhase !== undefined) options['expected_phase'] = opts.expectedPhase;
+    const body = encode(UpdateRequestSchema, { new_resource: resourceToWire(r), options });
+    return resourceOf(await this.#t.unary('Update', body, ctx(opts, pointerOf(r))));
+  }
+
+  async destroy(p: Pointer, opts: OwnerOptions = {}): Promise<void> {
+    const ptr = pointerOf(p);
+    const body = encode(DestroyRequestSchema, { ...ptr, options: { owner: opts.owner ?? '' } });
+    await this.#t.unary('Destroy', body, ctx(opts, ptr));
+  }
+
+  async teardown(p: Pointer, opts: CallOptions = {}): Promise<boolean> {
+    const ptr = pointerOf(p);
+    for (let attempt = 1; ; attempt++) {
+      const cur = await this.get(ptr, opts);
+      if (cur.metadata.phase === PHASE_TEARING_DOWN) return cur.metadata.finalizers.length === 0;
+      const next = cloneResource(cur);
+      next.metadata.phase = PHASE_TEARING_DOWN;
+      try {
+        const after = await this.update(next, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING });
+        return after.metadata.finalizers.length === 0;
+      } catch (e) {
+        // A version conflict, or a phase conflict (someone else tore it down first): read again.
+        const again = e instanceof FailedPreconditionError || e instanceof InvalidArgumentError;
+        if (!again || attempt >= this.#conflictAttempts) throw e;
+        await this.#conflictPause(attempt, opts);
+      }
+    }
+  }
+
+  async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts: CallOptions = {}): Promise<RemoveFinalizersResult> {
+    const ptr = pointerOf(target);
+    const drop = new Set(finalizers);
+    let current: Resource | undefined = 'metadata' in target ? target : undefined;
+    let before: Resource | undefined;
+    let attempts = 0;
+    for (;;) {
+      if (!current) {
+        try {
+          current = await this.get(ptr, opts);
+        } catch (e) {
+          if (e instanceof NotFoundError) return { outcome: 'gone', ...(before ? { before } : {}), attempts };
+          throw e;
+        }
+      }
+      before = current;
+      const keep = current.metadata.finalizers.filter((f) => !drop.has(f));
+      if (keep.length === current.metadata.finalizers.length) return { outcome: 'absent', before: current, attempts };
+      // Everything else exactly as read: read-only types accept an Update only if nothing but the
+      // finalizers changed, unknown spec fields included (omni-wire.md 5.2).
+      const next = cloneResource(current);
+      next.metadata.finalizers = keep;
+      attempts++;
+      try {
+        const after = await this.update(next, { ...opts, owner: current.metadata.owner });
+        return { outcome: 'removed', before: current, after, attempts };
+      } catch (e) {
+        if (e instanceof NotFoundError) return { outcome: 'gone', before: current, attempts };
+        if (attempts >= this.#conflictAttempts) throw e;
+        if (e instanceof FailedPreconditionError) {
+          current = undefined;
+        } else if (e instanceof PermissionDeniedError) {
+          // Either access is refused (then the resource is unchanged: give up) or the resource changed
+          // between our read and our write and no longer equals what we sent (retry).
+          let fresh: Resource;
+          try {
+            fresh = await this.get(ptr, opts);
+          } catch (g) {
+            if (g instanceof NotFoundError) return { outcome: 'gone', before: current, attempts };
+            throw g;
+          }
+          if (fresh.metadata.version === current.metadata.version) throw e;
+          current = fresh;
+        } else {
+          throw e;
+        }
+        this.#log.debug({ resource: ptr, attempts, err: e.message }, 'removeFinalizers: resource changed meanwhile, retrying');
+        await this.#conflictPause(attempts, opts);
+      }
+    }
+  }
+
+  watchKind(namespace: string, type: string, opts: WatchKindOptions = {}): AsyncIterable<WatchEvent[]> {
+    return { [Symbol.asyncIterator]: () => this.#watch(namespace, type, opts) };
+  }
+
+  async *#watch(namespace: string, type: string, opts: WatchKindOptions): AsyncGenerator<WatchEvent[]> {
+    const kind: Pointer = { namespace, type, id: '' };
+    const query = queryOptions(opts);
+    const signal = opts.signal;
+    let bookmark: Uint8Array | undefined;
+    let deliveredSinceStart = false;
+    let failures = 0;
+    for (;;) {
+      if (signal?.aborted) return;
+      const options: Record<string, unknown> = { ...query, aggregated: true };
+      // Resuming: no bootstrap, just the events after the bookmark (like the Go client's retry).
+      if (bookmark) options['start_from_bookmark'] = bookmark;
+      else Object.assign(options, { bootstrap_contents: opts.bootstrapContents ?? true, bootstrap_bookmark: true });
+      const body = encode(WatchRequestSchema, { namespace, type, options, api_version: 1 });
+      let stream: OpenStream | undefined;
+      let failure: unknown;
+      try {
+        stream = await this.#t.openStream('Watch', body, { signal, timeoutMs: opts.timeoutMs, resource: kind });
+        // The first message only says that the watch is established (omni-wire.md 2.6); dropped.
+        const batches: AsyncIterable<unknown> = stream;
+        for await (const msg of batches) {
+          failures = 0;
+          const events = decodeEvents(msg);
+          const erroredAt = events.findIndex((e) => e.type === 'errored');
+          const ok = erroredAt >= 0 ? events.slice(0, erroredAt) : events;
+          for (const e of ok) if (e.bookmark) bookmark = e.bookmark;
+          if (ok.length > 0) {
+            deliveredSinceStart = true;
+            yield ok;
+          }
+          if (erroredAt >= 0) {
+            throw new WatchErroredError(`the watch failed: ${events[erroredAt]?.error ?? 'ERRORED event'}`, { method: fullMethod('Watch'), resource: kind });
+          }
+        }
+        // Omni never ends a watch by itself: an end is a broken connection (a proxy, a restart).
+        failure = new TransportError(`${fullMethod('Watch')} ${namespace}/${type}: the watch stream ended`);
+      } catch (e) {
+        if (e instanceof WatchErroredError) throw e;
+        if (signal?.aborted) return;
+        failure = e;
+      } finally {
+        stream?.close();
+      }
+
+      if (bookmark && failure instanceof FailedPreconditionError) {
+        // The bookmark is too old or from another server process: start over from a fresh bootstrap.
+        this.#log.warn({ namespace, type, err: failure.message }, 'watch bookmark refused; listing again from scratch');
+        bookmark = undefined;
+        deliveredSinceStart = false;
+        opts.onReset?.();
+      } else if (isBrokenStream(failure)) {
+        if (!bookmark && deliveredSinceStart) {
+          // Events were delivered but there is nothing to resume from: the consumer must rebuild.
+          deliveredSinceStart = false;
+          opts.onReset?.();
+        }
+      } else {
+        throw failure;
+      }
+      failures++;
+      if (failures > this.#watchMaxReconnects) throw failure;
+      const ms = jitteredBackoff(failures - 1, this.#watchBackoff, this.#random);
+      this.#log.info({ namespace, type, attempt: failures, delayMs: ms, resume: bookmark !== undefined, err: (failure as Error).message }, 'watch broken; reconnecting');
+      try {
+        await this.#delay(ms, signal);
+      } catch {
+        return;
+      }
+    }
+  }
+
+  async #conflictPause(attempt: number, opts: CallOptions): Promise<void> {
+    try {
+      await this.#delay(jitteredBackoff(attempt - 1, this.#conflictBackoff, this.#random), opts.signal);
+    } catch {
+      throw new CanceledError('cancelled by the caller', { cause: opts.signal?.reason });
+    }
+  }
+}
+
+function ctx(opts: CallOptions, resource: Pointer): CallContext {
+  return { signal: opts.signal, timeoutMs: opts.timeoutMs, resource };
+}
+
+function encode(schema: MessageSchema, obj: Record<string, unknown>): Record<string, unknown> {
+  return encodeMessage(schema, obj);
+}
+
+function resourceOf(msg: unknown): Resource {
+  const m = (msg ?? {}) as Record<string, unknown>;
+  const r = m['resource'] ?? m['new_resource'];
+  return resourceFromWire(decodeMessage(ResourceSchema, r ?? {}, DECODE));
+}
+
+function labelQueries(qs: LabelQuery[] | undefined): unknown[] {
+  return (qs ?? []).map((terms) => ({
+    terms: terms.map((t) => ({ key: t.key, op: LabelTermOperation[t.op], value: t.value ?? [], invert: t.invert ?? false })),
+  }));
+}
+
+function queryOptions(opts: QueryOptions): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  const lq = labelQueries(opts.labelQueries);
+  if (lq.length > 0) out['label_query'] = lq;
+  if (opts.idRegexp) out['id_query'] = { regexp: opts.idRegexp };
+  return out;
+}
+
+function decodeEvents(msg: unknown): WatchEvent[] {
+  const resp = decodeMessage(WatchResponseSchema, msg ?? {}, DECODE);
+  return (resp['event'] as Record<string, unknown>[]).map((ev) => {
+    const e = decodeMessage(EventSchema, ev, DECODE);
+    const type = EVENT_TYPES[e['event_type'] as number] ?? 'noop';
+    const out: WatchEvent = { type, resource: resourceFromWire(e['resource'] ?? {}) };
+    if (e['old']) out.old = resourceFromWire(e['old']);
+    if (typeof e['error'] === 'string') out.error = e['error'];
+    if (e['bookmark'] instanceof Uint8Array) out.bookmark = e['bookmark'];
+    return out;
+  });
+}
+
+/** A broken stream worth resuming (as opposed to a refusal that will repeat). */
+function isBrokenStream(e: unknown): boolean {
+  return (
+    e instanceof TransportError ||
+    e instanceof UnavailableError ||
+    e instanceof DeadlineExceededError ||
+    e instanceof AbortedError ||
+    e instanceof CanceledError
+  );
+}

@@ -1,0 +1,579 @@
+// Calls to Omni's HTTP/JSON gateway (omni-wire.md 1.3): `POST /api/cosi.resource.State/<Method>`,
+// unary JSON bodies and NDJSON streams, over one shared undici dispatcher per client.
+//
+// Everything about a single HTTP exchange lives here: signing (re-signed on every attempt), gzip,
+// error bodies -> typed errors (the gRPC code comes from the body: 400 is both InvalidArgument and
+// FailedPrecondition), per-call deadlines and cancellation, the retry policy (Unavailable and broken
+// connections, capped jittered backoff), and the clock-skew correction on "invalid signature".
+
+import { readFileSync } from 'node:fs';
+import { pipeline, type Readable } from 'node:stream';
+import { setTimeout as sleep } from 'node:timers/promises';
+import * as tls from 'node:tls';
+import { createGunzip } from 'node:zlib';
+import { Agent, EnvHttpProxyAgent, type Dispatcher } from 'undici';
+import type { Logger } from 'pino';
+import { silentLogger } from '../log.js';
+import { VERSION } from '../version.js';
+import {
+  CanceledError,
+  ClientError,
+  DeadlineExceededError,
+  OmniError,
+  TransportError,
+  UnauthenticatedError,
+  UnavailableError,
+  errorFromStatus,
+  grpcCodeFromHttpStatus,
+  type OmniErrorContext,
+} from './errors.js';
+import type { Pointer } from './resource.js';
+import { describePointer } from './resource.js';
+import { fullMethod, type MethodName } from './wire.js';
+
+export interface Endpoint {
+  /** What undici connects to: `https://host:443` or `http://host:80`. */
+  origin: string;
+  tls: boolean;
+}
+
+/**
+ * Like the Go client (omni-wire.md 1.1): `https://` is TLS (port 443 by default); `http://` and
+ * `grpc://` are plaintext (port 80 by default). Any path is ignored: the gateway lives at `/api/`.
+ */
+export function normalizeEndpoint(raw: string): Endpoint {
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw new ClientError('STUB_CONFIG', `invalid Omni endpoint "${raw}": expected https://host[:port], http://host[:port] or grpc://host:port`);
+  }
+  const scheme = url.protocol.replace(/:$/, '').toLowerCase();
+  if (!['https', 'http', 'grpc'].includes(scheme) || url.hostname === '') {
+    throw new ClientError('STUB_CONFIG', `invalid Omni endpoint "${raw}": expected https://host[:port], http://host[:port] or grpc://host:port`);
+  }
+  const isTls = scheme === 'https';
+  const port = url.port !== '' ? url.port : isTls ? '443' : '80';
+  return { origin: `${isTls ? 'https' : 'http'}://${url.hostname}:${port}`, tls: isTls };
+}
+
+/** What the transport needs from auth.ts's Signer. */
+export interface RequestSigner {
+  readonly name: string;
+  readonly fingerprint: string;
+  headers(fullMethod: string, timestampSec: number): Promise<Record<string, string>>;
+}
+
+export type DelayFn = (ms: number, signal?: AbortSignal) => Promise<void>;
+
+export interface BackoffOptions {
+  baseMs: number;
+  capMs: number;
+}
+
+/** Exponential backoff, capped, with jitter in [d/2, d): concurrent clients do not retry in step. */
+export function jitteredBackoff(attempt: number, b: BackoffOptions, random: () => number = Math.random): number {
+  const d = Math.min(b.capMs, b.baseMs * 2 ** Math.min(attempt, 30));
+  return Math.round(d / 2 + (random() * d) / 2);
+}
+
+export const defaultDelay: DelayFn = (ms, signal) => sleep(ms, undefined, signal ? { signal } : {});
+
+export interface TransportOptions {
+  endpoint: string;
+  signer: RequestSigner;
+  caFile?: string;
+  insecureSkipTlsVerify?: boolean;
+  /** Upper bound of connections to Omni (per origin). Default 16. */
+  connections?: number;
+  /** Default per-call deadline in ms (0 = none). Default 30 s. */
+  timeoutMs?: number;
+  /** Extra attempts on Unavailable and broken connections. Default 4. */
+  retries?: number;
+  backoff?: BackoffOptions;
+  logger?: Logger;
+  now?: () => number;
+  delay?: DelayFn;
+  random?: () => number;
+  /** Where proxy variables are read from; default process.env. */
+  env?: NodeJS.ProcessEnv;
+}
+
+export interface CallContext {
+  signal?: AbortSignal | undefined;
+  timeoutMs?: number | undefined;
+  /** The resource the call is about, for error messages. */
+  resource?: Pointer | undefined;
+}
+
+/** An open NDJSON stream whose first message has arrived. Iterate for the rest; `close` to stop. */
+export interface OpenStream extends AsyncIterable<unknown> {
+  first: unknown;
+  close(): void;
+}
+
+export interface TransportStats {
+  callsByMethod: Record<string, number>;
+}
+
+/** Skew beyond which we sign with the server's time (Omni accepts 5 minutes). */
+const MAX_SKEW_MS = 4 * 60_000;
+const RETRIABLE_CAUSES = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'Z_BUF_ERROR',
+]);
+const retriable = new WeakSet<Error>();
+const serverDates = new WeakMap<Error, string>();
+
+/** One call's cancellation: the caller's signal, the deadline, and close(). */
+interface Scope {
+  signal: AbortSignal;
+  closeAbort(): void;
+  stopTimer(): void;
+  dispose(): void;
+  /** The error to throw once `signal` has aborted: why it aborted decides which. */
+  abortError(): OmniError;
+}
+
+export type DispatcherKind = 'direct' | 'proxy';
+
+export class Transport {
+  readonly endpoint: Endpoint;
+  readonly dispatcherKind: DispatcherKind;
+  #dispatcher: Dispatcher;
+  #signer: RequestSigner;
+  #timeoutMs: number;
+  #retries: number;
+  #backoff: BackoffOptions;
+  #log: Logger;
+  #now: () => number;
+  #delay: DelayFn;
+  #random: () => number;
+  #offsetMs = 0;
+  #calls: Record<string, number> = {};
+  #inflight = new Set<Scope>();
+  #closed = false;
+
+  constructor(opts: TransportOptions) {
+    this.endpoint = normalizeEndpoint(opts.endpoint);
+    this.#signer = opts.signer;
+    this.#timeoutMs = opts.timeoutMs ?? 30_000;
+    this.#retries = opts.retries ?? 4;
+    this.#backoff = opts.backoff ?? { baseMs: 100, capMs: 5_000 };
+    this.#log = opts.logger ?? silentLogger();
+    this.#now = opts.now ?? Date.now;
+    this.#delay = opts.delay ?? defaultDelay;
+    this.#random = opts.random ?? Math.random;
+
+    const tlsOpts = tlsOptions(opts);
+    const agentOpts: Agent.Options = {
+      connections: opts.connections ?? 16,
+      // Omni's server sets no idle timeout; keep connections for reuse across bursts of calls.
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 600_000,
+      connect: tlsOpts,
+    };
+    const env = opts.env ?? process.env;
+    const httpProxy = env['http_proxy'] ?? env['HTTP_PROXY'] ?? '';
+    const httpsProxy = env['https_proxy'] ?? env['HTTPS_PROXY'] ?? '';
+    const noProxy = env['no_proxy'] ?? env['NO_PROXY'] ?? '';
+    // undici's EnvHttpProxyAgent falls back from the https proxy to the http one, like curl and Go.
+    const proxy = this.endpoint.tls ? httpsProxy || httpProxy : httpProxy;
+    if (proxy) {
+      // Passed explicitly (empty = none) so that only `env` counts, not whatever process.env holds.
+      this.#dispatcher = new EnvHttpProxyAgent({ ...agentOpts, httpProxy, httpsProxy, noProxy, requestTls: tlsOpts });
+      this.dispatcherKind = 'proxy';
+      this.#log.debug({ proxy: redactUrl(proxy), noProxy }, 'using an HTTP proxy from the environment for Omni');
+    } else {
+      this.#dispatcher = new Agent(agentOpts);
+      this.dispatcherKind = 'direct';
+    }
+  }
+
+  /** Milliseconds added to the local clock when signing (0 unless Omni's clock was adopted). */
+  clockOffsetMs(): number {
+    return this.#offsetMs;
+  }
+
+  stats(): TransportStats {
+    return { callsByMethod: { ...this.#calls } };
+  }
+
+  /** Cancels every call in flight (streams included) and closes the connections. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    for (const scope of this.#inflight) scope.closeAbort();
+    await this.#dispatcher.close();
+  }
+
+  /** A unary call: the decoded JSON response. */
+  async unary(method: MethodName, body: unknown, ctx: CallContext = {}): Promise<unknown> {
+    const scope = this.#scope(method, ctx);
+    try {
+      return await this.#withRetries(method, ctx, scope, async () => {
+        const res = await this.#send(method, body, scope.signal);
+        const text = await readText(res);
+        if (res.statusCode !== 200) throw this.#httpError(method, ctx, res, text);
+        try {
+          return JSON.parse(text) as unknown;
+        } catch {
+          throw new TransportError(`${where(method, ctx)}: Omni answered 200 with a body that is not JSON: ${snippet(text)}`);
+        }
+      });
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  /** A server stream read to the end (List): the `result` of every line. Retried as a whole. */
+  async collect(method: MethodName, body: unknown, ctx: CallContext = {}): Promise<unknown[]> {
+    const scope = this.#scope(method, ctx);
+    try {
+      return await this.#withRetries(method, ctx, scope, async () => {
+        const res = await this.#send(method, body, scope.signal);
+        if (res.statusCode !== 200) throw this.#httpError(method, ctx, res, await readText(res));
+        const out: unknown[] = [];
+        for await (const r of this.#results(method, ctx, res)) out.push(r);
+        return out;
+      });
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  /**
+   * Opens a server stream (Watch) and waits for its first message; the deadline covers only that.
+   * Failures before the first message are retried; later ones are thrown to the reader.
+   */
+  async openStream(method: MethodName, body: unknown, ctx: CallContext = {}): Promise<OpenStream> {
+    const scope = this.#scope(method, ctx);
+    let opened: { first: unknown; it: AsyncIterator<unknown>; res: Dispatcher.ResponseData };
+    try {
+      opened = await this.#withRetries(method, ctx, scope, async () => {
+        const res = await this.#send(method, body, scope.signal, { bodyTimeout: 0 });
+        if (res.statusCode !== 200) throw this.#httpError(method, ctx, res, await readText(res));
+        const it = this.#results(method, ctx, res)[Symbol.asyncIterator]();
+        const r = await it.next();
+        if (r.done) {
+          const e = new TransportError(`${where(method, ctx)}: the stream ended before its first message`);
+          retriable.add(e);
+          throw e;
+        }
+        return { first: r.value, it, res };
+      });
+    } catch (e) {
+      scope.dispose();
+      throw e;
+    }
+    scope.stopTimer();
+    const { first, it, res } = opened;
+    const close = (): void => {
+      res.body.destroy();
+      scope.dispose();
+    };
+    const classify = (e: unknown): Error => this.#classify(method, ctx, scope, e);
+    return {
+      first,
+      close,
+      [Symbol.asyncIterator]: () => ({
+        next: async () => {
+          try {
+            const r = await it.next();
+            if (r.done) close();
+            return r;
+          } catch (e) {
+            close();
+            throw classify(e);
+          }
+        },
+        return: async () => {
+          close();
+          return { done: true, value: undefined };
+        },
+      }),
+    };
+  }
+
+  // -------------------------------------------------------------------------------------------
+
+  #scope(method: MethodName, ctx: CallContext): Scope {
+    const ac = new AbortController();
+    let why: 'caller' | 'timeout' | 'closed' | undefined;
+    const timeoutMs = ctx.timeoutMs ?? this.#timeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    if (timeoutMs > 0) {
+      timer = setTimeout(() => {
+        why ??= 'timeout';
+        ac.abort(new Error('timeout'));
+      }, timeoutMs);
+    }
+    const onCallerAbort = (): void => {
+      why ??= 'caller';
+      ac.abort(ctx.signal?.reason);
+    };
+    if (ctx.signal?.aborted) onCallerAbort();
+    else ctx.signal?.addEventListener('abort', onCallerAbort, { once: true });
+    const closeAbort = (): void => {
+      why ??= 'closed';
+      ac.abort(new Error('client closed'));
+    };
+    if (this.#closed) closeAbort();
+    const inflight = this.#inflight;
+    const scope: Scope = {
+      signal: ac.signal,
+      closeAbort,
+      stopTimer(): void {
+        clearTimeout(timer);
+      },
+      dispose(): void {
+        clearTimeout(timer);
+        ctx.signal?.removeEventListener('abort', onCallerAbort);
+        inflight.delete(scope);
+      },
+      abortError(): OmniError {
+        const c = errCtx(method, ctx);
+        if (why === 'timeout') return new DeadlineExceededError(`no answer within ${timeoutMs} ms (client deadline)`, c);
+        if (why === 'caller' || why === undefined) return new CanceledError('cancelled by the caller', { ...c, cause: ctx.signal?.reason });
+        return new CanceledError('the client was closed', c);
+      },
+    };
+    this.#inflight.add(scope);
+    return scope;
+  }
+
+  async #withRetries<T>(method: MethodName, ctx: CallContext, scope: Scope, attempt: () => Promise<T>): Promise<T> {
+    let retries = 0;
+    let skewRetried = false;
+    for (;;) {
+      try {
+        if (scope.signal.aborted) throw scope.abortError();
+        return await attempt();
+      } catch (raw) {
+        const e = this.#classify(method, ctx, scope, raw);
+        if (scope.signal.aborted) throw e;
+        if (e instanceof UnauthenticatedError && /invalid signature/i.test(e.omniMessage)) {
+          if (!skewRetried && this.#adoptServerClock(method, serverDates.get(e))) {
+            skewRetried = true;
+            continue;
+          }
+          throw this.#refused(method, ctx, e);
+        }
+        if (!retriable.has(e) || retries >= this.#retries) throw e;
+        const ms = jitteredBackoff(retries++, this.#backoff, this.#random);
+        this.#log.debug({ method, attempt: retries, delayMs: ms, err: e.message }, 'retrying an Omni call');
+        try {
+          await this.#delay(ms, scope.signal);
+        } catch {
+          throw scope.abortError();
+        }
+      }
+    }
+  }
+
+  #classify(method: MethodName, ctx: CallContext, scope: Scope, raw: unknown): Error {
+    if (scope.signal.aborted) return scope.abortError();
+    if (raw instanceof OmniError || raw instanceof ClientError) return raw;
+    const err = raw as NodeJS.ErrnoException;
+    const code = typeof err?.code === 'string' ? err.code : undefined;
+    const e = new TransportError(`${where(method, ctx)}: cannot reach Omni at ${this.endpoint.origin}: ${code ? `${code} ` : ''}${err?.message ?? String(raw)}`, { cause: raw });
+    if (code && RETRIABLE_CAUSES.has(code)) retriable.add(e);
+    return e;
+  }
+
+  /** Adopts the server's clock when it differs by more than MAX_SKEW_MS from what we sign with. */
+  #adoptServerClock(method: MethodName, date: string | undefined): boolean {
+    if (!date) return false;
+    const serverMs = Date.parse(date);
+    if (Number.isNaN(serverMs)) return false;
+    const local = this.#now();
+    if (Math.abs(serverMs - (local + this.#offsetMs)) <= MAX_SKEW_MS) return false;
+    this.#offsetMs = serverMs - local;
+    this.#log.warn(
+      { method: fullMethod(method), offsetMs: this.#offsetMs, serverDate: date },
+      'the local clock differs from Omni\'s by more than 4 minutes; signing with Omni\'s time from now on (fix the clock: NTP)',
+    );
+    return true;
+  }
+
+  #refused(method: MethodName, ctx: CallContext, e: UnauthenticatedError): UnauthenticatedError {
+    return new UnauthenticatedError(
+      `${e.omniMessage}: Omni refused identity "${this.#signer.name}" with key fingerprint ${this.#signer.fingerprint} ` +
+        '(the key is unknown to this Omni, expired, revoked or not confirmed; check the endpoint and the key)',
+      { ...errCtx(method, ctx), ...(e.httpStatus !== undefined ? { httpStatus: e.httpStatus } : {}) },
+    );
+  }
+
+  async #send(method: MethodName, body: unknown, signal: AbortSignal, extra: { bodyTimeout?: number } = {}): Promise<Dispatcher.ResponseData> {
+    const fm = fullMethod(method);
+    const ts = Math.floor((this.#now() + this.#offsetMs) / 1000);
+    const signed = await this.#signer.headers(fm, ts);
+    this.#calls[method] = (this.#calls[method] ?? 0) + 1;
+    return this.#dispatcher.request({
+      origin: this.endpoint.origin,
+      path: `/api${fm}`,
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json',
+        // Omni's gzip handler picks only a bare `gzip` token; its `deflate` is raw DEFLATE (omni-wire.md 1.3).
+        'accept-encoding': 'gzip',
+        'user-agent': `stub-provider/${VERSION}`,
+        ...signed,
+      },
+      body: JSON.stringify(body),
+      signal,
+      ...extra,
+    });
+  }
+
+  #httpError(method: MethodName, ctx: CallContext, res: Dispatcher.ResponseData, text: string): OmniError {
+    const status = parseStatusBody(text);
+    const code = status.code ?? grpcCodeFromHttpStatus(res.statusCode);
+    const message = status.message ?? (text.trim() !== '' ? `HTTP ${res.statusCode}: ${snippet(text)}` : `HTTP ${res.statusCode}`);
+    const e = errorFromStatus(code, message, { ...errCtx(method, ctx), httpStatus: res.statusCode });
+    if (e instanceof UnavailableError) retriable.add(e);
+    const date = res.headers['date'];
+    if (typeof date === 'string') serverDates.set(e, date);
+    return e;
+  }
+
+  /** The `result` of each NDJSON line; an `{"error":..}` line (after a 200) becomes the typed error. */
+  async *#results(method: MethodName, ctx: CallContext, res: Dispatcher.ResponseData): AsyncGenerator<unknown> {
+    for await (const line of ndjsonLines(decoded(res))) {
+      let msg: unknown;
+      try {
+        msg = JSON.parse(line);
+      } catch {
+        throw new TransportError(`${where(method, ctx)}: malformed stream line from Omni: ${snippet(line)}`);
+      }
+      const o = (typeof msg === 'object' && msg !== null ? msg : {}) as { result?: unknown; error?: unknown };
+      if (o.error !== undefined && o.error !== null) {
+        const st = parseStatusBody(o.error);
+        const e = errorFromStatus(st.code ?? 2, st.message ?? '', { ...errCtx(method, ctx), httpStatus: res.statusCode });
+        if (e instanceof UnavailableError) retriable.add(e);
+        throw e;
+      }
+      if (!('result' in o)) throw new TransportError(`${where(method, ctx)}: unexpected stream line from Omni: ${snippet(line)}`);
+      yield o.result ?? {};
+    }
+  }
+}
+
+function tlsOptions(opts: TransportOptions): tls.ConnectionOptions {
+  const out: tls.ConnectionOptions = {};
+  if (opts.insecureSkipTlsVerify) out.rejectUnauthorized = false;
+  const getCAs = (tls as unknown as { getCACertificates?: (k: string) => string[] }).getCACertificates;
+  // Node >= 22.15 can read the OS store; on Node 20 the default is Node's bundled store (plus
+  // NODE_EXTRA_CA_CERTS, or the OS store with --use-openssl-ca).
+  const base = (): string[] => {
+    if (typeof getCAs !== 'function') return [...tls.rootCertificates];
+    let system: string[] = [];
+    try {
+      system = getCAs('system');
+    } catch {
+      // no readable OS store
+    }
+    return [...getCAs('default'), ...system];
+  };
+  if (opts.caFile !== undefined) {
+    let pem: string;
+    try {
+      pem = readFileSync(opts.caFile, 'utf8');
+    } catch (e) {
+      throw new ClientError('STUB_CONFIG', `cannot read the CA file ${opts.caFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ClientError('STUB_CONFIG', `the CA file ${opts.caFile} holds no PEM certificate`);
+    out.ca = [...base(), pem];
+  } else if (typeof getCAs === 'function') {
+    out.ca = base();
+  }
+  return out;
+}
+
+function decoded(res: Dispatcher.ResponseData): Readable {
+  const enc = String(res.headers['content-encoding'] ?? '').toLowerCase();
+  if (enc !== 'gzip') return res.body;
+  // Omni flushes a gzip sync block per stream line: decode as bytes arrive, not at the end.
+  return pipeline(res.body, createGunzip(), () => {
+    // errors surface to the reader of the gunzip stream
+  });
+}
+
+async function readText(res: Dispatcher.ResponseData): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const c of decoded(res)) chunks.push(c as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+/** Splits a byte stream into lines, whatever the chunking (multi-byte characters included). */
+export async function* ndjsonLines(src: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
+  const dec = new TextDecoder('utf-8');
+  let buf = '';
+  for await (const chunk of src) {
+    buf += typeof chunk === 'string' ? chunk : dec.decode(chunk, { stream: true });
+    let start = 0;
+    let nl: number;
+    while ((nl = buf.indexOf('\n', start)) >= 0) {
+      const line = buf.slice(start, nl);
+      start = nl + 1;
+      if (line.trim() !== '') yield line;
+    }
+    buf = buf.slice(start);
+  }
+  buf += dec.decode();
+  if (buf.trim() !== '') yield buf;
+}
+
+/** `{"code","message"}` or `{"error":{"code","message"}}`, as text or already parsed. */
+function parseStatusBody(body: unknown): { code?: number; message?: string } {
+  let v = body;
+  if (typeof body === 'string') {
+    try {
+      v = JSON.parse(body);
+    } catch {
+      const first = body.split('\n').find((l) => l.trim() !== '');
+      try {
+        v = first !== undefined ? JSON.parse(first) : undefined;
+      } catch {
+        return {};
+      }
+    }
+  }
+  if (typeof v !== 'object' || v === null) return {};
+  const outer = v as Record<string, unknown>;
+  const o = (typeof outer['error'] === 'object' && outer['error'] !== null ? outer['error'] : outer) as Record<string, unknown>;
+  return {
+    ...(typeof o['code'] === 'number' && Number.isInteger(o['code']) ? { code: o['code'] } : {}),
+    ...(typeof o['message'] === 'string' ? { message: o['message'] } : {}),
+  };
+}
+
+function errCtx(method: MethodName, ctx: CallContext): OmniErrorContext {
+  return { method: fullMethod(method), ...(ctx.resource ? { resource: ctx.resource } : {}) };
+}
+
+function where(method: MethodName, ctx: CallContext): string {
+  return `${fullMethod(method)}${ctx.resource ? ` ${describePointer(ctx.resource)}` : ''}`;
+}
+
+function snippet(s: string): string {
+  const t = s.trim().replace(/\s+/g, ' ');
+  return t.length > 200 ? `${t.slice(0, 200)}...` : t;
+}
+
+function redactUrl(u: string): string {
+  try {
+    const url = new URL(u);
+    url.username = '';
+    url.password = '';
+    return url.toString();
+  } catch {
+    return '(unparsable proxy URL)';
+  }
+}
