@@ -107,7 +107,7 @@ function scalarFromPlain(f: FieldSchema, v: unknown, path: string): unknown {
       if (typeof v === 'bigint') n = v;
       else if (typeof v === 'number' && Number.isSafeInteger(v)) n = BigInt(v);
       else if (typeof v === 'string' && /^[0-9]+$/.test(v)) n = BigInt(v);
-      if (n === undefined || n < 0n || n >= 1n << 64n) throw bad(path, 'a uint64 (integer or decimal string)', v);
+      if (n === undefined || n < 0n || n >= 1n << 64n) throw bad(path, 'a uint64 (an integer below 2^53, a bigint or a decimal string; parse YAML with intAsBigInt)', v);
       return n;
     }
     case 'bytes':
@@ -151,8 +151,9 @@ function timestampFromPlain(v: unknown, path: string): string {
       const n = v['nanos'] ?? 0;
       const seconds = typeof s === 'bigint' ? s : typeof s === 'number' && Number.isSafeInteger(s) ? BigInt(s)
         : typeof s === 'string' && /^-?[0-9]+$/.test(s) ? BigInt(s) : undefined;
-      if (seconds === undefined || typeof n !== 'number') throw bad(path, 'integer seconds and nanos', v);
-      return formatTimestamp({ seconds, nanos: n });
+      const nanos = typeof n === 'bigint' ? Number(n) : n;
+      if (seconds === undefined || typeof nanos !== 'number') throw bad(path, 'integer seconds and nanos', v);
+      return formatTimestamp({ seconds, nanos });
     }
   } catch (e) {
     if (e instanceof SpecError) throw new SpecError(e.code as 'STUB_SPEC_INVALID', e.message.startsWith(path) ? e.message : `${path}: ${e.message}`);
