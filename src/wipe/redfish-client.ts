@@ -59,10 +59,7 @@ export class RedfishClient {
     this.agent = new Agent({ connect: { rejectUnauthorized: !o.insecureSkipTlsVerify }, pipelining: 0 });
   }
 
-  /**
-   * Authenticates: a Redfish session when the service offers one, basic auth otherwise.
-   * A 401 on the session request means the credentials are wrong: no point in trying basic auth.
-   */
+  /** Authenticates: a Redfish session when the service offers one, basic auth otherwise. */
   async login(sessionsPath: string): Promise<'session' | 'basic' | 'none'> {
     const { username, password } = this.o;
     if (!username) return 'none';
@@ -76,8 +73,9 @@ export class RedfishClient {
       if (where) this.sessionPath = new URL(where, this.origin).pathname;
       return 'session';
     }
-    if (res.status === 401) throw new RedfishError('failed', Reason.credentialsRefused);
-    this.o.logger.debug({ status: res.status }, 'Redfish sessions not available; using basic auth');
+    // Any other answer, 401 included (some BMCs answer 401 to every unknown path), means: try basic
+    // auth; if the credentials are really wrong, the next request says so.
+    this.o.logger.debug({ status: res.status }, 'no Redfish session; using basic auth');
     this.auth = { authorization: `Basic ${Buffer.from(`${username}:${password ?? ''}`).toString('base64')}` };
     return 'basic';
   }
@@ -94,7 +92,7 @@ export class RedfishClient {
         this.o.logger.debug({ err: (err as Error).message }, 'could not delete the Redfish session');
       }
     }
-    await this.agent.close().catch(() => undefined);
+    await this.agent.destroy().catch(() => undefined);
   }
 
   async get(path: string): Promise<RedfishResponse> {
@@ -118,7 +116,9 @@ export class RedfishClient {
 
   private async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, signal = this.o.signal): Promise<RedfishResponse> {
     try {
-      const res = await request(new URL(path, this.origin), {
+      // undici does not abort a request while its TLS connection is still being set up, so the
+      // signal is raced here too; the agent is destroyed afterwards.
+      const res = await untilAborted(signal, request(new URL(path, this.origin), {
         method: method as 'GET',
         dispatcher: this.agent,
         signal,
@@ -130,8 +130,8 @@ export class RedfishClient {
           ...headers,
         },
         body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await res.body.text();
+      }));
+      const text = await untilAborted(signal, res.body.text());
       let parsed: unknown;
       try {
         parsed = text ? JSON.parse(text) : undefined;
@@ -160,6 +160,17 @@ export class RedfishClient {
     }
     return new RedfishError('failed', `Redfish request failed: ${e.message ?? String(err)}`);
   }
+}
+
+function untilAborted<T>(signal: AbortSignal, p: Promise<T>): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  let onAbort!: () => void;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+  p.catch(() => undefined);
+  return Promise.race([p, aborted]).finally(() => signal.removeEventListener('abort', onAbort));
 }
 
 function header(h: RedfishResponse['headers'], name: string): string | undefined {
