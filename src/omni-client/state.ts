@@ -38,7 +38,6 @@ import type {
 import {
   CreateRequestSchema,
   DestroyRequestSchema,
-  EventSchema,
   GetRequestSchema,
   LabelTermOperation,
   ListRequestSchema,
@@ -321,8 +320,7 @@ function queryOptions(opts: QueryOptions): Record<string, unknown> {
 
 function decodeEvents(msg: unknown): WatchEvent[] {
   const resp = decodeMessage(WatchResponseSchema, msg ?? {}, DECODE);
-  return (resp['event'] as Record<string, unknown>[]).map((ev) => {
-    const e = decodeMessage(EventSchema, ev, DECODE);
+  return (resp['event'] as Record<string, unknown>[]).map((e) => {
     const type = EVENT_TYPES[e['event_type'] as number] ?? 'noop';
     const out: WatchEvent = { type, resource: resourceFromWire(e['resource'] ?? {}) };
     if (e['old']) out.old = resourceFromWire(e['old']);
