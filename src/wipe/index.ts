@@ -52,6 +52,8 @@ export function createWipeStrategy(opts: WipeOptions, deps: WipeDeps): WipeStrat
           interface: opts.ipmiInterface ?? 'lanplus',
           cipherSuite: opts.ipmiCipherSuite ?? 3,
           ...(opts.ipmitoolPath ? { ipmitoolPath: opts.ipmitoolPath } : {}),
+          ...(opts.ipmiAttemptTimeoutS !== undefined ? { attemptTimeoutS: opts.ipmiAttemptTimeoutS } : {}),
+          ...(opts.ipmiRetries !== undefined ? { retries: opts.ipmiRetries } : {}),
         },
         deps,
       );

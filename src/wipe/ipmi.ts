@@ -15,6 +15,10 @@ export interface IpmiWipeOptions {
   /** Only used with lanplus (`-C`). */
   cipherSuite: number;
   ipmitoolPath?: string;
+  /** ipmitool -N: seconds per attempt (ipmitool's own default when unset). */
+  attemptTimeoutS?: number;
+  /** ipmitool -R: attempts (ipmitool's own default when unset). */
+  retries?: number;
 }
 
 export interface IpmiWipeDeps {
@@ -29,13 +33,15 @@ export const IPMITOOL_MISSING = 'ipmitool not found on PATH: install it (Debian:
 const DEFAULT_IPMI_PORT = 623;
 
 /** The ipmitool arguments before the command; exported so tests can check no password is in them. */
-export function ipmitoolBaseArgs(m: MachineFacts, o: Pick<IpmiWipeOptions, 'interface' | 'cipherSuite'>): string[] {
+export function ipmitoolBaseArgs(m: MachineFacts, o: Pick<IpmiWipeOptions, 'interface' | 'cipherSuite' | 'attemptTimeoutS' | 'retries'>): string[] {
   const b = m.bmc ?? {};
   const args = ['-I', o.interface];
   if (o.interface === 'lanplus') args.push('-C', String(o.cipherSuite));
   args.push('-H', b.address ?? '', '-p', String(b.port || DEFAULT_IPMI_PORT));
   if (b.username) args.push('-U', b.username);
   if (b.password) args.push('-E');
+  if (o.attemptTimeoutS !== undefined) args.push('-N', String(o.attemptTimeoutS));
+  if (o.retries !== undefined) args.push('-R', String(o.retries));
   return args;
 }
 
@@ -96,6 +102,9 @@ export class IpmiWipe implements WipeStrategy {
   }
 }
 
+/** What ipmitool prints when the BMC rejects the user or password (IPMI 1.5 and 2.0 sessions). */
+const CREDENTIALS_REFUSED = /Activate Session command failed|RAKP \d|unauthorized name|invalid user ?name|password/i;
+
 function checkOutcome(out: ProcessOutcome, command: string[], signal: AbortSignal, file: string, password?: string): string {
   switch (out.kind) {
     case 'not-found':
@@ -103,14 +112,14 @@ function checkOutcome(out: ProcessOutcome, command: string[], signal: AbortSigna
     case 'spawn-error':
       throw new IpmiStepError('failed', `ipmitool could not start: ${out.message}`);
     case 'aborted':
+      // ipmitool may already have said why before it was killed.
+      if (CREDENTIALS_REFUSED.test(out.stderr)) throw new IpmiStepError('failed', Reason.credentialsRefused);
       if (abortedByTimeout(signal)) throw new IpmiStepError('skipped', Reason.unreachable);
       throw new IpmiStepError('failed', Reason.interrupted);
     case 'exited': {
       if (out.exitCode === 0) return out.stdout;
       const text = scrubSecrets(`${out.stderr}\n${out.stdout}`, [password]);
-      if (/Activate Session command failed|RAKP \d|unauthorized name|invalid user ?name|password/i.test(text)) {
-        throw new IpmiStepError('failed', Reason.credentialsRefused);
-      }
+      if (CREDENTIALS_REFUSED.test(text)) throw new IpmiStepError('failed', Reason.credentialsRefused);
       if (/Unable to establish|No response|timed out/i.test(text)) {
         throw new IpmiStepError('skipped', Reason.unreachable);
       }

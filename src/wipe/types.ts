@@ -63,6 +63,9 @@ export interface WipeOptions {
   ipmiInterface?: 'lanplus' | 'lan';
   ipmiCipherSuite?: number;
   ipmitoolPath?: string;
+  /** ipmitool -N (seconds per attempt) and -R (attempts); ipmitool's defaults when unset. */
+  ipmiAttemptTimeoutS?: number;
+  ipmiRetries?: number;
 }
 
 /** The standard reasons, so reports and tests agree on the words. */
