@@ -16,7 +16,7 @@ const OPERATOR: Identity = { name: 'o@example.org', email: 'o@example.org', role
 const ADMIN: Identity = { name: 'a@example.org', email: 'a@example.org', role: 'Admin' };
 const NONE: Identity = { name: 'n@example.org', email: 'n@example.org', role: 'None' };
 
-function res(namespace: string, type: string, id: string, init: Partial<Resource['metadata']> = {}, spec = new Uint8Array([8, 1])): Resource {
+function res(namespace: string, type: string, id: string, init: Partial<Resource['metadata']> = {}, spec: Uint8Array = new Uint8Array([8, 1])): Resource {
   return { metadata: newMetadata({ namespace, type, id }, init), spec: { protoSpec: spec } };
 }
 
