@@ -1,0 +1,134 @@
+// The simulated Omni, assembled: scenario -> store (seeded) -> access rules -> gateway on one
+// loopback listener, with identities (generated key pairs where the scenario gives no public key),
+// faults and Omni's own controllers for the scenario's Omni version.
+
+import type { Identity, SimClock, StateApi } from './api.js';
+import { createAuthenticate, IdentityRegistry } from './auth.js';
+import { type FaultConfig, Faults } from './faults.js';
+import { generateKey, type GeneratedKey } from './keys.js';
+import { parseScenario, dumpScenario, type Scenario } from './scenario.js';
+import { type Authenticator, Gateway, listen } from './server.js';
+import { SimStore } from './store.js';
+import { atLeast } from './version.js';
+
+export interface SimContext {
+  store: SimStore;
+  registry: IdentityRegistry;
+  clock: SimClock;
+  omniVersion: string;
+}
+
+/** Something started alongside the sim (Omni's controllers) and stopped by close(). */
+export interface Stoppable {
+  stop(): void | Promise<void>;
+}
+
+export interface SimOptions {
+  /** Default 127.0.0.1 (loopback only). */
+  host?: string;
+  /** Default 0 (a free port). */
+  port?: number;
+  /** PEM key + certificate: serve HTTPS. */
+  tls?: { key: string; cert: string };
+  /** Base clock in ms; faults add their offset on top. Default Date.now. */
+  now?: () => number;
+  /** Faults applied on top of the scenario's. */
+  faults?: FaultConfig;
+  /** Replaces signature verification (tests of the gateway alone). */
+  authenticate?: Authenticator;
+  /** Builds the StateApi the gateway serves. Default: Omni's access rules (access.ts) once wired, else the bare store. */
+  access?: (ctx: SimContext) => StateApi;
+  /** Starts Omni's controllers. Default: none until controllers.ts is wired. */
+  controllers?: (ctx: SimContext) => Stoppable | undefined;
+  /** Lifetime of generated keys (seconds). Default 365 days. */
+  keyLifetimeSeconds?: number;
+}
+
+export interface Sim {
+  /** `http://127.0.0.1:PORT` (or https). */
+  endpoint: string;
+  /** OMNI_SERVICE_ACCOUNT_KEY values of the identities whose key pair the sim generated. */
+  keys: Record<string, string>;
+  /** The generated key pairs themselves (private keys: tests only, never logged). */
+  generatedKeys: Record<string, GeneratedKey>;
+  omniVersion: string;
+  scenario: Scenario;
+  store: SimStore;
+  /** What the gateway serves (access rules over the store). */
+  api: StateApi;
+  registry: IdentityRegistry;
+  faults: Faults;
+  clock: SimClock;
+  gateway: Gateway;
+  close(): Promise<void>;
+  /** The current state in the scenario format. */
+  dump(): string;
+}
+
+export async function createSim(scenario: Scenario | string, opts: SimOptions = {}): Promise<Sim> {
+  const sc = typeof scenario === 'string' ? parseScenario(scenario) : scenario;
+  const baseNow = opts.now ?? (() => Date.now());
+  const faults = new Faults({ now: baseNow }, { ...sc.faults, ...(opts.faults ?? {}) });
+  const clock = faults.clock;
+  const store = new SimStore({ clock });
+  store.seed(sc.resources);
+
+  const registry = new IdentityRegistry();
+  const generatedKeys: Record<string, GeneratedKey> = {};
+  const keys: Record<string, string> = {};
+  for (const id of sc.identities) {
+    let publicKeys = id.publicKeys;
+    if (publicKeys.length === 0) {
+      // Dated an hour back so that a negative clock-offset fault does not make the key "not yet valid".
+      const k = await generateKey(id.name, {
+        date: new Date(baseNow() - 3600_000),
+        ...(opts.keyLifetimeSeconds !== undefined ? { lifetimeSeconds: opts.keyLifetimeSeconds } : {}),
+      });
+      generatedKeys[id.name] = k;
+      keys[id.name] = k.serviceAccountKey;
+      publicKeys = [k.armoredPublicKey];
+    }
+    await registry.add({ name: id.name, role: id.role, publicKeys });
+  }
+
+  const ctx: SimContext = { store, registry, clock, omniVersion: sc.omniVersion };
+  const api = opts.access ? opts.access(ctx) : store;
+  const controllers = opts.controllers?.(ctx);
+  const authenticate: Authenticator = opts.authenticate ?? createAuthenticate(registry, clock);
+  const gateway = new Gateway({
+    state: api,
+    authenticate,
+    clock,
+    teardownRoutes: atLeast(sc.omniVersion, '1.8'),
+    faults,
+  });
+  faults.attach({ restart: () => store.restart(), breakStreams: () => gateway.breakStreams(), bumpVersion: (p) => store.bumpVersion(p) });
+  const listening = await listen(gateway, {
+    ...(opts.host !== undefined ? { host: opts.host } : {}),
+    ...(opts.port !== undefined ? { port: opts.port } : {}),
+    ...(opts.tls ? { tls: opts.tls } : {}),
+  });
+
+  let closed: Promise<void> | undefined;
+  return {
+    endpoint: listening.endpoint,
+    keys,
+    generatedKeys,
+    omniVersion: sc.omniVersion,
+    scenario: sc,
+    store,
+    api,
+    registry,
+    faults,
+    clock,
+    gateway,
+    close: () =>
+      (closed ??= (async () => {
+        await controllers?.stop();
+        await listening.close();
+      })()),
+    dump: () => dumpScenario({ ...sc, resources: store.all() }),
+  };
+}
+
+export type { Identity, Scenario };

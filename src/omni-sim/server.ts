@@ -1,0 +1,470 @@
+// The gateway of the simulated Omni: `POST /api/cosi.resource.State/<Method>` with grpc-gateway's
+// conventions as Omni configures them (omni-wire.md 1.3): protojson bodies (snake_case out, unknown
+// fields rejected), NDJSON streams flushed per line, errors as google.rpc.Status, gzip only for a bare
+// `gzip` token. Every call is authenticated by the injected authenticator and served by the injected
+// StateApi (access.ts in the sim, the bare store in tests). Nothing a client sends may crash it.
+
+import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import * as zlib from 'node:zlib';
+import { errorFromStatus, GrpcCode, httpStatusFromGrpcCode, OmniError } from '../omni-client/errors.js';
+import type { Pointer, Resource } from '../omni-client/resource.js';
+import { decodeSpec, OMNI_SPEC_SCHEMAS, renderYamlSpec } from '../omni-client/specs.js';
+import {
+  decodeMessage, encodeMessage, EventType, fullMethod, Methods, type MethodName, type MessageSchema,
+  resourceFromWire, resourceToWire, WireError,
+} from '../omni-client/wire.js';
+import type { Identity, SimClock, SimEvent, StateApi, WatchParams } from './api.js';
+import type { Faults } from './faults.js';
+import { queryFromWire } from './query.js';
+import { StreamBrokenError } from './store.js';
+
+export type Authenticator = (headers: IncomingHttpHeaders, fullMethod: string) => Promise<Identity>;
+
+export interface GatewayOptions {
+  state: StateApi;
+  authenticate: Authenticator;
+  clock: SimClock;
+  /** Omni >= 1.8 serves Teardown and TeardownAndDestroy; older builds have no route (404 code 5). */
+  teardownRoutes: boolean;
+  faults?: Faults;
+}
+
+/** gRPC's default receive limit as Omni raises it (constants.GRPCMaxMessageSize). */
+export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
+const PREFIX = '/api/cosi.resource.State/';
+const TEARDOWN_METHODS = new Set<string>(['Teardown', 'TeardownAndDestroy']);
+
+interface Status {
+  code: number;
+  message: string;
+}
+
+function statusOf(e: unknown): Status {
+  if (e instanceof OmniError) return { code: e.grpcCode, message: e.omniMessage };
+  // Anything unexpected is a bug in the sim; Omni's panic recovery answers Internal.
+  return { code: GrpcCode.Internal, message: e instanceof Error ? e.message : String(e) };
+}
+
+/** encoding/json escapes these in stream lines (omni-wire.md 1.3). */
+function escapeHtml(json: string): string {
+  return json.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
+/** The first token exactly `gzip` or `deflate` of Accept-Encoding, as Omni's compress handler picks it. */
+export function pickEncoding(acceptEncoding: string | string[] | undefined): 'gzip' | 'deflate' | undefined {
+  const raw = Array.isArray(acceptEncoding) ? acceptEncoding.join(',') : acceptEncoding ?? '';
+  for (const t of raw.split(',').map((s) => s.trim())) if (t === 'gzip' || t === 'deflate') return t;
+  return undefined;
+}
+
+/** The first JSON value of a body (Go's json.Decoder reads one value and ignores the rest). */
+export function firstJsonValue(text: string): string {
+  let i = 0;
+  while (i < text.length && /\s/.test(text[i] ?? '')) i++;
+  const start = i;
+  const open = text[i];
+  if (open !== '{' && open !== '[') return text.slice(start);
+  let depth = 0;
+  let inString = false;
+  for (; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '{' || c === '[') depth++;
+    else if (c === '}' || c === ']') {
+      depth--;
+      if (depth === 0) return text.slice(start, i + 1);
+    }
+  }
+  return text.slice(start);
+}
+
+/** Writes a body, gzip/deflate-compressed when asked, flushing after every write (per stream line). */
+class Body {
+  private readonly z: zlib.Gzip | zlib.DeflateRaw | undefined;
+  constructor(private readonly res: ServerResponse, encoding: 'gzip' | 'deflate' | undefined) {
+    if (encoding) {
+      res.setHeader('Content-Encoding', encoding);
+      this.z = encoding === 'gzip' ? zlib.createGzip() : zlib.createDeflateRaw();
+      this.z.on('error', () => res.destroy());
+      this.z.pipe(res);
+    }
+  }
+  write(s: string): void {
+    if (this.res.destroyed) return;
+    if (this.z) {
+      this.z.write(s);
+      this.z.flush(zlib.constants.Z_SYNC_FLUSH);
+    } else this.res.write(s);
+  }
+  end(s?: string): void {
+    if (this.res.destroyed) return;
+    if (this.z) this.z.end(s);
+    else this.res.end(s);
+  }
+}
+
+export class Gateway {
+  private readonly streams = new Set<ServerResponse>();
+
+  constructor(private readonly opts: GatewayOptions) {}
+
+  /** The request listener for node:http / node:https. */
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    this.serve(req, res).catch(() => {
+      // Last resort: never let a request take the process down.
+      if (!res.headersSent) {
+        try {
+          this.sendUnary(req, res, 500, { code: GrpcCode.Internal, message: 'internal error' });
+          return;
+        } catch {
+          // fall through
+        }
+      }
+      res.destroy();
+    });
+  };
+
+  /** Cuts every open stream (a simulated restart). */
+  breakStreams(): void {
+    for (const res of this.streams) res.destroy();
+    this.streams.clear();
+  }
+
+  get openStreams(): number {
+    return this.streams.size;
+  }
+
+  private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    req.on('error', () => res.destroy());
+    res.on('error', () => undefined);
+    res.setHeader('Date', new Date(this.opts.clock.now()).toUTCString());
+    res.setHeader('Vary', 'Accept-Encoding');
+    const path = (req.url ?? '').split('?')[0] ?? '';
+    const name = path.startsWith(PREFIX) ? path.slice(PREFIX.length) : '';
+    const known = Object.hasOwn(Methods, name) && (this.opts.teardownRoutes || !TEARDOWN_METHODS.has(name));
+    if (!known) {
+      req.resume();
+      this.sendUnary(req, res, 404, { code: GrpcCode.NotFound, message: 'Not Found' });
+      return;
+    }
+    if (req.method !== 'POST') {
+      req.resume();
+      this.sendUnary(req, res, 501, { code: GrpcCode.Unimplemented, message: 'Method Not Allowed' });
+      return;
+    }
+    const method = name as MethodName;
+    const text = await this.readBody(req);
+    if (text === undefined) {
+      this.sendStatus(req, res, { code: GrpcCode.ResourceExhausted, message: `grpc: received message larger than max (> ${MAX_REQUEST_BYTES})` });
+      return;
+    }
+    let msg: Record<string, unknown>;
+    try {
+      msg = this.decode(Methods[method].request, text);
+    } catch (e) {
+      this.sendStatus(req, res, { code: GrpcCode.InvalidArgument, message: (e as Error).message });
+      return;
+    }
+    const faults = this.opts.faults;
+    if (faults) {
+      await faults.beforeCall();
+      if (faults.takeUnavailable()) {
+        this.sendStatus(req, res, { code: GrpcCode.Unavailable, message: 'connection error: simulated outage' });
+        return;
+      }
+    }
+    const stream = Methods[method].stream;
+    let who: Identity;
+    try {
+      who = await this.opts.authenticate(req.headers, fullMethod(method));
+    } catch (e) {
+      if (stream) this.sendStreamError(req, res, statusOf(e));
+      else this.sendStatus(req, res, statusOf(e));
+      return;
+    }
+    if (method === 'Watch') return this.watch(req, res, who, msg);
+    if (method === 'List') return this.list(req, res, who, msg);
+    try {
+      const out = await this.unary(method, who, msg, res);
+      this.sendUnary(req, res, 200, encodeMessage(Methods[method].response, out));
+    } catch (e) {
+      this.sendStatus(req, res, statusOf(e));
+    }
+  }
+
+  private readBody(req: IncomingMessage): Promise<string | undefined> {
+    return new Promise((resolve) => {
+      const chunks: Buffer[] = [];
+      let size = 0;
+      let tooBig = false;
+      req.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > MAX_REQUEST_BYTES) tooBig = true;
+        else chunks.push(c);
+      });
+      req.on('end', () => resolve(tooBig ? undefined : Buffer.concat(chunks).toString('utf8')));
+      req.on('error', () => resolve(undefined));
+    });
+  }
+
+  private decode(schema: MessageSchema, text: string): Record<string, unknown> {
+    const body = firstJsonValue(text);
+    if (body.trim() === '') return decodeMessage(schema, {}, { strict: true });
+    let json: unknown;
+    try {
+      json = JSON.parse(body);
+    } catch (e) {
+      throw new WireError(`proto: syntax error: ${(e as Error).message}`);
+    }
+    try {
+      return decodeMessage(schema, json, { strict: true });
+    } catch (e) {
+      // protojson spells it `proto: (line 1:2): unknown field "x"`; we keep the name, not the position.
+      throw new WireError(`proto: ${(e as Error).message.replace(/ in [A-Za-z]+$/, '')}`);
+    }
+  }
+
+  private async unary(method: MethodName, who: Identity, msg: Record<string, unknown>, res: ServerResponse): Promise<Record<string, unknown>> {
+    const { state } = this.opts;
+    const opts = (msg['options'] ?? {}) as Record<string, unknown>;
+    const owner = String(opts['owner'] ?? '');
+    const ptr = (): Pointer => ({ namespace: String(msg['namespace']), type: String(msg['type']), id: String(msg['id']) });
+    switch (method) {
+      case 'Get':
+        return { resource: this.out(state.get(who, ptr())) };
+      case 'Create':
+        return { resource: this.out(state.create(who, this.incoming(msg['resource']), owner)) };
+      case 'Update': {
+        const r = this.incoming(msg['new_resource']);
+        const phase = opts['expected_phase'] as string | undefined;
+        if (phase !== undefined && phase !== 'running' && phase !== 'tearingDown') {
+          throw errorFromStatus(GrpcCode.InvalidArgument, `unknown phase "${phase}"`);
+        }
+        this.opts.faults?.beforeUpdate(r.metadata);
+        return { resource: this.out(state.update(who, r, owner, phase)) };
+      }
+      case 'Destroy':
+        state.destroy(who, ptr(), owner);
+        return {};
+      case 'Teardown':
+        return { destroy_ready: state.teardown(who, ptr(), owner) };
+      case 'TeardownAndDestroy': {
+        const ac = new AbortController();
+        res.on('close', () => ac.abort());
+        await state.teardownAndDestroy(who, ptr(), owner, ac.signal);
+        return {};
+      }
+      default:
+        throw errorFromStatus(GrpcCode.Unimplemented, `unknown method ${method}`);
+    }
+  }
+
+  /** A resource from a Create/Update body, validated like Omni's server (omni-wire.md 3.1). */
+  private incoming(w: unknown): Resource {
+    let r: Resource;
+    try {
+      r = resourceFromWire(w, true);
+    } catch (e) {
+      throw errorFromStatus(GrpcCode.Unknown, (e as Error).message);
+    }
+    if (OMNI_SPEC_SCHEMAS.has(r.metadata.type)) {
+      // Omni's registered types: proto_spec is decoded (bad bytes fail), yaml_spec ignored.
+      const schema = OMNI_SPEC_SCHEMAS.get(r.metadata.type)!;
+      try {
+        decodeSpec(schema, r.spec.protoSpec);
+      } catch (e) {
+        throw errorFromStatus(GrpcCode.Unknown, `failed to unmarshal spec: ${(e as Error).message}`);
+      }
+      delete r.spec.yamlSpec;
+    }
+    return r;
+  }
+
+  /** A resource as Omni answers it: yaml_spec rendered by the server for its registered types. */
+  private out(r: Resource): Record<string, unknown> {
+    if (OMNI_SPEC_SCHEMAS.has(r.metadata.type)) {
+      try {
+        const yaml = renderYamlSpec(r.metadata.type, r.spec.protoSpec);
+        if (yaml !== undefined) r.spec.yamlSpec = yaml;
+      } catch {
+        // Bytes seeded by a scenario that do not decode: send them as they are.
+      }
+    }
+    return resourceToWire(r);
+  }
+
+  private eventOut(e: SimEvent): Record<string, unknown> {
+    return {
+      ...(e.eventType === EventType.ERRORED ? {} : { resource: this.out(e.resource) }),
+      event_type: e.eventType,
+      ...(e.old ? { old: this.out(e.old) } : {}),
+      ...(e.error !== undefined ? { error: e.error } : {}),
+      ...(e.bookmark !== undefined ? { bookmark: e.bookmark } : {}),
+    };
+  }
+
+  private list(req: IncomingMessage, res: ServerResponse, who: Identity, msg: Record<string, unknown>): void {
+    const opts = (msg['options'] ?? {}) as Record<string, unknown>;
+    let items: Resource[];
+    try {
+      items = this.opts.state.list(who, String(msg['namespace']), String(msg['type']), queryFromWire(opts['label_query'], opts['id_query']));
+    } catch (e) {
+      this.sendStreamError(req, res, statusOf(e));
+      return;
+    }
+    const body = this.startStream(req, res);
+    for (const r of items) body.write(this.line({ result: encodeMessage(Methods.List.response, { resource: this.out(r) }) }));
+    this.streams.delete(res);
+    body.end();
+  }
+
+  private async watch(req: IncomingMessage, res: ServerResponse, who: Identity, msg: Record<string, unknown>): Promise<void> {
+    const o = (msg['options'] ?? {}) as Record<string, unknown>;
+    const params: WatchParams = {
+      namespace: String(msg['namespace']),
+      type: String(msg['type']),
+      ...(msg['id'] !== undefined ? { id: String(msg['id']) } : {}),
+      bootstrapContents: o['bootstrap_contents'] === true,
+      tailEvents: Number(o['tail_events'] ?? 0),
+      query: queryFromWire(o['label_query'], o['id_query']),
+      aggregated: o['aggregated'] === true,
+      ...(o['start_from_bookmark'] !== undefined ? { startFromBookmark: o['start_from_bookmark'] as Uint8Array } : {}),
+      bootstrapBookmark: o['bootstrap_bookmark'] === true,
+      apiVersion: Number(msg['api_version'] ?? 0),
+    };
+    const ac = new AbortController();
+    res.on('close', () => ac.abort());
+    let batches: AsyncIterable<SimEvent[]>;
+    try {
+      batches = this.opts.state.watch(who, params, ac.signal);
+    } catch (e) {
+      ac.abort();
+      this.sendStreamError(req, res, statusOf(e));
+      return;
+    }
+    const body = this.startStream(req, res);
+    body.write(this.line({ result: {} }));
+    const dropAfter = this.opts.faults?.dropWatchAfterEvents();
+    let sent = 0;
+    try {
+      for await (const batch of batches) {
+        if (res.destroyed) break;
+        body.write(this.line({ result: encodeMessage(Methods.Watch.response, { event: batch.map((e) => this.eventOut(e)) }) }));
+        sent += batch.length;
+        if (dropAfter !== undefined && sent >= dropAfter) {
+          res.destroy();
+          break;
+        }
+      }
+      body.end();
+    } catch (e) {
+      if (e instanceof StreamBrokenError) res.destroy();
+      else {
+        body.write(this.line({ error: this.statusJson(statusOf(e)) }));
+        body.end();
+      }
+    } finally {
+      ac.abort();
+      this.streams.delete(res);
+    }
+  }
+
+  private line(obj: unknown): string {
+    return `${escapeHtml(JSON.stringify(obj))}\n`;
+  }
+
+  private statusJson(s: Status): Record<string, unknown> {
+    return { code: s.code, message: s.message };
+  }
+
+  private startStream(req: IncomingMessage, res: ServerResponse): Body {
+    res.statusCode = 200;
+    res.setHeader('Content-Type', 'application/json');
+    this.streams.add(res);
+    res.on('close', () => this.streams.delete(res));
+    const body = new Body(res, this.encodingFor(req));
+    res.flushHeaders();
+    return body;
+  }
+
+  /** A streaming call that failed before its first line: mapped status, `{"error":{...}}` body. */
+  private sendStreamError(req: IncomingMessage, res: ServerResponse, s: Status): void {
+    this.send(req, res, httpStatusFromGrpcCode(s.code), `${JSON.stringify({ error: this.statusJson(s) })}\n`);
+  }
+
+  private sendStatus(req: IncomingMessage, res: ServerResponse, s: Status): void {
+    if (s.code === GrpcCode.Unauthenticated) res.setHeader('WWW-Authenticate', s.message);
+    this.sendUnary(req, res, httpStatusFromGrpcCode(s.code), this.statusJson(s));
+  }
+
+  private sendUnary(req: IncomingMessage, res: ServerResponse, status: number, body: unknown): void {
+    this.send(req, res, status, JSON.stringify(body));
+  }
+
+  private send(req: IncomingMessage, res: ServerResponse, status: number, text: string): void {
+    if (res.headersSent || res.destroyed) return;
+    res.statusCode = status;
+    res.setHeader('Content-Type', 'application/json');
+    const enc = this.encodingFor(req);
+    if (enc) {
+      const buf = enc === 'gzip' ? zlib.gzipSync(text) : zlib.deflateRawSync(text);
+      res.setHeader('Content-Encoding', enc);
+      res.end(buf);
+    } else res.end(text);
+  }
+
+  private encodingFor(req: IncomingMessage): 'gzip' | 'deflate' | undefined {
+    if (req.headers.upgrade !== undefined) return undefined;
+    return pickEncoding(req.headers['accept-encoding']);
+  }
+}
+
+export interface ListenOptions {
+  host?: string;
+  port?: number;
+  /** PEM key and certificate: serve HTTPS. */
+  tls?: { key: string; cert: string };
+}
+
+export interface Listening {
+  server: Server;
+  /** `http://127.0.0.1:PORT` or `https://...`. */
+  endpoint: string;
+  close(): Promise<void>;
+}
+
+/** Serves the gateway on one listener (default 127.0.0.1, a free port). */
+export async function listen(gateway: Gateway, opts: ListenOptions = {}): Promise<Listening> {
+  const host = opts.host ?? '127.0.0.1';
+  const server: Server = opts.tls ? createHttpsServer({ key: opts.tls.key, cert: opts.tls.cert }, gateway.handle) : createServer(gateway.handle);
+  server.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
+    else socket.destroy();
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const hostPart = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
+  const endpoint = `${opts.tls ? 'https' : 'http'}://${hostPart}:${addr.port}`;
+  return {
+    server,
+    endpoint,
+    close: () =>
+      new Promise<void>((resolve) => {
+        gateway.breakStreams();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}
