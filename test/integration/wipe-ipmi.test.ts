@@ -1,15 +1,13 @@
 // IPMI wipes against a real IPMI peer: ipmi_sim (openipmi) on loopback, driven through ipmitool.
 
-import { readFileSync } from 'node:fs';
-import { mkdtempSync, writeFileSync, chmodSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWipeStrategy, runWipes, IPMITOOL_MISSING, type MachineFacts, type WipeOptions } from '../../src/wipe/index.js';
 import { ipmitoolBaseArgs } from '../../src/wipe/ipmi.js';
 import { IpmiSim } from '../helpers/ipmi-sim.js';
+import { captureLog } from '../helpers/wipe-log.js';
 
 const USER = 'admin';
 const PASSWORD = 'ipmi-Pa55-word';
@@ -20,23 +18,12 @@ beforeAll(async () => {
 });
 afterAll(() => sim?.stop());
 
-function capture() {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(chunk.toString('utf8'));
-      cb();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream), text: () => lines.join('') };
-}
-
 function machine(password = PASSWORD, port = sim.port): MachineFacts {
   return { machineId: 'm-ipmi', providerId: 'bare-metal', bmc: { address: '127.0.0.1', port, username: USER, password } };
 }
 
 async function wipeOnce(o: Partial<WipeOptions> & Pick<WipeOptions, 'strategy'>, m: MachineFacts, deps: { path?: string } = {}) {
-  const log = capture();
+  const log = captureLog();
   const full: WipeOptions = { timeoutMs: 8000, requireWipe: false, concurrency: 1, ...o };
   const [r] = await runWipes(createWipeStrategy(full, { logger: log.logger, ...deps }), [m], { concurrency: 1, timeoutMs: full.timeoutMs });
   return { r: r!, logs: log.text() };

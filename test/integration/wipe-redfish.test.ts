@@ -1,11 +1,10 @@
 // Redfish wipes against a loopback BMC (DMTF ServiceRoot, Systems, Reset action, sessions) over HTTPS
 // with a self-signed certificate made at test time.
 
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWipeStrategy, runWipes, type MachineFacts, type WipeOptions } from '../../src/wipe/index.js';
 import { FakeRedfishBmc, SilentBmc, selfSignedCert } from '../helpers/redfish-server.js';
+import { captureLog } from '../helpers/wipe-log.js';
 
 const USER = 'root';
 const PASSWORD = 'calvin-Secr3t-pw';
@@ -15,17 +14,6 @@ beforeAll(async () => {
   tls = await selfSignedCert();
 });
 
-function capture() {
-  const lines: string[] = [];
-  const stream = new Writable({
-    write(chunk: Buffer, _enc, cb) {
-      lines.push(chunk.toString('utf8'));
-      cb();
-    },
-  });
-  return { logger: pino({ level: 'debug' }, stream), text: () => lines.join('') };
-}
-
 function opts(strategy: WipeOptions['strategy'], port: number, extra: Partial<WipeOptions> = {}): WipeOptions {
   return { strategy, timeoutMs: 5000, requireWipe: false, concurrency: 2, redfishPort: port, redfishScheme: 'https', bmcInsecureSkipTlsVerify: true, ...extra };
 }
@@ -34,7 +22,7 @@ function machine(password = PASSWORD, id = 'm-1'): MachineFacts {
   return { machineId: id, providerId: 'bare-metal', bmc: { address: '127.0.0.1', port: 623, username: USER, password } };
 }
 
-async function wipeOnce(o: WipeOptions, m: MachineFacts, logger = capture().logger) {
+async function wipeOnce(o: WipeOptions, m: MachineFacts, logger = captureLog().logger) {
   const [r] = await runWipes(createWipeStrategy(o, { logger }), [m], { concurrency: 1, timeoutMs: o.timeoutMs });
   return r!;
 }
@@ -45,7 +33,7 @@ describe('redfish-power-off', () => {
 
   it('powers the system off through a session, and deletes the session', async () => {
     bmc = await FakeRedfishBmc.start({ username: USER, password: PASSWORD, auth: 'session', tls });
-    const log = capture();
+    const log = captureLog();
     const r = await wipeOnce(opts('redfish-power-off', bmc.port), machine(), log.logger);
     expect(r).toMatchObject({ machineId: 'm-1', strategy: 'redfish-power-off', outcome: 'succeeded' });
     expect(bmc.powerState).toBe('Off');
