@@ -194,15 +194,21 @@ export class Signer {
   async #sign(fullMethod: string, timestampSec: number): Promise<Record<string, string>> {
     this.#signOps++;
     const payload = signaturePayload(fullMethod, timestampSec);
-    const signature = await openpgp.sign({
-      message: await openpgp.createMessage({ binary: new TextEncoder().encode(payload) }),
-      signingKeys: this.#key,
-      detached: true,
-      format: 'binary',
-      // The signature's creation time follows the (possibly server-adjusted) timestamp: Omni verifies
-      // at its own "now", and a signature from the future is refused.
-      date: new Date(timestampSec * 1000),
-    });
+    // The signature's creation time follows the (possibly server-adjusted) timestamp: Omni verifies
+    // at its own "now", and a signature from the future is refused. It cannot precede the key itself.
+    const date = new Date(Math.max(timestampSec * 1000, this.#key.getCreationTime().getTime()));
+    let signature: Uint8Array;
+    try {
+      signature = await openpgp.sign({
+        message: await openpgp.createMessage({ binary: new TextEncoder().encode(payload) }),
+        signingKeys: this.#key,
+        detached: true,
+        format: 'binary',
+        date,
+      });
+    } catch (e) {
+      throw new KeyError(`cannot sign ${fullMethod} with the key of "${this.name}" (fingerprint ${this.fingerprint}) at ${date.toISOString()}: ${(e as Error).message}`);
+    }
     return {
       [HEADER_TIMESTAMP]: String(timestampSec),
       [HEADER_PAYLOAD]: payload,

@@ -184,7 +184,10 @@ describe('retries', () => {
 
   it('a connection reset is retried', async () => {
     let n = 0;
-    gw.on('Get', (_q, s) => (n++ === 0 ? s.socket?.destroy() : sendJson(s, 200, { resource: wireResource(res('m1')) })));
+    gw.on('Get', (_q, s) => {
+      if (n++ === 0) s.socket?.destroy();
+      else sendJson(s, 200, { resource: wireResource(res('m1')) });
+    });
     expect((await client.state.get(ptr)).metadata.id).toBe('m1');
     expect(gw.calls('Get')).toHaveLength(2);
   });
