@@ -3,6 +3,7 @@
 // faults and Omni's own controllers for the scenario's Omni version.
 
 import type { Identity, SimClock, StateApi } from './api.js';
+import { createAccessApi } from './access.js';
 import { createAuthenticate, IdentityRegistry } from './auth.js';
 import { type FaultConfig, Faults } from './faults.js';
 import { generateKey, type GeneratedKey } from './keys.js';
@@ -36,7 +37,7 @@ export interface SimOptions {
   faults?: FaultConfig;
   /** Replaces signature verification (tests of the gateway alone). */
   authenticate?: Authenticator;
-  /** Builds the StateApi the gateway serves. Default: Omni's access rules (access.ts) once wired, else the bare store. */
+  /** Builds the StateApi the gateway serves. Default: Omni's access rules (access.ts) over the store. */
   access?: (ctx: SimContext) => StateApi;
   /** Starts Omni's controllers. Default: none until controllers.ts is wired. */
   controllers?: (ctx: SimContext) => Stoppable | undefined;
@@ -92,7 +93,7 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
   }
 
   const ctx: SimContext = { store, registry, clock, omniVersion: sc.omniVersion };
-  const api = opts.access ? opts.access(ctx) : store;
+  const api = opts.access ? opts.access(ctx) : createAccessApi(store, { version: sc.omniVersion });
   const controllers = opts.controllers?.(ctx);
   const authenticate: Authenticator = opts.authenticate ?? createAuthenticate(registry, clock);
   const gateway = new Gateway({
