@@ -78,10 +78,10 @@ describe('client against the simulated Omni', () => {
     expect(updated.metadata.version).toBe('2');
     await expect(client.state.update(created)).rejects.toBeInstanceOf(FailedPreconditionError); // stale version
     await expect(client.state.update(updated, { owner: 'someone-else' })).rejects.toBeInstanceOf(PermissionDeniedError);
-    await expect(client.state.destroy(created, { owner: 'bare-metal.InfraMachineStatusController' })).rejects.toBeInstanceOf(FailedPreconditionError); // finalizer x
+    await expect(client.state.destroy(created.metadata, { owner: 'bare-metal.InfraMachineStatusController' })).rejects.toBeInstanceOf(FailedPreconditionError); // finalizer x
     const released = await client.state.removeFinalizers(updated, ['x']);
     expect(released.outcome).toBe('removed');
-    await client.state.destroy(created, { owner: 'bare-metal.InfraMachineStatusController' });
+    await client.state.destroy(created.metadata, { owner: 'bare-metal.InfraMachineStatusController' });
     await expect(client.state.get(created.metadata)).rejects.toBeInstanceOf(NotFoundError);
   });
 
