@@ -1,0 +1,142 @@
+// Announce stub mode (issue item 2, lifecycle "step by step" 2): upsert the ProviderStatus keeping
+// its labels (above all the static label, lifecycle 8.11) and schema, and send ProviderHealthStatus
+// heartbeats every 30 s whose error says the provider is being decommissioned. Everything written
+// here starts with `stub-provider`, so a re-run recognises its own heartbeat (design rule 7).
+
+import type { Logger } from 'pino';
+import type { Resource } from '../omni-client/resource.js';
+import { LABEL_IS_STATIC_INFRA_PROVIDER, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, newMetadata } from '../omni-client/resource.js';
+import type { State } from '../omni-client/types.js';
+import { AlreadyExistsError, FailedPreconditionError, NotFoundError, isOmniError } from '../omni-client/errors.js';
+import { InfraProviderHealthStatusSpec, InfraProviderStatusSpec, encodeSpec, updateSpec, decodeSpec } from '../omni-client/specs.js';
+import { HEALTH_STATUS_CONTROLLER } from './profile.js';
+import { STUB_MARKER } from './plan.js';
+import type { Audit } from './audit.js';
+
+export const HEARTBEAT_INTERVAL_MS = 30_000;
+
+export function stubVersionText(version: string): string {
+  return `${STUB_MARKER} ${version}, decommissioning`;
+}
+
+export function heartbeatError(providerId: string): string {
+  return `${STUB_MARKER}: provider ${providerId} is being decommissioned; it releases machines being deleted and refuses new machines`;
+}
+
+export interface AnnounceContext {
+  state: State;
+  providerId: string;
+  version: string;
+  logger: Logger;
+  audit: Audit;
+  signal?: AbortSignal;
+}
+
+/** Upserts `ProviderStatus/<id>`. Returns whether it wrote. */
+export async function announceProviderStatus(ctx: AnnounceContext, existing: Resource | undefined, isStatic: boolean): Promise<boolean> {
+  const { state, providerId } = ctx;
+  const text = stubVersionText(ctx.version);
+  let current = existing;
+  for (let attempt = 1; attempt <= 4; attempt++) {
+    if (!current) {
+      const md = newMetadata({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: providerId }, { labels: isStatic ? { [LABEL_IS_STATIC_INFRA_PROVIDER]: '' } : {} });
+      const spec = encodeSpec(InfraProviderStatusSpec, { schema: '', name: providerId, description: `${text}: releases what is being deleted, accepts no new machines`, icon: '', version: text });
+      try {
+        const created = await state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: '', signal: ctx.signal });
+        ctx.audit.mutation('create', created.metadata, undefined, created, 'ok');
+        return true;
+      } catch (err) {
+        if (!isOmniError(err, AlreadyExistsError) || attempt === 4) throw err;
+        current = await state.get(md, { signal: ctx.signal });
+        continue;
+      }
+    }
+    const old = decodeSpec(InfraProviderStatusSpec, current.spec.protoSpec).value;
+    if (old.version === text && old.description.startsWith(text)) return false;
+    const next: Resource = {
+      metadata: { ...current.metadata, labels: { ...current.metadata.labels }, annotations: { ...current.metadata.annotations }, finalizers: [...current.metadata.finalizers] },
+      spec: { protoSpec: updateSpec(InfraProviderStatusSpec, current.spec.protoSpec, { description: `${text}: releases what is being deleted, accepts no new machines`, version: text }) },
+    };
+    if (isStatic && !Object.hasOwn(next.metadata.labels, LABEL_IS_STATIC_INFRA_PROVIDER)) next.metadata.labels[LABEL_IS_STATIC_INFRA_PROVIDER] = '';
+    try {
+      const after = await state.update(next, { owner: current.metadata.owner, signal: ctx.signal });
+      ctx.audit.mutation('update', current.metadata, current, after, 'ok');
+      return true;
+    } catch (err) {
+      if (isOmniError(err, NotFoundError)) { current = undefined; continue; }
+      if (!isOmniError(err, FailedPreconditionError) || attempt === 4) throw err;
+      current = await state.get(current.metadata, { signal: ctx.signal });
+    }
+  }
+  return false;
+}
+
+export interface Timers {
+  setInterval(fn: () => void, ms: number): unknown;
+  clearInterval(handle: unknown): void;
+}
+
+export const realTimers: Timers = {
+  setInterval: (fn, ms) => {
+    const h = setInterval(fn, ms);
+    h.unref();
+    return h;
+  },
+  clearInterval: (h) => clearInterval(h as NodeJS.Timeout),
+};
+
+export interface HeartbeatOptions extends AnnounceContext {
+  /** Wall-clock milliseconds as Omni sees them (local clock plus the adopted server offset). */
+  now: () => number;
+  timers?: Timers;
+  intervalMs?: number;
+}
+
+/** `ProviderHealthStatus/<id>` heartbeats; owned like the library's, so a returning provider adopts it. */
+export class Heartbeat {
+  private handle: unknown;
+  private inFlight: Promise<void> | undefined;
+  private readonly timers: Timers;
+  beats = 0;
+
+  constructor(private readonly o: HeartbeatOptions) {
+    this.timers = o.timers ?? realTimers;
+  }
+
+  async start(): Promise<void> {
+    await this.beat();
+    this.handle = this.timers.setInterval(() => {
+      if (this.inFlight) return;
+      this.inFlight = this.beat().catch((err: unknown) => {
+        this.o.logger.warn({ err: (err as Error).message }, 'heartbeat failed; retrying at the next interval');
+      }).finally(() => { this.inFlight = undefined; });
+    }, this.o.intervalMs ?? HEARTBEAT_INTERVAL_MS);
+  }
+
+  async stop(): Promise<void> {
+    if (this.handle !== undefined) this.timers.clearInterval(this.handle);
+    this.handle = undefined;
+    await this.inFlight;
+  }
+
+  async beat(): Promise<void> {
+    const { state, providerId } = this.o;
+    const p = { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: providerId };
+    const spec = { last_heartbeat_timestamp: new Date(this.o.now()).toISOString(), error: heartbeatError(providerId) };
+    let current: Resource | undefined;
+    try {
+      current = await state.get(p, { signal: this.o.signal });
+    } catch (err) {
+      if (!isOmniError(err, NotFoundError)) throw err;
+    }
+    if (!current) {
+      const created = await state.create({ metadata: newMetadata(p), spec: { protoSpec: encodeSpec(InfraProviderHealthStatusSpec, spec) } }, { owner: `${providerId}.${HEALTH_STATUS_CONTROLLER}`, signal: this.o.signal });
+      this.o.audit.mutation('create', p, undefined, created, 'ok');
+    } else {
+      const next: Resource = { metadata: { ...current.metadata }, spec: { protoSpec: updateSpec(InfraProviderHealthStatusSpec, current.spec.protoSpec, spec) } };
+      const after = await state.update(next, { owner: current.metadata.owner, signal: this.o.signal });
+      this.o.audit.mutation('update', p, current, after, 'ok');
+    }
+    this.beats++;
+  }
+}

@@ -1,0 +1,431 @@
+// PURE: a snapshot of Omni plus the operator's options -> what to do, in the order of design.md
+// rule 5, with a reason for every step; what blocks what, with next steps; what stays behind.
+// No I/O, no clock. Never plans anything on a running InfraMachine or MachineRequest (or on their
+// outputs), never adds a finalizer, and removes only our finalizers, all of them in one Update.
+
+import type { Resource } from '../omni-client/resource.js';
+import { LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, PHASE_RUNNING, PHASE_TEARING_DOWN, providerType } from '../omni-client/resource.js';
+import { decodeSpec, MachineRequestStatusSpec as MachineRequestStatusSpecSchema } from '../omni-client/specs.js';
+import type { MachineRequestStatusSpec } from '../omni-client/specs.js';
+import { describeForeign, nextStepsFor } from './explain.js';
+import { foreignFinalizers, ourFinalizers } from './ownership.js';
+import { PROVIDER_WIDE_IDS } from './profile.js';
+import type { ResolvedProfile } from './profile.js';
+import type { Snapshot } from './snapshot.js';
+
+/** The marker that every error text and description the stub writes starts with (design rule 7). */
+export const STUB_MARKER = 'stub-provider';
+
+export interface PlanOptions {
+  providerId: string;
+  /** `--machine` values; empty = whole-provider mode. */
+  machines: string[];
+  /** Whole-provider mode only: destroy what is left and the statuses once nothing of the ID remains. */
+  deregister: boolean;
+  /** Put a wipe step first in each machine's chain (a wipe strategy other than `none`). */
+  wipe: boolean;
+}
+
+export interface WipeStep {
+  op: 'wipe';
+  machineId: string;
+  /** The machine's BMC data, read before anything of the machine is destroyed (design rule 8). */
+  bmcConfiguration?: Resource;
+  bmcConfig?: Resource;
+}
+
+/** Remove our finalizers (one Update), tear down if Omni must act first, wait for it, destroy as owner. */
+export interface DisposeStep {
+  op: 'dispose';
+  target: Resource;
+  removeFinalizers: string[];
+  teardown: boolean;
+  /** Finalizers that are not ours and must clear before the Destroy (Omni's own). */
+  waitFor: string[];
+  why: string;
+}
+
+/** One Update removing all our finalizers from a resource we may not otherwise change. */
+export interface ReleaseStep {
+  op: 'release';
+  target: Resource;
+  finalizers: string[];
+  why: string;
+}
+
+export type Step = WipeStep | DisposeStep | ReleaseStep;
+
+export type ItemKind = 'InfraMachine' | 'MachineRequest' | 'BMCConfig' | 'leftover' | 'deregistration';
+
+export interface PlanItem {
+  kind: ItemKind;
+  id: string;
+  reason: string;
+  /** Run in order; a step that fails or keeps waiting stops the rest of the item. */
+  steps: Step[];
+}
+
+export interface Refusal {
+  kind: 'MachineRequest' | 'InfraMachine';
+  id: string;
+  reason: string;
+  /** The request to answer with a FAILED status; absent when nothing is to be written. */
+  request?: Resource;
+  /** Already refused (by an earlier run) or, for an InfraMachine, nothing to write. */
+  done: boolean;
+}
+
+export interface Note {
+  kind: string;
+  id: string;
+  reason: string;
+  nextStep: string;
+}
+
+export type DeregistrationStatus = 'ready' | 'not-ready' | 'done' | 'disabled' | 'per-machine';
+
+export interface Deregistration {
+  status: DeregistrationStatus;
+  reasons: string[];
+  /** What the operator runs last (printed, never run by the stub). */
+  lastStep: string;
+  warning?: string;
+  item?: PlanItem;
+}
+
+export interface Plan {
+  providerId: string;
+  mode: 'whole' | 'machines';
+  machines: string[];
+  profile: ResolvedProfile;
+  omniVersion?: string;
+  items: PlanItem[];
+  refusals: Refusal[];
+  /** Machines in use that nobody asked to delete: reported, never touched. */
+  running: Note[];
+  /** Deletions under way that only others can finish (Omni's finalizers, another provider's). */
+  blocked: Note[];
+  /** Steps that will wait for Omni's own finalizers once we tore the resource down. */
+  waits: Note[];
+  leftBehind: Note[];
+  /** `--machine` values that match nothing. */
+  notFound: string[];
+  deregistration: Deregistration;
+  /** Whole-provider mode with work to do: upsert the ProviderStatus and send heartbeats. */
+  announce: boolean;
+}
+
+/** Omni 1.4.0 added the cleanup that also tears down user-owned MachineRequestSets (lifecycle 5.1, 5.3). */
+export const DELETE_WARNING = 'On Omni 1.4 and later, deleting the provider also tears down every user-owned MachineRequestSet, of every provider, not only this one (omni-lifecycle.md 5.1 step 7): check `omnictl get machinerequestsets` first.';
+
+export function buildPlan(s: Snapshot, o: PlanOptions): Plan {
+  return new Planner(s, o).build();
+}
+
+class Planner {
+  private readonly id: string;
+  private readonly whole: boolean;
+  private readonly filter: Set<string>;
+  private readonly matched = new Set<string>();
+  private readonly items: PlanItem[] = [];
+  private readonly refusals: Refusal[] = [];
+  private readonly running: Note[] = [];
+  private readonly blocked: Note[] = [];
+  private readonly waits: Note[] = [];
+  private readonly leftBehind: Note[] = [];
+  private readonly imById: Map<string, Resource>;
+  private readonly mrById: Map<string, Resource>;
+  private readonly imsById: Map<string, Resource>;
+  private readonly mrsById: Map<string, Resource>;
+  private readonly bmcById: Map<string, Resource>;
+  private readonly nsById = new Map<string, Resource[]>();
+  private readonly cprByRequest = new Map<string, Resource[]>();
+
+  constructor(private readonly s: Snapshot, private readonly o: PlanOptions) {
+    this.id = o.providerId;
+    this.whole = o.machines.length === 0;
+    this.filter = new Set(o.machines);
+    this.imById = byId(s.infraMachines);
+    this.mrById = byId(s.machineRequests);
+    this.imsById = byId(s.infraMachineStatuses);
+    this.mrsById = byId(s.machineRequestStatuses);
+    this.bmcById = byId(s.bmcConfigs);
+    for (const type of s.profile.namespaceTypes) {
+      for (const r of s.namespace[type] ?? []) push(this.nsById, r.metadata.id, r);
+    }
+    for (const r of s.configPatchRequests) {
+      const req = r.metadata.labels[LABEL_MACHINE_REQUEST];
+      if (req !== undefined) push(this.cprByRequest, req, r);
+    }
+  }
+
+  build(): Plan {
+    for (const im of this.s.infraMachines) this.planInfraMachine(im);
+    for (const mr of this.s.machineRequests) this.planMachineRequest(mr);
+    for (const bmc of this.s.bmcConfigs) this.planBmcConfig(bmc);
+    const deregistration = this.planDeregistration();
+    if (this.whole && deregistration.status !== 'ready') this.planLeftovers();
+    const announce = this.whole && (this.items.length > 0 || this.refusals.some((r) => !r.done && r.request !== undefined));
+    return {
+      providerId: this.id,
+      mode: this.whole ? 'whole' : 'machines',
+      machines: [...this.o.machines],
+      profile: this.s.profile,
+      ...(this.s.omniVersion ? { omniVersion: this.s.omniVersion } : {}),
+      items: this.items,
+      refusals: this.refusals,
+      running: this.running,
+      blocked: this.blocked,
+      waits: this.waits,
+      leftBehind: this.leftBehind,
+      notFound: this.o.machines.filter((m) => !this.matched.has(m)),
+      deregistration,
+      announce,
+    };
+  }
+
+  private selected(...ids: (string | undefined)[]): boolean {
+    if (this.whole) return true;
+    const hit = ids.filter((x): x is string => x !== undefined && this.filter.has(x));
+    for (const h of hit) this.matched.add(h);
+    return hit.length > 0;
+  }
+
+  private dispose(r: Resource, why: string, uuid?: string): DisposeStep {
+    const mine = ourFinalizers(r.metadata, this.id);
+    const foreign = foreignFinalizers(r.metadata, this.id);
+    if (foreign.length > 0) {
+      this.waits.push({ kind: kindOf(r), id: r.metadata.id, reason: describeForeign(foreign, this.id, uuid), nextStep: nextStepsFor(foreign, this.id, uuid) });
+    }
+    return { op: 'dispose', target: r, removeFinalizers: mine, teardown: foreign.length > 0 && r.metadata.phase === PHASE_RUNNING, waitFor: foreign, why };
+  }
+
+  private planInfraMachine(im: Resource): void {
+    const uuid = im.metadata.id;
+    if (!this.selected(uuid)) return;
+    const mine = ourFinalizers(im.metadata, this.id);
+    if (im.metadata.phase === PHASE_RUNNING) {
+      if (mine.length > 0) {
+        this.running.push({ kind: 'InfraMachine', id: uuid, reason: 'in use: nobody asked to delete it, so it keeps its finalizers', nextStep: `if it should go: take it out of its cluster, then omnictl delete link ${uuid}, and run again` });
+      } else if (this.whole) {
+        this.refusals.push({ kind: 'InfraMachine', id: uuid, reason: 'registered after the provider left: it gets no finalizers and stays pending', done: true });
+      } else {
+        this.running.push({ kind: 'InfraMachine', id: uuid, reason: 'running and never adopted (no finalizers of ours)', nextStep: `delete it with omnictl delete link ${uuid} if it should go` });
+      }
+      return;
+    }
+    const steps: Step[] = [];
+    const outputs = this.machineOutputs(uuid);
+    const bmcConfiguration = outputs.find((r) => r.metadata.type === providerType('BMCConfiguration', this.id));
+    const bmcConfig = this.bmcById.get(uuid);
+    if (this.o.wipe && mine.length > 0) {
+      steps.push({ op: 'wipe', machineId: uuid, ...(bmcConfiguration ? { bmcConfiguration } : {}), ...(bmcConfig ? { bmcConfig } : {}) });
+    }
+    if (bmcConfig && bmcConfig.metadata.phase === PHASE_TEARING_DOWN) {
+      const bm = ourFinalizers(bmcConfig.metadata, this.id);
+      if (bm.length > 0) steps.push({ op: 'release', target: bmcConfig, finalizers: bm, why: 'legacy bare-metal (v0.4 and earlier) finalizer on a BMCConfig being deleted' });
+    }
+    for (const r of outputs) steps.push(this.dispose(r, 'per-machine state of the provider', uuid));
+    const ims = this.imsById.get(uuid);
+    if (ims) steps.push(this.dispose(ims, 'the provider\'s InfraMachineStatus of a machine being deleted', uuid));
+    if (mine.length > 0) steps.push({ op: 'release', target: im, finalizers: mine, why: 'the InfraMachine is being deleted; Omni destroys it once our finalizers are gone' });
+    if (steps.length > 0 && steps.some((st) => st.op !== 'wipe')) {
+      this.items.push({ kind: 'InfraMachine', id: uuid, reason: 'InfraMachine being deleted', steps });
+      return;
+    }
+    const foreign = foreignFinalizers(im.metadata, this.id);
+    if (foreign.length > 0) {
+      this.blocked.push({ kind: 'InfraMachine', id: uuid, reason: `being deleted, nothing of ours left on it; ${describeForeign(foreign, this.id, uuid)}`, nextStep: nextStepsFor(foreign, this.id, uuid) });
+    }
+  }
+
+  /** The machine's resources in `infra-provider:<id>`, BMCConfiguration last: a wipe or a retry may still need it. */
+  private machineOutputs(uuid: string): Resource[] {
+    const types = new Set(this.s.profile.machineTypes);
+    const rs = (this.nsById.get(uuid) ?? []).filter((r) => types.has(r.metadata.type));
+    const bmcType = providerType('BMCConfiguration', this.id);
+    return [...rs.filter((r) => r.metadata.type !== bmcType), ...rs.filter((r) => r.metadata.type === bmcType)];
+  }
+
+  private planMachineRequest(mr: Resource): void {
+    const rid = mr.metadata.id;
+    const status = this.mrsById.get(rid);
+    const machineUuid = status ? statusMachineId(status) : undefined;
+    if (!this.selected(rid, machineUuid)) return;
+    const mine = ourFinalizers(mr.metadata, this.id);
+    const set = mr.metadata.labels[LABEL_MACHINE_REQUEST_SET];
+    if (mr.metadata.phase === PHASE_RUNNING) {
+      if (!status) {
+        if (this.whole) {
+          this.refusals.push({ kind: 'MachineRequest', id: rid, reason: 'new request while the provider is decommissioned: answered with a FAILED status', request: mr, done: false });
+        } else {
+          this.running.push({ kind: 'MachineRequest', id: rid, reason: 'not provisioned and no status; per-machine mode writes nothing for it', nextStep: set ? `scale down MachineRequestSet ${set}` : `tear the request down (omnictl delete machinerequest ${rid})` });
+        }
+      } else if (isStubRefusal(status)) {
+        this.refusals.push({ kind: 'MachineRequest', id: rid, reason: 'refused by an earlier run (FAILED status written by stub-provider)', done: true });
+      } else {
+        this.running.push({ kind: 'MachineRequest', id: rid, reason: 'in use: nobody asked to delete it', nextStep: set ? `scale down MachineRequestSet ${set} or delete the machine${machineUuid ? ` ${machineUuid}` : ''}, and run again` : `tear the request down (omnictl delete machinerequest ${rid}) and run again` });
+      }
+      return;
+    }
+    const steps: Step[] = [];
+    for (const cpr of this.cprByRequest.get(rid) ?? []) steps.push(this.dispose(cpr, 'config patch request of a request being deleted', machineUuid));
+    if (status) steps.push(this.dispose(status, 'status of a request being deleted; Omni\'s cleanup runs on its teardown', machineUuid));
+    const stateTypes = new Set(this.s.profile.stateTypes);
+    const states = (this.nsById.get(rid) ?? []).filter((r) => stateTypes.has(r.metadata.type));
+    for (const st of states) steps.push(this.dispose(st, 'the provider\'s per-request state', machineUuid));
+    if (mine.length > 0) steps.push({ op: 'release', target: mr, finalizers: mine, why: 'the request is being deleted; Omni destroys it once the finalizers are gone' });
+    if (steps.length > 0) {
+      this.items.push({ kind: 'MachineRequest', id: rid, reason: 'MachineRequest being deleted', steps });
+      if (mine.length > 0) {
+        this.leftBehind.push({ kind: 'MachineRequest', id: rid, reason: `whatever the provider created outside Omni for this request (a VM, an instance${machineUuid ? `, machine ${machineUuid}` : ''}) is not deprovisioned`, nextStep: 'delete it in the infrastructure by hand' });
+        if (states.length === 0 && !this.s.profile.stateTypesGiven) {
+          this.leftBehind.push({ kind: 'MachineRequest', id: rid, reason: `no per-request state found under ${this.s.profile.stateTypes.join(', ') || 'any known type'}; a provider that keeps it under another type leaves it in infra-provider:${this.id}`, nextStep: 'pass --state-type <Name> with the provider\'s state type and run again' });
+        }
+      }
+      return;
+    }
+    const foreign = foreignFinalizers(mr.metadata, this.id);
+    if (foreign.length > 0) {
+      this.blocked.push({ kind: 'MachineRequest', id: rid, reason: `being deleted, nothing of ours left on it; ${describeForeign(foreign, this.id, machineUuid)}`, nextStep: nextStepsFor(foreign, this.id, machineUuid) });
+    }
+  }
+
+  /** A BMCConfig being deleted whose InfraMachine is not (legacy bare-metal finalizers, lifecycle 2.3). */
+  private planBmcConfig(bmc: Resource): void {
+    const uuid = bmc.metadata.id;
+    const im = this.imById.get(uuid);
+    if (im && im.metadata.phase === PHASE_TEARING_DOWN) return; // part of the machine's chain
+    if (bmc.metadata.phase !== PHASE_TEARING_DOWN || !this.selected(uuid)) return;
+    const mine = ourFinalizers(bmc.metadata, this.id);
+    if (mine.length === 0) return;
+    this.items.push({ kind: 'BMCConfig', id: uuid, reason: 'BMCConfig being deleted, held by a legacy bare-metal finalizer', steps: [{ op: 'release', target: bmc, finalizers: mine, why: 'it blocks Omni\'s InfraMachineBMCConfig -> Machine -> Link chain' }] });
+  }
+
+  /** Resources of ours whose InfraMachine or MachineRequest is gone (lifecycle 8.8 and step 4). */
+  private planLeftovers(): void {
+    const parentExists = (rid: string) => this.imById.has(rid) || this.mrById.has(rid);
+    for (const ims of this.s.infraMachineStatuses) {
+      if (!parentExists(ims.metadata.id)) this.leftover(ims, 'InfraMachineStatus without an InfraMachine');
+    }
+    for (const mrs of this.s.machineRequestStatuses) {
+      if (!parentExists(mrs.metadata.id)) this.leftover(mrs, 'MachineRequestStatus without a MachineRequest');
+    }
+    for (const cpr of this.s.configPatchRequests) {
+      const req = cpr.metadata.labels[LABEL_MACHINE_REQUEST];
+      if (req !== undefined && !this.mrById.has(req)) this.leftover(cpr, `ConfigPatchRequest of request ${req}, which is gone`);
+    }
+    const perItem = new Set([...this.s.profile.machineTypes, ...this.s.profile.stateTypes]);
+    for (const type of this.s.profile.namespaceTypes) {
+      if (!perItem.has(type)) continue;
+      for (const r of this.s.namespace[type] ?? []) {
+        if (!PROVIDER_WIDE_IDS.has(r.metadata.id) && !parentExists(r.metadata.id)) this.leftover(r, 'provider state whose machine or request is gone');
+      }
+    }
+  }
+
+  private leftover(r: Resource, reason: string): void {
+    this.items.push({ kind: 'leftover', id: r.metadata.id, reason, steps: [this.dispose(r, reason)] });
+  }
+
+  private planDeregistration(): Deregistration {
+    const lastStep = `omnictl infraprovider delete ${this.id}`;
+    const warning = this.s.omniVersion === undefined || atLeast(this.s.omniVersion, 1, 4) ? DELETE_WARNING : undefined;
+    const base = { lastStep, ...(warning ? { warning } : {}) };
+    if (!this.whole) return { status: 'per-machine', reasons: ['per-machine mode: the provider stays registered for when it comes back'], ...base };
+    const reasons: string[] = [];
+    if (this.s.infraMachines.length > 0) reasons.push(`${this.s.infraMachines.length} InfraMachine(s) of ${this.id} still exist`);
+    if (this.s.machineRequests.length > 0) reasons.push(`${this.s.machineRequests.length} MachineRequest(s) of ${this.id} still exist`);
+    for (const u of this.s.unreadable) reasons.push(`cannot read ${u.type} to check that no machine is left: ${u.error}`);
+    for (const m of this.s.machines) {
+      const note = this.machineNote(m);
+      reasons.push(`Machine ${m.metadata.id}: ${note.reason}`);
+      this.blocked.push(note);
+    }
+    if (!this.o.deregister) return { status: 'disabled', reasons: ['--no-deregister', ...reasons], ...base };
+    if (reasons.length > 0) return { status: 'not-ready', reasons, ...base };
+    const steps: Step[] = [];
+    const why = 'deregistration: nothing of the provider is left in use';
+    for (const r of [...this.s.infraMachineStatuses, ...this.s.machineRequestStatuses, ...this.s.configPatchRequests]) steps.push(this.dispose(r, why));
+    for (const type of this.s.profile.namespaceTypes) for (const r of this.s.namespace[type] ?? []) steps.push(this.dispose(r, `${why}: emptying infra-provider:${this.id}`));
+    if (this.s.healthStatus) steps.push(this.dispose(this.s.healthStatus, `${why}: the heartbeat`));
+    if (this.s.providerStatus) steps.push(this.dispose(this.s.providerStatus, `${why}: the ProviderStatus, last`));
+    if (steps.length === 0) return { status: 'done', reasons: ['nothing of the provider is left in Omni'], ...base };
+    return { status: 'ready', reasons: [], ...base, item: { kind: 'deregistration', id: this.id, reason: why, steps } };
+  }
+
+  private machineNote(m: Resource): Note {
+    const uuid = m.metadata.id;
+    const im = this.imById.get(uuid);
+    const rid = m.metadata.labels[LABEL_MACHINE_REQUEST];
+    const mr = rid !== undefined ? this.mrById.get(rid) : undefined;
+    if (im && im.metadata.phase === PHASE_RUNNING) {
+      return { kind: 'Machine', id: uuid, reason: 'its InfraMachine is still running (the machine is in use)', nextStep: `take it out of its cluster, then omnictl delete link ${uuid}` };
+    }
+    if (mr && mr.metadata.phase === PHASE_RUNNING) {
+      const set = mr.metadata.labels[LABEL_MACHINE_REQUEST_SET];
+      return { kind: 'Machine', id: uuid, reason: `its MachineRequest ${mr.metadata.id} is still running`, nextStep: set ? `scale down MachineRequestSet ${set}` : `omnictl delete machinerequest ${mr.metadata.id}` };
+    }
+    return { kind: 'Machine', id: uuid, reason: `still present (phase ${m.metadata.phase}); Omni removes it once its Link is gone`, nextStep: `omnictl delete link ${uuid} (on Omni before 1.4, take it out of its cluster first)` };
+  }
+}
+
+/** A status the stub wrote to refuse a request: its error starts with our marker. */
+export function isStubRefusal(status: Resource): boolean {
+  return statusSpecOf(status)?.error.startsWith(STUB_MARKER) ?? false;
+}
+
+/** The decoded MachineRequestStatus spec, or undefined when the bytes do not decode. */
+export function statusSpecOf(status: Resource): MachineRequestStatusSpec | undefined {
+  try {
+    return decodeSpec(MachineRequestStatusSpecSchema, status.spec.protoSpec).value;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The machine UUID a MachineRequestStatus names (field 1), when set. */
+export function statusMachineId(status: Resource): string | undefined {
+  return statusSpecOf(status)?.id || undefined;
+}
+
+/** `v1.4.0`, `1.3.4-beta.1` -> compares major.minor. */
+export function atLeast(version: string, major: number, minor: number): boolean {
+  const m = /^v?(\d+)\.(\d+)/.exec(version.trim());
+  if (!m) return true;
+  const [ma, mi] = [Number(m[1]), Number(m[2])];
+  return ma > major || (ma === major && mi >= minor);
+}
+
+function byId(rs: Resource[]): Map<string, Resource> {
+  return new Map(rs.map((r) => [r.metadata.id, r]));
+}
+
+function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
+  const xs = m.get(k);
+  if (xs) xs.push(v);
+  else m.set(k, [v]);
+}
+
+function kindOf(r: Resource): string {
+  return r.metadata.type.split('.')[0] ?? r.metadata.type;
+}
+
+/**
+ * The writes a plan makes before it has to wait for anyone: everything up to and including the
+ * teardown of the first step that waits for Omni. Zero means a run would change nothing now.
+ */
+export function immediateWrites(plan: Plan): number {
+  let n = 0;
+  const items = [...plan.items, ...(plan.deregistration.item ? [plan.deregistration.item] : [])];
+  for (const item of items) {
+    for (const st of item.steps) {
+      if (st.op === 'wipe') continue;
+      if (st.op === 'release') { n += 1; continue; }
+      n += st.removeFinalizers.length > 0 ? 1 : 0;
+      if (st.waitFor.length > 0) { n += st.teardown ? 1 : 0; break; }
+      n += 1;
+    }
+  }
+  return n + plan.refusals.filter((r) => !r.done).length;
+}

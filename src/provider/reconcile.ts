@@ -1,0 +1,429 @@
+// Applies plans: per machine in the order of design.md rule 5, all machines at once with at most
+// `concurrency` calls in flight; waits for Omni through shared watches; refuses new registrations
+// and announces stub mode in whole-provider mode only; deregisters once nothing of the ID is left.
+// Works from List results: no Get before an Update or a Destroy unless a conflict forces a re-read.
+
+import type { Logger } from 'pino';
+import type { Pointer, Resource } from '../omni-client/resource.js';
+import { describePointer, NS_DEFAULT, NS_INFRA_PROVIDER, PHASE_RUNNING, T, newMetadata } from '../omni-client/resource.js';
+import type { State } from '../omni-client/types.js';
+import {
+  AlreadyExistsError, FailedPreconditionError, NotFoundError, PermissionDeniedError, isOmniError,
+} from '../omni-client/errors.js';
+import { BMCConfigSpec, BMCConfigurationSpec, MachineRequestStage, MachineRequestStatusSpec, decodeSpec, encodeSpec } from '../omni-client/specs.js';
+import type { MessageSchema } from '../omni-client/specs.js';
+import { machineFactsFromBmc, runWipes, wipeBlocksRelease } from '../wipe/index.js';
+import type { WipeOptions, WipeResult, WipeStrategy } from '../wipe/index.js';
+import { Audit } from './audit.js';
+import { announceProviderStatus, Heartbeat } from './announce.js';
+import type { Timers } from './announce.js';
+import { ChangeFeed } from './change-feed.js';
+import { describeForeign, nextStepsFor } from './explain.js';
+import { Limiter } from './limiter.js';
+import { ourFinalizers } from './ownership.js';
+import type { Plan, PlanItem, Refusal, Step } from './plan.js';
+import { STUB_MARKER, buildPlan, immediateWrites } from './plan.js';
+import type { ProfileOption } from './profile.js';
+import { PROVISION_CONTROLLER } from './profile.js';
+import { takeSnapshot } from './snapshot.js';
+import { FinalizerWaiter } from './waiter.js';
+
+export interface ReconcileOptions {
+  providerId: string;
+  /** `--machine` values; empty = whole-provider mode. */
+  machines: string[];
+  profile: ProfileOption;
+  stateTypes: string[];
+  deregister: boolean;
+  /** Keep watching and acting until everything is released (or deregistered) or `timeoutMs` passed. */
+  wait: boolean;
+  timeoutMs: number;
+  /** Without --wait: how long one pass waits for Omni to clear its own finalizers after a teardown. */
+  omniWaitMs?: number;
+  concurrency: number;
+  signal?: AbortSignal;
+  /** Called once with the first plan when it would change something; false = change nothing. */
+  confirm?: (plan: Plan) => Promise<boolean>;
+}
+
+export interface ReconcileDeps {
+  state: State;
+  logger: Logger;
+  audit?: Audit;
+  /** The stub's version, written into ProviderStatus. */
+  version: string;
+  /** Wall clock as Omni sees it (heartbeat timestamps). */
+  now?: () => number;
+  /** Monotonic clock for deadlines. */
+  monotonic?: () => number;
+  timers?: Timers;
+  heartbeatMs?: number;
+  wipe?: { strategy: WipeStrategy; options: WipeOptions };
+}
+
+export type ItemStatus = 'released' | 'blocked' | 'failed' | 'interrupted';
+
+export interface ItemOutcome {
+  kind: PlanItem['kind'];
+  id: string;
+  status: ItemStatus;
+  reason?: string;
+  nextStep?: string;
+  wipe?: WipeResult;
+  /** Whether a non-released outcome means the stub's own work is unfinished (exit 5). */
+  counts: boolean;
+}
+
+export interface RefusalOutcome {
+  kind: Refusal['kind'];
+  id: string;
+  reason: string;
+  result: 'refused' | 'already-refused' | 'no-finalizers' | 'failed';
+  error?: string;
+}
+
+export interface ReconcileResult {
+  firstPlan: Plan;
+  lastPlan: Plan;
+  outcomes: ItemOutcome[];
+  refusals: RefusalOutcome[];
+  announced: boolean;
+  heartbeats: number;
+  deregistered: boolean;
+  declined: boolean;
+  timedOut: boolean;
+  interrupted: boolean;
+  passes: number;
+}
+
+const DEFAULT_OMNI_WAIT_MS = 60_000;
+const RECHECK_MS = 30_000;
+
+export async function reconcile(deps: ReconcileDeps, o: ReconcileOptions): Promise<ReconcileResult> {
+  return new Reconciler(deps, o).run();
+}
+
+type StepResult = { done: true } | { done: false; reason: string; nextStep: string; counts: boolean };
+const DONE: StepResult = { done: true };
+
+class Reconciler {
+  private readonly state: State;
+  private readonly log: Logger;
+  private readonly audit: Audit;
+  private readonly id: string;
+  private readonly whole: boolean;
+  private readonly limiter: Limiter;
+  private readonly wipeLimiter: Limiter;
+  private readonly waiter: FinalizerWaiter;
+  private readonly monotonic: () => number;
+  private readonly deadline: number;
+  private readonly outcomes = new Map<string, ItemOutcome>();
+  private readonly refusals = new Map<string, RefusalOutcome>();
+  private readonly blockedKeys = new Set<string>();
+  private heartbeat: Heartbeat | undefined;
+  private feed: ChangeFeed | undefined;
+  private announced = false;
+  private deregistered = false;
+
+  constructor(private readonly deps: ReconcileDeps, private readonly o: ReconcileOptions) {
+    this.state = deps.state;
+    this.log = deps.logger;
+    this.audit = deps.audit ?? new Audit();
+    this.id = o.providerId;
+    this.whole = o.machines.length === 0;
+    this.limiter = new Limiter(o.concurrency);
+    this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
+    this.waiter = new FinalizerWaiter(this.state, o.signal);
+    this.monotonic = deps.monotonic ?? (() => performance.now());
+    this.deadline = this.monotonic() + o.timeoutMs;
+  }
+
+  private async planNow(): Promise<Plan> {
+    const snap = await takeSnapshot(this.state, { providerId: this.id, profile: this.o.profile, stateTypes: this.o.stateTypes, signal: this.o.signal });
+    return buildPlan(snap, { providerId: this.id, machines: this.o.machines, deregister: this.o.deregister, wipe: this.deps.wipe !== undefined && this.deps.wipe.strategy.name !== 'none' });
+  }
+
+  async run(): Promise<ReconcileResult> {
+    let plan = await this.planNow();
+    const firstPlan = plan;
+    const result = (extra: Partial<ReconcileResult>, passes: number): ReconcileResult => ({
+      firstPlan,
+      lastPlan: plan,
+      outcomes: [...this.outcomes.values()],
+      refusals: [...this.refusals.values()],
+      announced: this.announced,
+      heartbeats: this.heartbeat?.beats ?? 0,
+      deregistered: this.deregistered,
+      declined: false,
+      timedOut: false,
+      interrupted: false,
+      passes,
+      ...extra,
+    });
+    if (this.o.confirm && hasWork(plan) && !(await this.o.confirm(plan))) return result({ declined: true }, 0);
+    let pass = 0;
+    let timedOut = false;
+    try {
+      if (this.o.wait) this.feed = new ChangeFeed(this.state, watchedKinds(), this.o.signal);
+      for (pass = 1; ; pass++) {
+        this.log.debug({ pass, items: plan.items.length, refusals: plan.refusals.length, deregistration: plan.deregistration.status }, 'pass');
+        if (this.whole && !this.announced && (plan.announce || this.o.wait)) await this.announce(plan);
+        const parents = await this.apply(plan, pass);
+        if (this.deregistered) break;
+        if (!this.o.wait) {
+          if (!(this.whole && this.o.deregister && parents.length > 0 && pass < 3)) break;
+          // Omni destroys what we released; then the leftovers and the deregistration can follow.
+          await Promise.all(parents.map((p) => this.waiter.wait(p, 'gone', this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)));
+          plan = await this.planNow();
+          continue;
+        }
+        if (finishedWaiting(plan, this.whole, this.o.deregister)) break;
+        const left = this.deadline - this.monotonic();
+        if (left <= 0) { timedOut = true; break; }
+        await this.feed!.next(Math.min(left, RECHECK_MS));
+        if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
+        plan = await this.planNow();
+      }
+      if (this.o.wait && !timedOut && !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister)) timedOut = true;
+    } catch (err) {
+      if (!this.o.signal?.aborted) throw err;
+      for (const oc of this.outcomes.values()) if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
+      return result({ interrupted: true }, pass);
+    } finally {
+      this.feed?.close();
+      this.waiter.close();
+      await this.heartbeat?.stop();
+    }
+    return result({ timedOut }, pass);
+  }
+
+  private async announce(plan: Plan): Promise<void> {
+    const ctx = { state: this.state, providerId: this.id, version: this.deps.version, logger: this.log, audit: this.audit, signal: this.o.signal };
+    const current = await this.getOrUndefined({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id });
+    // The static label only when the kind is certain: on a provisioning provider it would be wrong.
+    const wrote = await announceProviderStatus(ctx, current, plan.profile.static && !plan.profile.provisioning);
+    this.heartbeat = new Heartbeat({ ...ctx, now: this.deps.now ?? Date.now, ...(this.deps.timers ? { timers: this.deps.timers } : {}), ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}) });
+    await this.heartbeat.start();
+    this.announced = true;
+    this.log.info({ providerId: this.id, wroteProviderStatus: wrote }, 'announced stub mode: ProviderStatus says decommissioning; heartbeats every 30 s');
+  }
+
+  private async getOrUndefined(p: Pointer): Promise<Resource | undefined> {
+    try {
+      return await this.state.get(p, { signal: this.o.signal });
+    } catch (err) {
+      if (isOmniError(err, NotFoundError)) return undefined;
+      throw err;
+    }
+  }
+
+  /** Runs every item and refusal of the plan; returns the parents it released (for Omni to destroy). */
+  private async apply(plan: Plan, pass: number): Promise<Pointer[]> {
+    const parents: Pointer[] = [];
+    const items = plan.items.filter((it) => this.o.wait || pass === 1 || !this.blockedKeys.has(keyOf(it)));
+    await Promise.all([
+      ...items.map(async (item) => {
+        const released = await this.runItem(item);
+        if (released && (item.kind === 'InfraMachine' || item.kind === 'MachineRequest')) {
+          const last = item.steps.at(-1);
+          if (last?.op === 'release') parents.push(last.target.metadata);
+        }
+      }),
+      ...(this.whole ? plan.refusals.map((r) => this.refuse(r)) : []),
+    ]);
+    if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
+    if (this.whole && plan.deregistration.status === 'ready' && plan.deregistration.item) {
+      await this.deregister(plan.deregistration.item);
+    }
+    return parents;
+  }
+
+  private async runItem(item: PlanItem, steps: Step[] = item.steps): Promise<boolean> {
+    const key = keyOf(item);
+    const outcome: ItemOutcome = { kind: item.kind, id: item.id, status: 'released', counts: true };
+    try {
+      for (const step of steps) {
+        const r = await this.runStep(step, outcome);
+        if (!r.done) {
+          Object.assign(outcome, { status: 'blocked', reason: r.reason, nextStep: r.nextStep, counts: r.counts });
+          this.blockedKeys.add(key);
+          this.outcomes.set(key, outcome);
+          this.log.warn({ kind: item.kind, id: item.id, reason: r.reason, nextStep: r.nextStep }, 'blocked');
+          return false;
+        }
+      }
+      this.blockedKeys.delete(key);
+      this.outcomes.set(key, outcome);
+      this.log.info({ kind: item.kind, id: item.id }, item.kind === 'leftover' ? 'cleaned up' : 'released');
+      return true;
+    } catch (err) {
+      const aborted = this.o.signal?.aborted === true;
+      Object.assign(outcome, { status: aborted ? 'interrupted' : 'failed', reason: (err as Error).message, nextStep: aborted ? 'run again' : 'run again; if it keeps failing, check the error and Omni\'s logs' });
+      this.outcomes.set(key, outcome);
+      if (!aborted) this.log.error({ kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
+      return false;
+    }
+  }
+
+  private runStep(step: Step, outcome: ItemOutcome): Promise<StepResult> {
+    switch (step.op) {
+      case 'wipe': return this.wipe(step.machineId, step.bmcConfiguration, step.bmcConfig, outcome);
+      case 'release': return this.release(step.target, step.finalizers);
+      case 'dispose': return this.dispose(step.target);
+    }
+  }
+
+  private async wipe(machineId: string, bmcConfiguration: Resource | undefined, bmcConfig: Resource | undefined, outcome: ItemOutcome): Promise<StepResult> {
+    const w = this.deps.wipe;
+    if (!w) return DONE;
+    const facts = machineFactsFromBmc(machineId, this.id, decodeOrUndefined(BMCConfigurationSpec, bmcConfiguration), decodeOrUndefined(BMCConfigSpec, bmcConfig));
+    const [res] = await this.wipeLimiter.run(() => runWipes(w.strategy, [facts], { concurrency: 1, timeoutMs: w.options.timeoutMs, logger: this.log, ...(this.o.signal ? { signal: this.o.signal } : {}) }));
+    if (!res) return DONE;
+    outcome.wipe = res;
+    if (wipeBlocksRelease(res, w.options)) {
+      return { done: false, reason: `wipe ${res.outcome}${res.reason ? `: ${res.reason}` : ''} (--require-wipe keeps the machine's finalizers)`, nextStep: 'fix the BMC access or the wipe command and run again, or run without --require-wipe', counts: true };
+    }
+    return DONE;
+  }
+
+  private async release(target: Resource, finalizers: string[]): Promise<StepResult> {
+    const p = target.metadata;
+    const res = await this.limiter.run(() => this.state.removeFinalizers(target, finalizers, { signal: this.o.signal }));
+    if (res.outcome === 'removed') this.audit.mutation('update', p, res.before, res.after, 'ok');
+    this.log.debug({ resource: describePointer(p), finalizers, outcome: res.outcome }, 'remove finalizers');
+    return DONE;
+  }
+
+  /** Our finalizers off (one Update), teardown and wait only if someone else holds it, Destroy as owner. */
+  private async dispose(target: Resource): Promise<StepResult> {
+    const p: Pointer = { namespace: target.metadata.namespace, type: target.metadata.type, id: target.metadata.id };
+    let cur = target;
+    let lastErr: unknown;
+    for (let attempt = 1; attempt <= 4; attempt++) {
+      const mine = ourFinalizers(cur.metadata, this.id);
+      if (mine.length > 0) {
+        const res = await this.limiter.run(() => this.state.removeFinalizers(cur, mine, { signal: this.o.signal }));
+        if (res.outcome === 'gone') return DONE;
+        if (res.outcome === 'removed') this.audit.mutation('update', p, res.before, res.after, 'ok');
+        cur = res.after ?? res.before ?? cur;
+      }
+      if (cur.metadata.finalizers.length > 0) {
+        const foreign = [...cur.metadata.finalizers];
+        let ready = false;
+        const minVersion = String(BigInt(cur.metadata.version === 'undefined' ? '0' : cur.metadata.version) + 1n);
+        if (cur.metadata.phase === PHASE_RUNNING) {
+          const before = cur;
+          try {
+            ready = await this.limiter.run(() => this.state.teardown(p, { signal: this.o.signal }));
+          } catch (err) {
+            if (isOmniError(err, NotFoundError)) return DONE;
+            throw err;
+          }
+          this.audit.mutation('teardown', p, before, undefined, 'ok');
+        }
+        if (!ready) {
+          const ms = this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS);
+          const w = await this.waiter.wait(p, 'no-finalizers', ms, minVersion);
+          if (w === 'gone') return DONE;
+          if (w === 'aborted') throw this.o.signal?.reason ?? new Error('aborted');
+          if (w === 'timeout') {
+            return { done: false, reason: `${describePointer(p)} waits for ${describeForeign(foreign, this.id, p.id)}`, nextStep: nextStepsFor(foreign, this.id, p.id), counts: true };
+          }
+        }
+      }
+      try {
+        await this.limiter.run(() => this.state.destroy(p, { owner: cur.metadata.owner, signal: this.o.signal }));
+        this.audit.mutation('destroy', p, cur, undefined, 'ok');
+        this.log.debug({ resource: describePointer(p) }, 'destroyed');
+        return DONE;
+      } catch (err) {
+        if (isOmniError(err, NotFoundError)) return DONE;
+        // Finalizers added or the owner changed since we read it: read again and start over.
+        if (!isOmniError(err, FailedPreconditionError) && !isOmniError(err, PermissionDeniedError)) throw err;
+        lastErr = err;
+        const fresh = await this.getOrUndefined(p);
+        if (!fresh) return DONE;
+        cur = fresh;
+      }
+    }
+    throw lastErr;
+  }
+
+  private async refuse(r: Refusal): Promise<void> {
+    const key = `${r.kind}/${r.id}`;
+    if (r.done || !r.request) {
+      if (!this.refusals.has(key)) this.refusals.set(key, { kind: r.kind, id: r.id, reason: r.reason, result: r.kind === 'InfraMachine' ? 'no-finalizers' : 'already-refused' });
+      return;
+    }
+    const md = newMetadata({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus, id: r.id }, { labels: { ...r.request.metadata.labels } });
+    const spec = encodeSpec(MachineRequestStatusSpec, { id: '', stage: MachineRequestStage.FAILED, error: refusalError(this.id, r.id), status: `refused by ${STUB_MARKER}` });
+    try {
+      const created = await this.limiter.run(() => this.state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: `${this.id}.${PROVISION_CONTROLLER}`, signal: this.o.signal }));
+      this.audit.mutation('create', md, undefined, created, 'ok');
+      this.refusals.set(key, { kind: r.kind, id: r.id, reason: r.reason, result: 'refused' });
+      this.log.info({ kind: r.kind, id: r.id }, 'refused new MachineRequest (FAILED status)');
+    } catch (err) {
+      if (isOmniError(err, AlreadyExistsError)) {
+        this.refusals.set(key, { kind: r.kind, id: r.id, reason: 'a status appeared meanwhile', result: 'already-refused' });
+        return;
+      }
+      if (this.o.signal?.aborted) throw err;
+      this.refusals.set(key, { kind: r.kind, id: r.id, reason: r.reason, result: 'failed', error: (err as Error).message });
+      this.log.error({ kind: r.kind, id: r.id, err: (err as Error).message }, 'refusal failed');
+    }
+  }
+
+  private async deregister(item: PlanItem): Promise<void> {
+    const last = new Set<string>([T.InfraProviderStatus, T.InfraProviderHealthStatus]);
+    const rest = item.steps.filter((s) => s.op !== 'dispose' || !last.has(s.target.metadata.type));
+    const finals = item.steps.filter((s) => s.op === 'dispose' && last.has(s.target.metadata.type));
+    const results = await Promise.all(rest.map((s) => this.runItem({ kind: 'leftover', id: s.op === 'wipe' ? s.machineId : s.target.metadata.id, reason: item.reason, steps: [s] })));
+    if (results.some((ok) => !ok)) {
+      this.outcomes.set(keyOf(item), { kind: 'deregistration', id: this.id, status: 'blocked', reason: 'some of the provider\'s resources could not be destroyed', nextStep: 'see the items above and run again', counts: true });
+      return;
+    }
+    await this.heartbeat?.stop();
+    this.heartbeat = undefined;
+    const ok = await this.runItem(item, finals);
+    this.deregistered = ok;
+  }
+}
+
+function keyOf(item: PlanItem): string {
+  return `${item.kind}/${item.steps.length === 1 && item.steps[0]!.op !== 'wipe' ? describePointer(item.steps[0]!.target.metadata) : item.id}`;
+}
+
+export function refusalError(providerId: string, requestId: string): string {
+  return `${STUB_MARKER}: provider ${providerId} is being decommissioned and accepts no new machines; request ${requestId} is refused`;
+}
+
+/** Whether a plan would change anything (so a confirmation is due). */
+export function hasWork(plan: Plan): boolean {
+  return immediateWrites(plan) > 0 || plan.announce || plan.deregistration.status === 'ready' || plan.items.length > 0;
+}
+
+function finishedWaiting(plan: Plan, whole: boolean, deregister: boolean): boolean {
+  if (plan.items.length > 0 || plan.running.length > 0) return false;
+  if (!whole) return true;
+  if (deregister) return plan.deregistration.status === 'done';
+  return plan.refusals.every((r) => r.done) && !plan.deregistration.reasons.some((r) => /InfraMachine|MachineRequest|Machine /.test(r));
+}
+
+function watchedKinds() {
+  return [
+    { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine },
+    { namespace: NS_INFRA_PROVIDER, type: T.MachineRequest },
+    { namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus },
+    { namespace: NS_INFRA_PROVIDER, type: T.BMCConfig },
+    { namespace: NS_DEFAULT, type: T.Machine },
+  ];
+}
+
+function decodeOrUndefined<V>(schema: MessageSchema<V>, r: Resource | undefined): V | undefined {
+  if (!r) return undefined;
+  try {
+    return decodeSpec(schema, r.spec.protoSpec).value;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,227 @@
+// A small in-memory State with COSI's storage rules (owner and version conflicts, no Destroy while
+// finalizers remain), a kind watch, call counting, injectable failures, and a few of Omni's
+// controllers (destroying released InfraMachines and MachineRequests, releasing its own finalizers
+// on teardown). For tests of src/provider without the simulated Omni.
+
+import type { Pointer, Resource } from '../../src/omni-client/resource.js';
+import { cloneResource, describePointer, newMetadata, PHASE_RUNNING, PHASE_TEARING_DOWN, T } from '../../src/omni-client/resource.js';
+import type { CallOptions, OwnerOptions, QueryOptions, RemoveFinalizersResult, State, UpdateOptions, WatchEvent, WatchKindOptions } from '../../src/omni-client/types.js';
+import { AlreadyExistsError, CanceledError, FailedPreconditionError, InvalidArgumentError, NotFoundError, OmniError, PermissionDeniedError } from '../../src/omni-client/errors.js';
+
+type Method = 'get' | 'list' | 'create' | 'update' | 'destroy' | 'watch';
+
+export interface FakeOmniBehaviour {
+  /** Omni's finalizers that Omni removes by itself once the resource is tearing down. */
+  releasesOnTeardown: Set<string>;
+  /** Destroy InfraMachines / MachineRequests / BMCConfigs that are tearing down without finalizers. */
+  destroysReleased: boolean;
+}
+
+const key = (p: Pointer) => `${p.namespace}\u0000${p.type}\u0000${p.id}`;
+
+export class FakeState implements State {
+  readonly store = new Map<string, Resource>();
+  readonly calls: Record<Method, number> = { get: 0, list: 0, create: 0, update: 0, destroy: 0, watch: 0 };
+  readonly writes: { method: Method; pointer: Pointer; before?: Resource; after?: Resource }[] = [];
+  private version = 1;
+  readonly watchers = new Set<(e: WatchEvent) => void>();
+  private readonly faults: { method: Method; error: () => Error; left: number; when?: (p: Pointer) => boolean }[] = [];
+  readonly omni: FakeOmniBehaviour = {
+    releasesOnTeardown: new Set(['MachineRequestStatusCleanupController', 'ConfigPatchRequestController', 'MachineStatusController']),
+    destroysReleased: true,
+  };
+  /** Hook run after every write (for concurrent-writer tests). */
+  afterWrite?: (method: Method, r: Resource) => void;
+
+  constructor(resources: Resource[] = []) {
+    for (const r of resources) this.put(r);
+  }
+
+  /** Stores a resource as Omni itself would (no rules), returning the stored copy. */
+  put(r: Resource): Resource {
+    const c = cloneResource(r);
+    c.metadata.version = String(this.version++);
+    const old = this.store.get(key(c.metadata));
+    this.store.set(key(c.metadata), c);
+    this.emit({ type: old ? 'updated' : 'created', resource: cloneResource(c), ...(old ? { old } : {}) });
+    return cloneResource(c);
+  }
+
+  remove(p: Pointer): void {
+    const old = this.store.get(key(p));
+    if (!old) return;
+    this.store.delete(key(p));
+    this.emit({ type: 'destroyed', resource: old });
+  }
+
+  find(p: Pointer): Resource | undefined {
+    const r = this.store.get(key(p));
+    return r ? cloneResource(r) : undefined;
+  }
+
+  all(): Resource[] {
+    return [...this.store.values()].map(cloneResource);
+  }
+
+  fail(method: Method, error: () => Error, times = 1, when?: (p: Pointer) => boolean): void {
+    this.faults.push({ method, error, left: times, ...(when ? { when } : {}) });
+  }
+
+  private async enter(method: Method, p: Pointer, opts?: CallOptions): Promise<void> {
+    this.calls[method]++;
+    await Promise.resolve();
+    if (opts?.signal?.aborted) throw new CanceledError('cancelled');
+    const f = this.faults.find((x) => x.method === method && x.left > 0 && (!x.when || x.when(p)));
+    if (f) {
+      f.left--;
+      throw f.error();
+    }
+  }
+
+  async get(p: Pointer, opts?: CallOptions): Promise<Resource> {
+    await this.enter('get', p, opts);
+    const r = this.store.get(key(p));
+    if (!r) throw new NotFoundError(`${describePointer(p)} not found`);
+    return cloneResource(r);
+  }
+
+  async list(namespace: string, type: string, opts?: QueryOptions): Promise<Resource[]> {
+    await this.enter('list', { namespace, type, id: '' }, opts);
+    return [...this.store.values()].filter((r) => r.metadata.namespace === namespace && r.metadata.type === type).map(cloneResource);
+  }
+
+  async create(r: Resource, opts?: OwnerOptions): Promise<Resource> {
+    await this.enter('create', r.metadata, opts);
+    if (this.store.has(key(r.metadata))) throw new AlreadyExistsError(`${describePointer(r.metadata)} already exists`);
+    const c = cloneResource(r);
+    c.metadata.owner = opts?.owner ?? '';
+    const stored = this.put(c);
+    this.writes.push({ method: 'create', pointer: r.metadata, after: stored });
+    this.settle(stored);
+    return stored;
+  }
+
+  async update(r: Resource, opts?: UpdateOptions): Promise<Resource> {
+    await this.enter('update', r.metadata, opts);
+    const cur = this.store.get(key(r.metadata));
+    if (!cur) throw new NotFoundError(`${describePointer(r.metadata)} not found`);
+    if (cur.metadata.owner !== (opts?.owner ?? '')) throw new PermissionDeniedError(`owner conflict on ${describePointer(r.metadata)}`);
+    if (cur.metadata.version !== r.metadata.version) throw new FailedPreconditionError(`version conflict on ${describePointer(r.metadata)}`);
+    if (opts?.expectedPhase && cur.metadata.phase !== opts.expectedPhase) throw new InvalidArgumentError('phase conflict');
+    const before = cloneResource(cur);
+    const c = cloneResource(r);
+    c.metadata.owner = cur.metadata.owner;
+    const stored = this.put(c);
+    this.writes.push({ method: 'update', pointer: r.metadata, before, after: stored });
+    this.settle(stored);
+    return this.find(r.metadata) ?? stored;
+  }
+
+  async destroy(p: Pointer, opts?: OwnerOptions): Promise<void> {
+    await this.enter('destroy', p, opts);
+    const cur = this.store.get(key(p));
+    if (!cur) throw new NotFoundError(`${describePointer(p)} not found`);
+    if (cur.metadata.owner !== (opts?.owner ?? '')) throw new PermissionDeniedError(`owner conflict on ${describePointer(p)}`);
+    if (cur.metadata.finalizers.length > 0) throw new FailedPreconditionError(`${describePointer(p)} has pending finalizers`);
+    this.writes.push({ method: 'destroy', pointer: p, before: cloneResource(cur) });
+    this.remove(p);
+  }
+
+  async teardown(p: Pointer, opts?: CallOptions): Promise<boolean> {
+    const cur = await this.get(p, opts);
+    if (cur.metadata.phase === PHASE_TEARING_DOWN) return cur.metadata.finalizers.length === 0;
+    cur.metadata.phase = PHASE_TEARING_DOWN;
+    const after = await this.update(cur, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING });
+    return after.metadata.finalizers.length === 0;
+  }
+
+  async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: CallOptions): Promise<RemoveFinalizersResult> {
+    let current: Resource | undefined = 'metadata' in target ? target : undefined;
+    const drop = new Set(finalizers);
+    for (let attempts = 1; attempts <= 8; attempts++) {
+      if (!current) {
+        try {
+          current = await this.get('metadata' in target ? target.metadata : target, opts);
+        } catch (e) {
+          if (e instanceof NotFoundError) return { outcome: 'gone', attempts: attempts - 1 };
+          throw e;
+        }
+      }
+      const keep = current.metadata.finalizers.filter((f) => !drop.has(f));
+      if (keep.length === current.metadata.finalizers.length) return { outcome: 'absent', before: current, attempts: attempts - 1 };
+      const next = cloneResource(current);
+      next.metadata.finalizers = keep;
+      try {
+        const after = await this.update(next, { ...opts, owner: current.metadata.owner });
+        return { outcome: 'removed', before: current, after, attempts };
+      } catch (e) {
+        if (e instanceof NotFoundError) return { outcome: 'gone', before: current, attempts };
+        if (!(e instanceof FailedPreconditionError || e instanceof PermissionDeniedError)) throw e;
+        current = undefined;
+      }
+    }
+    throw new FailedPreconditionError('too many conflicts');
+  }
+
+  watchKind(namespace: string, type: string, opts: WatchKindOptions = {}): AsyncIterable<WatchEvent[]> {
+    const watch = (self: FakeState): AsyncIterable<WatchEvent[]> => ({
+      async *[Symbol.asyncIterator]() {
+        self.calls.watch++;
+        const queue: WatchEvent[] = [];
+        let wake: (() => void) | undefined;
+        const listener = (e: WatchEvent) => {
+          if (e.resource.metadata.namespace !== namespace || e.resource.metadata.type !== type) return;
+          queue.push(e);
+          wake?.();
+        };
+        self.watchers.add(listener);
+        const onAbort = () => wake?.();
+        opts.signal?.addEventListener('abort', onAbort);
+        try {
+          if (opts.bootstrapContents ?? true) {
+            const boot = [...self.store.values()].filter((r) => r.metadata.namespace === namespace && r.metadata.type === type)
+              .map((r): WatchEvent => ({ type: 'created', resource: cloneResource(r) }));
+            const tomb: WatchEvent = { type: 'bootstrapped', resource: { metadata: newMetadata({ namespace, type, id: '' }), spec: { protoSpec: new Uint8Array() } } };
+            yield [...boot, tomb];
+          }
+          while (!opts.signal?.aborted) {
+            if (queue.length === 0) await new Promise<void>((res) => { wake = res; });
+            wake = undefined;
+            if (opts.signal?.aborted) return;
+            if (queue.length > 0) yield queue.splice(0);
+          }
+        } finally {
+          self.watchers.delete(listener);
+          opts.signal?.removeEventListener('abort', onAbort);
+        }
+      },
+    });
+    return watch(this);
+  }
+
+  emit(e: WatchEvent): void {
+    for (const w of this.watchers) w(e);
+  }
+
+  /** Omni's controllers, run synchronously after a write of ours. */
+  private settle(r: Resource): void {
+    this.afterWrite?.(r.metadata.version === 'undefined' ? 'create' : 'update', r);
+    const cur = this.store.get(key(r.metadata));
+    if (!cur || cur.metadata.phase !== PHASE_TEARING_DOWN) return;
+    const keep = cur.metadata.finalizers.filter((f) => !this.omni.releasesOnTeardown.has(f));
+    if (keep.length !== cur.metadata.finalizers.length) {
+      // Omni lets go a moment later, as its controller would.
+      setTimeout(() => {
+        const now = this.store.get(key(r.metadata));
+        if (!now) return;
+        this.put({ ...now, metadata: { ...now.metadata, finalizers: now.metadata.finalizers.filter((f) => !this.omni.releasesOnTeardown.has(f)) } });
+      }, 1);
+    }
+    const omniDestroys: string[] = [T.InfraMachine, T.MachineRequest, T.BMCConfig];
+    if (this.omni.destroysReleased && omniDestroys.includes(cur.metadata.type) && cur.metadata.finalizers.length === 0) this.remove(cur.metadata);
+  }
+}
+
+export function isOmniErr(e: unknown): e is OmniError {
+  return e instanceof OmniError;
+}

@@ -1,0 +1,253 @@
+import { describe, expect, it } from 'vitest';
+import { FakeState } from '../helpers/fake-state.js';
+import { bareMetalMachine, healthStatus, label, omniMachine, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
+import { takeSnapshot } from '../../src/provider/snapshot.js';
+import { buildPlan, immediateWrites } from '../../src/provider/plan.js';
+import type { Plan, Step } from '../../src/provider/plan.js';
+import type { Resource } from '../../src/omni-client/resource.js';
+import { NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
+import { isOurFinalizer, isOurResource } from '../../src/provider/ownership.js';
+import { resolveProfile, resolveStateType, stateTypeProblem } from '../../src/provider/profile.js';
+import { MachineRequestStage } from '../../src/omni-client/specs.js';
+
+const ID = 'bare-metal';
+const U1 = '11111111-1111-1111-1111-111111111111';
+const U2 = '22222222-2222-2222-2222-222222222222';
+
+async function planFor(resources: Resource[], o: { id?: string; machines?: string[]; deregister?: boolean; wipe?: boolean; profile?: 'auto' | 'bare-metal' | 'provisioning'; stateTypes?: string[] } = {}): Promise<Plan> {
+  const id = o.id ?? ID;
+  const snap = await takeSnapshot(new FakeState(resources), { providerId: id, profile: o.profile ?? 'auto', stateTypes: o.stateTypes ?? [] });
+  return buildPlan(snap, { providerId: id, machines: o.machines ?? [], deregister: o.deregister ?? true, wipe: o.wipe ?? false });
+}
+
+const describeStep = (s: Step) => (s.op === 'wipe' ? `wipe ${s.machineId}` : `${s.op} ${s.target.metadata.type.split('.')[0]}/${s.target.metadata.id}`);
+
+describe('ownership (design rule 1)', () => {
+  it('takes only <id>.<Name> with a dot-free Name, case-sensitively', () => {
+    expect(isOurFinalizer('bare-metal.WipeStatusController', 'bare-metal')).toBe(true);
+    expect(isOurFinalizer('Bare-Metal.WipeStatusController', 'bare-metal')).toBe(false);
+    expect(isOurFinalizer('bare-metal.', 'bare-metal')).toBe(false);
+    expect(isOurFinalizer('bare-metal.a.b', 'bare-metal')).toBe(false);
+    expect(isOurFinalizer('proxmox-talos.ProvisionController', 'proxmox')).toBe(false);
+    expect(isOurFinalizer('BareMetal-IAD1.X', 'BareMetal-IAD1')).toBe(true);
+    expect(isOurFinalizer('baremetal-iad1.X', 'BareMetal-IAD1')).toBe(false);
+    // An ID with a dot (registered before Omni 1.10).
+    expect(isOurFinalizer('my.dc.ProvisionController', 'my.dc')).toBe(true);
+    expect(isOurFinalizer('my.dc.ProvisionController', 'my')).toBe(false);
+    expect(isOurFinalizer('InfraMachineController', 'bare-metal')).toBe(false);
+  });
+
+  it('needs the resource itself to be ours: exact label or our namespace', () => {
+    expect(isOurResource({ namespace: NS_INFRA_PROVIDER, labels: label(ID) }, ID)).toBe(true);
+    expect(isOurResource({ namespace: NS_INFRA_PROVIDER, labels: label('bare-metal-2') }, ID)).toBe(false);
+    expect(isOurResource({ namespace: NS_INFRA_PROVIDER, labels: {} }, ID)).toBe(false);
+    expect(isOurResource({ namespace: providerNamespace(ID), labels: {} }, ID)).toBe(true);
+    expect(isOurResource({ namespace: providerNamespace('Bare-Metal'), labels: {} }, ID)).toBe(false);
+  });
+});
+
+describe('profile', () => {
+  it('resolves state types: short names into our namespace, full types as is', () => {
+    expect(resolveStateType('Machine', 'kubevirt')).toBe('Machine.kubevirt.infraprovider.sidero.dev');
+    expect(resolveStateType('VM.kubevirt.infraprovider.sidero.dev', 'kubevirt')).toBe('VM.kubevirt.infraprovider.sidero.dev');
+    expect(stateTypeProblem('VM.other.infraprovider.sidero.dev', 'kubevirt')).toMatch(/must end in/);
+    expect(stateTypeProblem('Machine', 'kubevirt')).toBeUndefined();
+  });
+
+  it('auto: static from the label or InfraMachines, provisioning from MachineRequests', () => {
+    expect(resolveProfile('auto', { staticLabel: true, infraMachines: 0, machineRequests: 0 }, ID)).toMatchObject({ static: true, provisioning: false });
+    expect(resolveProfile('auto', { staticLabel: false, infraMachines: 0, machineRequests: 2 }, ID)).toMatchObject({ static: false, provisioning: true });
+    const both = resolveProfile('auto', { staticLabel: false, infraMachines: 0, machineRequests: 0 }, ID);
+    expect(both.namespaceTypes).toContain(providerType('TLSConfig', ID));
+    expect(both.namespaceTypes).toContain(providerType('Machine', ID));
+  });
+});
+
+describe('plan: bare-metal', () => {
+  it('releases a deleted machine in the order of rule 5: namespace resources, InfraMachineStatus, InfraMachine', async () => {
+    const plan = await planFor([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
+    expect(plan.items).toHaveLength(1);
+    const steps = plan.items[0]!.steps.map(describeStep);
+    expect(steps).toEqual([
+      `dispose MachineStatus/${U1}`, `dispose PowerOperation/${U1}`, `dispose RebootStatus/${U1}`, `dispose WipeStatus/${U1}`,
+      `dispose BMCConfiguration/${U1}`, `dispose InfraMachineStatuses/${U1}`, `release InfraMachines/${U1}`,
+    ]);
+    const release = plan.items[0]!.steps.at(-1)!;
+    expect(release.op === 'release' && release.finalizers).toHaveLength(6);
+    // the floor: 2 Updates + 5 Destroys + 1 Destroy + 1 Update
+    expect(immediateWrites(plan)).toBe(9);
+    expect(plan.announce).toBe(true);
+  });
+
+  it('puts the wipe first, with the BMC data, only when a wipe strategy is set', async () => {
+    const plan = await planFor(bareMetalMachine(ID, U1), { wipe: true });
+    const first = plan.items[0]!.steps[0]!;
+    expect(first.op).toBe('wipe');
+    expect(first.op === 'wipe' && first.bmcConfiguration?.metadata.type).toBe(providerType('BMCConfiguration', ID));
+    expect((await planFor(bareMetalMachine(ID, U1))).items[0]!.steps[0]!.op).toBe('dispose');
+  });
+
+  it('never touches a running machine, and reports it with a next step', async () => {
+    const plan = await planFor([...bareMetalMachine(ID, U1, { phase: 'running' }), ...bareMetalMachine(ID, U2)]);
+    expect(plan.items.map((i) => i.id)).toEqual([U2]);
+    expect(plan.running).toEqual([expect.objectContaining({ kind: 'InfraMachine', id: U1, nextStep: expect.stringContaining(`omnictl delete link ${U1}`) })]);
+    for (const s of plan.items.flatMap((i) => i.steps)) if (s.op !== 'wipe') expect(s.target.metadata.id).not.toBe(U1);
+  });
+
+  it('leaves foreign finalizers: Omni before 1.3 holds the InfraMachineStatus and the plan waits for it', async () => {
+    const plan = await planFor(bareMetalMachine(ID, U1, { omniOnStatus: true }));
+    const ims = plan.items[0]!.steps.find((s) => s.op === 'dispose' && s.target.metadata.type === T.InfraMachineStatus)!;
+    expect(ims).toMatchObject({ teardown: true, waitFor: ['MachineStatusController'], removeFinalizers: [] });
+    expect(plan.waits[0]!.reason).toMatch(/MachineStatusController/);
+  });
+
+  it('removes only our finalizers from an InfraMachine that also carries others', async () => {
+    const fins = [`${ID}.WipeStatusController`, 'InfraMachineController', 'bare-metal-2.WipeStatusController', 'Bare-Metal.X', `${ID}.a.b`];
+    const plan = await planFor(bareMetalMachine(ID, U1, { finalizers: fins }));
+    const release = plan.items[0]!.steps.at(-1)!;
+    expect(release.op === 'release' && release.finalizers).toEqual([`${ID}.WipeStatusController`]);
+  });
+
+  it('ignores another provider\'s machines even with our finalizer names', async () => {
+    const other = bareMetalMachine('bare-metal-2', U2, { finalizers: [`${ID}.WipeStatusController`] });
+    other[0]!.metadata.labels = label('bare-metal-2');
+    const plan = await planFor(other);
+    expect(plan.items).toEqual([]);
+  });
+
+  it('refuses (adds nothing to) a new InfraMachine in whole-provider mode', async () => {
+    const plan = await planFor([res(NS_INFRA_PROVIDER, T.InfraMachine, U1, { labels: label(ID), owner: 'InfraMachineController' })]);
+    expect(plan.refusals).toEqual([expect.objectContaining({ kind: 'InfraMachine', id: U1, done: true })]);
+    expect(plan.items).toEqual([]);
+  });
+
+  it('releases a legacy BMCConfig finalizer on a BMCConfig being deleted', async () => {
+    const plan = await planFor([res(NS_INFRA_PROVIDER, T.BMCConfig, U1, { phase: 'tearingDown', labels: label(ID), finalizers: [`${ID}.BMCConfigurationController`, 'BMCConfigController'] })]);
+    expect(plan.items).toEqual([expect.objectContaining({ kind: 'BMCConfig', id: U1 })]);
+    const s = plan.items[0]!.steps[0]!;
+    expect(s.op === 'release' && s.finalizers).toEqual([`${ID}.BMCConfigurationController`]);
+  });
+
+  it('explains an InfraMachine held only by someone else\'s finalizer', async () => {
+    const plan = await planFor([res(NS_INFRA_PROVIDER, T.InfraMachine, U1, { phase: 'tearingDown', labels: label(ID), finalizers: ['InfraMachineController'] })]);
+    expect(plan.items).toEqual([]);
+    expect(plan.blocked[0]).toMatchObject({ kind: 'InfraMachine', id: U1 });
+    expect(plan.blocked[0]!.reason).toMatch(/InfraMachineController/);
+  });
+});
+
+describe('plan: provisioning', () => {
+  it('orders ConfigPatchRequests, status (teardown, wait), state, then the request', async () => {
+    const plan = await planFor([providerStatus('kubevirt', false), ...provisionedRequest('kubevirt', 'workers-abc')], { id: 'kubevirt' });
+    const steps = plan.items[0]!.steps;
+    expect(steps.map(describeStep)).toEqual([
+      'dispose ConfigPatchRequests/workers-abc-patch', 'dispose MachineRequestStatuses/workers-abc', 'dispose Machine/workers-abc', 'release MachineRequests/workers-abc',
+    ]);
+    expect(steps[1]).toMatchObject({ teardown: true, waitFor: ['MachineRequestStatusCleanupController'] });
+    const release = steps[3]!;
+    expect(release.op === 'release' && release.finalizers).toEqual(['kubevirt.ProvisionController']);
+    expect(plan.leftBehind.map((n) => n.reason).join(' ')).toMatch(/not deprovisioned/);
+  });
+
+  it('says what may be left behind when no state resource is found under the known types', async () => {
+    const rs = provisionedRequest('acme', 'r1', { stateType: 'Instance' });
+    const plan = await planFor(rs, { id: 'acme' });
+    expect(plan.items[0]!.steps.map(describeStep)).not.toContain('dispose Instance/r1');
+    expect(plan.leftBehind.some((n) => n.nextStep.includes('--state-type'))).toBe(true);
+    const withType = await planFor(rs, { id: 'acme', stateTypes: ['Instance'] });
+    expect(withType.items[0]!.steps.map(describeStep)).toContain('dispose Instance/r1');
+  });
+
+  it('refuses a new MachineRequest (no status) in whole mode, but not in per-machine mode', async () => {
+    const rs = provisionedRequest('kubevirt', 'new-1', { phase: 'running', withStatus: false, withCpr: false });
+    rs[0]!.metadata.finalizers = [];
+    const whole = await planFor(rs, { id: 'kubevirt' });
+    expect(whole.refusals).toEqual([expect.objectContaining({ kind: 'MachineRequest', id: 'new-1', done: false })]);
+    expect(whole.announce).toBe(true);
+    const per = await planFor(rs, { id: 'kubevirt', machines: ['new-1'] });
+    expect(per.refusals).toEqual([]);
+    expect(per.announce).toBe(false);
+  });
+
+  it('reports a running, provisioned request as in use', async () => {
+    const plan = await planFor(provisionedRequest('kubevirt', 'r1', { phase: 'running' }), { id: 'kubevirt' });
+    expect(plan.items).toEqual([]);
+    expect(plan.running[0]).toMatchObject({ kind: 'MachineRequest', id: 'r1', nextStep: expect.stringContaining('MachineRequestSet workers') });
+  });
+
+  it('finds a request by the machine UUID its status names', async () => {
+    const plan = await planFor(provisionedRequest('kubevirt', 'r1', { machineUuid: U1 }), { id: 'kubevirt', machines: [U1] });
+    expect(plan.items.map((i) => i.id)).toEqual(['r1']);
+    expect(plan.notFound).toEqual([]);
+  });
+
+  it('explains a request held only by Omni\'s ClusterMachineRequestStatusController', async () => {
+    const rs = provisionedRequest('kubevirt', 'r1', { withStatus: false, withCpr: false });
+    rs[0]!.metadata.finalizers = ['ClusterMachineRequestStatusController'];
+    const plan = await planFor(rs, { id: 'kubevirt' });
+    expect(plan.blocked[0]!.reason).toMatch(/left its cluster/);
+  });
+});
+
+describe('plan: per-machine mode', () => {
+  it('releases only the named machine and writes nothing else', async () => {
+    const rs = [providerStatus(ID, true), ...bareMetalMachine(ID, U1), ...bareMetalMachine(ID, U2), res(NS_INFRA_PROVIDER, T.InfraMachineStatus, 'orphan', { labels: label(ID) })];
+    const plan = await planFor(rs, { machines: [U1, 'nope'] });
+    expect(plan.items.map((i) => i.id)).toEqual([U1]);
+    expect(plan.announce).toBe(false);
+    expect(plan.deregistration.status).toBe('per-machine');
+    expect(plan.notFound).toEqual(['nope']);
+  });
+});
+
+describe('plan: leftovers and deregistration', () => {
+  it('cleans leftovers of machines that are gone, but not TLSConfig before deregistering', async () => {
+    const ns = providerNamespace(ID);
+    const rs = [
+      ...bareMetalMachine(ID, U2, { phase: 'running' }),
+      res(NS_INFRA_PROVIDER, T.InfraMachineStatus, U1, { labels: label(ID), owner: `${ID}.InfraMachineStatusController` }),
+      res(ns, providerType('WipeStatus', ID), U1, { owner: `${ID}.WipeStatusController` }),
+      res(ns, providerType('TLSConfig', ID), 'tls-config'),
+    ];
+    const plan = await planFor(rs);
+    expect(plan.items.map((i) => `${i.kind}/${i.id}`).sort()).toEqual([`leftover/${U1}`, `leftover/${U1}`]);
+    expect(plan.deregistration.status).toBe('not-ready');
+  });
+
+  it('is ready to deregister once nothing of the ID remains, statuses last', async () => {
+    const ns = providerNamespace(ID);
+    const plan = await planFor([providerStatus(ID, true), healthStatus(ID, 0, 'stub-provider: x'), res(ns, providerType('TLSConfig', ID), 'tls-config')]);
+    expect(plan.deregistration.status).toBe('ready');
+    const steps = plan.deregistration.item!.steps.map(describeStep);
+    expect(steps).toEqual(['dispose TLSConfig/tls-config', `dispose InfraProviderHealthStatuses/${ID}`, `dispose InfraProviderStatuses/${ID}`]);
+    expect(plan.deregistration.lastStep).toBe(`omnictl infraprovider delete ${ID}`);
+    expect(plan.deregistration.warning).toMatch(/MachineRequestSet/);
+  });
+
+  it('is not ready while a Machine carries the ID, as label (1.4+) or annotation (before)', async () => {
+    for (const asAnnotation of [false, true]) {
+      const plan = await planFor([providerStatus(ID, true), omniMachine(ID, U1, { asAnnotation })]);
+      expect(plan.deregistration.status).toBe('not-ready');
+      expect(plan.blocked[0]).toMatchObject({ kind: 'Machine', id: U1, nextStep: expect.stringContaining(`omnictl delete link ${U1}`) });
+    }
+    const other = await planFor([providerStatus(ID, true), omniMachine('bare-metal-2', U1)]);
+    expect(other.deregistration.status).toBe('ready');
+  });
+
+  it('does nothing when everything is already gone, and --no-deregister disables it', async () => {
+    const plan = await planFor([]);
+    expect(plan.deregistration.status).toBe('done');
+    expect(immediateWrites(plan)).toBe(0);
+    expect(plan.announce).toBe(false);
+    expect((await planFor([providerStatus(ID, true)], { deregister: false })).deregistration.status).toBe('disabled');
+  });
+
+  it('names a request refused by an earlier run as already refused', async () => {
+    const rs = provisionedRequest('kubevirt', 'r1', { phase: 'running', stage: MachineRequestStage.FAILED, withCpr: false });
+    const { encodeSpec, MachineRequestStatusSpec } = await import('../../src/omni-client/specs.js');
+    rs[1]!.spec.protoSpec = encodeSpec(MachineRequestStatusSpec, { id: '', stage: 3, error: 'stub-provider: refused', status: '' });
+    const plan = await planFor(rs, { id: 'kubevirt' });
+    expect(plan.refusals).toEqual([expect.objectContaining({ id: 'r1', done: true })]);
+    expect(plan.running).toEqual([]);
+  });
+});
