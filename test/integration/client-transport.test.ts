@@ -213,6 +213,7 @@ describe('proxies from the environment', () => {
   let proxy: http.Server;
   let tunnels: string[];
   let proxyUrl: string;
+  const open = new Set<net.Socket>();
   beforeEach(async () => {
     tunnels = [];
     proxy = http.createServer((_req, r) => {
@@ -221,6 +222,7 @@ describe('proxies from the environment', () => {
     });
     proxy.on('connect', (req: http.IncomingMessage, socket: net.Socket, head: Buffer) => {
       tunnels.push(String(req.url));
+      open.add(socket);
       const [host, port] = String(req.url).split(':');
       const up = net.connect(Number(port), host, () => {
         socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
@@ -236,6 +238,8 @@ describe('proxies from the environment', () => {
     gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }));
   });
   afterEach(async () => {
+    for (const s of open) s.destroy();
+    open.clear();
     proxy.closeAllConnections();
     await new Promise<void>((r) => proxy.close(() => r()));
   });
