@@ -226,7 +226,8 @@ class Reconciler {
         const released = await this.runItem(item);
         if (released && (item.kind === 'InfraMachine' || item.kind === 'MachineRequest')) {
           const last = item.steps.at(-1);
-          if (last?.op === 'release') parents.push(last.target.metadata);
+          // Only what Omni destroys at once (no finalizer of anyone else left) is worth waiting for.
+          if (last?.op === 'release' && last.target.metadata.finalizers.every((f) => last.finalizers.includes(f))) parents.push(last.target.metadata);
         }
       }),
       ...(this.whole ? plan.refusals.map((r) => this.refuse(r)) : []),
