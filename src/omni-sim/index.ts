@@ -4,6 +4,7 @@
 
 import type { Identity, SimClock, StateApi } from './api.js';
 import { createAccessApi } from './access.js';
+import { type OmniControllers, startOmniControllers } from './controllers.js';
 import { createAuthenticate, IdentityRegistry } from './auth.js';
 import { type FaultConfig, Faults } from './faults.js';
 import { generateKey, type GeneratedKey } from './keys.js';
@@ -17,11 +18,6 @@ export interface SimContext {
   registry: IdentityRegistry;
   clock: SimClock;
   omniVersion: string;
-}
-
-/** Something started alongside the sim (Omni's controllers) and stopped by close(). */
-export interface Stoppable {
-  stop(): void | Promise<void>;
 }
 
 export interface SimOptions {
@@ -39,8 +35,8 @@ export interface SimOptions {
   authenticate?: Authenticator;
   /** Builds the StateApi the gateway serves. Default: Omni's access rules (access.ts) over the store. */
   access?: (ctx: SimContext) => StateApi;
-  /** Starts Omni's controllers. Default: none until controllers.ts is wired. */
-  controllers?: (ctx: SimContext) => Stoppable | undefined;
+  /** Omni's own controllers (controllers.ts) for the scenario's version; `false` runs none. Default true. */
+  controllers?: boolean;
   /** Lifetime of generated keys (seconds). Default 365 days. */
   keyLifetimeSeconds?: number;
 }
@@ -58,6 +54,8 @@ export interface Sim {
   /** What the gateway serves (access rules over the store). */
   api: StateApi;
   registry: IdentityRegistry;
+  /** Omni's controllers (undefined with `controllers: false`). */
+  controllers: OmniControllers | undefined;
   faults: Faults;
   clock: SimClock;
   gateway: Gateway;
@@ -94,7 +92,9 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
 
   const ctx: SimContext = { store, registry, clock, omniVersion: sc.omniVersion };
   const api = opts.access ? opts.access(ctx) : createAccessApi(store, { version: sc.omniVersion });
-  const controllers = opts.controllers?.(ctx);
+  const controllers = opts.controllers === false
+    ? undefined
+    : startOmniControllers(store, { version: sc.omniVersion, clock, onServiceAccountDeleted: (id) => registry.removeProvider(id) });
   const authenticate: Authenticator = opts.authenticate ?? createAuthenticate(registry, clock);
   const gateway = new Gateway({
     state: api,
@@ -120,12 +120,13 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
     store,
     api,
     registry,
+    controllers,
     faults,
     clock,
     gateway,
     close: () =>
       (closed ??= (async () => {
-        await controllers?.stop();
+        controllers?.stop();
         await listening.close();
       })()),
     dump: () => dumpScenario({ ...sc, resources: store.all() }),

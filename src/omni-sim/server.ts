@@ -102,6 +102,17 @@ class Body {
       this.z.flush(zlib.constants.Z_SYNC_FLUSH);
     } else this.res.write(s);
   }
+  /** Cuts the connection like a proxy would (FIN mid-body), after what was written has left. */
+  async cut(): Promise<void> {
+    if (this.res.destroyed) return;
+    const z = this.z;
+    if (z) await new Promise<void>((r) => z.flush(zlib.constants.Z_SYNC_FLUSH, () => r()));
+    await new Promise<void>((r) => this.res.write('', () => r()));
+    const socket = this.res.socket;
+    if (!socket) return void this.res.destroy();
+    socket.end();
+    setTimeout(() => socket.destroy(), 1000).unref();
+  }
   end(s?: string): void {
     if (this.res.destroyed) return;
     if (this.z) this.z.end(s);
@@ -358,8 +369,8 @@ export class Gateway {
         body.write(this.line({ result: encodeMessage(Methods.Watch.response, { event: batch.map((e) => this.eventOut(e)) }) }));
         sent += batch.length;
         if (dropAfter !== undefined && sent >= dropAfter) {
-          res.destroy();
-          break;
+          await body.cut();
+          return;
         }
       }
       body.end();
