@@ -111,6 +111,9 @@ export interface OmniControllers {
   createMachineRequestSet(opts: MachineRequestSetOptions): { set: Resource; requests: Resource[] };
 }
 
+/** The fields a MachineRequest copies from its set, left empty by the sim. */
+const REQUEST_DEFAULTS = { extensions: [], kernel_args: [], meta_values: [], provider_data: '', grpc_tunnel: 0 };
+
 const MAX_TASKS_PER_DRAIN = 5000;
 const MAX_RETRIES = 5;
 const ALNUM = 'abcdefghijklmnopqrstuvwxyz0123456789';
@@ -525,9 +528,7 @@ class Controllers implements OmniControllers {
     const labels: Record<string, string> = { [LABEL_INFRA_PROVIDER_ID]: o.providerId };
     if (o.set !== undefined) labels[LABEL_MACHINE_REQUEST_SET] = o.set;
     const owner = atLeast(this.v, '1.7') || o.set === undefined ? '' : C.MachineRequestSetStatus;
-    const spec = encodeSpec(MachineRequestSpec, {
-      talos_version: o.talosVersion ?? '', extensions: [], kernel_args: [], meta_values: [], provider_data: '', grpc_tunnel: 0,
-    });
+    const spec = encodeSpec(MachineRequestSpec, { ...REQUEST_DEFAULTS, talos_version: o.talosVersion ?? '' });
     return this.store.create(INTERNAL, { metadata: newMetadata(ptr(NS_INFRA_PROVIDER, T.MachineRequest, id), { owner, labels }), spec: { protoSpec: spec } }, owner);
   }
 
@@ -574,8 +575,7 @@ class Controllers implements OmniControllers {
 
   createMachineRequestSet(opts: MachineRequestSetOptions): { set: Resource; requests: Resource[] } {
     const spec = encodeSpec(MachineRequestSetSpec, {
-      provider_id: opts.providerId, machine_count: opts.machineCount, talos_version: opts.talosVersion ?? '',
-      extensions: [], kernel_args: [], meta_values: [], provider_data: '', grpc_tunnel: 0,
+      ...REQUEST_DEFAULTS, provider_id: opts.providerId, machine_count: opts.machineCount, talos_version: opts.talosVersion ?? '',
     });
     const set = this.store.create(INTERNAL, { metadata: newMetadata(ptr(NS_DEFAULT, T.MachineRequestSet, opts.id)), spec: { protoSpec: spec } }, '');
     const requests: Resource[] = [];
