@@ -1,6 +1,7 @@
 // Every command of the CLI, one module each. main.ts registers them in this order.
 
 import type { CommandModule } from 'yargs';
+import { simCommand } from './sim.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const commands: CommandModule<any, any>[] = [];
+export const commands: CommandModule<any, any>[] = [simCommand];

@@ -1,0 +1,87 @@
+// `stub-provider sim`: serve the simulated Omni from a scenario file until SIGTERM/SIGINT, then dump
+// the final state. Prints one JSON line on stdout when ready, for scripts and tests to read:
+//   {"endpoint":"http://127.0.0.1:PORT","keys":{"<identity>":"<OMNI_SERVICE_ACCOUNT_KEY>"}}
+// (keys only for the identities whose key pair the sim generated; stdout is the result channel, so
+// the keys go there and never to the logs).
+
+import { rename, writeFile } from 'node:fs/promises';
+import type { CommandModule } from 'yargs';
+import { UsageError } from '../exit-codes.js';
+import { createLogger } from '../log.js';
+import { createSim } from '../omni-sim/index.js';
+import { loadScenarioFile, ScenarioError } from '../omni-sim/scenario.js';
+import { generateSelfSignedCert } from '../omni-sim/tls.js';
+
+interface SimArgs {
+  scenario: string;
+  listen: string;
+  dump?: string;
+  tls: boolean;
+  'tls-ca-out'?: string;
+}
+
+/** `HOST:PORT` or `[V6]:PORT`. */
+export function parseListen(text: string): { host: string; port: number } {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(text.trim());
+  const port = m ? Number(m[3]) : NaN;
+  if (!m || port > 65535) throw new UsageError(`--listen ${JSON.stringify(text)}: expected HOST:PORT, e.g. 127.0.0.1:0`);
+  return { host: (m[1] ?? m[2]) as string, port };
+}
+
+/** Writes via a temporary file and a rename, so a reader never sees half a dump. */
+async function writeAtomically(path: string, text: string): Promise<void> {
+  const tmp = `${path}.${process.pid}.tmp`;
+  await writeFile(tmp, text, { mode: 0o600 });
+  await rename(tmp, path);
+}
+
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (sig: NodeJS.Signals) => {
+      process.off('SIGTERM', on);
+      process.off('SIGINT', on);
+      resolve(sig);
+    };
+    process.on('SIGTERM', on);
+    process.on('SIGINT', on);
+  });
+}
+
+export const simCommand: CommandModule<object, SimArgs> = {
+  command: 'sim',
+  describe: 'Serve a simulated Omni from a scenario file (for tests and rehearsals)',
+  builder: (y) =>
+    y
+      .option('scenario', { type: 'string', demandOption: true, describe: 'Scenario YAML (scenario shape or omnictl -o yaml documents)' })
+      .option('listen', { type: 'string', default: '127.0.0.1:0', describe: 'HOST:PORT to listen on (loopback unless told otherwise)' })
+      .option('dump', { type: 'string', describe: 'Write the final state here (scenario shape) on SIGTERM/SIGINT' })
+      .option('tls', { type: 'boolean', default: false, describe: 'Serve HTTPS with a freshly generated self-signed certificate' })
+      .option('tls-ca-out', { type: 'string', describe: 'With --tls: write the certificate (the CA to trust) here' })
+      .check((a) => {
+        if (a['tls-ca-out'] !== undefined && !a.tls) throw new UsageError('--tls-ca-out needs --tls');
+        return true;
+      }),
+  handler: async (args) => {
+    const listenOn = parseListen(args.listen);
+    let scenario;
+    try {
+      scenario = await loadScenarioFile(args.scenario);
+    } catch (e) {
+      if (e instanceof ScenarioError) throw new UsageError(e.message, { cause: e });
+      throw e;
+    }
+    const log = createLogger();
+    const tls = args.tls ? await generateSelfSignedCert() : undefined;
+    if (tls && args['tls-ca-out']) await writeAtomically(args['tls-ca-out'], tls.cert);
+    // Subscribe before announcing readiness: a signal right after the ready line must not kill us.
+    const signalled = untilSignal();
+    const sim = await createSim(scenario, { host: listenOn.host, port: listenOn.port, ...(tls ? { tls } : {}) });
+    log.info({ endpoint: sim.endpoint, omniVersion: sim.omniVersion, resources: scenario.resources.length }, 'simulated Omni ready');
+    process.stdout.write(`${JSON.stringify({ endpoint: sim.endpoint, keys: sim.keys })}\n`);
+    const sig = await signalled;
+    log.info({ signal: sig }, 'stopping the simulated Omni');
+    await sim.close();
+    if (args.dump) await writeAtomically(args.dump, sim.dump());
+    log.flush();
+  },
+};

@@ -1,0 +1,136 @@
+// `stub-provider sim` as a user runs it: the built CLI (npm run build), a scenario file, the ready line
+// on stdout, real calls (over HTTPS with the generated CA), SIGTERM, the dump, exit 0.
+
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Agent, request } from 'undici';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { parseScenario } from '../../src/omni-sim/scenario.js';
+import { signHeaders } from '../helpers/raw-client.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const MAIN = join(ROOT, 'dist/src/main.js');
+const BARE = join(ROOT, 'scenarios/bare-metal-stuck.yaml');
+const UUID = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';
+
+let dir: string;
+const children: ChildProcessWithoutNullStreams[] = [];
+
+beforeAll(async () => {
+  expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
+});
+afterEach(async () => {
+  for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+interface Running {
+  child: ChildProcessWithoutNullStreams;
+  ready: { endpoint: string; keys: Record<string, string> };
+  stderr: () => string;
+  exit: Promise<number | null>;
+}
+
+async function startSim(args: string[]): Promise<Running> {
+  const child = spawn(process.execPath, [MAIN, 'sim', ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' } });
+  children.push(child);
+  let out = '';
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const exit = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const line = await new Promise<string>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Error(`no ready line within 15 s; stderr: ${err}`)), 15_000);
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const i = out.indexOf('\n');
+      if (i >= 0) {
+        clearTimeout(t);
+        resolve(out.slice(0, i));
+      }
+    });
+    void exit.then((code) => {
+      clearTimeout(t);
+      reject(new Error(`sim exited ${code} before ready; stderr: ${err}`));
+    });
+  });
+  return { child, ready: JSON.parse(line) as Running['ready'], stderr: () => err, exit };
+}
+
+function keyFrom(serviceAccountKey: string) {
+  const k = JSON.parse(Buffer.from(serviceAccountKey, 'base64').toString('utf8')) as { name: string; pgp_key: string };
+  return { name: k.name, armoredPrivateKey: k.pgp_key };
+}
+
+describe('stub-provider sim', () => {
+  it('serves HTTPS with its generated CA, and dumps the changed state on SIGTERM, exit 0', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sim-e2e-'));
+    const dump = join(dir, 'dump.yaml');
+    const caFile = join(dir, 'ca.pem');
+    const sim = await startSim(['--scenario', BARE, '--dump', dump, '--tls', '--tls-ca-out', caFile]);
+    expect(sim.ready.endpoint).toMatch(/^https:\/\/127\.0\.0\.1:\d+$/);
+    expect(Object.keys(sim.ready.keys).sort()).toEqual(['admin@example.org', 'infra-provider:bare-metal']);
+    expect(sim.stderr()).not.toContain('PRIVATE KEY');
+
+    const key = keyFrom(sim.ready.keys['infra-provider:bare-metal'] as string);
+    const agent = new Agent({ connect: { ca: await readFile(caFile, 'utf8') } });
+    const post = async (method: string, body: unknown) => {
+      const res = await request(`${sim.ready.endpoint}/api/cosi.resource.State/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(await signHeaders(key, `/cosi.resource.State/${method}`)) },
+        body: JSON.stringify(body),
+        dispatcher: agent,
+      });
+      return { status: res.statusCode, json: (await res.body.json()) as { resource: { metadata: Record<string, unknown>; spec: unknown } } };
+    };
+    try {
+      const got = await post('Get', { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: UUID });
+      expect(got.status).toBe(200);
+      const md = got.json.resource.metadata;
+      // The provider removes one of its finalizers (a finalizer-only update, allowed on this read-only type).
+      const finalizers = (md['finalizers'] as string[]).filter((f) => f !== 'bare-metal.WipeStatusController');
+      const upd = await post('Update', { new_resource: { metadata: { ...md, finalizers }, spec: got.json.resource.spec }, options: { owner: 'InfraMachineController' } });
+      expect(upd.status).toBe(200);
+    } finally {
+      await agent.close();
+    }
+    // A client that does not trust the CA is refused.
+    await expect(request(`${sim.ready.endpoint}/api/cosi.resource.State/Get`, { method: 'POST', body: '{}' })).rejects.toThrow();
+
+    sim.child.kill('SIGTERM');
+    expect(await sim.exit).toBe(0);
+    const state = parseScenario(await readFile(dump, 'utf8'));
+    const im = state.resources.find((r) => r.metadata.type === 'InfraMachines.omni.sidero.dev');
+    expect(im?.metadata.version).toBe('8');
+    expect(im?.metadata.finalizers).toHaveLength(5);
+    expect(im?.metadata.finalizers).not.toContain('bare-metal.WipeStatusController');
+    const original = parseScenario(await readFile(BARE, 'utf8'));
+    expect(state.resources.filter((r) => r !== im)).toEqual(original.resources.filter((r) => r.metadata.type !== 'InfraMachines.omni.sidero.dev'));
+  });
+
+  it('plain HTTP on loopback by default; SIGINT also dumps and exits 0', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sim-e2e-'));
+    const dump = join(dir, 'dump.yaml');
+    const sim = await startSim(['--scenario', join(ROOT, 'scenarios/machine-request-stuck.yaml'), '--dump', dump]);
+    expect(sim.ready.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    sim.child.kill('SIGINT');
+    expect(await sim.exit).toBe(0);
+    expect(parseScenario(await readFile(dump, 'utf8')).resources).toHaveLength(6);
+  });
+
+  it('a bad scenario is a usage error (exit 2) naming the document and key', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sim-e2e-'));
+    const bad = join(dir, 'bad.yaml');
+    await writeFile(bad, 'omni: { version: "1.3" }\n---\nmetadata: { namespace: a, type: b, id: c, phase: nope }\n');
+    const child = spawn(process.execPath, [MAIN, 'sim', '--scenario', bad], { cwd: ROOT });
+    children.push(child);
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    const code = await new Promise<number | null>((r) => child.on('exit', r));
+    expect(code).toBe(2);
+    expect(err).toContain('document 1: metadata.phase');
+  });
+});
