@@ -31,6 +31,8 @@ export interface FaultConfig {
 export interface RestartTarget {
   /** New bookmark cookie, open watches broken. */
   restart(): void;
+  /** Every open watch gets an ERRORED event, then ends. */
+  failWatches(error: string): void;
   /** Cuts every open stream connection of the gateway. */
   breakStreams(): void;
 }
@@ -95,6 +97,11 @@ export class Faults {
       t.restart();
       t.breakStreams();
     }
+  }
+
+  /** Every open watch receives an ERRORED event carrying `error` (Omni: e.g. "buffer overrun") and ends. */
+  failWatches(error = 'buffer overrun'): void {
+    for (const t of this.targets) t.failWatches(error);
   }
 
   // --- hooks the gateway calls ------------------------------------------------------------

@@ -103,7 +103,7 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
     teardownRoutes: atLeast(sc.omniVersion, '1.8'),
     faults,
   });
-  faults.attach({ restart: () => store.restart(), breakStreams: () => gateway.breakStreams(), bumpVersion: (p) => store.bumpVersion(p) });
+  faults.attach({ restart: () => store.restart(), failWatches: (e) => store.failWatches(e), breakStreams: () => gateway.breakStreams(), bumpVersion: (p) => store.bumpVersion(p) });
   const listening = await listen(gateway, {
     ...(opts.host !== undefined ? { host: opts.host } : {}),
     ...(opts.port !== undefined ? { port: opts.port } : {}),

@@ -78,6 +78,8 @@ interface Watcher {
   id: string | undefined;
   queue: StoreEvent[];
   overrun: boolean;
+  /** An ERRORED event to deliver next, after which the watch ends. */
+  errored: string | undefined;
   broken: Error | undefined;
   wake: (() => void) | undefined;
 }
@@ -150,6 +152,14 @@ export class SimStore implements StateApi {
     this.history = [];
     for (const w of this.watchers) {
       w.broken = new StreamBrokenError();
+      w.wake?.();
+    }
+  }
+
+  /** Every open watch gets an ERRORED event with this error and then ends (fault injection). */
+  failWatches(error: string): void {
+    for (const w of this.watchers) {
+      w.errored = error;
       w.wake?.();
     }
   }
@@ -312,6 +322,7 @@ export class SimStore implements StateApi {
       id: params.id,
       queue: [],
       overrun: false,
+      errored: undefined,
       broken: undefined,
       wake: undefined,
     };
@@ -330,7 +341,7 @@ export class SimStore implements StateApi {
     const convert = (e: StoreEvent): SimEvent | undefined => this.convert(e, matcher, isEmptyQuery(q));
     const keep = (e: SimEvent) => params.apiVersion > 0 || (e.eventType !== EventType.BOOTSTRAPPED && e.eventType !== EventType.ERRORED);
     const aggregated = params.aggregated;
-    const overrunEvent = (): SimEvent => ({ eventType: EventType.ERRORED, resource: tombstone(params), error: 'buffer overrun' });
+    const erroredEvent = (error: string): SimEvent => ({ eventType: EventType.ERRORED, resource: tombstone(params), error });
 
     async function* batches(): AsyncGenerator<SimEvent[]> {
       try {
@@ -340,8 +351,8 @@ export class SimStore implements StateApi {
         for (;;) {
           if (signal.aborted) return;
           if (w.broken) throw w.broken;
-          if (w.overrun) {
-            const e = overrunEvent();
+          if (w.overrun || w.errored !== undefined) {
+            const e = erroredEvent(w.errored ?? 'buffer overrun');
             if (keep(e)) yield [e];
             return;
           }

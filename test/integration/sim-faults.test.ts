@@ -130,4 +130,17 @@ describe('faults', () => {
       f.close();
     }
   });
+
+  it('injected ERRORED events end open watches (dropped for api_version 0 clients)', async () => {
+    const v1 = await openStream(sim.endpoint, key, 'Watch', { namespace: NS, type: 'Err', api_version: 1 });
+    const v0 = await openStream(sim.endpoint, key, 'Watch', { namespace: NS, type: 'Err' });
+    await v1.next();
+    await v0.next();
+    sim.faults.failWatches('buffer overrun');
+    const e = (await v1.next()) as { result: { event: { event_type: number; error: string; resource?: unknown }[] } };
+    expect(e.result.event[0]).toEqual({ event_type: 4, error: 'buffer overrun' });
+    expect(await v1.ended).toBe('end');
+    expect(await v0.ended).toBe('end');
+    await expect(v0.next()).rejects.toThrow(/ended/);
+  });
 });
