@@ -42,7 +42,7 @@ export interface ReconcileOptions {
   omniWaitMs?: number;
   concurrency: number;
   signal?: AbortSignal;
-  /** Called once with the first plan when it would change something; false = change nothing. */
+  /** Called once with the first plan when it would change something (or may, with --wait); false = change nothing. */
   confirm?: (plan: Plan) => Promise<boolean>;
 }
 
@@ -160,7 +160,7 @@ class Reconciler {
       passes,
       ...extra,
     });
-    if (this.o.confirm && hasWork(plan) && !(await this.o.confirm(plan))) return result({ declined: true }, 0);
+    if (this.o.confirm && (hasWork(plan) || this.o.wait) && !(await this.o.confirm(plan))) return result({ declined: true }, 0);
     let pass = 0;
     let timedOut = false;
     try {

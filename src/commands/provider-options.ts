@@ -1,0 +1,123 @@
+// The options `run` and `plan` share, their validation, and the connection both make: key,
+// client, preflight. Every flag can also come from STUB_PROVIDER_<FLAG> (cli.ts binds the prefix).
+
+import type { Argv, Options } from 'yargs';
+import { createOmniClient, loadServiceAccountKey } from '../omni-client/index.js';
+import type { OmniClient } from '../omni-client/index.js';
+import { UsageError } from '../exit-codes.js';
+import { createLogger } from '../log.js';
+import type { Logger, LogFormat } from '../log.js';
+import { stateTypeProblem } from '../provider/profile.js';
+import type { ProfileOption } from '../provider/profile.js';
+
+export const connectionOptions = {
+  id: { type: 'string', demandOption: true, describe: 'The provider ID, exactly as registered (case-sensitive; e.g. bare-metal, BareMetal-IAD1)', group: 'Provider:' },
+  'omni-api-endpoint': { type: 'string', describe: 'Omni API endpoint, e.g. https://omni.example.com (env OMNI_ENDPOINT)', group: 'Omni:' },
+  'service-account-key-file': { type: 'string', describe: 'File holding the provider\'s service account key (default: env OMNI_SERVICE_ACCOUNT_KEY, as printed by `omnictl infraprovider create <id>`)', group: 'Omni:' },
+  'ca-file': { type: 'string', describe: 'PEM file of the CA that signed Omni\'s certificate', group: 'Omni:' },
+  'insecure-skip-tls-verify': { type: 'boolean', default: false, describe: 'Do not verify Omni\'s TLS certificate (testing only)', group: 'Omni:' },
+  machine: { type: 'string', array: true, default: [] as string[], describe: 'Release only this machine (InfraMachine ID = machine UUID, or MachineRequest ID); repeatable. Nothing else is written: no announcement, no refusals, no deregistration', group: 'Provider:' },
+  profile: { type: 'string', choices: ['auto', 'bare-metal', 'provisioning'] as const, default: 'auto', describe: 'Provider kind: auto (from the static label, InfraMachines, MachineRequests), bare-metal, provisioning', group: 'Provider:' },
+  'state-type': { type: 'string', array: true, default: [] as string[], describe: 'Extra resource type in infra-provider:<id> (a short name like Machine means Machine.<id>.infraprovider.sidero.dev); repeatable', group: 'Provider:' },
+  concurrency: { type: 'number', default: 16, describe: 'Calls to Omni in flight at most', group: 'Run:' },
+  output: { type: 'string', choices: ['text', 'json'] as const, default: 'text', describe: 'Result on stdout: text or json (the same JSON as --report)', group: 'Output:' },
+  report: { type: 'string', describe: 'Also write the JSON report to this file', group: 'Output:' },
+  'log-level': { type: 'string', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, default: 'info', describe: 'Log level (logs go to stderr)', group: 'Output:' },
+  'log-format': { type: 'string', choices: ['json', 'pretty'] as const, describe: 'Log format on stderr (default: pretty on a terminal, json otherwise)', group: 'Output:' },
+} as const satisfies Record<string, Options>;
+
+export interface ConnectionConfig {
+  id: string;
+  endpoint: string;
+  keyFile?: string;
+  caFile?: string;
+  insecureSkipTlsVerify: boolean;
+  machines: string[];
+  profile: ProfileOption;
+  stateTypes: string[];
+  concurrency: number;
+  output: 'text' | 'json';
+  reportFile?: string;
+  logLevel: string;
+  logFormat?: LogFormat;
+}
+
+export type Args = Record<string, unknown>;
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+const list = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).flatMap((x) => String(x).split(/[\s,]+/)).filter((x) => x !== '');
+
+export function connectionConfig(a: Args, env: NodeJS.ProcessEnv = process.env): ConnectionConfig {
+  const id = str(a.id);
+  if (!id) throw new UsageError('--id is required: the provider ID, exactly as registered');
+  if (/\s/.test(id)) throw new UsageError(`--id ${JSON.stringify(id)} contains white space`);
+  const endpoint = str(a['omni-api-endpoint']) ?? str(env.OMNI_ENDPOINT);
+  if (!endpoint) throw new UsageError('no Omni endpoint: pass --omni-api-endpoint or set OMNI_ENDPOINT');
+  const stateTypes = list(a['state-type']);
+  for (const t of stateTypes) {
+    const problem = stateTypeProblem(t, id);
+    if (problem) throw new UsageError(problem);
+  }
+  const concurrency = Number(a.concurrency ?? 16);
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) throw new UsageError(`--concurrency must be an integer from 1 to 1024 (got ${String(a.concurrency)})`);
+  const fmt = str(a['log-format']);
+  return {
+    id,
+    endpoint,
+    ...(str(a['service-account-key-file']) ? { keyFile: str(a['service-account-key-file']) } : {}),
+    ...(str(a['ca-file']) ? { caFile: str(a['ca-file']) } : {}),
+    insecureSkipTlsVerify: a['insecure-skip-tls-verify'] === true,
+    machines: [...new Set(list(a.machine))],
+    profile: (str(a.profile) ?? 'auto') as ProfileOption,
+    stateTypes,
+    concurrency,
+    output: a.output === 'json' ? 'json' : 'text',
+    ...(str(a.report) ? { reportFile: str(a.report) } : {}),
+    logLevel: str(a['log-level']) ?? 'info',
+    ...(fmt === 'json' || fmt === 'pretty' ? { logFormat: fmt } : {}),
+  };
+}
+
+/** Seconds, or a duration like `90s`, `10m`, `1h`. */
+export function parseDuration(v: unknown, flag: string): number {
+  const s = String(v).trim();
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(s);
+  if (!m) throw new UsageError(`${flag} must be a duration like 90s, 10m or 1h (got ${JSON.stringify(s)})`);
+  const n = Number(m[1]);
+  const unit = m[2] ?? 's';
+  const ms = unit === 'ms' ? n : unit === 's' ? n * 1000 : unit === 'm' ? n * 60_000 : n * 3_600_000;
+  if (!(ms > 0)) throw new UsageError(`${flag} must be more than zero`);
+  return ms;
+}
+
+export interface Io {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  stdinIsTTY: boolean;
+  env: NodeJS.ProcessEnv;
+  /** Asks a yes/no question on the terminal. */
+  ask?: (question: string) => Promise<boolean>;
+  /** Where SIGINT/SIGTERM are listened to (the process by default). */
+  signals?: NodeJS.EventEmitter;
+}
+
+export function loggerFor(c: ConnectionConfig, io: Io): Logger {
+  return createLogger({ level: c.logLevel, ...(c.logFormat ? { format: c.logFormat } : {}), destination: io.stderr });
+}
+
+export async function connect(c: ConnectionConfig, io: Io, logger: Logger): Promise<OmniClient> {
+  const key = await loadServiceAccountKey({ ...(c.keyFile ? { file: c.keyFile } : {}), env: io.env });
+  return createOmniClient({
+    endpoint: c.endpoint,
+    key,
+    ...(c.caFile ? { caFile: c.caFile } : {}),
+    insecureSkipTlsVerify: c.insecureSkipTlsVerify,
+    logger,
+    connections: c.concurrency,
+  });
+}
+
+export function addExamples<T>(y: Argv<T>, examples: [string, string][]): Argv<T> {
+  for (const [cmd, desc] of examples) y.example(cmd, desc);
+  return y;
+}

@@ -1,0 +1,94 @@
+// `stub-provider [run]` (the default command): release what is being deleted, refuse new machines,
+// deregister. See issue 4 and design.md; the work is in src/provider.
+
+import type { Argv, CommandModule } from 'yargs';
+import { UsageError } from '../exit-codes.js';
+import { VERSION } from '../version.js';
+import { createWipeStrategy, wipeCliOptions, wipeOptionsFromArgv } from '../wipe/index.js';
+import { Audit } from '../provider/audit.js';
+import { preflight } from '../provider/preflight.js';
+import { reconcile } from '../provider/reconcile.js';
+import { planReport, renderText, runReport } from '../provider/report.js';
+import type { Report } from '../provider/report.js';
+import { addExamples, connect, connectionConfig, connectionOptions, loggerFor, parseDuration } from './provider-options.js';
+import type { Args, Io } from './provider-options.js';
+import { emitReport, exitWith, openAuditLog, processIo, trapSignals } from './run-io.js';
+
+const runOptions = {
+  ...connectionOptions,
+  wait: { type: 'boolean', default: false, describe: 'Keep watching and releasing until everything is released (and the provider deregistered) or --timeout', group: 'Run:' },
+  timeout: { type: 'string', default: '10m', describe: 'With --wait: give up after this long (e.g. 90s, 10m, 1h); exit 5', group: 'Run:' },
+  'step-timeout': { type: 'string', default: '60s', describe: 'Without --wait: how long to wait for Omni to clear its own finalizers after a teardown', group: 'Run:' },
+  deregister: { type: 'boolean', default: true, describe: 'Once nothing of the ID is left, clean up and deregister (--no-deregister to keep the provider\'s statuses)', group: 'Run:' },
+  yes: { type: 'boolean', default: false, alias: 'y', describe: 'Make the changes without asking (required when stdin is not a terminal)', group: 'Run:' },
+  force: { type: 'boolean', default: false, describe: 'Run although a live provider with this ID sent a heartbeat in the last 60 s', group: 'Run:' },
+  'audit-log': { type: 'string', describe: 'Append one NDJSON line per change (resource, finalizers and versions before and after, result)', group: 'Output:' },
+  ...wipeCliOptions,
+} as const;
+
+export async function executeRun(a: Args, io: Io): Promise<Report> {
+  const c = connectionConfig(a, io.env);
+  const wait = a.wait === true;
+  const timeoutMs = parseDuration(a.timeout ?? '10m', '--timeout');
+  const stepMs = parseDuration(a['step-timeout'] ?? '60s', '--step-timeout');
+  const deregister = a.deregister !== false && !/^(1|true|yes)$/i.test(io.env.STUB_PROVIDER_NO_DEREGISTER ?? '');
+  const wipeOptions = wipeOptionsFromArgv(a);
+  const log = loggerFor(c, io);
+  const auditLog = openAuditLog(typeof a['audit-log'] === 'string' ? a['audit-log'] : undefined);
+  const audit = new Audit(auditLog.sink);
+  const client = await connect(c, io, log);
+  const sig = trapSignals(io);
+  try {
+    const now = () => Date.now() + client.serverClockOffsetMs();
+    const pre = await preflight({ state: client.state, providerId: c.id, keyProviderId: client.providerId, keyName: client.identity.name, force: a.force === true, now, signal: sig.signal });
+    if (pre.forced) log.warn({ providerId: c.id }, 'a live provider with this ID was detected; running anyway (--force)');
+    log.info({ providerId: c.id, endpoint: client.endpoint, omniVersion: pre.omniVersion, mode: c.machines.length ? 'machines' : 'whole' }, 'preflight passed');
+    const strategy = createWipeStrategy(wipeOptions, { logger: log });
+    const result = await reconcile(
+      { state: client.state, logger: log, audit, version: VERSION, now, wipe: { strategy, options: wipeOptions } },
+      {
+        providerId: c.id, machines: c.machines, profile: c.profile, stateTypes: c.stateTypes, deregister, wait, timeoutMs, omniWaitMs: stepMs,
+        concurrency: c.concurrency, signal: sig.signal,
+        confirm: async (plan) => {
+          if (a.yes === true) return true;
+          if (!io.stdinIsTTY || !io.ask) throw new UsageError('this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); `stub-provider plan` shows what would change');
+          io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre })));
+          return io.ask(`Make these changes${wait ? ' and keep watching' : ''}? [y/N] `);
+        },
+      },
+    );
+    const interruptCode = sig.code();
+    return runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, ...(interruptCode ? { interruptCode } : {}) });
+  } catch (err) {
+    const code = sig.code();
+    if (code && sig.signal.aborted) throw sig.signal.reason as Error;
+    throw err;
+  } finally {
+    sig.release();
+    auditLog.close();
+    await client.close();
+  }
+}
+
+export const runCommand: CommandModule<object, Args> = {
+  command: ['run', '$0'],
+  describe: 'Release what the gone provider blocks: finish deletions under way, refuse new machines, deregister (default command)',
+  builder: (y: Argv) => addExamples(
+    y.options(runOptions).strictOptions(),
+    [
+      ['OMNI_ENDPOINT=https://omni.example.com OMNI_SERVICE_ACCOUNT_KEY=... $0 --id bare-metal --yes', 'Release every machine of bare-metal that is being deleted, clean up, and deregister'],
+      ['$0 --id bare-metal --machine 0b1c7f9e-... --yes', 'Release one machine; the provider stays registered for when it comes back'],
+      ['$0 --id kubevirt --profile provisioning --state-type Machine --wait --timeout 30m --yes', 'Stand in for a provisioning provider until every request is released'],
+      ['$0 --id bare-metal --wipe ipmi-power-off --yes --output json --report report.json --audit-log audit.ndjson', 'Power machines off through their BMC first; keep a JSON report and an audit log'],
+      ['$0 plan --id bare-metal', 'Show what a run would change, without changing anything'],
+    ],
+  ).epilogue('Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider); 4 authentication; 5 incomplete (retry); 130/143 interrupted. ' +
+    'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).'),
+  handler: async (argv) => {
+    const io = processIo();
+    const rep = await executeRun(argv, io);
+    emitReport(rep, connectionConfig(argv, io.env), io);
+    exitWith(rep.exitCode);
+  },
+};
+

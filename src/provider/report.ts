@@ -1,0 +1,203 @@
+// The summary of a run or a plan: released, refused, blocked (with reasons and next steps), still
+// running, left behind, deregistration. The same object is printed as JSON (`--output json`) and
+// written by `--report`; `renderText` is the human form. Nothing secret is ever put in it.
+
+import { ExitCode } from '../exit-codes.js';
+import type { ExitCodeValue } from '../exit-codes.js';
+import type { Note, Plan, Step } from './plan.js';
+import { immediateWrites } from './plan.js';
+import type { PreflightResult } from './preflight.js';
+import type { ReconcileResult } from './reconcile.js';
+
+export interface ReportEntry {
+  kind: string;
+  id: string;
+  reason?: string;
+  nextStep?: string;
+}
+
+export interface PlannedStep {
+  op: string;
+  resource?: string;
+  finalizers?: string[];
+  teardown?: boolean;
+  waitFor?: string[];
+  why?: string;
+}
+
+export type ReportResult = 'done' | 'nothing-to-do' | 'incomplete' | 'interrupted' | 'declined' | 'planned';
+
+export interface Report {
+  tool: 'stub-provider';
+  version: string;
+  command: 'run' | 'plan';
+  providerId: string;
+  mode: 'whole' | 'machines';
+  machines: string[];
+  omniVersion?: string;
+  profile: { static: boolean; provisioning: boolean; reason: string; namespaceTypes: string[] };
+  preflight?: { heartbeatAgeMs?: number; heartbeatOurs?: boolean; forced: boolean };
+  released: (ReportEntry & { wipe?: { strategy: string; outcome: string; reason?: string } })[];
+  refused: (ReportEntry & { result: string })[];
+  blocked: (ReportEntry & { counts: boolean })[];
+  running: ReportEntry[];
+  leftBehind: ReportEntry[];
+  failed: ReportEntry[];
+  notFound: string[];
+  waits: ReportEntry[];
+  deregistration: { status: string; reasons: string[]; lastStep?: string; warning?: string };
+  planned?: { writes: number; announce: boolean; items: { kind: string; id: string; reason: string; steps: PlannedStep[] }[] };
+  writes: Record<string, number>;
+  timedOut: boolean;
+  interrupted: boolean;
+  result: ReportResult;
+  exitCode: number;
+}
+
+interface Common {
+  version: string;
+  preflight?: PreflightResult;
+}
+
+const entry = (n: Note): ReportEntry => ({ kind: n.kind, id: n.id, reason: n.reason, nextStep: n.nextStep });
+
+function base(plan: Plan, c: Common, command: 'run' | 'plan') {
+  return {
+    tool: 'stub-provider' as const,
+    version: c.version,
+    command,
+    providerId: plan.providerId,
+    mode: plan.mode,
+    machines: plan.machines,
+    ...(plan.omniVersion ?? c.preflight?.omniVersion ? { omniVersion: plan.omniVersion ?? c.preflight?.omniVersion } : {}),
+    profile: { static: plan.profile.static, provisioning: plan.profile.provisioning, reason: plan.profile.reason, namespaceTypes: plan.profile.namespaceTypes },
+    ...(c.preflight ? { preflight: { ...(c.preflight.heartbeat && Number.isFinite(c.preflight.heartbeat.ageMs) ? { heartbeatAgeMs: Math.round(c.preflight.heartbeat.ageMs), heartbeatOurs: c.preflight.heartbeat.ours } : {}), forced: c.preflight.forced } } : {}),
+  };
+}
+
+function describeStep(s: Step): PlannedStep {
+  if (s.op === 'wipe') return { op: 'wipe', resource: s.machineId };
+  const resource = `${s.target.metadata.namespace}/${s.target.metadata.type}/${s.target.metadata.id}`;
+  if (s.op === 'release') return { op: 'remove-finalizers', resource, finalizers: s.finalizers, why: s.why };
+  return { op: 'destroy', resource, ...(s.removeFinalizers.length ? { finalizers: s.removeFinalizers } : {}), ...(s.teardown ? { teardown: true } : {}), ...(s.waitFor.length ? { waitFor: s.waitFor } : {}), why: s.why };
+}
+
+function deregistrationOf(plan: Plan, deregistered: boolean) {
+  const d = plan.deregistration;
+  const showLast = deregistered || d.status === 'done' || d.status === 'ready';
+  return {
+    status: deregistered ? 'deregistered' : d.status,
+    reasons: deregistered ? [] : d.reasons,
+    ...(showLast ? { lastStep: d.lastStep, ...(d.warning ? { warning: d.warning } : {}) } : {}),
+  };
+}
+
+/** The report of `plan`: what a run would do now. Exit code 0. */
+export function planReport(plan: Plan, c: Common): Report {
+  const items = [...plan.items, ...(plan.deregistration.item ? [plan.deregistration.item] : [])];
+  return {
+    ...base(plan, c, 'plan'),
+    released: [],
+    refused: plan.refusals.map((r) => ({ kind: r.kind, id: r.id, reason: r.reason, result: r.done ? (r.kind === 'InfraMachine' ? 'no-finalizers' : 'already-refused') : 'would-refuse' })),
+    blocked: plan.blocked.map((n) => ({ ...entry(n), counts: false })),
+    running: plan.running.map(entry),
+    leftBehind: plan.leftBehind.map(entry),
+    failed: [],
+    notFound: plan.notFound,
+    waits: plan.waits.map(entry),
+    deregistration: deregistrationOf(plan, false),
+    planned: { writes: immediateWrites(plan), announce: plan.announce, items: items.map((i) => ({ kind: i.kind, id: i.id, reason: i.reason, steps: i.steps.map(describeStep) })) },
+    writes: {},
+    timedOut: false,
+    interrupted: false,
+    result: 'planned',
+    exitCode: ExitCode.OK,
+  };
+}
+
+/** The report of `run`. `interruptCode` is 130 or 143 when a signal stopped it. */
+export function runReport(r: ReconcileResult, c: Common & { writes: Record<string, number>; interruptCode?: ExitCodeValue }): Report {
+  const plan = r.lastPlan;
+  const released = r.outcomes.filter((o) => o.status === 'released');
+  const blocked = r.outcomes.filter((o) => o.status === 'blocked');
+  const failed = r.outcomes.filter((o) => o.status === 'failed' || o.status === 'interrupted');
+  const failedRefusals = r.refusals.filter((x) => x.result === 'failed');
+  const incomplete = r.timedOut || failed.length > 0 || failedRefusals.length > 0 || blocked.some((b) => b.counts);
+  const anything = released.length > 0 || r.refusals.some((x) => x.result === 'refused') || r.deregistered || r.announced;
+  let result: ReportResult;
+  let exitCode: number;
+  if (r.interrupted) [result, exitCode] = ['interrupted', c.interruptCode ?? ExitCode.SigInt];
+  else if (r.declined) [result, exitCode] = ['declined', ExitCode.OK];
+  else if (incomplete) [result, exitCode] = ['incomplete', ExitCode.Incomplete];
+  else [result, exitCode] = [anything ? 'done' : 'nothing-to-do', ExitCode.OK];
+  // Blockers of the last plan that the run did not already report (Omni's own, Machines in use).
+  const seen = new Set(blocked.map((b) => `${b.kind}/${b.id}`));
+  return {
+    ...base(plan, c, 'run'),
+    released: released.map((o) => ({ kind: o.kind, id: o.id, ...(o.wipe ? { wipe: { strategy: o.wipe.strategy, outcome: o.wipe.outcome, ...(o.wipe.reason ? { reason: o.wipe.reason } : {}) } } : {}) })),
+    refused: [...r.refusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ? `${x.reason}: ${x.error}` : x.reason, result: x.result }))],
+    blocked: [
+      ...blocked.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '', counts: o.counts })),
+      ...plan.blocked.filter((n) => !seen.has(`${n.kind}/${n.id}`)).map((n) => ({ ...entry(n), counts: false })),
+    ],
+    running: plan.running.map(entry),
+    leftBehind: dedupe([...r.firstPlan.leftBehind, ...plan.leftBehind].map(entry)),
+    failed: [...failed.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' })), ...failedRefusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ?? '', nextStep: 'run again' }))],
+    notFound: r.firstPlan.notFound,
+    waits: [],
+    deregistration: deregistrationOf(plan, r.deregistered),
+    writes: c.writes,
+    timedOut: r.timedOut,
+    interrupted: r.interrupted,
+    result,
+    exitCode,
+  };
+}
+
+function dedupe(xs: ReportEntry[]): ReportEntry[] {
+  const seen = new Set<string>();
+  return xs.filter((x) => {
+    const k = `${x.kind}/${x.id}/${x.reason}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+const LIST_LIMIT = 20;
+
+/** The human summary for a terminal. */
+export function renderText(rep: Report): string {
+  const out: string[] = [];
+  const head = rep.command === 'plan' ? 'Plan (nothing was changed)' : `Result: ${rep.result}`;
+  out.push(`stub-provider ${rep.version} — provider ${rep.providerId} (${rep.mode === 'whole' ? 'whole provider' : `machines: ${rep.machines.join(', ')}`})${rep.omniVersion ? `, Omni ${rep.omniVersion}` : ''}`);
+  out.push(`${head}; profile ${rep.profile.reason}`);
+  const section = (title: string, xs: ReportEntry[], fmt: (x: ReportEntry) => string) => {
+    if (xs.length === 0) return;
+    out.push('', `${title} (${xs.length}):`);
+    for (const x of xs.slice(0, LIST_LIMIT)) out.push(`  - ${fmt(x)}`);
+    if (xs.length > LIST_LIMIT) out.push(`  … and ${xs.length - LIST_LIMIT} more (see --output json or --report)`);
+  };
+  const withNext = (x: ReportEntry) => `${x.kind} ${x.id}: ${x.reason ?? ''}${x.nextStep ? `\n      next: ${x.nextStep}` : ''}`;
+  if (rep.planned) {
+    out.push('', `Would write ${rep.planned.writes} change(s) now${rep.planned.announce ? ', announce stub mode and send heartbeats' : ''}.`);
+    section('Would release or clean', rep.planned.items.map((i) => ({ kind: i.kind, id: i.id, reason: `${i.reason}: ${i.steps.map((s) => `${s.op}${s.resource ? ` ${s.resource.split('/').slice(1).join('/')}` : ''}${s.waitFor ? ` (waits for ${s.waitFor.join(', ')})` : ''}`).join(' → ')}` })), (x) => `${x.kind} ${x.id}: ${x.reason}`);
+    section('Will wait for Omni', rep.waits, withNext);
+  }
+  section('Released', rep.released, (x) => `${x.kind} ${x.id}`);
+  section('Refused', rep.refused, (x) => `${x.kind} ${x.id}: ${x.reason}`);
+  section('Blocked', rep.blocked, withNext);
+  section('Failed', rep.failed, withNext);
+  section('Still running (untouched)', rep.running, withNext);
+  section('Left behind', rep.leftBehind, withNext);
+  if (rep.notFound.length) out.push('', `Not found (nothing to do): ${rep.notFound.join(', ')}`);
+  const d = rep.deregistration;
+  out.push('', `Deregistration: ${d.status}${d.reasons.length ? ` — ${d.reasons.slice(0, 5).join('; ')}${d.reasons.length > 5 ? `; … ${d.reasons.length - 5} more` : ''}` : ''}`);
+  if (d.lastStep) {
+    out.push(`Last step, for an admin: ${d.lastStep}`);
+    if (d.warning) out.push(`Warning: ${d.warning}`);
+  }
+  if (rep.timedOut) out.push('', 'Timed out before everything was released (--timeout).');
+  if (rep.interrupted) out.push('', 'Interrupted: calls in flight were cancelled; run again to finish.');
+  return `${out.join('\n')}\n`;
+}
