@@ -70,6 +70,8 @@ export interface ItemOutcome {
   reason?: string;
   nextStep?: string;
   wipe?: WipeResult;
+  /** Released, but these finalizers of others still hold it (reason and nextStep explain them). */
+  heldBy?: string[];
   /** Whether a non-released outcome means the stub's own work is unfinished (exit 5). */
   counts: boolean;
 }
@@ -254,6 +256,12 @@ class Reconciler {
         }
       }
       this.blockedKeys.delete(key);
+      const last = steps.at(-1);
+      if (last?.op === 'release') {
+        // Released by us, but someone else's finalizer still holds it: say who and why.
+        const others = last.target.metadata.finalizers.filter((f) => !last.finalizers.includes(f));
+        if (others.length > 0) Object.assign(outcome, { heldBy: others, reason: describeForeign(others, this.id, item.id), nextStep: nextStepsFor(others, this.id, item.id) });
+      }
       this.outcomes.set(key, outcome);
       this.log.info({ kind: item.kind, id: item.id }, item.kind === 'leftover' ? 'cleaned up' : 'released');
       return true;

@@ -37,6 +37,8 @@ export interface Report {
   omniVersion?: string;
   profile: { static: boolean; provisioning: boolean; reason: string; namespaceTypes: string[] };
   preflight?: { heartbeatAgeMs?: number; heartbeatOurs?: boolean; forced: boolean };
+  /** Leftovers destroyed (statuses and provider state whose machine or request was already gone). */
+  cleaned: number;
   released: (ReportEntry & { wipe?: { strategy: string; outcome: string; reason?: string } })[];
   refused: (ReportEntry & { result: string })[];
   blocked: (ReportEntry & { counts: boolean })[];
@@ -97,6 +99,7 @@ export function planReport(plan: Plan, c: Common): Report {
   const items = [...plan.items, ...(plan.deregistration.item ? [plan.deregistration.item] : [])];
   return {
     ...base(plan, c, 'plan'),
+    cleaned: 0,
     released: [],
     refused: plan.refusals.map((r) => ({ kind: r.kind, id: r.id, reason: r.reason, result: r.done ? (r.kind === 'InfraMachine' ? 'no-finalizers' : 'already-refused') : 'would-refuse' })),
     blocked: plan.blocked.map((n) => ({ ...entry(n), counts: false })),
@@ -118,12 +121,14 @@ export function planReport(plan: Plan, c: Common): Report {
 /** The report of `run`. `interruptCode` is 130 or 143 when a signal stopped it. */
 export function runReport(r: ReconcileResult, c: Common & { writes: Record<string, number>; interruptCode?: ExitCodeValue }): Report {
   const plan = r.lastPlan;
-  const released = r.outcomes.filter((o) => o.status === 'released');
+  const released = r.outcomes.filter((o) => o.status === 'released' && o.kind !== 'leftover' && o.kind !== 'deregistration');
+  const cleaned = r.outcomes.filter((o) => o.status === 'released' && o.kind === 'leftover').length;
+  const held = released.filter((o) => o.heldBy && o.heldBy.length > 0);
   const blocked = r.outcomes.filter((o) => o.status === 'blocked');
   const failed = r.outcomes.filter((o) => o.status === 'failed' || o.status === 'interrupted');
   const failedRefusals = r.refusals.filter((x) => x.result === 'failed');
   const incomplete = r.timedOut || failed.length > 0 || failedRefusals.length > 0 || blocked.some((b) => b.counts);
-  const anything = released.length > 0 || r.refusals.some((x) => x.result === 'refused') || r.deregistered || r.announced;
+  const anything = released.length > 0 || cleaned > 0 || r.refusals.some((x) => x.result === 'refused') || r.deregistered || r.announced;
   let result: ReportResult;
   let exitCode: number;
   if (r.interrupted) [result, exitCode] = ['interrupted', c.interruptCode ?? ExitCode.SigInt];
@@ -132,13 +137,16 @@ export function runReport(r: ReconcileResult, c: Common & { writes: Record<strin
   else [result, exitCode] = [anything ? 'done' : 'nothing-to-do', ExitCode.OK];
   // Blockers of the last plan that the run did not already report (Omni's own, Machines in use).
   const seen = new Set(blocked.map((b) => `${b.kind}/${b.id}`));
+  const seenHeld = new Set(held.map((b) => `${b.kind}/${b.id}`));
   return {
     ...base(plan, c, 'run'),
+    cleaned,
     released: released.map((o) => ({ kind: o.kind, id: o.id, ...(o.wipe ? { wipe: { strategy: o.wipe.strategy, outcome: o.wipe.outcome, ...(o.wipe.reason ? { reason: o.wipe.reason } : {}) } } : {}) })),
     refused: [...r.refusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ? `${x.reason}: ${x.error}` : x.reason, result: x.result }))],
     blocked: [
       ...blocked.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '', counts: o.counts })),
-      ...plan.blocked.filter((n) => !seen.has(`${n.kind}/${n.id}`)).map((n) => ({ ...entry(n), counts: false })),
+      ...held.filter((o) => !seen.has(`${o.kind}/${o.id}`)).map((o) => ({ kind: o.kind, id: o.id, reason: `released by stub-provider; still held by ${o.reason ?? ''}`, nextStep: o.nextStep ?? '', counts: false })),
+      ...plan.blocked.filter((n) => !seen.has(`${n.kind}/${n.id}`) && !seenHeld.has(`${n.kind}/${n.id}`)).map((n) => ({ ...entry(n), counts: false })),
     ],
     running: plan.running.map(entry),
     leftBehind: dedupe([...r.firstPlan.leftBehind, ...plan.leftBehind].map(entry)),
@@ -185,6 +193,7 @@ export function renderText(rep: Report): string {
     section('Will wait for Omni', rep.waits, withNext);
   }
   section('Released', rep.released, (x) => `${x.kind} ${x.id}`);
+  if (rep.cleaned > 0) out.push('', `Cleaned up ${rep.cleaned} leftover resource(s) whose machine or request was already gone.`);
   section('Refused', rep.refused, (x) => `${x.kind} ${x.id}: ${x.reason}`);
   section('Blocked', rep.blocked, withNext);
   section('Failed', rep.failed, withNext);
