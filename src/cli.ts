@@ -15,8 +15,10 @@ export async function main(argv: string[]): Promise<number> {
     .help()
     .alias('h', 'help')
     .wrap(Math.min(110, process.stdout.columns || 110))
+    // Throw, not record: a fail handler that returns lets yargs run the command's handler anyway, so
+    // an unknown or mistyped flag (say --machines for --machine) would be ignored, not refused.
     .fail((msg, err) => {
-      failure = err ?? new UsageErrorMessage(msg);
+      throw err ?? new UsageErrorMessage(msg);
     });
   for (const c of commands) parser.command(c);
   try {

@@ -8,7 +8,9 @@
 import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { npmEnv, packageVersion, REPO, run, runOk, scratchDir } from './packaging-helpers.js';
+import {
+  BARE_METAL_SCENARIO, expectBareMetalReleased, npmEnv, packageVersion, REPO, run, runAgainstSim, runOk, scratchDir,
+} from './packaging-helpers.js';
 
 const MINUTE = 60_000;
 
@@ -202,17 +204,22 @@ let scratch: string;
 let built: Built;
 let runtimeRoot: string;
 
-/** Runs the image's entrypoint: tini is dropped (it is not installed here), absolute paths map into the runtime root. */
-function entrypoint(args: string[]) {
+/**
+ * The image's entrypoint as a command line here: tini is dropped (it is not installed here), absolute
+ * paths of the image map into the runtime root; with the image's ENV and WORKDIR.
+ */
+function entrypointCommand(): { cli: string[]; cwd: string; env: NodeJS.ProcessEnv } {
   const [init, sep, ...rest] = built.entrypoint;
   expect([init, sep]).toEqual(['/usr/bin/tini', '--']);
-  const [cmd, ...cmdArgs] = rest.map((a) => (a.startsWith('/') ? path.join(runtimeRoot, a) : a));
+  const cli = rest.map((a) => (a.startsWith('/') ? path.join(runtimeRoot, a) : a));
   const env = Object.fromEntries(Object.entries(built.env).map(([k, v]) => [k, v.startsWith('/') ? path.join(runtimeRoot, v) : v]));
-  return run(cmd!, [...cmdArgs, ...args], {
-    cwd: path.join(runtimeRoot, built.workdir),
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
-    timeoutMs: MINUTE,
-  });
+  return { cli, cwd: path.join(runtimeRoot, built.workdir), env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } };
+}
+
+function entrypoint(args: string[]) {
+  const { cli, cwd, env } = entrypointCommand();
+  const [cmd, ...cmdArgs] = cli;
+  return run(cmd!, [...cmdArgs, ...args], { cwd, env, timeoutMs: MINUTE });
 }
 
 beforeAll(async () => {
@@ -273,8 +280,16 @@ describe('Dockerfile', () => {
     const version = await entrypoint(['--version']);
     expect(version.code).toBe(0);
     expect(version.stdout.trim()).toBe(packageVersion());
-    const bad = await entrypoint(['--bogus-flag']);
+    const bad = await entrypoint(['--id', 'bare-metal', '--bogus-flag']);
     expect(bad.code).toBe(2);
     expect(snapshot(runtimeRoot)).toEqual(before);
   });
+
+  it('releases a stuck bare-metal machine: `stub-provider sim` and a run from the image, writing nothing outside /tmp', async () => {
+    const before = snapshot(runtimeRoot);
+    const { cli, cwd, env } = entrypointCommand();
+    const r = await runAgainstSim(cli, { cwd, env, scenario: BARE_METAL_SCENARIO, id: 'bare-metal', scratch });
+    expectBareMetalReleased(r, expect);
+    expect(snapshot(runtimeRoot)).toEqual(before);
+  }, 2 * MINUTE);
 });

@@ -4,7 +4,9 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { copySources, npmEnv, packageVersion, REPO, run, runOk, scratchDir } from './packaging-helpers.js';
+import {
+  BARE_METAL_SCENARIO, copySources, expectBareMetalReleased, npmEnv, packageVersion, REPO, run, runAgainstSim, runOk, scratchDir,
+} from './packaging-helpers.js';
 
 const MINUTE = 60_000;
 const INSTALL_SCRIPTS = ['preinstall', 'install', 'postinstall', 'prepare', 'preprepare', 'postprepare'];
@@ -93,7 +95,8 @@ describe('npm package', () => {
     const r = await npx(['--help']);
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.stdout).toContain('--help');
+    expect(r.stdout).toContain('stub-provider plan');
+    expect(r.stdout).toContain('stub-provider sim');
     expect(r.stdout).toContain('--version');
   });
 
@@ -104,10 +107,16 @@ describe('npm package', () => {
   });
 
   it('rejects an unknown flag with the usage exit code 2', async () => {
-    const r = await npx(['--bogus-flag']);
+    const r = await npx(['--id', 'bare-metal', '--bogus-flag']);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('bogus-flag');
   });
+
+  it('releases a stuck bare-metal machine: `stub-provider sim` and a run, both from the installed package', async () => {
+    const bin = path.join(consumer, 'node_modules/.bin/stub-provider');
+    const r = await runAgainstSim([bin], { cwd: consumer, env: npmEnv(), scenario: BARE_METAL_SCENARIO, id: 'bare-metal', scratch: work });
+    expectBareMetalReleased(r, expect);
+  }, 2 * MINUTE);
 });
 
 function listFiles(root: string, rel = ''): string[] {

@@ -6,6 +6,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse as parseYaml } from 'yaml';
 
 export const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -86,4 +87,76 @@ export function npmEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
     npm_config_loglevel: 'error',
     ...extra,
   };
+}
+
+export interface SimRun {
+  /** The run's exit code and output. */
+  run: Ran;
+  /** The sim's final state, dumped on SIGTERM (scenario YAML). */
+  dump: string;
+}
+
+/**
+ * Starts `<cli> sim --scenario <file>` from an installed or built copy, runs `<cli> --id <id> --yes
+ * --output json` against it with the key the sim generated, stops the sim with SIGTERM and returns the
+ * run and the dumped state. `cli` is the command prefix, e.g. ['node', '/x/dist/src/main.js'].
+ */
+export async function runAgainstSim(cli: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; scenario: string; id: string; scratch: string; extraArgs?: string[] }): Promise<SimRun> {
+  const [cmd, ...pre] = cli;
+  const dumpFile = path.join(opts.scratch, `dump-${Date.now()}.yaml`);
+  const sim = spawn(cmd!, [...pre, 'sim', '--scenario', opts.scenario, '--dump', dumpFile], { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let simErr = '';
+  sim.stderr.setEncoding('utf8').on('data', (d: string) => (simErr += d));
+  const exited = new Promise<number | null>((resolve) => sim.on('close', (code) => resolve(code)));
+  try {
+    const ready = await new Promise<{ endpoint: string; keys: Record<string, string> }>((resolve, reject) => {
+      let buf = '';
+      const timer = setTimeout(() => reject(new Error(`sim not ready within 30 s\n${simErr}`)), 30_000);
+      sim.stdout.setEncoding('utf8').on('data', (d: string) => {
+        buf += d;
+        const nl = buf.indexOf('\n');
+        if (nl < 0) return;
+        clearTimeout(timer);
+        try {
+          resolve(JSON.parse(buf.slice(0, nl)) as { endpoint: string; keys: Record<string, string> });
+        } catch (e) {
+          reject(e as Error);
+        }
+      });
+      void exited.then((code) => reject(new Error(`sim exited ${code} before it was ready\n${simErr}`)));
+    });
+    const key = ready.keys[`infra-provider:${opts.id}`];
+    if (!key) throw new Error(`the sim generated no key for infra-provider:${opts.id}`);
+    const r = await run(cmd!, [...pre, '--id', opts.id, '--yes', '--output', 'json', ...(opts.extraArgs ?? [])], {
+      cwd: opts.cwd,
+      env: { ...opts.env, OMNI_ENDPOINT: ready.endpoint, OMNI_SERVICE_ACCOUNT_KEY: key },
+      timeoutMs: 60_000,
+    });
+    sim.kill('SIGTERM');
+    const simCode = await exited;
+    if (simCode !== 0) throw new Error(`sim exited ${simCode} on SIGTERM\n${simErr}`);
+    return { run: r, dump: readFileSync(dumpFile, 'utf8') };
+  } finally {
+    if (sim.exitCode === null && sim.signalCode === null) sim.kill('SIGKILL');
+  }
+}
+
+/** The resource types left in a sim dump, one entry per resource. */
+export function typesInDump(dump: string): string[] {
+  const doc = parseYaml(dump) as { resources?: { metadata: { type: string } }[] };
+  return (doc.resources ?? []).map((r) => r.metadata.type);
+}
+
+export const BARE_METAL_SCENARIO = path.join(REPO, 'scenarios/bare-metal-stuck.yaml');
+
+/**
+ * What a user notices after a whole-provider run against scenarios/bare-metal-stuck.yaml: exit 0, a
+ * JSON report, the stuck InfraMachine gone with everything of the provider, its registration kept.
+ */
+export function expectBareMetalReleased(r: SimRun, expect: (v: unknown, msg?: string) => { toBe(v: unknown): void; toEqual(v: unknown): void }): void {
+  expect(r.run.code, `run exited ${r.run.code}\n${r.run.stderr.slice(-3000)}`).toBe(0);
+  expect(typeof JSON.parse(r.run.stdout)).toBe('object');
+  const left = typesInDump(r.dump);
+  expect(left.filter((t) => t === 'InfraMachines.omni.sidero.dev' || t === 'InfraMachineStatuses.omni.sidero.dev' || t.endsWith('.bare-metal.infraprovider.sidero.dev'))).toEqual([]);
+  expect(left.includes('InfraProviders.omni.sidero.dev')).toBe(true);
 }

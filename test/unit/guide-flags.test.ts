@@ -27,7 +27,8 @@ const SHELL_STOP = new Set(['|', '||', '&&', ';', '>', '>>', '2>', '2>&1', '<'])
 
 /** Flags after the `stub-provider` word of one shell line; [] when the line does not run stub-provider. */
 function flagsOfCommandLine(line: string, commandNames: Set<string>, where: string): FlagUse[] {
-  const words = line.trim().split(/\s+/);
+  // A quoted argument is one word, whatever it holds (`--wipe-command "/opt/off --power-off"`).
+  const words = line.replace(/"(?:\\.|[^"\\])*"|'[^']*'/g, 'ARG').trim().split(/\s+/);
   const at = words.indexOf('stub-provider');
   if (at < 0) return [];
   const after = words.slice(at + 1);
@@ -164,12 +165,14 @@ describe('flags in the documentation', () => {
       '  --id x --yes   # --not-this',
       '```',
       'Use `--wait` with `--timeout 5m`, not `kubectl logs --follow`; `stub-provider --force`.',
+      '`stub-provider --wipe-command "/bin/off --hard" --wipe-timeout 9`',
     ].join('\n');
     const uses = flagsOfMarkdown(md, 'sample.md', new Set(['plan', 'run']));
     expect(uses.map((u) => [u.flag, u.command ?? ''])).toEqual([
       ['--id', 'plan'], ['--output', 'plan'],
       ['--id', ''], ['--yes', ''],
       ['--wait', ''], ['--timeout', ''], ['--force', ''],
+      ['--wipe-command', ''], ['--wipe-timeout', ''],
     ]);
   });
 
