@@ -1,0 +1,172 @@
+// Safety properties over random Omni states (several providers whose IDs are prefixes of each other
+// or differ only in case, Omni's finalizers, running and tearing-down mixes): the plan never removes a
+// finalizer that is not ours, never acts on a running machine, never adds a finalizer; applying it and
+// planning again yields nothing more to do.
+
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { FakeState } from '../helpers/fake-state.js';
+import { res } from '../helpers/provider-fixtures.js';
+import type { Phase, Resource } from '../../src/omni-client/resource.js';
+import { LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST, NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
+import { takeSnapshot } from '../../src/provider/snapshot.js';
+import { buildPlan, immediateWrites } from '../../src/provider/plan.js';
+import type { Plan } from '../../src/provider/plan.js';
+import { reconcile } from '../../src/provider/reconcile.js';
+import { silentLogger } from '../../src/log.js';
+
+// Independent oracles of design rule 1 (not the code under test).
+function isOurFinalizer(f: string, id: string): boolean {
+  const rest = f.slice(id.length + 1);
+  return f.slice(0, id.length + 1) === `${id}.` && rest !== '' && !rest.includes('.');
+}
+function isOurResource(md: { namespace: string; labels: Record<string, string> }, id: string): boolean {
+  return md.namespace === `infra-provider:${id}` || md.labels['omni.sidero.dev/infra-provider-id'] === id;
+}
+
+const IDS = ['bm', 'bm-2', 'BM', 'b', 'bm.x'] as const;
+const OMNI = ['InfraMachineController', 'ClusterMachineRequestStatusController', 'MachineRequestStatusCleanupController', 'ConfigPatchRequestController', 'MachineStatusController', 'MachineSetNodeController'];
+const CTRLS = ['WipeStatusController', 'ProvisionController', 'RebootStatusController', 'x.Y'];
+const PHASES: Phase[] = ['running', 'tearingDown'];
+
+const finalizerArb = fc.oneof(
+  fc.constantFrom(...OMNI),
+  fc.tuple(fc.constantFrom(...IDS), fc.constantFrom(...CTRLS)).map(([id, c]) => `${id}.${c}`),
+);
+const finsArb = fc.uniqueArray(finalizerArb, { maxLength: 4 });
+
+interface MachineSpec {
+  kind: 'static' | 'request';
+  provider: (typeof IDS)[number];
+  labelAs: (typeof IDS)[number];
+  phase: Phase;
+  fins: string[];
+  withStatus: boolean;
+  statusFins: string[];
+  withNs: boolean;
+  nsFins: string[];
+  withCpr: boolean;
+}
+
+const machineArb: fc.Arbitrary<MachineSpec> = fc.record({
+  kind: fc.constantFrom('static' as const, 'request' as const),
+  provider: fc.constantFrom(...IDS),
+  labelAs: fc.constantFrom(...IDS),
+  phase: fc.constantFrom(...PHASES),
+  fins: finsArb,
+  withStatus: fc.boolean(),
+  statusFins: fc.uniqueArray(fc.constantFrom(...OMNI), { maxLength: 1 }),
+  withNs: fc.boolean(),
+  nsFins: finsArb,
+  withCpr: fc.boolean(),
+});
+
+function build(ms: MachineSpec[], orphans: { provider: (typeof IDS)[number]; id: string }[]): Resource[] {
+  const out: Resource[] = [];
+  ms.forEach((m, i) => {
+    const id = `m${i}`;
+    const labels = { [LABEL_INFRA_PROVIDER_ID]: m.labelAs };
+    if (m.kind === 'static') {
+      out.push(res(NS_INFRA_PROVIDER, T.InfraMachine, id, { phase: m.phase, finalizers: m.fins, labels, owner: 'InfraMachineController' }));
+      if (m.withStatus) out.push(res(NS_INFRA_PROVIDER, T.InfraMachineStatus, id, { labels, owner: `${m.provider}.InfraMachineStatusController`, finalizers: m.statusFins }));
+      if (m.withNs) out.push(res(providerNamespace(m.provider), providerType('MachineStatus', m.provider), id, { owner: `${m.provider}.MachineStatusController`, finalizers: m.nsFins }));
+    } else {
+      out.push(res(NS_INFRA_PROVIDER, T.MachineRequest, id, { phase: m.phase, finalizers: m.fins, labels }));
+      if (m.withStatus) out.push(res(NS_INFRA_PROVIDER, T.MachineRequestStatus, id, { labels, owner: `${m.provider}.ProvisionController`, finalizers: m.statusFins }));
+      if (m.withNs) out.push(res(providerNamespace(m.provider), providerType('Machine', m.provider), id, { owner: `${m.provider}.ProvisionController`, finalizers: m.nsFins }));
+      if (m.withCpr) out.push(res(NS_INFRA_PROVIDER, T.ConfigPatchRequest, `${id}-p`, { labels: { ...labels, [LABEL_MACHINE_REQUEST]: id }, owner: `${m.provider}.ProvisionController` }));
+    }
+  });
+  for (const o of orphans) out.push(res(NS_INFRA_PROVIDER, T.InfraMachineStatus, `${o.id}-${o.provider}`, { labels: { [LABEL_INFRA_PROVIDER_ID]: o.provider }, owner: `${o.provider}.InfraMachineStatusController` }));
+  return out;
+}
+
+const stateArb = fc.record({
+  target: fc.constantFrom(...IDS),
+  machines: fc.array(machineArb, { maxLength: 7 }),
+  orphans: fc.uniqueArray(fc.record({ provider: fc.constantFrom(...IDS), id: fc.constantFrom('o1', 'o2') }), { maxLength: 3, selector: (o) => `${o.id}-${o.provider}` }),
+  perMachine: fc.option(fc.uniqueArray(fc.constantFrom('m0', 'm1', 'm2', 'zz'), { minLength: 1, maxLength: 2 }), { nil: undefined }),
+  deregister: fc.boolean(),
+});
+
+type Input = fc.RecordValue<{ target: string; machines: MachineSpec[]; orphans: { provider: (typeof IDS)[number]; id: string }[]; perMachine: string[] | undefined; deregister: boolean }>;
+
+async function planOf(state: FakeState, inp: Input): Promise<Plan> {
+  const snap = await takeSnapshot(state, { providerId: inp.target, profile: 'auto', stateTypes: [] });
+  return buildPlan(snap, { providerId: inp.target, machines: inp.perMachine ?? [], deregister: inp.deregister, wipe: false });
+}
+
+/** The IDs of InfraMachines and MachineRequests of ours that are running. */
+function runningParents(rs: Resource[], id: string): Set<string> {
+  return new Set(rs.filter((r) => (r.metadata.type === T.InfraMachine || r.metadata.type === T.MachineRequest) && r.metadata.phase === 'running' && isOurResource(r.metadata, id)).map((r) => r.metadata.id));
+}
+
+describe('plan safety properties', () => {
+  it('removes only our finalizers from our resources, never acts on running machines, never adds a finalizer', async () => {
+    await fc.assert(fc.asyncProperty(stateArb, async (inp) => {
+      const resources = build(inp.machines, inp.orphans);
+      const plan = await planOf(new FakeState(resources), inp);
+      const running = runningParents(resources, inp.target);
+      const steps = [...plan.items, ...(plan.deregistration.item ? [plan.deregistration.item] : [])].flatMap((i) => i.steps);
+      for (const s of steps) {
+        if (s.op === 'wipe') continue;
+        const md = s.target.metadata;
+        expect(isOurResource(md, inp.target)).toBe(true);
+        const removed = s.op === 'release' ? s.finalizers : s.removeFinalizers;
+        for (const f of removed) {
+          expect(isOurFinalizer(f, inp.target)).toBe(true);
+          expect(md.finalizers).toContain(f);
+        }
+        if (md.type === T.InfraMachine || md.type === T.MachineRequest) expect(md.phase).toBe('tearingDown');
+        const parent = md.labels[LABEL_MACHINE_REQUEST] ?? md.id;
+        expect(running.has(parent)).toBe(false);
+        if (inp.perMachine) expect(inp.perMachine.includes(parent) || md.type === T.BMCConfig).toBe(true);
+      }
+      if (inp.perMachine) {
+        expect(plan.announce).toBe(false);
+        expect(plan.refusals).toEqual([]);
+        expect(plan.deregistration.item).toBeUndefined();
+      }
+    }), { numRuns: 400 });
+  });
+
+  it('applied against a State, touches nothing foreign; planning again finds nothing more to do', async () => {
+    await fc.assert(fc.asyncProperty(stateArb, async (inp) => {
+      const resources = build(inp.machines, inp.orphans);
+      const state = new FakeState(resources);
+      const running = runningParents(resources, inp.target);
+      await reconcile({ state, logger: silentLogger(), version: 't' }, {
+        providerId: inp.target, machines: inp.perMachine ?? [], profile: 'auto', stateTypes: [], deregister: inp.deregister,
+        wait: false, timeoutMs: 1000, omniWaitMs: 20, concurrency: 4,
+      });
+      for (const w of state.writes) {
+        const md = (w.before ?? w.after)!.metadata;
+        const writtenType = w.pointer.type;
+        // Our writes only: the announcement, the heartbeat, refusals and our own resources.
+        const ownProviderRecord = (writtenType === T.InfraProviderStatus || writtenType === T.InfraProviderHealthStatus) && w.pointer.id === inp.target;
+        expect(ownProviderRecord || isOurResource(md, inp.target) || w.method === 'create').toBe(true);
+        if (w.method === 'create') {
+          expect(w.after!.metadata.finalizers).toEqual([]);
+          continue;
+        }
+        if (w.method === 'update' && w.before && w.after) {
+          const removed = w.before.metadata.finalizers.filter((f) => !w.after!.metadata.finalizers.includes(f));
+          for (const f of removed) expect(isOurFinalizer(f, inp.target)).toBe(true);
+          for (const f of w.after.metadata.finalizers) expect(w.before.metadata.finalizers).toContain(f);
+          if (removed.length > 0 && (md.type === T.InfraMachine || md.type === T.MachineRequest)) expect(w.before.metadata.phase).toBe('tearingDown');
+        }
+        if (!ownProviderRecord) {
+          const parent = md.labels[LABEL_MACHINE_REQUEST] ?? md.id;
+          if (!(w.method === 'create')) expect(running.has(parent) && md.type !== T.InfraMachine && md.type !== T.MachineRequest && w.method === 'destroy').toBe(false);
+        }
+      }
+      // Resources of other providers are exactly as they were.
+      const providerRecord = (r: Resource) => r.metadata.type === T.InfraProviderStatus || r.metadata.type === T.InfraProviderHealthStatus;
+      const foreign = (rs: Resource[]) => rs.filter((r) => !isOurResource(r.metadata, inp.target) && !providerRecord(r)).map((r) => JSON.stringify({ ...r.metadata, version: '' })).sort();
+      const omniTouched = (r: Resource) => r.metadata.finalizers.some((f) => OMNI.includes(f));
+      expect(foreign(state.all().filter((r) => !omniTouched(r)))).toEqual(foreign(resources.filter((r) => !omniTouched(r)).filter((r) => state.find(r.metadata))));
+      const again = await planOf(state, inp);
+      expect(immediateWrites(again)).toBe(0);
+    }), { numRuns: 250 });
+  });
+});
