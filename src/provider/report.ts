@@ -189,7 +189,7 @@ export function renderText(rep: Report): string {
   const withNext = (x: ReportEntry) => `${x.kind} ${x.id}: ${x.reason ?? ''}${x.nextStep ? `\n      next: ${x.nextStep}` : ''}`;
   if (rep.planned) {
     out.push('', `Would write ${rep.planned.writes} change(s) now${rep.planned.announce ? ', announce stub mode and send heartbeats' : ''}.`);
-    section('Would release or clean', rep.planned.items.map((i) => ({ kind: i.kind, id: i.id, reason: `${i.reason}: ${i.steps.map((s) => `${s.op}${s.resource ? ` ${s.resource.split('/').slice(1).join('/')}` : ''}${s.waitFor ? ` (waits for ${s.waitFor.join(', ')})` : ''}`).join(' → ')}` })), (x) => `${x.kind} ${x.id}: ${x.reason}`);
+    section('Would release or clean', rep.planned.items.map((i) => ({ kind: i.kind, id: i.id, reason: `${i.reason}: ${i.steps.map((s) => `${s.op}${s.resource ? ` ${shortName(s.resource)}` : ''}${s.waitFor ? ` (waits for ${s.waitFor.join(', ')})` : ''}`).join(' → ')}` })), (x) => `${x.kind} ${x.id}: ${x.reason}`);
     section('Will wait for Omni', rep.waits, withNext);
   }
   section('Released', rep.released, (x) => `${x.kind} ${x.id}`);
@@ -209,4 +209,10 @@ export function renderText(rep: Report): string {
   if (rep.timedOut) out.push('', 'Timed out before everything was released (--timeout).');
   if (rep.interrupted) out.push('', 'Interrupted: calls in flight were cancelled; run again to finish.');
   return `${out.join('\n')}\n`;
+}
+
+/** `namespace/Type.group/id` -> `Type/id`, for the terminal. */
+function shortName(resource: string): string {
+  const [, type = '', ...id] = resource.split('/');
+  return `${type.split('.')[0]}/${id.join('/')}`;
 }

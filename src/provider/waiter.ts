@@ -1,6 +1,7 @@
 // Waits for Omni to act on resources we tore down (its own finalizers to clear) or to destroy
 // resources we released, with ONE kind watch per type shared by every waiter, never polling.
 
+import { setMaxListeners } from 'node:events';
 import type { Pointer } from '../omni-client/resource.js';
 import { versionNumber } from '../omni-client/resource.js';
 import type { State, WatchEvent } from '../omni-client/types.js';
@@ -84,6 +85,7 @@ export class FinalizerWaiter {
   private readonly ac = new AbortController();
 
   constructor(private readonly state: State, signal?: AbortSignal) {
+    setMaxListeners(0, this.ac.signal); // one listener per waiting resource
     signal?.addEventListener('abort', () => this.ac.abort(signal.reason), { once: true });
   }
 
