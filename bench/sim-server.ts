@@ -1,0 +1,87 @@
+// The benchmark's simulated Omni, in a process of its own so that the stub's CPU and memory are
+// measured apart from the server's. Builds the scenario in code (src/omni-sim/generate.ts), serves it
+// on 127.0.0.1:0 with the requested latency, prints one ready line (JSON: endpoint, key) on stdout,
+// then answers line commands on stdin:
+//   stats  -> one JSON line: calls served by method, what is left of the provider, the sim's CPU/RSS
+//   quit   -> closes and exits (so does the end of stdin)
+// The key goes to the parent over the pipe only; it is never logged.
+
+import { createInterface } from 'node:readline';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import type { Resource } from '../src/omni-client/resource.js';
+import type { StateApi } from '../src/omni-sim/api.js';
+import { createAccessApi } from '../src/omni-sim/access.js';
+import { generateScenario } from '../src/omni-sim/generate.js';
+import { createSim } from '../src/omni-sim/index.js';
+
+const args = yargs(hideBin(process.argv))
+  .strict()
+  .option('machines', { type: 'number', demandOption: true })
+  .option('requests', { type: 'number', default: 0 })
+  .option('latency-ms', { type: 'number', default: 5 })
+  .option('provider-id', { type: 'string', default: 'bench' })
+  .parseSync();
+
+/** Counts every call the gateway hands to the access layer (after authentication), by method. */
+function counting(inner: StateApi, calls: Record<string, number>): StateApi {
+  const n = (m: string) => { calls[m] = (calls[m] ?? 0) + 1; };
+  return {
+    get: (w, p) => (n('Get'), inner.get(w, p)),
+    list: (w, ns, t, q) => (n('List'), inner.list(w, ns, t, q)),
+    create: (w, r, o) => (n('Create'), inner.create(w, r, o)),
+    update: (w, r, o, ph) => (n('Update'), inner.update(w, r, o, ph)),
+    destroy: (w, p, o) => (n('Destroy'), inner.destroy(w, p, o)),
+    teardown: (w, p, o) => (n('Teardown'), inner.teardown(w, p, o)),
+    teardownAndDestroy: (w, p, o, s) => (n('TeardownAndDestroy'), inner.teardownAndDestroy(w, p, o, s)),
+    watch: (w, p, s) => (n('Watch'), inner.watch(w, p, s)),
+  };
+}
+
+function leftOf(all: Resource[], id: string) {
+  const byType: Record<string, number> = {};
+  let ourFinalizers = 0;
+  let tearingDown = 0;
+  for (const r of all) {
+    const t = r.metadata.type.split('.')[0] ?? r.metadata.type;
+    byType[t] = (byType[t] ?? 0) + 1;
+    ourFinalizers += r.metadata.finalizers.filter((f) => f.startsWith(`${id}.`)).length;
+    if (r.metadata.phase === 'tearingDown') tearingDown++;
+  }
+  return { resources: all.length, byType, ourFinalizers, tearingDown };
+}
+
+async function main(): Promise<void> {
+  const scenario = generateScenario({ providerId: args['provider-id'], machines: args.machines, requests: args.requests, faults: { latencyMs: args['latency-ms'] } });
+  const calls: Record<string, number> = {};
+  const sim = await createSim(scenario, { access: (ctx) => counting(createAccessApi(ctx.store, { version: ctx.omniVersion }), calls) });
+  await sim.controllers?.idle();
+  const key = sim.keys[`infra-provider:${args['provider-id']}`];
+  process.stdout.write(`${JSON.stringify({ ready: true, endpoint: sim.endpoint, key, resources: sim.store.all().length })}\n`);
+
+  const rl = createInterface({ input: process.stdin });
+  const quit = async () => {
+    rl.close();
+    await sim.close();
+    process.exit(0);
+  };
+  rl.on('line', (line) => {
+    const cmd = line.trim();
+    if (cmd === 'stats') {
+      void sim.controllers?.idle().then(() => {
+        const ru = process.resourceUsage();
+        process.stdout.write(`${JSON.stringify({
+          calls: { ...calls },
+          left: leftOf(sim.store.all(), args['provider-id']),
+          sim: { cpu_s: (ru.userCPUTime + ru.systemCPUTime) / 1e6, peak_rss_mb: ru.maxRSS / 1024 },
+        })}\n`);
+      });
+    } else if (cmd === 'quit') void quit();
+  });
+  rl.on('close', () => void quit());
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`sim-server: ${(err as Error).stack ?? String(err)}\n`);
+  process.exit(1);
+});
