@@ -89,6 +89,8 @@ export class SimStore implements StateApi {
   private readonly historyCapacity: number;
   private readonly watchBufferCapacity: number;
   private readonly resources = new Map<string, Resource>();
+  /** The same resources by kind (namespace + type): a List reads one kind, not the whole store. */
+  private readonly byKind = new Map<string, Map<string, Resource>>();
   private history: StoreEvent[] = [];
   private pos = 0;
   private cookie: Buffer = randomBytes(8);
@@ -108,7 +110,7 @@ export class SimStore implements StateApi {
 
   /** Inserts resources as given (version, timestamps kept), without events: the scenario's initial state. */
   seed(resources: Resource[]): void {
-    for (const r of resources) this.resources.set(keyOf(r.metadata), cloneResource(r));
+    for (const r of resources) this.put(cloneResource(r));
   }
 
   /** Every resource, sorted by namespace, type, ID. */
@@ -141,7 +143,7 @@ export class SimStore implements StateApi {
     const next = cloneResource(cur);
     next.metadata.version = String(BigInt(cur.metadata.version) + 1n);
     next.metadata.updated = formatTimestamp(this.clock.now());
-    this.resources.set(keyOf(p), next);
+    this.put(next);
     this.emit(EventType.UPDATED, next, cur);
     return true;
   }
@@ -180,9 +182,8 @@ export class SimStore implements StateApi {
 
   list(_who: Identity, namespace: string, type: string, q: Query): Resource[] {
     const m = compileQuery(q);
-    const kind = kindOf({ namespace, type });
-    return [...this.resources.values()]
-      .filter((r) => kindOf(r.metadata) === kind && m(r.metadata))
+    return [...(this.byKind.get(kindOf({ namespace, type }))?.values() ?? [])]
+      .filter((r) => m(r.metadata))
       .sort(byId)
       .map(cloneResource);
   }
@@ -201,7 +202,7 @@ export class SimStore implements StateApi {
     stored.metadata.version = '1';
     stored.metadata.created = formatTimestamp(this.clock.now());
     stored.metadata.updated = r.metadata.updated ?? EPOCH;
-    this.resources.set(keyOf(p), stored);
+    this.put(stored);
     this.emit(EventType.CREATED, stored);
     return cloneResource(stored);
   }
@@ -226,7 +227,7 @@ export class SimStore implements StateApi {
     if (cur.metadata.created !== undefined) next.metadata.created = cur.metadata.created;
     else delete next.metadata.created;
     next.metadata.updated = formatTimestamp(this.clock.now());
-    this.resources.set(keyOf(p), next);
+    this.put(next);
     this.emit(EventType.UPDATED, next, cur);
     return cloneResource(next);
   }
@@ -242,7 +243,7 @@ export class SimStore implements StateApi {
         pointerOf(p),
       );
     }
-    this.resources.delete(keyOf(p));
+    this.remove(cur.metadata);
     this.emit(EventType.DESTROYED, cur);
   }
 
@@ -376,6 +377,22 @@ export class SimStore implements StateApi {
   }
 
   // ------------------------------------------------------------------------------------------
+
+  private put(r: Resource): void {
+    const kind = kindOf(r.metadata);
+    let m = this.byKind.get(kind);
+    if (!m) this.byKind.set(kind, (m = new Map()));
+    m.set(r.metadata.id, r);
+    this.resources.set(keyOf(r.metadata), r);
+  }
+
+  private remove(p: Pointer): void {
+    const kind = kindOf(p);
+    const m = this.byKind.get(kind);
+    m?.delete(p.id);
+    if (m && m.size === 0) this.byKind.delete(kind);
+    this.resources.delete(keyOf(p));
+  }
 
   private checkOwner(cur: Resource, owner: string): void {
     if (cur.metadata.owner !== owner) {
