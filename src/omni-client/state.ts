@@ -28,6 +28,7 @@ import type {
   LabelQuery,
   OwnerOptions,
   QueryOptions,
+  RemoveFinalizersOptions,
   RemoveFinalizersResult,
   State,
   UpdateOptions,
@@ -154,7 +155,7 @@ export class GatewayState implements State {
     }
   }
 
-  async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts: CallOptions = {}): Promise<RemoveFinalizersResult> {
+  async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts: RemoveFinalizersOptions = {}): Promise<RemoveFinalizersResult> {
     const ptr = pointerOf(target);
     const drop = new Set(finalizers);
     let current: Resource | undefined = 'metadata' in target ? target : undefined;
@@ -170,6 +171,9 @@ export class GatewayState implements State {
         }
       }
       before = current;
+      if (opts.requirePhase !== undefined && current.metadata.phase !== opts.requirePhase) {
+        return { outcome: 'phase-changed', before: current, attempts };
+      }
       const keep = current.metadata.finalizers.filter((f) => !drop.has(f));
       if (keep.length === current.metadata.finalizers.length) return { outcome: 'absent', before: current, attempts };
       // Everything else exactly as read: read-only types accept an Update only if nothing but the

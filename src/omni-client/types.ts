@@ -56,9 +56,21 @@ export interface UpdateOptions extends OwnerOptions {
   expectedPhase?: Phase;
 }
 
+export interface RemoveFinalizersOptions extends CallOptions {
+  /**
+   * Act only while the resource is in this phase. Checked on the resource given and on every re-read:
+   * a tearing-down resource that was destroyed and re-created with the same ID (running) between our
+   * read and a retry is left alone (outcome `phase-changed`), so a retry never releases a running machine.
+   */
+  requirePhase?: Phase;
+}
+
 export interface RemoveFinalizersResult {
-  /** `removed`: an Update was made; `absent`: none of them was there; `gone`: NotFound, nothing to do. */
-  outcome: 'removed' | 'absent' | 'gone';
+  /**
+   * `removed`: an Update was made; `absent`: none of them was there; `gone`: NotFound, nothing to do;
+   * `phase-changed`: the resource is not (or no longer) in the required phase, nothing written.
+   */
+  outcome: 'removed' | 'absent' | 'gone' | 'phase-changed';
   /** The resource before and after (after is absent when gone or absent). */
   before?: Resource;
   after?: Resource;
@@ -89,5 +101,5 @@ export interface State {
    * attempt uses it without a Get. Retries version conflicts, and PermissionDenied when a re-read
    * shows the resource changed meanwhile (bounded). NotFound is success (`gone`).
    */
-  removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: CallOptions): Promise<RemoveFinalizersResult>;
+  removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: RemoveFinalizersOptions): Promise<RemoveFinalizersResult>;
 }

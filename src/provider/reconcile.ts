@@ -300,9 +300,14 @@ class Reconciler {
 
   private async release(target: Resource, finalizers: string[]): Promise<StepResult> {
     const p = target.metadata;
-    const res = await this.limiter.run(() => this.state.removeFinalizers(target, finalizers, { signal: this.o.signal }));
+    // requirePhase: a retry after a conflict re-reads; if the resource was meanwhile destroyed and
+    // re-created (running), it is no longer a deletion under way and must not be released (rule 2).
+    const res = await this.limiter.run(() => this.state.removeFinalizers(target, finalizers, { signal: this.o.signal, requirePhase: p.phase }));
     if (res.outcome === 'removed') this.audit.mutation('update', p, res.before, res.after, 'ok');
     this.log.debug({ resource: describePointer(p), finalizers, outcome: res.outcome }, 'remove finalizers');
+    if (res.outcome === 'phase-changed') {
+      return { done: false, reason: `${describePointer(p)} is ${res.before?.metadata.phase ?? 'in another phase'} now (re-created meanwhile?): left alone`, nextStep: 'check who re-created it; run again to re-plan', counts: false };
+    }
     return DONE;
   }
 

@@ -5,7 +5,7 @@
 
 import type { Pointer, Resource } from '../../src/omni-client/resource.js';
 import { cloneResource, describePointer, newMetadata, PHASE_RUNNING, PHASE_TEARING_DOWN, T } from '../../src/omni-client/resource.js';
-import type { CallOptions, OwnerOptions, QueryOptions, RemoveFinalizersResult, State, UpdateOptions, WatchEvent, WatchKindOptions } from '../../src/omni-client/types.js';
+import type { CallOptions, OwnerOptions, QueryOptions, RemoveFinalizersOptions, RemoveFinalizersResult, State, UpdateOptions, WatchEvent, WatchKindOptions } from '../../src/omni-client/types.js';
 import { AlreadyExistsError, CanceledError, FailedPreconditionError, InvalidArgumentError, NotFoundError, OmniError, PermissionDeniedError } from '../../src/omni-client/errors.js';
 
 type Method = 'get' | 'list' | 'create' | 'update' | 'destroy' | 'watch';
@@ -135,7 +135,7 @@ export class FakeState implements State {
     return after.metadata.finalizers.length === 0;
   }
 
-  async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: CallOptions): Promise<RemoveFinalizersResult> {
+  async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: RemoveFinalizersOptions): Promise<RemoveFinalizersResult> {
     let current: Resource | undefined = 'metadata' in target ? target : undefined;
     const drop = new Set(finalizers);
     for (let attempts = 1; attempts <= 8; attempts++) {
@@ -147,6 +147,7 @@ export class FakeState implements State {
           throw e;
         }
       }
+      if (opts?.requirePhase !== undefined && current.metadata.phase !== opts.requirePhase) return { outcome: 'phase-changed', before: current, attempts: attempts - 1 };
       const keep = current.metadata.finalizers.filter((f) => !drop.has(f));
       if (keep.length === current.metadata.finalizers.length) return { outcome: 'absent', before: current, attempts: attempts - 1 };
       const next = cloneResource(current);

@@ -253,6 +253,23 @@ describe('removeFinalizers', () => {
     expect(gw.calls('Update')).toHaveLength(1);
   });
 
+  it('requirePhase: a resource re-created running between the conflict and the retry is left alone', async () => {
+    const recreated = res('m1', { finalizers: ['bare-metal.WipeStatusController'] });
+    recreated.metadata.phase = 'running';
+    recreated.metadata.version = '1';
+    gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(recreated) }));
+    gw.on('Update', (_q, s) => conflict(s));
+    const torn = read();
+    torn.metadata.phase = 'tearingDown';
+    const out = await client.state.removeFinalizers(torn, ours, { requirePhase: 'tearingDown' });
+    expect(out.outcome).toBe('phase-changed');
+    expect(gw.calls('Update')).toHaveLength(1);
+    // And a resource given in the wrong phase is not written at all.
+    const out2 = await client.state.removeFinalizers(recreated, ours, { requirePhase: 'tearingDown' });
+    expect(out2.outcome).toBe('phase-changed');
+    expect(gw.calls('Update')).toHaveLength(1);
+  });
+
   it('bounded: endless conflicts end in the conflict error after 8 attempts', async () => {
     gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(read()) }));
     gw.on('Update', (_q, s) => conflict(s));
