@@ -89,7 +89,7 @@ const stateArb = fc.record({
   deregister: fc.boolean(),
 });
 
-type Input = fc.RecordValue<{ target: string; machines: MachineSpec[]; orphans: { provider: (typeof IDS)[number]; id: string }[]; perMachine: string[] | undefined; deregister: boolean }>;
+interface Input { target: string; machines: MachineSpec[]; orphans: { provider: (typeof IDS)[number]; id: string }[]; perMachine: string[] | undefined; deregister: boolean }
 
 async function planOf(state: FakeState, inp: Input): Promise<Plan> {
   const snap = await takeSnapshot(state, { providerId: inp.target, profile: 'auto', stateTypes: [] });
@@ -120,7 +120,7 @@ describe('plan safety properties', () => {
         if (md.type === T.InfraMachine || md.type === T.MachineRequest) expect(md.phase).toBe('tearingDown');
         const parent = md.labels[LABEL_MACHINE_REQUEST] ?? md.id;
         expect(running.has(parent)).toBe(false);
-        if (inp.perMachine) expect(inp.perMachine.includes(parent) || md.type === T.BMCConfig).toBe(true);
+        if (inp.perMachine) expect((inp.perMachine as readonly string[]).includes(parent) || md.type === T.BMCConfig).toBe(true);
       }
       if (inp.perMachine) {
         expect(plan.announce).toBe(false);
@@ -157,7 +157,7 @@ describe('plan safety properties', () => {
         }
         if (!ownProviderRecord) {
           const parent = md.labels[LABEL_MACHINE_REQUEST] ?? md.id;
-          if (!(w.method === 'create')) expect(running.has(parent) && md.type !== T.InfraMachine && md.type !== T.MachineRequest && w.method === 'destroy').toBe(false);
+          expect(running.has(parent) && md.type !== T.InfraMachine && md.type !== T.MachineRequest && w.method === 'destroy').toBe(false);
         }
       }
       // Resources of other providers are exactly as they were.
