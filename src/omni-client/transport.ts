@@ -351,6 +351,8 @@ export class Transport {
     let retries = 0;
     let skewRetried = false;
     for (;;) {
+      // The offset this attempt signs with: a concurrent call may adopt Omni's clock meanwhile.
+      const signedWithOffset = this.#offsetMs;
       try {
         if (scope.signal.aborted) throw scope.abortError();
         return await attempt();
@@ -358,7 +360,7 @@ export class Transport {
         const e = this.#classify(method, ctx, scope, raw);
         if (scope.signal.aborted) throw e;
         if (e instanceof UnauthenticatedError && /invalid signature/i.test(e.omniMessage)) {
-          if (!skewRetried && this.#adoptServerClock(method, serverDates.get(e))) {
+          if (!skewRetried && (this.#offsetMs !== signedWithOffset || this.#adoptServerClock(method, serverDates.get(e)))) {
             skewRetried = true;
             continue;
           }
