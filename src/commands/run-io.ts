@@ -3,7 +3,6 @@
 // cli.ts maps to the exit code.
 
 import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
-import { setMaxListeners } from 'node:events';
 import { createInterface } from 'node:readline/promises';
 import { ExitCode, StubError, UsageError } from '../exit-codes.js';
 import type { Report } from '../provider/report.js';
@@ -56,8 +55,6 @@ export function openAuditLog(file: string | undefined): { sink?: (line: string) 
 /** SIGINT/SIGTERM abort the run; the exit code says which (130/143). */
 export function trapSignals(io: Io): { signal: AbortSignal; code: () => 130 | 143 | undefined; release: () => void } {
   const ac = new AbortController();
-  // Every call in flight listens to it: thousands at once are expected, not a leak.
-  setMaxListeners(0, ac.signal);
   let code: 130 | 143 | undefined;
   const onInt = () => { code ??= ExitCode.SigInt; ac.abort(new StubError('STUB_INTERRUPTED', ExitCode.SigInt, 'interrupted (SIGINT)')); };
   const onTerm = () => { code ??= ExitCode.SigTerm; ac.abort(new StubError('STUB_INTERRUPTED', ExitCode.SigTerm, 'interrupted (SIGTERM)')); };

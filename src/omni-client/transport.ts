@@ -27,6 +27,7 @@ import {
   grpcCodeFromHttpStatus,
   type OmniErrorContext,
 } from './errors.js';
+import { onAbort } from './abort.js';
 import type { Pointer } from './resource.js';
 import { describePointer } from './resource.js';
 import { fullMethod, type MethodName } from './wire.js';
@@ -317,8 +318,7 @@ export class Transport {
       why ??= 'caller';
       ac.abort(ctx.signal?.reason);
     };
-    if (ctx.signal?.aborted) onCallerAbort();
-    else ctx.signal?.addEventListener('abort', onCallerAbort, { once: true });
+    const unsubscribe = ctx.signal ? onAbort(ctx.signal, onCallerAbort) : undefined;
     const closeAbort = (): void => {
       why ??= 'closed';
       ac.abort(new Error('client closed'));
@@ -333,7 +333,7 @@ export class Transport {
       },
       dispose(): void {
         clearTimeout(timer);
-        ctx.signal?.removeEventListener('abort', onCallerAbort);
+        unsubscribe?.();
         inflight.delete(scope);
       },
       abortError(): OmniError {

@@ -12,10 +12,13 @@ export class ChangeFeed {
   private dirty = false;
   private wake: (() => void) | undefined;
   private readonly ac = new AbortController();
+  private readonly unlink: () => void;
   failure: unknown;
 
   constructor(state: State, kinds: WatchedKind[], signal?: AbortSignal) {
-    signal?.addEventListener('abort', () => this.ac.abort(signal.reason), { once: true });
+    const onAbort = () => this.ac.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.unlink = () => signal?.removeEventListener('abort', onAbort);
     for (const k of kinds) void this.consume(state, k);
   }
 
@@ -59,6 +62,7 @@ export class ChangeFeed {
   }
 
   close(): void {
+    this.unlink();
     this.ac.abort();
   }
 }

@@ -3,7 +3,6 @@
 // and announces stub mode in whole-provider mode only; deregisters once nothing of the ID is left.
 // Works from List results: no Get before an Update or a Destroy unless a conflict forces a re-read.
 
-import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import type { Pointer, Resource } from '../omni-client/resource.js';
 import { describePointer, NS_DEFAULT, NS_INFRA_PROVIDER, PHASE_RUNNING, T, newMetadata } from '../omni-client/resource.js';
@@ -139,8 +138,6 @@ class Reconciler {
     this.waiter = new FinalizerWaiter(this.state, o.signal);
     this.monotonic = deps.monotonic ?? (() => performance.now());
     this.deadline = this.monotonic() + o.timeoutMs;
-    // Every call in flight listens to the caller's signal: thousands at once are expected.
-    if (o.signal) setMaxListeners(0, o.signal);
   }
 
   private async planNow(): Promise<Plan> {

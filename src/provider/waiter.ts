@@ -1,7 +1,6 @@
 // Waits for Omni to act on resources we tore down (its own finalizers to clear) or to destroy
 // resources we released, with ONE kind watch per type shared by every waiter, never polling.
 
-import { setMaxListeners } from 'node:events';
 import type { Pointer } from '../omni-client/resource.js';
 import { versionNumber } from '../omni-client/resource.js';
 import type { State, WatchEvent } from '../omni-client/types.js';
@@ -83,10 +82,17 @@ class KindWatch {
 export class FinalizerWaiter {
   private readonly kinds = new Map<string, KindWatch>();
   private readonly ac = new AbortController();
+  /** Every wait in progress, ended at once on abort: no abort listener per waiting resource. */
+  private readonly pending = new Set<(o: WaitOutcome) => void>();
+  private readonly unlink: () => void;
 
   constructor(private readonly state: State, signal?: AbortSignal) {
-    setMaxListeners(0, this.ac.signal); // one listener per waiting resource
-    signal?.addEventListener('abort', () => this.ac.abort(signal.reason), { once: true });
+    const onAbort = () => this.ac.abort(signal?.reason);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    this.unlink = () => signal?.removeEventListener('abort', onAbort);
+    this.ac.signal.addEventListener('abort', () => {
+      for (const finish of [...this.pending]) finish('aborted');
+    }, { once: true });
   }
 
   /**
@@ -105,10 +111,9 @@ export class FinalizerWaiter {
     const k = kind;
     return new Promise<WaitOutcome>((resolve, reject) => {
       const timer: { t?: NodeJS.Timeout } = {};
-      const onAbort = () => finish('aborted');
       const finish = (o: WaitOutcome) => {
         clearTimeout(timer.t);
-        this.ac.signal.removeEventListener('abort', onAbort);
+        this.pending.delete(finish);
         const set = k.waiters.get(p.id);
         set?.delete(w);
         if (set && set.size === 0) k.waiters.delete(p.id);
@@ -120,12 +125,12 @@ export class FinalizerWaiter {
         resolve: finish,
         reject: (e) => {
           clearTimeout(timer.t);
-          this.ac.signal.removeEventListener('abort', onAbort);
+          this.pending.delete(finish);
           reject(e);
         },
       };
       timer.t = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs));
-      this.ac.signal.addEventListener('abort', onAbort, { once: true });
+      this.pending.add(finish);
       let set = k.waiters.get(p.id);
       if (!set) k.waiters.set(p.id, (set = new Set()));
       set.add(w);
@@ -134,6 +139,7 @@ export class FinalizerWaiter {
   }
 
   close(): void {
+    this.unlink();
     this.ac.abort();
   }
 }
