@@ -60,7 +60,11 @@ export const simCommand: CommandModule<object, SimArgs> = {
       .check((a) => {
         if (a['tls-ca-out'] !== undefined && !a.tls) throw new UsageError('--tls-ca-out needs --tls');
         return true;
-      }),
+      })
+      .example('$0 sim --scenario scenarios/bare-metal-stuck.yaml', 'Serve a stuck bare-metal machine on a free loopback port; the first stdout line has the endpoint and the provider\'s key')
+      .example('$0 sim --scenario scenarios/machine-request-stuck.yaml --listen 127.0.0.1:8099 --dump final.yaml', 'Serve on a fixed port; on Ctrl-C or SIGTERM write the final state to final.yaml')
+      .example('$0 sim --scenario scenarios/bare-metal-stuck.yaml --tls --tls-ca-out ca.pem', 'Serve HTTPS; pass ca.pem to stub-provider --ca-file')
+      .epilogue('Then run stub-provider against it: OMNI_ENDPOINT=<endpoint> OMNI_SERVICE_ACCOUNT_KEY=<key> stub-provider plan --id <provider-id>. Exit codes: 0 stopped by a signal (state dumped); 2 usage or an invalid scenario.'),
   handler: async (args) => {
     const listenOn = parseListen(args.listen);
     let scenario;
