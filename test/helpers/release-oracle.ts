@@ -95,6 +95,7 @@ export function checkRelease(before: Resource[], after: Resource[], o: OracleOpt
       if (added.length > 0 && !isProviderWide(rb)) problems.push(`${k}: finalizers added: ${added.join(', ')}`);
     }
     if (isProviderWide(rb)) {
+      if (o.machines && (!ra || canonical(ra) !== canonical(rb))) problems.push(`${k}: changed in per-machine mode`);
       if (!ra && !o.deregistered) problems.push(`${k}: destroyed without a deregistration`);
       if (ra && rb.metadata.type === T.InfraProviderStatus) {
         for (const [lk, lv] of Object.entries(rb.metadata.labels)) {
@@ -117,8 +118,12 @@ export function checkRelease(before: Resource[], after: Resource[], o: OracleOpt
       continue;
     }
     const output = isOutput(rb);
-    const leftover = o.deregistered === true && (rb.metadata.namespace === ns ||
-      (isOursResource(rb, id) && [T.InfraMachineStatus, T.MachineRequestStatus, T.ConfigPatchRequest].includes(rb.metadata.type as never)));
+    const perItem = rb.metadata.namespace === ns ||
+      (isOursResource(rb, id) && [T.InfraMachineStatus, T.MachineRequestStatus, T.ConfigPatchRequest].includes(rb.metadata.type as never));
+    // Whole-provider mode cleans what the provider left behind: outputs whose machine or request is gone.
+    const parentOf = rb.metadata.type === T.ConfigPatchRequest ? rb.metadata.labels[REQUEST_LABEL] ?? '' : rb.metadata.id;
+    const orphan = !o.machines && perItem && !before.some((p) => (p.metadata.type === T.InfraMachine || p.metadata.type === T.MachineRequest) && p.metadata.id === parentOf);
+    const leftover = (o.deregistered === true && perItem) || orphan;
     if (output || leftover) {
       const mine = ourFinalizersOf(rb, id);
       const foreign = rb.metadata.finalizers.filter((f) => !mine.includes(f));
@@ -140,8 +145,8 @@ export function checkRelease(before: Resource[], after: Resource[], o: OracleOpt
   }
   for (const [k, ra] of a) {
     if (b.has(k)) continue;
-    const ok = (isProviderWide(ra) && ra.metadata.type === T.InfraProviderHealthStatus) ||
-      (ra.metadata.type === T.MachineRequestStatus && isOursResource(ra, id)); // a refusal
+    const ok = !o.machines && ((isProviderWide(ra) && ra.metadata.type === T.InfraProviderHealthStatus) ||
+      (ra.metadata.type === T.MachineRequestStatus && isOursResource(ra, id))); // a refusal
     if (!ok) problems.push(`${k}: created`);
   }
   if (o.complete) {
