@@ -116,7 +116,7 @@ export interface Plan {
 }
 
 /** Omni 1.4.0 added the cleanup that also tears down user-owned MachineRequestSets (lifecycle 5.1, 5.3). */
-export const DELETE_WARNING = 'On Omni 1.4 and later, deleting the provider also tears down every user-owned MachineRequestSet, of every provider, not only this one (omni-lifecycle.md 5.1 step 7): check `omnictl get machinerequestsets` first.';
+export const DELETE_WARNING = 'On Omni 1.4 and later, deleting the provider also tears down every user-owned MachineRequestSet, of every provider, not only this one: check `omnictl get machinerequestsets` first.';
 
 export function buildPlan(s: Snapshot, o: PlanOptions): Plan {
   return new Planner(s, o).build();
