@@ -35,7 +35,7 @@ async function writeAtomically(path: string, text: string): Promise<void> {
   await rename(tmp, path);
 }
 
-function untilSignal(): Promise<NodeJS.Signals> {
+export function untilSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
     const on = (sig: NodeJS.Signals) => {
       process.off('SIGTERM', on);
