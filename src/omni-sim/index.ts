@@ -11,7 +11,12 @@ import { generateKey, type GeneratedKey } from './keys.js';
 import { parseScenario, dumpScenario, type Scenario } from './scenario.js';
 import { type Authenticator, Gateway, listen } from './server.js';
 import { SimStore } from './store.js';
-import { atLeast } from './version.js';
+import { atLeast, parseVersion } from './version.js';
+import type { Pointer, Resource } from '../omni-client/resource.js';
+import { newMetadata, NS_EPHEMERAL, T } from '../omni-client/resource.js';
+import { encodeSpec, SysVersionSpec } from '../omni-client/specs.js';
+
+const SYS_VERSION_ID = 'current';
 
 export interface SimContext {
   store: SimStore;
@@ -71,6 +76,10 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
   const clock = faults.clock;
   const store = new SimStore({ clock });
   store.seed(sc.resources);
+  // Omni creates its SysVersion at start-up (the provider reads it to learn the version); a scenario
+  // may bring its own, for example to test a stub against an odd version string.
+  const seeded = sc.resources.some((r) => isSysVersion(r.metadata)) ? undefined : sysVersionResource(sc.omniVersion, clock.now());
+  if (seeded) store.seed([seeded]);
 
   const registry = new IdentityRegistry();
   const generatedKeys: Record<string, GeneratedKey> = {};
@@ -129,7 +138,26 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
         controllers?.stop();
         await listening.close();
       })()),
-    dump: () => dumpScenario({ ...sc, resources: store.all() }),
+    // Without the SysVersion the sim made itself, so that a dump reloads as the same scenario.
+    dump: () => dumpScenario({ ...sc, resources: seeded ? store.all().filter((r) => !isSysVersion(r.metadata)) : store.all() }),
+  };
+}
+
+function isSysVersion(p: Pointer): boolean {
+  return p.namespace === NS_EPHEMERAL && p.type === T.SysVersion && p.id === SYS_VERSION_ID;
+}
+
+/**
+ * Omni's `SysVersions.system.sidero.dev` `ephemeral/current`: field 1 is the build's git tag
+ * (`git describe --tag`, so `v1.3.4`), whatever spelling the scenario used for the version.
+ */
+export function sysVersionResource(omniVersion: string, nowMs: number): Resource {
+  const v = parseVersion(omniVersion);
+  const tag = `v${v.major}.${v.minor}.${v.patch}${v.prerelease ? `-${v.prerelease}` : ''}`;
+  const at = new Date(nowMs).toISOString();
+  return {
+    metadata: newMetadata({ namespace: NS_EPHEMERAL, type: T.SysVersion, id: SYS_VERSION_ID }, { version: '1', created: at, updated: at }),
+    spec: { protoSpec: encodeSpec(SysVersionSpec, { backend_version: tag, instance_name: 'omni-sim', backend_api_version: 1 }) },
   };
 }
 

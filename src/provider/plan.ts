@@ -116,7 +116,16 @@ export interface Plan {
 }
 
 /** Omni 1.4.0 added the cleanup that also tears down user-owned MachineRequestSets (lifecycle 5.1, 5.3). */
-export const DELETE_WARNING = 'On Omni 1.4 and later, deleting the provider also tears down every user-owned MachineRequestSet, of every provider, not only this one: check `omnictl get machinerequestsets` first.';
+const DELETE_EFFECT = 'deleting the provider also tears down every user-owned MachineRequestSet, of every provider, not only this one: check `omnictl get machinerequestsets` first.';
+export const DELETE_WARNING = `On Omni 1.4 and later, ${DELETE_EFFECT}`;
+/** When Omni's version could not be read: the operator knows it, we do not. */
+export const DELETE_WARNING_VERSION_UNKNOWN = `If this Omni is 1.4 or later (its version could not be read), ${DELETE_EFFECT}`;
+
+/** The warning that goes with `omnictl infraprovider delete` for this Omni version; none before 1.4. */
+export function deleteWarning(omniVersion: string | undefined): string | undefined {
+  if (omniVersion === undefined || !/^v?\d+\.\d+/.test(omniVersion.trim())) return DELETE_WARNING_VERSION_UNKNOWN;
+  return atLeast(omniVersion, 1, 4) ? DELETE_WARNING : undefined;
+}
 
 export function buildPlan(s: Snapshot, o: PlanOptions): Plan {
   return new Planner(s, o).build();
@@ -330,7 +339,7 @@ class Planner {
 
   private planDeregistration(): Deregistration {
     const lastStep = `omnictl infraprovider delete ${this.id}`;
-    const warning = this.s.omniVersion === undefined || atLeast(this.s.omniVersion, 1, 4) ? DELETE_WARNING : undefined;
+    const warning = deleteWarning(this.s.omniVersion);
     const base = { lastStep, ...(warning ? { warning } : {}) };
     if (!this.whole) return { status: 'per-machine', reasons: ['per-machine mode: the provider stays registered for when it comes back'], ...base };
     const reasons: string[] = [];

@@ -178,7 +178,7 @@ const LIST_LIMIT = 20;
 export function renderText(rep: Report): string {
   const out: string[] = [];
   const head = rep.command === 'plan' ? 'Plan (nothing was changed)' : `Result: ${rep.result}`;
-  out.push(`stub-provider ${rep.version} — provider ${rep.providerId} (${rep.mode === 'whole' ? 'whole provider' : `machines: ${rep.machines.join(', ')}`})${rep.omniVersion ? `, Omni ${rep.omniVersion}` : ''}`);
+  out.push(`stub-provider ${rep.version} — provider ${rep.providerId} (${rep.mode === 'whole' ? 'whole provider' : `machines: ${rep.machines.join(', ')}`}), ${rep.omniVersion ? `Omni ${rep.omniVersion}` : 'Omni version unknown (SysVersion not readable)'}`);
   out.push(`${head}; profile ${rep.profile.reason}`);
   const section = (title: string, xs: ReportEntry[], fmt: (x: ReportEntry) => string) => {
     if (xs.length === 0) return;
