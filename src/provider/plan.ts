@@ -82,7 +82,8 @@ export interface Note {
   nextStep: string;
 }
 
-export type DeregistrationStatus = 'ready' | 'not-ready' | 'done' | 'disabled' | 'per-machine';
+/** `after-releases`: only what this plan releases stands in the way; Omni destroys it, then deregistration follows. */
+export type DeregistrationStatus = 'ready' | 'after-releases' | 'not-ready' | 'done' | 'disabled' | 'per-machine';
 
 export interface Deregistration {
   status: DeregistrationStatus;
@@ -343,8 +344,16 @@ class Planner {
     const base = { lastStep, ...(warning ? { warning } : {}) };
     if (!this.whole) return { status: 'per-machine', reasons: ['per-machine mode: the provider stays registered for when it comes back'], ...base };
     const reasons: string[] = [];
-    if (this.s.infraMachines.length > 0) reasons.push(`${this.s.infraMachines.length} InfraMachine(s) of ${this.id} still exist`);
-    if (this.s.machineRequests.length > 0) reasons.push(`${this.s.machineRequests.length} MachineRequest(s) of ${this.id} still exist`);
+    // What this plan releases and nobody else holds, Omni destroys right after: it does not block.
+    const releasing = new Set(this.items.filter(releasesCompletely).map((i) => `${i.kind}/${i.id}`));
+    const count = (kind: string, rs: Resource[]) => {
+      const n = rs.filter((r) => releasing.has(`${kind}/${r.metadata.id}`)).length;
+      return { releasing: n, other: rs.length - n };
+    };
+    const ims = count('InfraMachine', this.s.infraMachines);
+    const mrs = count('MachineRequest', this.s.machineRequests);
+    if (ims.other > 0) reasons.push(`${ims.other} InfraMachine(s) of ${this.id} still exist`);
+    if (mrs.other > 0) reasons.push(`${mrs.other} MachineRequest(s) of ${this.id} still exist`);
     for (const u of this.s.unreadable) reasons.push(`cannot read ${u.type} to check that no machine is left: ${u.error}`);
     for (const m of this.s.machines) {
       const note = this.machineNote(m);
@@ -353,6 +362,10 @@ class Planner {
     }
     if (!this.o.deregister) return { status: 'disabled', reasons: ['--no-deregister', ...reasons], ...base };
     if (reasons.length > 0) return { status: 'not-ready', reasons, ...base };
+    if (ims.releasing + mrs.releasing > 0) {
+      const what = [ims.releasing ? `${ims.releasing} InfraMachine(s)` : '', mrs.releasing ? `${mrs.releasing} MachineRequest(s)` : ''].filter(Boolean).join(' and ');
+      return { status: 'after-releases', reasons: [`follows once the releases above are done: Omni then destroys the ${what} of ${this.id}, and nothing else of the provider is in use`], ...base };
+    }
     const steps: Step[] = [];
     const why = 'deregistration: nothing of the provider is left in use';
     for (const r of [...this.s.infraMachineStatuses, ...this.s.machineRequestStatuses, ...this.s.configPatchRequests]) steps.push(this.dispose(r, why));
@@ -404,6 +417,13 @@ export function atLeast(version: string, major: number, minor: number): boolean 
   if (!m) return true;
   const [ma, mi] = [Number(m[1]), Number(m[2])];
   return ma > major || (ma === major && mi >= minor);
+}
+
+/** An InfraMachine or MachineRequest item whose last step leaves no finalizer at all on it. */
+function releasesCompletely(item: PlanItem): boolean {
+  if (item.kind !== 'InfraMachine' && item.kind !== 'MachineRequest') return false;
+  const last = item.steps.at(-1);
+  return last?.op === 'release' && last.target.metadata.finalizers.every((f) => last.finalizers.includes(f));
 }
 
 function byId(rs: Resource[]): Map<string, Resource> {

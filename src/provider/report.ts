@@ -86,7 +86,7 @@ function describeStep(s: Step): PlannedStep {
 
 function deregistrationOf(plan: Plan, deregistered: boolean) {
   const d = plan.deregistration;
-  const showLast = deregistered || d.status === 'done' || d.status === 'ready';
+  const showLast = deregistered || d.status === 'done' || d.status === 'ready' || d.status === 'after-releases';
   return {
     status: deregistered ? 'deregistered' : d.status,
     reasons: deregistered ? [] : d.reasons,

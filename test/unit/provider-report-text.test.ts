@@ -46,3 +46,33 @@ describe('user-facing text cites no internal research docs', () => {
     expect(json).not.toMatch(/\b[\w-]+\.md\b/);
   });
 });
+
+describe('deregistration in the plan', () => {
+  it('follows the releases of this very run instead of being "not-ready" because of them', async () => {
+    const { rep, text } = await reportOf([sysVersion('v1.3.4'), providerStatus(ID, true), ...bareMetalMachine(ID, U1), ...bareMetalMachine(ID, U2)]);
+    expect(rep.deregistration.status).toBe('after-releases');
+    expect(text).toMatch(/^Deregistration: .*follows once the releases above are done/m);
+    expect(text).not.toMatch(/not-ready|still exist/);
+    expect(text).toContain(`Last step, for an admin: omnictl infraprovider delete ${ID}`);
+  });
+
+  it('the same for MachineRequests of a provisioning provider', async () => {
+    const { rep } = await reportOf([sysVersion('v1.4.2'), ...provisionedRequest('kubevirt', 'req-1', { withCpr: false })], { id: 'kubevirt' });
+    // Omni's own finalizer stays on this request after our release: Omni does not destroy it at once.
+    expect(rep.deregistration.status).toBe('not-ready');
+    const mine = provisionedRequest('kubevirt', 'req-2', { withCpr: false });
+    mine[0]!.metadata.finalizers = ['kubevirt.ProvisionController'];
+    const { rep: rep2, text } = await reportOf([sysVersion('v1.4.2'), ...mine], { id: 'kubevirt' });
+    expect(rep2.deregistration.status).toBe('after-releases');
+    expect(text).toMatch(/1 MachineRequest\(s\) of kubevirt/);
+  });
+
+  it('stays "not-ready", with the reason, when a running machine or a Machine with the ID blocks it', async () => {
+    const running = await reportOf([providerStatus(ID, true), ...bareMetalMachine(ID, U1), ...bareMetalMachine(ID, U2, { phase: 'running' })]);
+    expect(running.rep.deregistration).toMatchObject({ status: 'not-ready', reasons: [`1 InfraMachine(s) of ${ID} still exist`] });
+    expect(running.text).toMatch(/^Deregistration: not-ready — 1 InfraMachine\(s\) of bare-metal still exist/m);
+    const machine = await reportOf([providerStatus(ID, true), ...bareMetalMachine(ID, U1), omniMachine(ID, '33333333-3333-3333-3333-333333333333')]);
+    expect(machine.rep.deregistration.status).toBe('not-ready');
+    expect(machine.text).toMatch(/^Deregistration: not-ready — Machine 33333333/m);
+  });
+});
