@@ -1,0 +1,176 @@
+// The built CLI as a Job runs it (issue 4, "How we will know"): `stub-provider sim` serves a scenario
+// in one process; `stub-provider --id ... --yes --output json --report FILE` runs in another with the
+// key in the environment and stdin not a terminal. Checked: exit codes, the JSON report on stdout and
+// in the file, and the simulated Omni's final state as dumped on SIGTERM.
+
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { setTimeout as delay } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Resource } from '../../src/omni-client/resource.js';
+import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario.js';
+import type { Report } from '../../src/provider/report.js';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const MAIN = join(ROOT, 'dist/src/main.js');
+const BARE = join(ROOT, 'scenarios/bare-metal-stuck.yaml');
+const UUID = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';
+const ID = 'bare-metal';
+
+let dir: string;
+const children: ChildProcessWithoutNullStreams[] = [];
+
+beforeAll(() => {
+  expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
+});
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'cli-run-e2e-'));
+});
+afterEach(async () => {
+  for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** The parent's environment without anything that would configure the stub behind the test's back. */
+function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { NO_COLOR: '1' };
+  for (const [k, v] of Object.entries(process.env)) if (!/^(OMNI_|STUB_PROVIDER_)/.test(k)) env[k] = v;
+  return { ...env, ...extra };
+}
+
+function waitExit(child: ChildProcessWithoutNullStreams, limitMs: number, what: string): Promise<number | null> {
+  return new Promise((resolve, reject) => {
+    if (child.exitCode !== null) return resolve(child.exitCode);
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${what} did not exit within ${limitMs} ms`));
+    }, limitMs);
+    child.on('exit', (code) => {
+      clearTimeout(t);
+      resolve(code);
+    });
+  });
+}
+
+interface SimProc { child: ChildProcessWithoutNullStreams; endpoint: string; key: string; stop: () => Promise<number | null> }
+
+async function startSim(scenarioFile: string, dump: string): Promise<SimProc> {
+  const child = spawn(process.execPath, [MAIN, 'sim', '--scenario', scenarioFile, '--dump', dump], { cwd: ROOT, env: cleanEnv({}) });
+  children.push(child);
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  // The first line on stdout says where it listens and holds the keys it generated.
+  const lines = createInterface({ input: child.stdout });
+  const timer = new AbortController();
+  const line = await Promise.race([
+    once(lines, 'line').then(([l]) => l as string),
+    once(child, 'exit').then(([code]) => { throw new Error(`sim exited ${String(code)} before ready; stderr: ${err}`); }),
+    delay(15_000, undefined, { signal: timer.signal }).then(() => { throw new Error(`no ready line within 15 s; stderr: ${err}`); }),
+  ]).finally(() => timer.abort());
+  lines.close();
+  const ready = JSON.parse(line) as { endpoint: string; keys: Record<string, string> };
+  const key = ready.keys[`infra-provider:${ID}`];
+  expect(key, 'the sim generated the provider key').toBeTypeOf('string');
+  return {
+    child, endpoint: ready.endpoint, key: key as string,
+    stop: async () => {
+      child.kill('SIGTERM');
+      return waitExit(child, 15_000, 'sim');
+    },
+  };
+}
+
+interface Ran { code: number | null; stdout: string; stderr: string }
+
+async function stub(args: string[], env: Record<string, string>): Promise<Ran> {
+  // stdin is a pipe, never a terminal: --yes is what allows changes.
+  const child = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: cleanEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
+  children.push(child);
+  child.stdin.end();
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const code = await waitExit(child, 30_000, `stub-provider ${args.join(' ')}`);
+  return { code, stdout, stderr };
+}
+
+const keyOf = (r: Resource) => `${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id}`;
+
+describe('stub-provider (run) against stub-provider sim, as separate processes', () => {
+  it('releases the stuck machine, cleans up and deregisters (exit 0, JSON report); a second run changes nothing; usage errors exit 2 first without writing', async () => {
+    const dump = join(dir, 'dump.yaml');
+    const reportFile = join(dir, 'report.json');
+    const sim = await startSim(BARE, dump);
+    const env = { OMNI_SERVICE_ACCOUNT_KEY: sim.key };
+    const base = ['--omni-api-endpoint', sim.endpoint, '--yes', '--output', 'json', '--log-format', 'json'];
+
+    // An --id that is not the key's (differs only in case): refused before anything is written.
+    const wrongId = await stub(['--id', 'Bare-Metal', ...base], env);
+    expect(wrongId.code, wrongId.stderr).toBe(2);
+    expect(wrongId.stderr).toMatch(/Bare-Metal/);
+    // No key at all.
+    const noKey = await stub(['--id', ID, ...base], {});
+    expect(noKey.code, noKey.stderr).toBe(2);
+    expect(noKey.stderr).toMatch(/OMNI_SERVICE_ACCOUNT_KEY|service account key/i);
+
+    const first = await stub(['--id', ID, ...base, '--report', reportFile], env);
+    expect(first.code, first.stderr).toBe(0);
+    const rep = JSON.parse(first.stdout) as Report;
+    expect(JSON.parse(await readFile(reportFile, 'utf8'))).toEqual(rep);
+    expect(rep).toMatchObject({ tool: 'stub-provider', command: 'run', providerId: ID, mode: 'whole', result: 'done', exitCode: 0, omniVersion: expect.stringMatching(/1\.3\.4/) });
+    expect(rep.released).toEqual([expect.objectContaining({ kind: 'InfraMachine', id: UUID })]);
+    expect(rep.failed).toEqual([]);
+    expect(rep.deregistration).toMatchObject({ status: 'deregistered', lastStep: `omnictl infraprovider delete ${ID}` });
+    // The key never reaches the outputs.
+    const keyBody = JSON.parse(Buffer.from(sim.key, 'base64').toString('utf8')) as { pgp_key: string };
+    for (const text of [first.stdout, first.stderr, await readFile(reportFile, 'utf8')]) {
+      expect(text).not.toContain(sim.key);
+      expect(text).not.toContain(keyBody.pgp_key.split('\n')[3]);
+    }
+
+    const second = await stub(['--id', ID, ...base], env);
+    expect(second.code, second.stderr).toBe(0);
+    const again = JSON.parse(second.stdout) as Report;
+    expect(again).toMatchObject({ result: 'nothing-to-do', released: [], refused: [], exitCode: 0 });
+    expect(again.writes).toEqual({});
+
+    expect(await sim.stop()).toBe(0);
+    const before = parseScenario(await readFile(BARE, 'utf8'));
+    const after = parseScenario(await readFile(dump, 'utf8'));
+    const byKey = new Map(after.resources.map((r) => [keyOf(r), r]));
+    // Our finalizers are gone from everything; the machine and the provider's outputs are destroyed.
+    expect(after.resources.filter((r) => r.metadata.finalizers.some((f) => f.startsWith(`${ID}.`)))).toEqual([]);
+    expect(after.resources.filter((r) => r.metadata.id === UUID)).toEqual([]);
+    expect(after.resources.filter((r) => r.metadata.namespace === `infra-provider:${ID}`)).toEqual([]);
+    // Deregistered: the provider's statuses are gone.
+    expect(after.resources.filter((r) => /^InfraProvider(Health)?Statuses\./.test(r.metadata.type) && r.metadata.id === ID)).toEqual([]);
+    // Omni's own registration is untouched, finalizer and version included: deleting it is the admin's last step.
+    const registration = before.resources.find((r) => r.metadata.type === 'InfraProviders.omni.sidero.dev')!;
+    expect(byKey.get(keyOf(registration))).toEqual(registration);
+    // Nothing else appeared or changed.
+    const expectedGone = new Set(before.resources.filter((r) => r.metadata.id === UUID || r.metadata.type.startsWith('InfraProviderStatuses.')).map(keyOf));
+    expect(after.resources.map(keyOf).sort()).toEqual(before.resources.map(keyOf).filter((k) => !expectedGone.has(k)).sort());
+  }, 90_000);
+
+  it('a provider that is not registered: exit 3, with how to re-create the registration, and nothing written', async () => {
+    const sc = parseScenario(await readFile(BARE, 'utf8'));
+    const unregistered = join(dir, 'unregistered.yaml');
+    await writeFile(unregistered, dumpScenario({ ...sc, resources: sc.resources.filter((r) => r.metadata.type !== 'InfraProviders.omni.sidero.dev') }));
+    const dump = join(dir, 'dump.yaml');
+    const sim = await startSim(unregistered, dump);
+    const r = await stub(['--id', ID, '--omni-api-endpoint', sim.endpoint, '--yes', '--output', 'json'], { OMNI_SERVICE_ACCOUNT_KEY: sim.key });
+    expect(r.code, r.stderr).toBe(3);
+    expect(r.stderr).toMatch(/omnictl infraprovider create bare-metal/);
+    expect(await sim.stop()).toBe(0);
+    const after = parseScenario(await readFile(dump, 'utf8'));
+    const original = parseScenario(await readFile(unregistered, 'utf8'));
+    expect(after.resources).toEqual(original.resources);
+  }, 60_000);
+});
