@@ -131,6 +131,7 @@ class Reconciler {
     this.state = deps.state;
     this.log = deps.logger;
     this.audit = deps.audit ?? new Audit();
+    this.audit.logger ??= deps.logger;
     this.id = o.providerId;
     this.whole = o.machines.length === 0;
     this.limiter = new Limiter(o.concurrency);
@@ -301,7 +302,7 @@ class Reconciler {
     // re-created (running), it is no longer a deletion under way and must not be released (rule 2).
     const res = await this.limiter.run(() => this.state.removeFinalizers(target, finalizers, { signal: this.o.signal, requirePhase: p.phase }));
     if (res.outcome === 'removed') this.audit.mutation('update', p, res.before, res.after, 'ok');
-    this.log.debug({ resource: describePointer(p), finalizers, outcome: res.outcome }, 'remove finalizers');
+    else this.log.debug({ resource: describePointer(p), finalizers, outcome: res.outcome }, 'remove finalizers: nothing written');
     if (res.outcome === 'phase-changed') {
       return { done: false, reason: `${describePointer(p)} is ${res.before?.metadata.phase ?? 'in another phase'} now (re-created meanwhile?): left alone`, nextStep: 'check who re-created it; run again to re-plan', counts: false };
     }
@@ -348,7 +349,6 @@ class Reconciler {
       try {
         await this.limiter.run(() => this.state.destroy(p, { owner: cur.metadata.owner, signal: this.o.signal }));
         this.audit.mutation('destroy', p, cur, undefined, 'ok');
-        this.log.debug({ resource: describePointer(p) }, 'destroyed');
         return DONE;
       } catch (err) {
         if (isOmniError(err, NotFoundError)) return DONE;
