@@ -12,6 +12,7 @@ import { planReport, renderText, runReport } from '../provider/report.js';
 import type { Report } from '../provider/report.js';
 import { addExamples, connect, connectionConfig, connectionOptions, loggerFor, parseDuration } from './provider-options.js';
 import type { Args, Io } from './provider-options.js';
+import { progressFor } from './progress.js';
 import { emitReport, exitWith, openAuditLog, processIo, trapSignals } from './run-io.js';
 
 const runOptions = {
@@ -33,7 +34,9 @@ export async function executeRun(a: Args, io: Io): Promise<Report> {
   const stepMs = parseDuration(a['step-timeout'] ?? '60s', '--step-timeout');
   const deregister = a.deregister !== false && !/^(1|true|yes)$/i.test(io.env.STUB_PROVIDER_NO_DEREGISTER ?? '');
   const wipeOptions = wipeOptionsFromArgv(a);
-  const log = loggerFor(c, io);
+  // On a terminal, log lines go through the progress line so that it stays below them.
+  const progress = progressFor(c, io);
+  const log = progress ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream }) : loggerFor(c, io);
   const auditLog = openAuditLog(typeof a['audit-log'] === 'string' ? a['audit-log'] : undefined);
   const audit = new Audit(auditLog.sink);
   const client = await connect(c, io, log);
@@ -45,7 +48,7 @@ export async function executeRun(a: Args, io: Io): Promise<Report> {
     log.info({ providerId: c.id, endpoint: client.endpoint, omniVersion: pre.omniVersion, mode: c.machines.length ? 'machines' : 'whole' }, 'preflight passed');
     const strategy = createWipeStrategy(wipeOptions, { logger: log });
     const result = await reconcile(
-      { state: client.state, logger: log, audit, version: VERSION, now, wipe: { strategy, options: wipeOptions } },
+      { state: client.state, logger: log, audit, version: VERSION, now, wipe: { strategy, options: wipeOptions }, ...(progress ? { progress: (p) => progress.update(p) } : {}) },
       {
         providerId: c.id, machines: c.machines, profile: c.profile, stateTypes: c.stateTypes, deregister, wait, timeoutMs, omniWaitMs: stepMs,
         concurrency: c.concurrency, signal: sig.signal,
@@ -64,6 +67,7 @@ export async function executeRun(a: Args, io: Io): Promise<Report> {
     if (code && sig.signal.aborted) throw sig.signal.reason as Error;
     throw err;
   } finally {
+    progress?.done();
     sig.release();
     auditLog.close();
     await client.close();

@@ -59,6 +59,16 @@ export interface ReconcileDeps {
   timers?: Timers;
   heartbeatMs?: number;
   wipe?: { strategy: WipeStrategy; options: WipeOptions };
+  /** Called whenever a machine-level item (InfraMachine, MachineRequest, BMCConfig) starts or ends. */
+  progress?: (p: ReconcileProgress) => void;
+}
+
+/** Machine-level items of this run so far, by how they ended; `remaining` = planned, not ended yet. */
+export interface ReconcileProgress {
+  released: number;
+  blocked: number;
+  failed: number;
+  remaining: number;
 }
 
 export type ItemStatus = 'released' | 'blocked' | 'failed' | 'interrupted';
@@ -120,6 +130,9 @@ class Reconciler {
   private readonly monotonic: () => number;
   private readonly deadline: number;
   private readonly outcomes = new Map<string, ItemOutcome>();
+  /** Machine-level items planned so far and counts of their outcomes, kept up to date for progress. */
+  private readonly tracked = new Set<string>();
+  private readonly tally = { released: 0, blocked: 0, failed: 0 };
   private readonly refusals = new Map<string, RefusalOutcome>();
   private readonly blockedKeys = new Set<string>();
   private heartbeat: Heartbeat | undefined;
@@ -224,6 +237,7 @@ class Reconciler {
   private async apply(plan: Plan, pass: number): Promise<Pointer[]> {
     const parents: Pointer[] = [];
     const items = plan.items.filter((it) => this.o.wait || pass === 1 || !this.blockedKeys.has(keyOf(it)));
+    this.track(items);
     await Promise.all([
       ...items.map(async (item) => {
         const released = await this.runItem(item);
@@ -251,7 +265,7 @@ class Reconciler {
         if (!r.done) {
           Object.assign(outcome, { status: 'blocked', reason: r.reason, nextStep: r.nextStep, counts: r.counts });
           this.blockedKeys.add(key);
-          this.outcomes.set(key, outcome);
+          this.record(key, outcome);
           this.log.warn({ kind: item.kind, id: item.id, reason: r.reason, nextStep: r.nextStep }, 'blocked');
           return false;
         }
@@ -263,16 +277,40 @@ class Reconciler {
         const others = last.target.metadata.finalizers.filter((f) => !last.finalizers.includes(f));
         if (others.length > 0) Object.assign(outcome, { heldBy: others, reason: describeForeign(others, this.id, item.id), nextStep: nextStepsFor(others, this.id, item.id) });
       }
-      this.outcomes.set(key, outcome);
+      this.record(key, outcome);
       this.log.info({ kind: item.kind, id: item.id }, item.kind === 'leftover' ? 'cleaned up' : 'released');
       return true;
     } catch (err) {
       const aborted = this.o.signal?.aborted === true;
       Object.assign(outcome, { status: aborted ? 'interrupted' : 'failed', reason: (err as Error).message, nextStep: aborted ? 'run again' : 'run again; if it keeps failing, check the error and Omni\'s logs' });
-      this.outcomes.set(key, outcome);
+      this.record(key, outcome);
       if (!aborted) this.log.error({ kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
       return false;
     }
+  }
+
+  /** Stores an item's outcome and keeps the progress counts in step (O(1) per item). */
+  private record(key: string, outcome: ItemOutcome): void {
+    if (this.tracked.has(key)) {
+      const prev = this.outcomes.get(key);
+      if (prev) this.tally[tallyOf(prev.status)]--;
+      this.tally[tallyOf(outcome.status)]++;
+    }
+    this.outcomes.set(key, outcome);
+    this.reportProgress();
+  }
+
+  private track(items: PlanItem[]): void {
+    if (!this.deps.progress) return;
+    for (const item of items) if (MACHINE_LEVEL.has(item.kind)) this.tracked.add(keyOf(item));
+    this.reportProgress();
+  }
+
+  private reportProgress(): void {
+    const progress = this.deps.progress;
+    if (!progress) return;
+    const { released, blocked, failed } = this.tally;
+    progress({ released, blocked, failed, remaining: this.tracked.size - released - blocked - failed });
   }
 
   private runStep(step: Step, outcome: ItemOutcome): Promise<StepResult> {
@@ -401,6 +439,12 @@ class Reconciler {
     const ok = await this.runItem(item, finals);
     this.deregistered = ok;
   }
+}
+
+const MACHINE_LEVEL = new Set<PlanItem['kind']>(['InfraMachine', 'MachineRequest', 'BMCConfig']);
+
+function tallyOf(status: ItemStatus): 'released' | 'blocked' | 'failed' {
+  return status === 'interrupted' ? 'failed' : status;
 }
 
 function keyOf(item: PlanItem): string {
