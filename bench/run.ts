@@ -10,11 +10,16 @@
 // or Watch per type read; floor = calls x latency / concurrency.
 
 import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { createInterface, type Interface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import yargs from 'yargs';
+import { createOmniClient } from '../src/omni-client/client.js';
+import { providerNamespace, providerType } from '../src/omni-client/resource.js';
+import { machineUuid } from '../src/omni-sim/generate.js';
 import { hideBin } from 'yargs/helpers';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -27,6 +32,9 @@ const args = yargs(hideBin(process.argv))
   .option('concurrency', { type: 'number', default: 64 })
   .option('naive-sample', { type: 'number', default: 100, describe: 'machines (and at most as many requests) the naive baseline releases' })
   .option('skip-naive', { type: 'boolean', default: false })
+  .option('probe-ms', { type: 'number', default: 2000, describe: 'measure the loopback transport first: Gets at this concurrency for this long (0: skip)' })
+  .option('stub-max-old-space-mb', { type: 'number', describe: 'run the stub with node --max-old-space-size=<this> (what an operator can set through NODE_OPTIONS)' })
+  .option('via', { choices: ['cli', 'lib'] as const, default: 'cli', describe: 'cli: the built `stub-provider run` in its own process; lib: reconcile() in a runner process (counts signatures too)' })
   .parseSync();
 
 const PER_MACHINE = 9;
@@ -38,8 +46,8 @@ interface Child {
   next(): Promise<Record<string, unknown>>;
 }
 
-function start(script: string, argv: string[], env: NodeJS.ProcessEnv = {}): Child {
-  const proc = spawn(process.execPath, [join(here, script), ...argv], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+function start(script: string, argv: string[], env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []): Child {
+  const proc = spawn(process.execPath, [...nodeFlags, join(here, script), ...argv], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   const lines = createInterface({ input: proc.stdout });
   const queue: string[] = [];
   const waiting: ((l: string | undefined) => void)[] = [];
@@ -68,10 +76,57 @@ async function stopSim(sim: Child): Promise<Record<string, unknown>> {
 }
 
 async function runStub(endpoint: string, key: string, argv: string[]): Promise<Record<string, unknown>> {
-  const c = start('stub-runner.js', argv, { BENCH_OMNI_ENDPOINT: endpoint, BENCH_OMNI_KEY: key });
+  const c = start('stub-runner.js', argv, { BENCH_OMNI_ENDPOINT: endpoint, BENCH_OMNI_KEY: key }, heapFlag());
   const out = await c.next();
   await new Promise((r) => (c.proc.exitCode !== null ? r(undefined) : c.proc.once('exit', r)));
   return out;
+}
+
+const heapFlag = (): string[] => (args['stub-max-old-space-mb'] ? [`--max-old-space-size=${args['stub-max-old-space-mb']}`] : []);
+
+/** The product itself: `stub-provider run --yes` in its own process, its usage written at exit by usage-hook. */
+async function runCli(endpoint: string, key: string, concurrency: number): Promise<Record<string, unknown>> {
+  const dir = await mkdtemp(join(tmpdir(), 'stub-bench-'));
+  try {
+    const usage = join(dir, 'usage.json');
+    const argv = [...heapFlag(), '--import', pathToFileURL(join(here, 'usage-hook.js')).href, join(here, '..', 'src', 'main.js'),
+      'run', '--id', 'bench', '--omni-api-endpoint', endpoint, '--yes', '--concurrency', String(concurrency), '--output', 'json', '--log-level', 'warn', '--log-format', 'json'];
+    const t0 = performance.now();
+    const proc = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, OMNI_SERVICE_ACCOUNT_KEY: key, BENCH_USAGE_FILE: usage } });
+    let out = '';
+    proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    const code = await new Promise<number | null>((r) => proc.on('exit', (c) => r(c)));
+    const wallMs = performance.now() - t0;
+    if (code !== 0) throw new Error(`stub-provider run exited ${code}`);
+    const report = JSON.parse(out) as { result: string; released: unknown[]; deregistration: { status: string } };
+    return { ...(JSON.parse(await readFile(usage, 'utf8')) as Record<string, unknown>), wall_ms: wallMs, outcomes: { result: report.result, released: report.released.length, deregistration: report.deregistration.status } };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * What this machine's loopback, Node's HTTP stack and the sim can carry with one HTTP request per
+ * call: read-only Gets (signed, verified, with the same latency) at the same concurrency.
+ */
+async function probeTransport(endpoint: string, key: string, concurrency: number, ms: number): Promise<number> {
+  const client = await createOmniClient({ endpoint, key, connections: concurrency });
+  // A provider-namespace resource with an empty spec: the probe measures the round trip, not the
+  // sim's YAML rendering of Omni's specs.
+  const p = { namespace: providerNamespace('bench'), type: providerType('RebootStatus', 'bench'), id: machineUuid(0) };
+  let n = 0;
+  const t0 = performance.now();
+  try {
+    await Promise.all(Array.from({ length: concurrency }, async () => {
+      while (performance.now() - t0 < ms) {
+        await client.state.get(p);
+        n++;
+      }
+    }));
+  } finally {
+    await client.close();
+  }
+  return (n * 1000) / (performance.now() - t0);
 }
 
 const sum = (o: unknown) => Object.values((o ?? {}) as Record<string, number>).reduce((a, b) => a + b, 0);
@@ -83,21 +138,30 @@ async function main(): Promise<void> {
   const L = args['latency-ms'];
   const C = args.concurrency;
 
+  const load0 = Math.round((loadavg()[0] ?? 0) * 100) / 100;
   const main = await startSim(N, M);
-  const stub = await runStub(main.endpoint, main.key, ['--mode', 'stub', '--concurrency', String(C)]);
+  let probeRate: number | undefined;
+  if (args['probe-ms'] > 0) {
+    probeRate = await probeTransport(main.endpoint, main.key, C, args['probe-ms']);
+    main.sim.proc.stdin.write('reset\n');
+    await main.sim.next();
+  }
+  const stub = args.via === 'cli' ? await runCli(main.endpoint, main.key, C) : await runStub(main.endpoint, main.key, ['--mode', 'stub', '--concurrency', String(C)]);
   const simStats = await stopSim(main.sim);
   const served = simStats['calls'] as Record<string, number>;
   const left = simStats['left'] as { ourFinalizers: number; tearingDown: number; byType: Record<string, number> };
 
   // One List or Watch per type the stub reads (counted from what the server saw, not assumed).
-  const readsPerType = (served['List'] ?? 0) + (served['Watch'] ?? 0);
-  const floorCalls = N * PER_MACHINE + M * PER_REQUEST + readsPerType;
+  const floorCalls = N * PER_MACHINE + M * PER_REQUEST + Number(simStats['kinds_read']);
   const floorMs = (floorCalls * L) / C;
   const wallMs = Number(stub['wall_ms']);
   const totalCalls = sum(served);
 
   const result: Record<string, unknown> = {
     N, M, latency_ms: L, concurrency: C,
+    stub: args.via === 'cli' ? 'stub-provider run --yes (built CLI, own process)' : 'reconcile() in a runner process',
+    ...(args['stub-max-old-space-mb'] ? { stub_node_flags: heapFlag() } : {}),
+    machine: { cpus: availableParallelism(), loadavg_1m_before: load0 },
     released_all: left.ourFinalizers === 0 && left.tearingDown === 0,
     left_over: left.byType,
     calls_by_kind: served,
@@ -108,12 +172,16 @@ async function main(): Promise<void> {
     wall_ms: round(wallMs, 1),
     floor_ms: round(floorMs, 1),
     ratio_to_floor: round(wallMs / floorMs, 3),
+    ...(probeRate !== undefined ? {
+      transport_probe_calls_per_s: round(probeRate, 0),
+      transport_ceiling_ms: round((totalCalls / probeRate) * 1000, 1),
+      ratio_to_transport_ceiling: round(wallMs / ((totalCalls / probeRate) * 1000), 3),
+    } : {}),
     peak_rss_mb: round(Number(stub['peak_rss_mb']), 1),
-    peak_heap_mb: round(Number(stub['peak_heap_mb']), 1),
+    ...(stub['peak_heap_mb'] !== undefined ? { peak_heap_mb: round(Number(stub['peak_heap_mb']), 1) } : {}),
     cpu_s: round(Number(stub['cpu_s']), 3),
     cpu_us_per_request: round((Number(stub['cpu_s']) * 1e6) / Math.max(1, totalCalls), 1),
-    sign_ops: stub['sign_ops'],
-    client_calls: stub['calls'],
+    ...(stub['sign_ops'] !== undefined ? { sign_ops: stub['sign_ops'], client_calls: stub['calls'] } : {}),
     stub_outcomes: stub['outcomes'],
     sim_process: simStats['sim'],
   };

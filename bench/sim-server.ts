@@ -2,7 +2,9 @@
 // measured apart from the server's. Builds the scenario in code (src/omni-sim/generate.ts), serves it
 // on 127.0.0.1:0 with the requested latency, prints one ready line (JSON: endpoint, key) on stdout,
 // then answers line commands on stdin:
-//   stats  -> one JSON line: calls served by method, what is left of the provider, the sim's CPU/RSS
+//   stats  -> one JSON line: calls served by method, the kinds listed or watched, what is left of
+//             the provider, the sim's CPU/RSS
+//   reset  -> forgets the calls counted so far (after the transport probe); answers {"reset":true}
 //   quit   -> closes and exits (so does the end of stdin)
 // The key goes to the parent over the pipe only; it is never logged.
 
@@ -24,17 +26,17 @@ const args = yargs(hideBin(process.argv))
   .parseSync();
 
 /** Counts every call the gateway hands to the access layer (after authentication), by method. */
-function counting(inner: StateApi, calls: Record<string, number>): StateApi {
+function counting(inner: StateApi, calls: Record<string, number>, kinds: Set<string>): StateApi {
   const n = (m: string) => { calls[m] = (calls[m] ?? 0) + 1; };
   return {
     get: (w, p) => (n('Get'), inner.get(w, p)),
-    list: (w, ns, t, q) => (n('List'), inner.list(w, ns, t, q)),
+    list: (w, ns, t, q) => (n('List'), kinds.add(`${ns}/${t}`), inner.list(w, ns, t, q)),
     create: (w, r, o) => (n('Create'), inner.create(w, r, o)),
     update: (w, r, o, ph) => (n('Update'), inner.update(w, r, o, ph)),
     destroy: (w, p, o) => (n('Destroy'), inner.destroy(w, p, o)),
     teardown: (w, p, o) => (n('Teardown'), inner.teardown(w, p, o)),
     teardownAndDestroy: (w, p, o, s) => (n('TeardownAndDestroy'), inner.teardownAndDestroy(w, p, o, s)),
-    watch: (w, p, s) => (n('Watch'), inner.watch(w, p, s)),
+    watch: (w, p, s) => (n('Watch'), kinds.add(`${p.namespace}/${p.type}`), inner.watch(w, p, s)),
   };
 }
 
@@ -54,7 +56,8 @@ function leftOf(all: Resource[], id: string) {
 async function main(): Promise<void> {
   const scenario = generateScenario({ providerId: args['provider-id'], machines: args.machines, requests: args.requests, faults: { latencyMs: args['latency-ms'] } });
   const calls: Record<string, number> = {};
-  const sim = await createSim(scenario, { access: (ctx) => counting(createAccessApi(ctx.store, { version: ctx.omniVersion }), calls) });
+  const kinds = new Set<string>();
+  const sim = await createSim(scenario, { access: (ctx) => counting(createAccessApi(ctx.store, { version: ctx.omniVersion }), calls, kinds) });
   await sim.controllers?.idle();
   const key = sim.keys[`infra-provider:${args['provider-id']}`];
   process.stdout.write(`${JSON.stringify({ ready: true, endpoint: sim.endpoint, key, resources: sim.store.all().length })}\n`);
@@ -72,10 +75,15 @@ async function main(): Promise<void> {
         const ru = process.resourceUsage();
         process.stdout.write(`${JSON.stringify({
           calls: { ...calls },
+          kinds_read: kinds.size,
           left: leftOf(sim.store.all(), args['provider-id']),
           sim: { cpu_s: (ru.userCPUTime + ru.systemCPUTime) / 1e6, peak_rss_mb: ru.maxRSS / 1024 },
         })}\n`);
       });
+    } else if (cmd === 'reset') {
+      for (const k of Object.keys(calls)) delete calls[k];
+      kinds.clear();
+      process.stdout.write(`${JSON.stringify({ reset: true })}\n`);
     } else if (cmd === 'quit') void quit();
   });
   rl.on('close', () => void quit());
