@@ -1,7 +1,8 @@
 // Waits for Omni to act on resources we tore down (its own finalizers to clear) or to destroy
 // resources we released, with ONE kind watch per type shared by every waiter, never polling.
 
-import type { Pointer } from '../omni-client/resource.js';
+import { NotFoundError } from '../omni-client/errors.js';
+import type { Pointer, Resource } from '../omni-client/resource.js';
 import { versionNumber } from '../omni-client/resource.js';
 import type { State, WatchEvent } from '../omni-client/types.js';
 
@@ -20,8 +21,16 @@ interface Waiter {
   reject: (e: unknown) => void;
 }
 
+/**
+ * Omni before 1.0 drops BOOTSTRAPPED from a provider's aggregated watch, so "not seen" cannot be read
+ * as "gone" there. A wait that has not seen the watch bootstrap after this long reads the resource once.
+ */
+export const BOOTSTRAP_FALLBACK_MS = 1_000;
+
 class KindWatch {
   readonly seen = new Map<string, Seen>();
+  /** IDs whose DESTROYED event we saw: positive evidence, valid before BOOTSTRAPPED too. */
+  readonly destroyed = new Set<string>();
   readonly waiters = new Map<string, Set<Waiter>>();
   bootstrapped = false;
   failure: unknown;
@@ -32,7 +41,20 @@ class KindWatch {
 
   private reset(): void {
     this.seen.clear();
+    this.destroyed.clear();
     this.bootstrapped = false;
+  }
+
+  /** A resource read outside the watch (the bootstrap fallback); older than what the watch saw is ignored. */
+  observe(id: string, r: Resource | undefined): void {
+    if (!r) {
+      if (!this.seen.has(id)) this.destroyed.add(id);
+    } else {
+      const version = safeVersion(r.metadata.version);
+      const cur = this.seen.get(id);
+      if (!cur || cur.version < version) this.seen.set(id, { version, finalizers: r.metadata.finalizers.length });
+    }
+    this.check(id);
   }
 
   private async consume(events: AsyncIterable<WatchEvent[]>, signal: AbortSignal): Promise<void> {
@@ -55,8 +77,11 @@ class KindWatch {
       for (const wid of [...this.waiters.keys()]) this.check(wid);
       return;
     }
-    if (e.type === 'destroyed') this.seen.delete(id);
-    else if (e.type === 'created' || e.type === 'updated') {
+    if (e.type === 'destroyed') {
+      this.seen.delete(id);
+      this.destroyed.add(id);
+    } else if (e.type === 'created' || e.type === 'updated') {
+      this.destroyed.delete(id);
       this.seen.set(id, { version: safeVersion(e.resource.metadata.version), finalizers: e.resource.metadata.finalizers.length });
     } else return;
     this.check(id);
@@ -64,8 +89,10 @@ class KindWatch {
 
   check(id: string): void {
     const set = this.waiters.get(id);
-    if (!set || !this.bootstrapped) return;
+    if (!set) return;
     const s = this.seen.get(id);
+    // Without BOOTSTRAPPED, only positive evidence counts: an event showing it released, or destroyed.
+    if (!s && !this.bootstrapped && !this.destroyed.has(id)) return;
     for (const w of [...set]) {
       let out: WaitOutcome | undefined;
       if (!s) out = 'gone';
@@ -135,7 +162,23 @@ export class FinalizerWaiter {
       if (!set) k.waiters.set(p.id, (set = new Set()));
       set.add(w);
       k.check(p.id);
+      if (this.pending.has(finish) && !k.bootstrapped) this.fallbackRead(k, p, finish);
     });
+  }
+
+  /** One Get if the watch has still not bootstrapped after BOOTSTRAP_FALLBACK_MS (Omni before 1.0). */
+  private fallbackRead(k: KindWatch, p: Pointer, finish: (o: WaitOutcome) => void): void {
+    const t = setTimeout(() => {
+      if (!this.pending.has(finish) || k.bootstrapped || this.ac.signal.aborted) return;
+      this.state.get(p, { signal: this.ac.signal }).then(
+        (r) => k.observe(p.id, r),
+        (err: unknown) => {
+          if (err instanceof NotFoundError) k.observe(p.id, undefined);
+          // Anything else: the wait goes on and ends by the watch or its timeout.
+        },
+      );
+    }, BOOTSTRAP_FALLBACK_MS);
+    t.unref();
   }
 
   close(): void {
