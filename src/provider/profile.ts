@@ -109,9 +109,12 @@ export function resolveProfile(option: ProfileOption, facts: ProfileFacts, provi
   // Types the operator names are per-machine (static) or per-request (provisioning) as well.
   const machineTypes = isStatic ? uniq([...BARE_METAL_NAMESPACE_TYPES.filter((n) => n !== 'TLSConfig').map((n) => providerType(n, providerId)), ...given]) : [];
   const stateTypes = isProvisioning ? uniq([...KNOWN_STATE_TYPE_NAMES.map((n) => providerType(n, providerId)), ...given]) : [];
+  // Read (and, when deregistering, empty) the known types of BOTH kinds whatever the profile: a List
+  // costs one call, and a provider labelled static can still have left a state resource of the other
+  // kind in its namespace; missing it would make a "deregistered" run not final.
   const namespaceTypes = uniq([
-    ...(isStatic ? BARE_METAL_NAMESPACE_TYPES.map((n) => providerType(n, providerId)) : []),
-    ...stateTypes,
+    ...BARE_METAL_NAMESPACE_TYPES.map((n) => providerType(n, providerId)),
+    ...KNOWN_STATE_TYPE_NAMES.map((n) => providerType(n, providerId)),
     ...given,
   ]);
   return { static: isStatic, provisioning: isProvisioning, reason, machineTypes, stateTypes, namespaceTypes, stateTypesGiven: given.length > 0 };

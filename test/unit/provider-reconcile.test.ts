@@ -50,6 +50,19 @@ describe('reconcile against an in-memory State', () => {
     expect(again.announced).toBe(false);
   });
 
+  it('a static-labelled provider with a state resource of the other kind left in its namespace: deregistration empties it too', async () => {
+    const stray = res(providerNamespace(ID), providerType('Machine', ID), 'w-1', { owner: `${ID}.ProvisionController` });
+    const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1), stray]);
+    const r = await run(fake);
+    expect(r.deregistered).toBe(true);
+    expect(fake.all().filter((x) => x.metadata.namespace === providerNamespace(ID))).toEqual([]);
+    // So the run is final: a second one finds nothing.
+    const writes = fake.writes.length;
+    const again = await run(fake);
+    expect(again.outcomes).toEqual([]);
+    expect(fake.writes.length).toBe(writes);
+  });
+
   it('releases a provisioning request: ConfigPatchRequest, status after Omni lets go, state, then the finalizer', async () => {
     const id = 'kubevirt';
     const fake = new FakeState([providerStatus(id, false), ...provisionedRequest(id, 'w-1')]);
