@@ -43,12 +43,10 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     // pino-pretty as a stream in this process (no worker thread): simpler shutdown and flushing.
     return pino(base, prettyStream(dest));
   }
-  return pino(base, pino.destination({ dest: fdOf(dest), sync: true }));
-}
-
-function fdOf(dest: NodeJS.WritableStream): number {
-  const fd = (dest as { fd?: number }).fd;
-  return typeof fd === 'number' ? fd : 2;
+  // A real file descriptor gets pino's synchronous writer (nothing lost when the process exits at
+  // once); any other stream (a test's, an embedding program's) is written to as given.
+  const fd = (dest as { fd?: unknown }).fd;
+  return typeof fd === 'number' ? pino(base, pino.destination({ dest: fd, sync: true })) : pino(base, dest);
 }
 
 function prettyStream(dest: NodeJS.WritableStream): NodeJS.WritableStream {
