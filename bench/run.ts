@@ -34,6 +34,7 @@ const args = yargs(hideBin(process.argv))
   .option('skip-naive', { type: 'boolean', default: false })
   .option('probe-ms', { type: 'number', default: 2000, describe: 'measure the loopback transport first: Gets at this concurrency for this long (0: skip)' })
   .option('stub-max-old-space-mb', { type: 'number', describe: 'run the stub with node --max-old-space-size=<this> (what an operator can set through NODE_OPTIONS)' })
+  .option('cpu-prof-dir', { type: 'string', describe: 'write V8 CPU profiles of the sim and the stub (node --cpu-prof) into this directory' })
   .option('via', { choices: ['cli', 'lib'] as const, default: 'cli', describe: 'cli: the built `stub-provider run` in its own process; lib: reconcile() in a runner process (counts signatures too)' })
   .parseSync();
 
@@ -62,7 +63,7 @@ function start(script: string, argv: string[], env: NodeJS.ProcessEnv = {}, node
 }
 
 async function startSim(machines: number, requests: number): Promise<{ sim: Child; endpoint: string; key: string; resources: number }> {
-  const sim = start('sim-server.js', ['--machines', String(machines), '--requests', String(requests), '--latency-ms', String(args['latency-ms'])]);
+  const sim = start('sim-server.js', ['--machines', String(machines), '--requests', String(requests), '--latency-ms', String(args['latency-ms'])], {}, profFlags());
   const ready = await sim.next();
   return { sim, endpoint: String(ready['endpoint']), key: String(ready['key']), resources: Number(ready['resources']) };
 }
@@ -82,7 +83,11 @@ async function runStub(endpoint: string, key: string, argv: string[]): Promise<R
   return out;
 }
 
-const heapFlag = (): string[] => (args['stub-max-old-space-mb'] ? [`--max-old-space-size=${args['stub-max-old-space-mb']}`] : []);
+const heapFlag = (): string[] => [
+  ...(args['stub-max-old-space-mb'] ? [`--max-old-space-size=${args['stub-max-old-space-mb']}`] : []),
+  ...profFlags(),
+];
+const profFlags = (): string[] => (args['cpu-prof-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${args['cpu-prof-dir']}`] : []);
 
 /** The product itself: `stub-provider run --yes` in its own process, its usage written at exit by usage-hook. */
 async function runCli(endpoint: string, key: string, concurrency: number): Promise<Record<string, unknown>> {

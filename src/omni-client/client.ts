@@ -26,6 +26,8 @@ export interface OmniClientOptions {
   retries?: number;
   /** Where proxy variables are read from; default process.env. */
   env?: NodeJS.ProcessEnv;
+  /** Which calls ask for gzip (transport.ts): 'streams' (List, Watch; default) or 'all'. */
+  gzip?: 'streams' | 'all';
 }
 
 export interface OmniClient {
@@ -62,6 +64,7 @@ export async function createOmniClient(opts: OmniClientOptions): Promise<OmniCli
     ...(opts.random ? { random: opts.random } : {}),
     ...(opts.retries !== undefined ? { retries: opts.retries } : {}),
     ...(opts.env ? { env: opts.env } : {}),
+    ...(opts.gzip ? { gzip: opts.gzip } : {}),
   });
   if (opts.insecureSkipTlsVerify) logger.warn({ endpoint: transport.endpoint.origin }, 'TLS certificate verification is disabled (--insecure-skip-tls-verify)');
   const state = new GatewayState(transport, {
