@@ -112,8 +112,7 @@ export class GatewayState implements State {
 
   async list(namespace: string, type: string, opts: QueryOptions = {}): Promise<Resource[]> {
     const body = encode(ListRequestSchema, { namespace, type, options: queryOptions(opts) });
-    const lines = await this.#t.collect('List', body, ctx(opts, { namespace, type, id: '' }));
-    return lines.map(resourceOf);
+    return this.#t.collect('List', body, ctx(opts, { namespace, type, id: '' }), resourceOf);
   }
 
   async create(r: Resource, opts: OwnerOptions = {}): Promise<Resource> {

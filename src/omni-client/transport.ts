@@ -242,15 +242,19 @@ export class Transport {
     }
   }
 
-  /** A server stream read to the end (List): the `result` of every line. Retried as a whole. */
-  async collect(method: MethodName, body: unknown, ctx: CallContext = {}): Promise<unknown[]> {
+  /**
+   * A server stream read to the end (List): the `result` of every line, each passed through `map` as
+   * it arrives (so that a large List never holds its raw JSON and its decoded form at once).
+   * Retried as a whole.
+   */
+  async collect<T = unknown>(method: MethodName, body: unknown, ctx: CallContext = {}, map: (result: unknown) => T = (r) => r as T): Promise<T[]> {
     const scope = this.#scope(method, ctx);
     try {
       return await this.#withRetries(method, ctx, scope, async () => {
         const res = await this.#send(method, body, scope.signal);
         if (res.statusCode !== 200) throw this.#httpError(method, ctx, res, await readText(res));
-        const out: unknown[] = [];
-        for await (const r of this.#results(method, ctx, res)) out.push(r);
+        const out: T[] = [];
+        for await (const r of this.#results(method, ctx, res)) out.push(map(r));
         return out;
       });
     } finally {

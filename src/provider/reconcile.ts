@@ -126,6 +126,7 @@ class Reconciler {
   private readonly whole: boolean;
   private readonly limiter: Limiter;
   private readonly wipeLimiter: Limiter;
+  private readonly window: ItemWindow;
   private readonly waiter: FinalizerWaiter;
   private readonly monotonic: () => number;
   private readonly deadline: number;
@@ -149,6 +150,7 @@ class Reconciler {
     this.whole = o.machines.length === 0;
     this.limiter = new Limiter(o.concurrency);
     this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
+    this.window = new ItemWindow(Math.max(MIN_WINDOW, WINDOW_PER_SLOT * o.concurrency));
     this.waiter = new FinalizerWaiter(this.state, o.signal);
     this.monotonic = deps.monotonic ?? (() => performance.now());
     this.deadline = this.monotonic() + o.timeoutMs;
@@ -240,7 +242,13 @@ class Reconciler {
     this.track(items);
     await Promise.all([
       ...items.map(async (item) => {
-        const released = await this.runItem(item);
+        await this.window.enter();
+        let released: boolean;
+        try {
+          released = await this.runItem(item);
+        } finally {
+          this.window.leave();
+        }
         if (released && (item.kind === 'InfraMachine' || item.kind === 'MachineRequest')) {
           const last = item.steps.at(-1);
           // Only what Omni destroys at once (no finalizer of anyone else left) is worth waiting for.
@@ -325,7 +333,7 @@ class Reconciler {
     const w = this.deps.wipe;
     if (!w) return DONE;
     const facts = machineFactsFromBmc(machineId, this.id, decodeOrUndefined(BMCConfigurationSpec, bmcConfiguration), decodeOrUndefined(BMCConfigSpec, bmcConfig));
-    const [res] = await this.wipeLimiter.run(() => runWipes(w.strategy, [facts], { concurrency: 1, timeoutMs: w.options.timeoutMs, logger: this.log, ...(this.o.signal ? { signal: this.o.signal } : {}) }));
+    const [res] = await this.window.outside(() => this.wipeLimiter.run(() => runWipes(w.strategy, [facts], { concurrency: 1, timeoutMs: w.options.timeoutMs, logger: this.log, ...(this.o.signal ? { signal: this.o.signal } : {}) })));
     if (!res) return DONE;
     outcome.wipe = res;
     if (wipeBlocksRelease(res, w.options)) {
@@ -376,7 +384,7 @@ class Reconciler {
         }
         if (!ready) {
           const ms = this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS);
-          const w = await this.waiter.wait(p, 'no-finalizers', ms, minVersion);
+          const w = await this.window.outside(() => this.waiter.wait(p, 'no-finalizers', ms, minVersion));
           if (w === 'gone') return DONE;
           if (w === 'aborted') throw this.o.signal?.reason ?? new Error('aborted');
           if (w === 'timeout') {
@@ -438,6 +446,62 @@ class Reconciler {
     this.heartbeat = undefined;
     const ok = await this.runItem(item, finals);
     this.deregistered = ok;
+  }
+}
+
+/**
+ * Items between two calls at once, per call slot: enough to keep every slot busy, few enough that a
+ * step's results are not held through a queue of every machine of the fleet. With all 11 000 items
+ * of a 10 000-machine run in the limiter's queue at once, each step waited seconds for the next,
+ * what it had read went to V8's old space, and the heap grew by ~25 MB/s of such garbage (485 MB
+ * peak for a 130 MB live set).
+ */
+const WINDOW_PER_SLOT = 4;
+const MIN_WINDOW = 256;
+
+/**
+ * Bounds how many plan items are under way at once. An item leaves it while it waits for Omni or a
+ * wipe (`outside`), so that slow or stuck resources never hold back the others. A soft bound: an
+ * item outside the window (deregistration) may pass through `outside` and briefly add one.
+ */
+class ItemWindow {
+  private free: number;
+  private readonly queue: ((() => void) | undefined)[] = [];
+  private head = 0;
+
+  constructor(size: number) {
+    this.free = size;
+  }
+
+  async enter(): Promise<void> {
+    if (this.free > 0) {
+      this.free--;
+      return;
+    }
+    await new Promise<void>((resolve) => this.queue.push(resolve));
+  }
+
+  leave(): void {
+    if (this.head < this.queue.length) {
+      const next = this.queue[this.head];
+      this.queue[this.head++] = undefined;
+      if (this.head > 1024 && this.head * 2 > this.queue.length) {
+        this.queue.splice(0, this.head);
+        this.head = 0;
+      }
+      next?.(); // the place passes straight to the next item
+    } else {
+      this.free++;
+    }
+  }
+
+  async outside<T>(fn: () => Promise<T>): Promise<T> {
+    this.leave();
+    try {
+      return await fn();
+    } finally {
+      await this.enter();
+    }
   }
 }
 
