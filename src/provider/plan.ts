@@ -228,7 +228,14 @@ class Planner {
     const outputs = this.machineOutputs(uuid);
     const bmcConfiguration = outputs.find((r) => r.metadata.type === providerType('BMCConfiguration', this.id));
     const bmcConfig = this.bmcById.get(uuid);
-    if (this.o.wipe && mine.length > 0) {
+    // The BMCConfiguration is destroyed last of the machine's namespace resources, and only after the
+    // wipe step (a failed required wipe stops the chain first). None of them left while our finalizers
+    // still hold the InfraMachine: an earlier run got past the wipe and cleaned up, and a wipe without
+    // the BMC data can no longer happen; planning it again would block --require-wipe for good.
+    const cleanedEarlier = !bmcConfiguration && !bmcConfig && outputs.length === 0;
+    if (this.o.wipe && mine.length > 0 && cleanedEarlier) {
+      this.leftBehind.push({ kind: 'InfraMachine', id: uuid, reason: 'wipe not repeated: the machine\'s BMC data was already cleaned up by an earlier run (after its wipe)', nextStep: 'check the earlier run\'s report or the hardware if you need to know the wipe\'s result' });
+    } else if (this.o.wipe && mine.length > 0) {
       steps.push({ op: 'wipe', machineId: uuid, ...(bmcConfiguration ? { bmcConfiguration } : {}), ...(bmcConfig ? { bmcConfig } : {}) });
     }
     if (bmcConfig && bmcConfig.metadata.phase === PHASE_TEARING_DOWN) {

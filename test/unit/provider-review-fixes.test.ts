@@ -1,0 +1,44 @@
+// Regression tests of review findings on src/provider and src/commands (one describe per finding).
+
+import { describe, expect, it } from 'vitest';
+import { FakeState } from '../helpers/fake-state.js';
+import { bareMetalMachine } from '../helpers/provider-fixtures.js';
+import { reconcile } from '../../src/provider/reconcile.js';
+import type { ReconcileOptions } from '../../src/provider/reconcile.js';
+import { silentLogger } from '../../src/log.js';
+import { NS_INFRA_PROVIDER, T } from '../../src/omni-client/resource.js';
+
+const ID = 'bare-metal';
+const U1 = '11111111-1111-1111-1111-111111111111';
+
+function opts(o: Partial<ReconcileOptions> = {}): ReconcileOptions {
+  return { providerId: ID, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 2_000, omniWaitMs: 1_000, concurrency: 4, ...o };
+}
+
+describe('review 4: --require-wipe and a re-run after an Omni finalizer held the InfraMachineStatus (Omni < 1.3)', () => {
+  it('the second run can still release the machine (its first run wiped it already) and says why it did not wipe again', async () => {
+    const wiped: string[] = [];
+    const strategy = {
+      name: 'test',
+      wipe: async (m: { machineId: string; bmc?: { address?: string } }) => {
+        if (!m.bmc?.address) return { machineId: m.machineId, strategy: 'test', outcome: 'skipped' as const, reason: 'no BMC data', durationMs: 1 };
+        wiped.push(m.machineId);
+        return { machineId: m.machineId, strategy: 'test', outcome: 'succeeded' as const, durationMs: 1 };
+      },
+    };
+    const wipe = { strategy, options: { strategy: 'command' as const, timeoutMs: 1000, requireWipe: true, concurrency: 1 } };
+    const fake = new FakeState(bareMetalMachine(ID, U1, { omniOnStatus: true }));
+    fake.omni.releasesOnTeardown.delete('MachineStatusController'); // Omni slow this time
+    const r1 = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0', wipe: wipe as never }, opts({ machines: [U1], omniWaitMs: 50 }));
+    expect(wiped).toEqual([U1]);
+    expect(r1.outcomes[0]).toMatchObject({ status: 'blocked' });
+    // Omni caught up: its controller lets go of the InfraMachineStatus; the Job retries.
+    fake.omni.releasesOnTeardown.add('MachineStatusController');
+    const ims = fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id: U1 })!;
+    fake.put({ ...ims, metadata: { ...ims.metadata, finalizers: [] } });
+    const r2 = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0', wipe: wipe as never }, opts({ machines: [U1], omniWaitMs: 500 }));
+    expect(r2.outcomes[0]).toMatchObject({ status: 'released' });
+    expect(wiped).toEqual([U1]); // not wiped twice
+    expect(r2.firstPlan.leftBehind.map((n) => n.reason).join(' ')).toMatch(/wipe not repeated.*already cleaned up by an earlier run/);
+  });
+});
