@@ -15,17 +15,29 @@ export function processIo(): Io {
     stderr: process.stderr,
     stdinIsTTY: process.stdin.isTTY === true,
     env: process.env,
-    ask: async (question) => {
-      const rl = createInterface({ input: process.stdin, output: process.stderr });
-      try {
-        const answer = await rl.question(question);
-        return /^y(es)?$/i.test(answer.trim());
-      } finally {
-        rl.close();
-      }
-    },
+    ask: (question) => askYesNo(process.stdin, process.stderr, question),
     signals: process,
   };
+}
+
+/**
+ * Asks a yes/no question. On a terminal readline turns Ctrl-C into an AbortError (the process gets
+ * no SIGINT): that is an interruption before anything was written, exit 130, not an internal error.
+ */
+export async function askYesNo(input: NodeJS.ReadableStream, output: NodeJS.WritableStream, question: string): Promise<boolean> {
+  // terminal from the input: stdin decides whether Ctrl-C arrives as a key, whatever stderr is.
+  const rl = createInterface({ input, output, terminal: (input as { isTTY?: boolean }).isTTY === true });
+  try {
+    const answer = await rl.question(question);
+    return /^y(es)?$/i.test(answer.trim());
+  } catch (err) {
+    if ((err as { code?: unknown }).code === 'ABORT_ERR') {
+      throw new StubError('STUB_INTERRUPTED', ExitCode.SigInt, 'interrupted at the confirmation prompt; nothing was changed', { cause: err });
+    }
+    throw err;
+  } finally {
+    rl.close();
+  }
 }
 
 export function emitReport(rep: Report, c: ConnectionConfig, io: Io): void {

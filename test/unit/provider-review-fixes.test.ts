@@ -1,11 +1,14 @@
 // Regression tests of review findings on src/provider and src/commands (one describe per finding).
 
+import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine } from '../helpers/provider-fixtures.js';
 import { reconcile } from '../../src/provider/reconcile.js';
 import type { ReconcileOptions } from '../../src/provider/reconcile.js';
 import { silentLogger } from '../../src/log.js';
+import { askYesNo } from '../../src/commands/run-io.js';
+import { StubError, exitCodeFor } from '../../src/exit-codes.js';
 import { NS_INFRA_PROVIDER, T } from '../../src/omni-client/resource.js';
 
 const ID = 'bare-metal';
@@ -40,5 +43,29 @@ describe('review 4: --require-wipe and a re-run after an Omni finalizer held the
     expect(r2.outcomes[0]).toMatchObject({ status: 'released' });
     expect(wiped).toEqual([U1]); // not wiped twice
     expect(r2.firstPlan.leftBehind.map((n) => n.reason).join(' ')).toMatch(/wipe not repeated.*already cleaned up by an earlier run/);
+  });
+});
+
+describe('review 5: Ctrl-C at the [y/N] prompt', () => {
+  function terminal(): PassThrough & { isTTY: boolean; setRawMode: () => unknown } {
+    const input = Object.assign(new PassThrough(), { isTTY: true, setRawMode: () => input });
+    return input;
+  }
+
+  it('is an interruption (exit 130) that says nothing was changed, not an internal error', async () => {
+    const input = terminal();
+    const asked = askYesNo(input, new PassThrough(), 'Make these changes? [y/N] ');
+    input.write('\x03'); // what a terminal in raw mode sends for Ctrl-C
+    const err = await asked.then(() => undefined, (e: unknown) => e);
+    expect(err).toBeInstanceOf(StubError);
+    expect(err).toMatchObject({ code: 'STUB_INTERRUPTED', message: 'interrupted at the confirmation prompt; nothing was changed' });
+    expect(exitCodeFor(err)).toBe(130);
+  });
+
+  it('still reads an answer', async () => {
+    const input = terminal();
+    const asked = askYesNo(input, new PassThrough(), '? ');
+    input.write('y\r');
+    await expect(asked).resolves.toBe(true);
   });
 });
