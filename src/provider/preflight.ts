@@ -62,7 +62,17 @@ export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
   const result: PreflightResult = { ...(omniVersion ? { omniVersion } : {}), forced: false };
   if (!health) return result;
   const hb = heartbeatOf(health, o.now());
-  if (!hb) return result;
+  if (!hb) {
+    // A heartbeat we cannot read may well be a live provider's (a newer spec, another writer): fail
+    // closed, as for a fresh one; ignoring it would let the run fight whoever writes it.
+    if (!o.force) {
+      throw new PreflightError('STUB_LIVE_PROVIDER',
+        `the heartbeat (ProviderHealthStatus) of provider ${o.providerId} could not be read (its spec does not decode), so a live provider cannot be ruled out. ` +
+        'Make sure the provider is stopped, then pass --force.');
+    }
+    result.forced = true;
+    return result;
+  }
   result.heartbeat = hb;
   if (!hb.ours && hb.ageMs < LIVE_HEARTBEAT_MS) {
     if (!o.force) {

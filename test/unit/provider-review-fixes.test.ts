@@ -3,13 +3,14 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
-import { bareMetalMachine } from '../helpers/provider-fixtures.js';
+import { bareMetalMachine, res } from '../helpers/provider-fixtures.js';
+import { preflight } from '../../src/provider/preflight.js';
 import { reconcile } from '../../src/provider/reconcile.js';
 import type { ReconcileOptions } from '../../src/provider/reconcile.js';
 import { silentLogger } from '../../src/log.js';
 import { askYesNo } from '../../src/commands/run-io.js';
 import { StubError, exitCodeFor } from '../../src/exit-codes.js';
-import { NS_INFRA_PROVIDER, T } from '../../src/omni-client/resource.js';
+import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../src/omni-client/resource.js';
 
 const ID = 'bare-metal';
 const U1 = '11111111-1111-1111-1111-111111111111';
@@ -67,5 +68,21 @@ describe('review 5: Ctrl-C at the [y/N] prompt', () => {
     const asked = askYesNo(input, new PassThrough(), '? ');
     input.write('y\r');
     await expect(asked).resolves.toBe(true);
+  });
+});
+
+describe('review 6a: a heartbeat whose spec does not decode', () => {
+  const unreadable = () => new FakeState([res(NS_INFRA_PROVIDER_EPHEMERAL, T.InfraProviderHealthStatus, ID, { spec: new Uint8Array([0xff, 0xff, 0xff]) })]);
+  const pre = (state: FakeState, force: boolean) => preflight({ state, providerId: ID, keyProviderId: ID, keyName: `infra-provider:${ID}`, force, now: Date.now });
+
+  it('is treated as a live provider (exit 3) and the message says it could not be read', async () => {
+    const err = await pre(unreadable(), false).then(() => undefined, (e: unknown) => e);
+    expect(err).toMatchObject({ code: 'STUB_LIVE_PROVIDER' });
+    expect((err as Error).message).toContain('could not be read');
+    expect(exitCodeFor(err)).toBe(3);
+  });
+
+  it('--force overrides it, and says so', async () => {
+    await expect(pre(unreadable(), true)).resolves.toMatchObject({ forced: true });
   });
 });
