@@ -7,7 +7,7 @@ import { buildPlan } from '../provider/plan.js';
 import { planReport } from '../provider/report.js';
 import type { Report } from '../provider/report.js';
 import { takeSnapshot } from '../provider/snapshot.js';
-import { addExamples, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
+import { addExamples, checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { Args, Io } from './provider-options.js';
 import { emitReport, exitWith, processIo } from './run-io.js';
 
@@ -29,6 +29,7 @@ export async function executePlan(a: Args, io: Io): Promise<Report> {
     const snap = await takeSnapshot(client.state, { providerId: c.id, profile: c.profile, stateTypes: c.stateTypes });
     const deregister = a.deregister !== false && !/^(1|true|yes)$/i.test(io.env.STUB_PROVIDER_NO_DEREGISTER ?? '');
     const plan = buildPlan(snap, { providerId: c.id, machines: c.machines, deregister, wipe: typeof a.wipe === 'string' && a.wipe !== 'none' });
+    checkMachinesMatched(c, plan.notFound, log);
     return planReport(plan, { version: VERSION, preflight: pre });
   } finally {
     await client.close();
@@ -44,7 +45,7 @@ export const planCommand: CommandModule<object, Args> = {
       ['OMNI_ENDPOINT=https://omni.example.com OMNI_SERVICE_ACCOUNT_KEY=... $0 plan --id bare-metal', 'What a run would release, refuse and clean up'],
       ['$0 plan --id kubevirt --machine workers-x7k2p9 --output json', 'The plan for one MachineRequest, as JSON'],
     ],
-  ).epilogue('Nothing is written to Omni. Exit codes: 0 planned; 2 usage; 3 preflight refused (not registered); 4 authentication.'),
+  ).epilogue('Nothing is written to Omni. Exit codes: 0 planned; 2 usage (also: no --machine value matched anything); 3 preflight refused (not registered); 4 authentication.'),
   handler: async (argv) => {
     const io = processIo();
     const rep = await executePlan(argv, io);

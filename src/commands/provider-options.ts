@@ -121,3 +121,16 @@ export function addExamples<T>(y: Argv<T>, examples: [string, string][]): Argv<T
   for (const [cmd, desc] of examples) y.example(cmd, desc);
   return y;
 }
+
+/**
+ * `--machine` values that matched nothing: when none matched, the command line is wrong (a typo, the
+ * wrong --id): exit 2 naming them. When some matched, the run goes on and the report lists the rest.
+ */
+export function checkMachinesMatched(c: Pick<ConnectionConfig, 'id' | 'machines'>, notFound: string[], logger: Logger): void {
+  if (c.machines.length === 0 || notFound.length === 0) return;
+  const names = notFound.join(', ');
+  if (notFound.length === c.machines.length) {
+    throw new UsageError(`--machine ${names}: no InfraMachine (machine UUID) or MachineRequest of provider ${c.id} has ${notFound.length > 1 ? 'these IDs' : 'this ID'}; check the IDs and --id (case-sensitive)`);
+  }
+  logger.warn({ notFound }, `--machine values that match nothing of provider ${c.id} were ignored: ${names}`);
+}
