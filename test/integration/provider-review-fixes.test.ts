@@ -25,6 +25,7 @@ async function sim(): Promise<Sim> {
     omniVersion: '1.3.4',
     identities: [{ name: `infra-provider:${ID}`, role: 'InfraProvider' as const, publicKeys: [] }],
     resources: [res(NS_INFRA_PROVIDER, T.InfraProvider, ID, { finalizers: ['InfraProviderCleanupController'] }), providerStatus(ID, true), ...bareMetalMachine(ID, U1)],
+    faults: {} as never,
   });
   sims.push(s);
   return s;
