@@ -9,8 +9,10 @@ import { LABEL_IS_STATIC_INFRA_PROVIDER, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EP
 import type { State } from '../omni-client/types.js';
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError, isOmniError } from '../omni-client/errors.js';
 import { InfraProviderHealthStatusSpec, InfraProviderStatusSpec, encodeSpec, updateSpec, decodeSpec } from '../omni-client/specs.js';
+import { PreflightError } from '../exit-codes.js';
 import { HEALTH_STATUS_CONTROLLER } from './profile.js';
 import { STUB_MARKER } from './plan.js';
+import { LIVE_HEARTBEAT_MS, heartbeatOf } from './preflight.js';
 import type { Audit } from './audit.js';
 
 export const HEARTBEAT_INTERVAL_MS = 30_000;
@@ -90,6 +92,26 @@ export interface HeartbeatOptions extends AnnounceContext {
   now: () => number;
   timers?: Timers;
   intervalMs?: number;
+  /** --force: keep going although another writer's heartbeat shows up. */
+  force?: boolean;
+  /** Called when a beat on the interval finds a live provider's heartbeat (the beat wrote nothing). */
+  onLiveProvider?: (err: PreflightError) => void;
+}
+
+/**
+ * Design rule 7 during the run: the heartbeat as read now is a live provider's when stub-provider did
+ * not write it (no marker, or unreadable) and it is younger than 60 s or newer than our own last beat
+ * (`sinceMs`). Returns the error that stops the run, or undefined.
+ */
+export function liveProviderIn(current: Resource | undefined, providerId: string, nowMs: number, sinceMs?: number): PreflightError | undefined {
+  if (!current) return undefined;
+  const hb = heartbeatOf(current, nowMs);
+  if (hb?.ours) return undefined;
+  const at = hb ? nowMs - hb.ageMs : undefined;
+  if (hb && !(hb.ageMs < LIVE_HEARTBEAT_MS || (sinceMs !== undefined && at !== undefined && at > sinceMs))) return undefined;
+  return new PreflightError('STUB_LIVE_PROVIDER',
+    `a live provider with ID ${providerId} came back during the run: its heartbeat ${hb ? `of ${Math.round(hb.ageMs / 1000)} s ago` : '(unreadable)'} was not written by stub-provider. ` +
+    'The run stopped before deregistering it or overwriting its heartbeat. Let the provider finish its machines, or stop it and run again (--force if you are sure it is gone).');
 }
 
 /** `ProviderHealthStatus/<id>` heartbeats; owned like the library's, so a returning provider adopts it. */
@@ -97,6 +119,8 @@ export class Heartbeat {
   private handle: unknown;
   private inFlight: Promise<void> | undefined;
   private readonly timers: Timers;
+  /** The timestamp our last beat wrote (Omni's clock). */
+  private lastBeatMs: number | undefined;
   beats = 0;
 
   constructor(private readonly o: HeartbeatOptions) {
@@ -108,27 +132,47 @@ export class Heartbeat {
     this.handle = this.timers.setInterval(() => {
       if (this.inFlight) return;
       this.inFlight = this.beat().catch((err: unknown) => {
+        if (err instanceof PreflightError) {
+          this.stopInterval();
+          this.o.onLiveProvider?.(err);
+          return;
+        }
         this.o.logger.warn({ err: (err as Error).message }, 'heartbeat failed; retrying at the next interval');
       }).finally(() => { this.inFlight = undefined; });
     }, this.o.intervalMs ?? HEARTBEAT_INTERVAL_MS);
   }
 
   async stop(): Promise<void> {
+    this.stopInterval();
+    await this.inFlight;
+  }
+
+  private stopInterval(): void {
     if (this.handle !== undefined) this.timers.clearInterval(this.handle);
     this.handle = undefined;
-    await this.inFlight;
+  }
+
+  /** One Get: throws the PreflightError of `liveProviderIn` when a live provider wrote the heartbeat (not with --force). */
+  async check(): Promise<Resource | undefined> {
+    const p = { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.o.providerId };
+    let current: Resource | undefined;
+    try {
+      current = await this.o.state.get(p, { signal: this.o.signal });
+    } catch (err) {
+      if (!isOmniError(err, NotFoundError)) throw err;
+    }
+    // Before our first beat preflight has just decided (and --force may have overridden it).
+    const live = this.o.force || this.lastBeatMs === undefined ? undefined : liveProviderIn(current, this.o.providerId, this.o.now(), this.lastBeatMs);
+    if (live) throw live;
+    return current;
   }
 
   async beat(): Promise<void> {
     const { state, providerId } = this.o;
     const p = { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: providerId };
-    const spec = { last_heartbeat_timestamp: new Date(this.o.now()).toISOString(), error: heartbeatError(providerId) };
-    let current: Resource | undefined;
-    try {
-      current = await state.get(p, { signal: this.o.signal });
-    } catch (err) {
-      if (!isOmniError(err, NotFoundError)) throw err;
-    }
+    const nowMs = this.o.now();
+    const spec = { last_heartbeat_timestamp: new Date(nowMs).toISOString(), error: heartbeatError(providerId) };
+    const current = await this.check();
     if (!current) {
       const created = await state.create({ metadata: newMetadata(p), spec: { protoSpec: encodeSpec(InfraProviderHealthStatusSpec, spec) } }, { owner: `${providerId}.${HEALTH_STATUS_CONTROLLER}`, signal: this.o.signal });
       this.o.audit.mutation('create', p, undefined, created, 'ok');
@@ -137,6 +181,7 @@ export class Heartbeat {
       const after = await state.update(next, { owner: current.metadata.owner, signal: this.o.signal });
       this.o.audit.mutation('update', p, current, after, 'ok');
     }
+    this.lastBeatMs = nowMs;
     this.beats++;
   }
 }

@@ -1,9 +1,11 @@
 // Regression tests of review findings on src/provider and src/commands (one describe per finding).
 
 import { PassThrough } from 'node:stream';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
-import { bareMetalMachine, res } from '../helpers/provider-fixtures.js';
+import { bareMetalMachine, healthStatus, res } from '../helpers/provider-fixtures.js';
+import { Heartbeat } from '../../src/provider/announce.js';
+import { Audit } from '../../src/provider/audit.js';
 import { preflight } from '../../src/provider/preflight.js';
 import { reconcile } from '../../src/provider/reconcile.js';
 import type { ReconcileOptions } from '../../src/provider/reconcile.js';
@@ -84,5 +86,48 @@ describe('review 6a: a heartbeat whose spec does not decode', () => {
 
   it('--force overrides it, and says so', async () => {
     await expect(pre(unreadable(), true)).resolves.toMatchObject({ forced: true });
+  });
+});
+
+describe('review 3: the real provider comes back while the stub sends heartbeats', () => {
+  const HB = { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: ID };
+  function heartbeat(fake: FakeState, extra: { force?: boolean; onLiveProvider?: (e: Error) => void; timers?: { setInterval(fn: () => void): unknown; clearInterval(): void } } = {}) {
+    let t = Date.now();
+    return new Heartbeat({ state: fake, providerId: ID, version: '0.1.0', logger: silentLogger(), audit: new Audit(), now: () => (t += 1000), ...extra } as never);
+  }
+
+  it('a beat finds a newer heartbeat stub-provider did not write: stops with STUB_LIVE_PROVIDER (exit 3) and does not overwrite it', async () => {
+    const fake = new FakeState();
+    const hb = heartbeat(fake);
+    await hb.beat();
+    const theirs = fake.put(healthStatus(ID, Date.now() + 1500, ''));
+    const err = await hb.beat().then(() => undefined, (e: unknown) => e);
+    expect(err).toMatchObject({ code: 'STUB_LIVE_PROVIDER' });
+    expect(exitCodeFor(err)).toBe(3);
+    expect(fake.find(HB)!.metadata.version).toBe(theirs.metadata.version);
+    expect(hb.beats).toBe(1);
+  });
+
+  it('on the interval: reports the live provider once and stops beating', async () => {
+    const fake = new FakeState();
+    let tick: (() => void) | undefined;
+    const seen: Error[] = [];
+    const hb = heartbeat(fake, { onLiveProvider: (e) => seen.push(e), timers: { setInterval: (fn) => { tick = fn; return 1; }, clearInterval: () => { tick = undefined; } } });
+    await hb.start();
+    fake.put(healthStatus(ID, Date.now() + 1500, ''));
+    tick!();
+    await vi.waitFor(() => expect(seen).toHaveLength(1), { timeout: 1000 });
+    expect((seen[0] as { code?: string }).code).toBe('STUB_LIVE_PROVIDER');
+    expect(tick).toBeUndefined(); // the interval was cleared by the beat itself
+    await hb.stop();
+  });
+
+  it('--force keeps beating over it', async () => {
+    const fake = new FakeState();
+    const hb = heartbeat(fake, { force: true });
+    await hb.beat();
+    fake.put(healthStatus(ID, Date.now() + 1500, ''));
+    await hb.beat();
+    expect(hb.beats).toBe(2);
   });
 });
