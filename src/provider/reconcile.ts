@@ -178,14 +178,14 @@ class Reconciler {
       passes,
       ...extra,
     });
-    if (this.o.confirm && (hasWork(plan) || this.o.wait) && !(await this.o.confirm(plan))) return result({ declined: true }, 0);
+    if (this.o.confirm && this.wouldAct(plan) && !(await this.o.confirm(plan))) return result({ declined: true }, 0);
     let pass = 0;
     let timedOut = false;
     try {
       if (this.o.wait) this.feed = new ChangeFeed(this.state, watchedKinds(), this.o.signal);
       for (pass = 1; ; pass++) {
         this.log.debug({ pass, items: plan.items.length, refusals: plan.refusals.length, deregistration: plan.deregistration.status }, 'pass');
-        if (this.whole && !this.announced && (plan.announce || this.o.wait)) await this.announce(plan);
+        if (this.whole && !this.announced && (plan.announce || this.waitsFor(plan))) await this.announce(plan);
         const parents = await this.apply(plan, pass);
         if (this.deregistered) break;
         if (!this.o.wait) {
@@ -213,6 +213,19 @@ class Reconciler {
       await this.heartbeat?.stop();
     }
     return result({ timedOut }, pass);
+  }
+
+  /**
+   * Work now, or with --wait something still to wait for. A re-run after a finished run has neither
+   * and writes nothing: announcing then would re-create the ProviderStatus and a heartbeat it
+   * deregistered, and the run would stop at once and leave them behind.
+   */
+  private wouldAct(plan: Plan): boolean {
+    return hasWork(plan) || this.waitsFor(plan);
+  }
+
+  private waitsFor(plan: Plan): boolean {
+    return this.o.wait && !finishedWaiting(plan, this.whole, this.o.deregister);
   }
 
   private async announce(plan: Plan): Promise<void> {

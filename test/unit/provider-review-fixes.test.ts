@@ -3,7 +3,7 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it, vi } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
-import { bareMetalMachine, healthStatus, res } from '../helpers/provider-fixtures.js';
+import { bareMetalMachine, healthStatus, providerStatus, res } from '../helpers/provider-fixtures.js';
 import { Heartbeat } from '../../src/provider/announce.js';
 import { Audit } from '../../src/provider/audit.js';
 import { preflight } from '../../src/provider/preflight.js';
@@ -130,4 +130,24 @@ describe('review 3: the real provider comes back while the stub sends heartbeats
     await hb.beat();
     expect(hb.beats).toBe(2);
   });
+});
+
+describe('review 1: a re-run after deregistration', () => {
+  for (const wait of [false, true]) {
+    it(`${wait ? 'with' : 'without'} --wait writes nothing (does not re-create ProviderStatus / heartbeat) and asks nothing`, async () => {
+      const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
+      const first = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts());
+      expect(first.deregistered).toBe(true);
+      expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeUndefined();
+      const writes = fake.writes.length;
+      // A retried Job (or an operator) runs again.
+      let asked = 0;
+      const again = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ wait, confirm: async () => { asked++; return true; } }));
+      expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeUndefined();
+      expect(fake.find({ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: ID })).toBeUndefined();
+      expect(fake.writes.slice(writes).map((w) => `${w.method} ${w.pointer.type}`)).toEqual([]);
+      expect(again.announced).toBe(false);
+      expect(asked).toBe(0);
+    });
+  }
 });
