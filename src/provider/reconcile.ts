@@ -5,7 +5,7 @@
 
 import type { Logger } from 'pino';
 import type { Pointer, Resource } from '../omni-client/resource.js';
-import { describePointer, NS_DEFAULT, NS_INFRA_PROVIDER, PHASE_RUNNING, T, newMetadata } from '../omni-client/resource.js';
+import { describePointer, NS_DEFAULT, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_RUNNING, T, newMetadata } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import {
   AlreadyExistsError, FailedPreconditionError, NotFoundError, PermissionDeniedError, isOmniError,
@@ -457,8 +457,23 @@ class Reconciler {
     }
     await this.heartbeat?.stop();
     this.heartbeat = undefined;
-    const ok = await this.runItem(item, finals);
+    const ok = await this.runItem(item, await this.statusSteps(finals));
     this.deregistered = ok;
+  }
+
+  /**
+   * The heartbeat, then the ProviderStatus: as planned, or read now when the plan did not list them
+   * because this run created them after it was read (the announcement). Both go, whoever wrote them.
+   */
+  private async statusSteps(planned: Step[]): Promise<Step[]> {
+    const steps: Step[] = [];
+    for (const p of [{ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.id }, { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id }]) {
+      const step = planned.find((s) => s.op === 'dispose' && s.target.metadata.type === p.type);
+      const target = step ? undefined : await this.getOrUndefined(p);
+      if (step) steps.push(step);
+      else if (target) steps.push({ op: 'dispose', target, removeFinalizers: ourFinalizers(target.metadata, this.id), teardown: false, waitFor: [], why: 'deregistration: written by this run' });
+    }
+    return steps;
   }
 }
 

@@ -151,3 +151,21 @@ describe('review 1: a re-run after deregistration', () => {
     });
   }
 });
+
+describe('review 2: --wait when only the provider statuses are left and no heartbeat exists (ephemeral, lost at an Omni restart)', () => {
+  it('deregisters without leaving the heartbeat it created itself', async () => {
+    const fake = new FakeState([providerStatus(ID, true)]);
+    const r = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ wait: true }));
+    expect(r.deregistered).toBe(true);
+    expect(r.announced).toBe(true);
+    expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeUndefined();
+    expect(fake.find({ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: ID })).toBeUndefined();
+  });
+
+  it('a ProviderStatus the run created (it was missing) goes too', async () => {
+    const fake = new FakeState([healthStatus(ID, Date.now() - 3_600_000, 'stub-provider: earlier run')]);
+    const r = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ wait: true }));
+    expect(r.deregistered).toBe(true);
+    expect(fake.all()).toEqual([]);
+  });
+});
