@@ -51,7 +51,7 @@ export async function executeRun(a: Args, io: Io): Promise<Report> {
       { state: client.state, logger: log, audit, version: VERSION, now, wipe: { strategy, options: wipeOptions }, ...(progress ? { progress: (p) => progress.update(p) } : {}) },
       {
         providerId: c.id, machines: c.machines, profile: c.profile, stateTypes: c.stateTypes, deregister, wait, timeoutMs, omniWaitMs: stepMs,
-        concurrency: c.concurrency, signal: sig.signal,
+        concurrency: c.concurrency, signal: sig.signal, force: a.force === true,
         confirm: async (plan) => {
           if (a.yes === true) return true;
           if (!io.stdinIsTTY || !io.ask) throw new UsageError('this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); `stub-provider plan` shows what would change');

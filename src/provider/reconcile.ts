@@ -15,7 +15,7 @@ import type { MessageSchema } from '../omni-client/specs.js';
 import { machineFactsFromBmc, runWipes, wipeBlocksRelease } from '../wipe/index.js';
 import type { WipeOptions, WipeResult, WipeStrategy } from '../wipe/index.js';
 import { Audit } from './audit.js';
-import { announceProviderStatus, Heartbeat } from './announce.js';
+import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';
 import type { Timers } from './announce.js';
 import { ChangeFeed } from './change-feed.js';
 import { describeForeign, nextStepsFor } from './explain.js';
@@ -42,6 +42,8 @@ export interface ReconcileOptions {
   omniWaitMs?: number;
   concurrency: number;
   signal?: AbortSignal;
+  /** --force: a live provider's heartbeat showing up during the run does not stop it (design rule 7). */
+  force?: boolean;
   /** Called once with the first plan when it would change something (or may, with --wait); false = change nothing. */
   confirm?: (plan: Plan) => Promise<boolean>;
 }
@@ -140,6 +142,8 @@ class Reconciler {
   private feed: ChangeFeed | undefined;
   private announced = false;
   private deregistered = false;
+  /** Set when a heartbeat on the interval found that the real provider is back: the run stops. */
+  private liveProvider: Error | undefined;
 
   constructor(private readonly deps: ReconcileDeps, private readonly o: ReconcileOptions) {
     this.state = deps.state;
@@ -185,6 +189,7 @@ class Reconciler {
       if (this.o.wait) this.feed = new ChangeFeed(this.state, watchedKinds(), this.o.signal);
       for (pass = 1; ; pass++) {
         this.log.debug({ pass, items: plan.items.length, refusals: plan.refusals.length, deregistration: plan.deregistration.status }, 'pass');
+        if (this.liveProvider) throw this.liveProvider;
         if (this.whole && !this.announced && (plan.announce || this.waitsFor(plan))) await this.announce(plan);
         const parents = await this.apply(plan, pass);
         if (this.deregistered) break;
@@ -233,7 +238,7 @@ class Reconciler {
     const current = await this.getOrUndefined({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id });
     // The static label only when the kind is certain: on a provisioning provider it would be wrong.
     const wrote = await announceProviderStatus(ctx, current, plan.profile.static && !plan.profile.provisioning);
-    this.heartbeat = new Heartbeat({ ...ctx, now: this.deps.now ?? Date.now, ...(this.deps.timers ? { timers: this.deps.timers } : {}), ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}) });
+    this.heartbeat = new Heartbeat({ ...ctx, now: this.deps.now ?? Date.now, force: this.o.force === true, onLiveProvider: (err) => { this.liveProvider = err; }, ...(this.deps.timers ? { timers: this.deps.timers } : {}), ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}) });
     await this.heartbeat.start();
     this.announced = true;
     this.log.info({ providerId: this.id, wroteProviderStatus: wrote }, 'announced stub mode: ProviderStatus says decommissioning; heartbeats every 30 s');
@@ -447,6 +452,7 @@ class Reconciler {
   }
 
   private async deregister(item: PlanItem): Promise<void> {
+    await this.checkNoLiveProvider();
     const last = new Set<string>([T.InfraProviderStatus, T.InfraProviderHealthStatus]);
     const rest = item.steps.filter((s) => s.op !== 'dispose' || !last.has(s.target.metadata.type));
     const finals = item.steps.filter((s) => s.op === 'dispose' && last.has(s.target.metadata.type));
@@ -459,6 +465,22 @@ class Reconciler {
     this.heartbeat = undefined;
     const ok = await this.runItem(item, await this.statusSteps(finals));
     this.deregistered = ok;
+  }
+
+  /**
+   * Design rule 7 again right before deregistering (one Get): the real provider may have come back
+   * during a long run; deregistering it would destroy its TLSConfig (with its CA key) and status.
+   */
+  private async checkNoLiveProvider(): Promise<void> {
+    if (this.liveProvider) throw this.liveProvider;
+    if (this.heartbeat) {
+      await this.heartbeat.check();
+      return;
+    }
+    if (this.o.force) return;
+    const current = await this.getOrUndefined({ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.id });
+    const live = liveProviderIn(current, this.id, (this.deps.now ?? Date.now)());
+    if (live) throw live;
   }
 
   /**

@@ -12,7 +12,7 @@ import type { ReconcileOptions } from '../../src/provider/reconcile.js';
 import { silentLogger } from '../../src/log.js';
 import { askYesNo } from '../../src/commands/run-io.js';
 import { StubError, exitCodeFor } from '../../src/exit-codes.js';
-import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../src/omni-client/resource.js';
+import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
 
 const ID = 'bare-metal';
 const U1 = '11111111-1111-1111-1111-111111111111';
@@ -167,5 +167,42 @@ describe('review 2: --wait when only the provider statuses are left and no heart
     const r = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ wait: true }));
     expect(r.deregistered).toBe(true);
     expect(fake.all()).toEqual([]);
+  });
+});
+
+describe('review 3: the real provider comes back while a --wait run is going', () => {
+  function scene() {
+    const tls = res(providerNamespace(ID), providerType('TLSConfig', ID), 'tls-config');
+    const fake = new FakeState([providerStatus(ID, true), tls, ...bareMetalMachine(ID, U1, { phase: 'running' })]);
+    setTimeout(() => {
+      // The real provider is back: fresh heartbeat without our marker, and it handles its machine itself.
+      fake.put(healthStatus(ID, Date.now()));
+      for (const r of fake.all().filter((x) => x.metadata.id === U1)) fake.remove(r.metadata);
+    }, 100);
+    return { fake, tls };
+  }
+
+  it('stops with STUB_LIVE_PROVIDER (exit 3) and does not deregister (destroy ProviderStatus / TLSConfig) under a live provider', async () => {
+    const { fake, tls } = scene();
+    const err = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ wait: true, timeoutMs: 2_000 })).then(() => undefined, (e: unknown) => e);
+    expect(err).toMatchObject({ code: 'STUB_LIVE_PROVIDER' });
+    expect(exitCodeFor(err)).toBe(3);
+    expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeDefined();
+    expect(fake.find(tls.metadata)).toBeDefined();
+    expect(fake.find({ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: ID })!.metadata.owner).toBe(`${ID}.ProviderHealthStatusController`);
+  });
+
+  it('with --force the run goes on and deregisters', async () => {
+    const { fake, tls } = scene();
+    const r = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ wait: true, timeoutMs: 2_000, force: true }));
+    expect(r.deregistered).toBe(true);
+    expect(fake.find(tls.metadata)).toBeUndefined();
+  });
+
+  it('without a heartbeat of its own (no announcement), a live heartbeat still stops the deregistration', async () => {
+    const fake = new FakeState([providerStatus(ID, true), healthStatus(ID, Date.now())]);
+    const err = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts()).then(() => undefined, (e: unknown) => e);
+    expect(err).toMatchObject({ code: 'STUB_LIVE_PROVIDER' });
+    expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeDefined();
   });
 });
