@@ -76,6 +76,12 @@ export interface ResolvedProfile {
   namespaceTypes: string[];
   /** Whether the state types include one the operator named (otherwise only the known ones). */
   stateTypesGiven: boolean;
+  /**
+   * Whether a ProviderStatus the stub creates gets the static label: from the facts (InfraMachines of
+   * the ID exist; only static providers have them) or `--profile bare-metal`, never dropped because
+   * of `--profile provisioning`. Omni reads the label; a wrong one changes how it treats the machines.
+   */
+  staticLabel: boolean;
 }
 
 /**
@@ -117,7 +123,8 @@ export function resolveProfile(option: ProfileOption, facts: ProfileFacts, provi
     ...KNOWN_STATE_TYPE_NAMES.map((n) => providerType(n, providerId)),
     ...given,
   ]);
-  return { static: isStatic, provisioning: isProvisioning, reason, machineTypes, stateTypes, namespaceTypes, stateTypesGiven: given.length > 0 };
+  const staticLabel = option === 'bare-metal' || facts.infraMachines > 0;
+  return { static: isStatic, provisioning: isProvisioning, reason, machineTypes, stateTypes, namespaceTypes, stateTypesGiven: given.length > 0, staticLabel };
 }
 
 function uniq(xs: string[]): string[] {

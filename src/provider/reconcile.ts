@@ -236,8 +236,8 @@ class Reconciler {
   private async announce(plan: Plan): Promise<void> {
     const ctx = { state: this.state, providerId: this.id, version: this.deps.version, logger: this.log, audit: this.audit, signal: this.o.signal };
     const current = await this.getOrUndefined({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id });
-    // The static label only when the kind is certain: on a provisioning provider it would be wrong.
-    const wrote = await announceProviderStatus(ctx, current, plan.profile.static && !plan.profile.provisioning);
+    // The static label from the facts (InfraMachines exist, or --profile bare-metal), not from the profile flag alone.
+    const wrote = await announceProviderStatus(ctx, current, plan.profile.staticLabel);
     this.heartbeat = new Heartbeat({ ...ctx, now: this.deps.now ?? Date.now, force: this.o.force === true, onLiveProvider: (err) => { this.liveProvider = err; }, ...(this.deps.timers ? { timers: this.deps.timers } : {}), ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}) });
     await this.heartbeat.start();
     this.announced = true;

@@ -12,7 +12,8 @@ import type { ReconcileOptions } from '../../src/provider/reconcile.js';
 import { silentLogger } from '../../src/log.js';
 import { askYesNo } from '../../src/commands/run-io.js';
 import { StubError, exitCodeFor } from '../../src/exit-codes.js';
-import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
+import { LABEL_IS_STATIC_INFRA_PROVIDER, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
+import type { ProfileOption } from '../../src/provider/profile.js';
 
 const ID = 'bare-metal';
 const U1 = '11111111-1111-1111-1111-111111111111';
@@ -204,5 +205,28 @@ describe('review 3: the real provider comes back while a --wait run is going', (
     const err = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts()).then(() => undefined, (e: unknown) => e);
     expect(err).toMatchObject({ code: 'STUB_LIVE_PROVIDER' });
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeDefined();
+  });
+});
+
+describe('review 6b: the static label of a ProviderStatus the stub creates follows the facts', () => {
+  async function labelAfter(profile: ProfileOption, machines: boolean): Promise<boolean> {
+    const fake = new FakeState(machines ? bareMetalMachine(ID, U1, { phase: 'running' }) : []);
+    // A new MachineRequest makes the run announce (a refusal is due); no ProviderStatus exists yet.
+    fake.put(res(NS_INFRA_PROVIDER, T.MachineRequest, 'req-1', { labels: { 'omni.sidero.dev/infra-provider-id': ID } }));
+    await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ profile, deregister: false }));
+    const ps = fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID });
+    expect(ps).toBeDefined();
+    return Object.hasOwn(ps!.metadata.labels, LABEL_IS_STATIC_INFRA_PROVIDER);
+  }
+
+  it('InfraMachines exist: labelled static even with --profile provisioning, and with auto', async () => {
+    expect(await labelAfter('provisioning', true)).toBe(true);
+    expect(await labelAfter('auto', true)).toBe(true);
+  });
+
+  it('--profile bare-metal: labelled; no InfraMachines and not bare-metal: not labelled', async () => {
+    expect(await labelAfter('bare-metal', false)).toBe(true);
+    expect(await labelAfter('provisioning', false)).toBe(false);
+    expect(await labelAfter('auto', false)).toBe(false);
   });
 });
