@@ -29,7 +29,7 @@ export async function executePlan(a: Args, io: Io): Promise<Report> {
     const snap = await takeSnapshot(client.state, { providerId: c.id, profile: c.profile, stateTypes: c.stateTypes });
     const deregister = a.deregister !== false && !/^(1|true|yes)$/i.test(io.env.STUB_PROVIDER_NO_DEREGISTER ?? '');
     const plan = buildPlan(snap, { providerId: c.id, machines: c.machines, deregister, wipe: typeof a.wipe === 'string' && a.wipe !== 'none' });
-    checkMachinesMatched(c, plan.notFound, log);
+    checkMachinesMatched(c, plan.notFound, log, { strict: true });
     return planReport(plan, { version: VERSION, preflight: pre });
   } finally {
     await client.close();

@@ -126,11 +126,14 @@ export function addExamples<T>(y: Argv<T>, examples: [string, string][]): Argv<T
  * `--machine` values that matched nothing: when none matched, the command line is wrong (a typo, the
  * wrong --id): exit 2 naming them. When some matched, the run goes on and the report lists the rest.
  */
-export function checkMachinesMatched(c: Pick<ConnectionConfig, 'id' | 'machines'>, notFound: string[], logger: Logger): void {
+export function checkMachinesMatched(c: Pick<ConnectionConfig, 'id' | 'machines'>, notFound: string[], logger: Logger, opts: { strict: boolean }): void {
   if (c.machines.length === 0 || notFound.length === 0) return;
   const names = notFound.join(', ');
-  if (notFound.length === c.machines.length) {
+  // `plan` is a rehearsal: a value that matches nothing is most likely a typo, so say so with exit 2.
+  // `run` must stay repeatable (a re-run after the machine was released finds nothing and exits 0,
+  // design rule 4): there the values are reported under "not found" and logged as a warning.
+  if (opts.strict && notFound.length === c.machines.length) {
     throw new UsageError(`--machine ${names}: no InfraMachine (machine UUID) or MachineRequest of provider ${c.id} has ${notFound.length > 1 ? 'these IDs' : 'this ID'}; check the IDs and --id (case-sensitive)`);
   }
-  logger.warn({ notFound }, `--machine values that match nothing of provider ${c.id} were ignored: ${names}`);
+  logger.warn({ notFound }, `--machine values that match nothing of provider ${c.id} (already released, or mistyped): ${names}`);
 }

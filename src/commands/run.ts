@@ -61,7 +61,7 @@ export async function executeRun(a: Args, io: Io): Promise<Report> {
       },
     );
     const interruptCode = sig.code();
-    if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log);
+    if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
     return runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, ...(interruptCode ? { interruptCode } : {}) });
   } catch (err) {
     const code = sig.code();
@@ -87,7 +87,7 @@ export const runCommand: CommandModule<object, Args> = {
       ['$0 --id bare-metal --wipe ipmi-power-off --yes --output json --report report.json --audit-log audit.ndjson', 'Power machines off through their BMC first; keep a JSON report and an audit log'],
       ['$0 plan --id bare-metal', 'Show what a run would change, without changing anything'],
     ],
-  ).epilogue('Exit codes: 0 done or nothing to do; 2 usage (also: no --machine value matched anything); 3 preflight refused (not registered, live provider); 4 authentication; 5 incomplete (retry); 130/143 interrupted. ' +
+  ).epilogue('Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider); 4 authentication; 5 incomplete (retry); 130/143 interrupted. ' +
     'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).'),
   handler: async (argv) => {
     const io = processIo();

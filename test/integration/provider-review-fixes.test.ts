@@ -40,15 +40,26 @@ function args(extra: Args = {}): Args {
 }
 
 describe('review 6c: --machine values that match nothing', () => {
-  it('none matched: run and plan exit 2 naming them, and nothing is written', async () => {
+  it('none matched: plan exits 2 naming them; run writes nothing, exits 0 and lists them as not found (a re-run stays 0)', async () => {
     const s = await sim();
     const before = JSON.stringify(s.store.all().map((r) => r.metadata));
-    for (const exec of [executeRun, executePlan]) {
-      const err = await exec(args({ machine: ['no-such-machine', 'typo-x'] }), io(s)).catch((e: unknown) => e);
-      expect(exitCodeFor(err)).toBe(2);
-      expect((err as Error).message).toContain('no-such-machine, typo-x');
-    }
+    const err = await executePlan(args({ machine: ['no-such-machine', 'typo-x'] }), io(s)).catch((e: unknown) => e);
+    expect(exitCodeFor(err)).toBe(2);
+    expect((err as Error).message).toContain('no-such-machine, typo-x');
+    const rep = await executeRun(args({ machine: ['no-such-machine', 'typo-x'] }), io(s));
+    expect(rep.exitCode).toBe(0);
+    expect(rep.notFound).toEqual(['no-such-machine', 'typo-x']);
     expect(JSON.stringify(s.store.all().map((r) => r.metadata))).toBe(before);
+  });
+
+  it('a per-machine re-run after the machine was released exits 0 and writes nothing', async () => {
+    const s = await sim();
+    expect((await executeRun(args({ machine: [U1] }), io(s))).exitCode).toBe(0);
+    const after = JSON.stringify(s.store.all().map((r) => r.metadata));
+    const again = await executeRun(args({ machine: [U1] }), io(s));
+    expect(again.exitCode).toBe(0);
+    expect(again.notFound).toEqual([U1]);
+    expect(JSON.stringify(s.store.all().map((r) => r.metadata))).toBe(after);
   });
 
   it('one matched: the run goes on, exits 0 and lists the other as not found', async () => {
