@@ -5,7 +5,7 @@
 
 import type { Logger } from 'pino';
 import type { Pointer, Resource } from '../omni-client/resource.js';
-import { describePointer, NS_DEFAULT, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_RUNNING, T, newMetadata } from '../omni-client/resource.js';
+import { describePointer, NS_DEFAULT, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_RUNNING, T, newMetadata, pointerOf } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import {
   AlreadyExistsError, FailedPreconditionError, NotFoundError, PermissionDeniedError, isOmniError,
@@ -97,6 +97,7 @@ export interface RefusalOutcome {
 }
 
 export interface ReconcileResult {
+  /** The plans as read; the steps of the items that were run are emptied once each has its outcome. */
   firstPlan: Plan;
   lastPlan: Plan;
   outcomes: ItemOutcome[];
@@ -270,8 +271,11 @@ class Reconciler {
         if (released && (item.kind === 'InfraMachine' || item.kind === 'MachineRequest')) {
           const last = item.steps.at(-1);
           // Only what Omni destroys at once (no finalizer of anyone else left) is worth waiting for.
-          if (last?.op === 'release' && last.target.metadata.finalizers.every((f) => last.finalizers.includes(f))) parents.push(last.target.metadata);
+          if (last?.op === 'release' && last.target.metadata.finalizers.every((f) => last.finalizers.includes(f))) parents.push(pointerOf(last.target));
         }
+        // Its steps hold the resources as read (specs included); nothing needs them once the item has
+        // its outcome, and keeping them kept the whole snapshot alive until the end of the run.
+        item.steps = [];
       }),
       ...(this.whole ? plan.refusals.map((r) => this.refuse(r)) : []),
     ]);
