@@ -113,8 +113,12 @@ export function resolveProfile(option: ProfileOption, facts: ProfileFacts, provi
   }
   const given = extraTypes.map((t) => resolveStateType(t, providerId));
   // Types the operator names are per-machine (static) or per-request (provisioning) as well.
-  const machineTypes = isStatic ? uniq([...BARE_METAL_NAMESPACE_TYPES.filter((n) => n !== 'TLSConfig').map((n) => providerType(n, providerId)), ...given]) : [];
-  const stateTypes = isProvisioning ? uniq([...KNOWN_STATE_TYPE_NAMES.map((n) => providerType(n, providerId)), ...given]) : [];
+  // Per-machine and per-request types of BOTH kinds whatever the profile: they only decide which
+  // resources in our namespace belong to a machine or a request, so a leftover whose machine or request
+  // is gone is recognised the same way whichever kind this run detected (a second run must not find
+  // work the first one skipped).
+  const machineTypes = uniq([...BARE_METAL_NAMESPACE_TYPES.filter((n) => n !== 'TLSConfig').map((n) => providerType(n, providerId)), ...given]);
+  const stateTypes = uniq([...KNOWN_STATE_TYPE_NAMES.map((n) => providerType(n, providerId)), ...given]);
   // Read (and, when deregistering, empty) the known types of BOTH kinds whatever the profile: a List
   // costs one call, and a provider labelled static can still have left a state resource of the other
   // kind in its namespace; missing it would make a "deregistered" run not final.

@@ -64,6 +64,18 @@ describe('reconcile against an in-memory State', () => {
     expect(fake.writes.length).toBe(writes);
   });
 
+  it('leftovers are recognised whatever kind the run detects: a bare-metal-type leftover next to a request goes in the first run', async () => {
+    const id = 'kubevirt';
+    const stray = res(providerNamespace(id), providerType('MachineStatus', id), 'gone-machine', { owner: `${id}.MachineStatusController` });
+    const fake = new FakeState([...provisionedRequest(id, 'w-1'), stray]);
+    await run(fake, { providerId: id, deregister: false });
+    expect(fake.find(stray.metadata)).toBeUndefined();
+    const writes = fake.writes.length;
+    const again = await run(fake, { providerId: id, deregister: false });
+    expect(again.outcomes).toEqual([]);
+    expect(fake.writes.length).toBe(writes);
+  });
+
   it('releases a provisioning request: ConfigPatchRequest, status after Omni lets go, state, then the finalizer', async () => {
     const id = 'kubevirt';
     const fake = new FakeState([providerStatus(id, false), ...provisionedRequest(id, 'w-1')]);
