@@ -148,6 +148,30 @@ describe('deadlines and cancellation', () => {
     expect(gw.calls('Get')).toHaveLength(before);
   });
 
+  it('calls in flight together stay independent: aborting one caller\'s signal leaves the others; a deadline never fires early', async () => {
+    // Calls may share one controller and timer per (caller signal, deadline slot); check the sharing is invisible.
+    gw.on('Get', (_q, s) => setTimeout(() => sendJson(s, 200, { resource: wireResource(res('m1')) }), 150));
+    const c = await mk({ timeoutMs: 60_000 });
+    const a = new AbortController();
+    const b = new AbortController();
+    const pa = c.state.get(ptr, { signal: a.signal });
+    const pb = c.state.get(ptr, { signal: b.signal });
+    const pNone = c.state.get(ptr);
+    setTimeout(() => a.abort(), 30);
+    await expect(pa).rejects.toBeInstanceOf(CanceledError);
+    await expect(pb).resolves.toMatchObject({ metadata: { id: 'm1' } });
+    await expect(pNone).resolves.toMatchObject({ metadata: { id: 'm1' } });
+    // Two short deadlines started at different times: each call gets at least its own timeout.
+    gw.on('Get', () => undefined);
+    const t0 = Date.now();
+    const first = c.state.get(ptr, { timeoutMs: 200 }).catch(() => Date.now() - t0);
+    await new Promise((r) => setTimeout(r, 120));
+    const t1 = Date.now();
+    const second = c.state.get(ptr, { timeoutMs: 200 }).catch(() => Date.now() - t1);
+    expect(await first).toBeGreaterThanOrEqual(195);
+    expect(await second).toBeGreaterThanOrEqual(195);
+  });
+
   it('cancels a List in the middle of its stream', async () => {
     gw.on('List', async (_q, s) => {
       const w = new LineWriter(s);
