@@ -150,7 +150,9 @@ describe('deadlines and cancellation', () => {
 
   it('calls in flight together stay independent: aborting one caller\'s signal leaves the others; a deadline never fires early', async () => {
     // Calls may share one controller and timer per (caller signal, deadline slot); check the sharing is invisible.
-    gw.on('Get', (_q, s) => setTimeout(() => sendJson(s, 200, { resource: wireResource(res('m1')) }), 150));
+    gw.on('Get', (_q, s) => {
+      setTimeout(() => sendJson(s, 200, { resource: wireResource(res('m1')) }), 150);
+    });
     const c = await mk({ timeoutMs: 60_000 });
     const a = new AbortController();
     const b = new AbortController();
