@@ -1,25 +1,9 @@
 // Every command's own --help is complete: it lists the command's options and shows examples, so an
 // operator who types `stub-provider sim --help` learns how to use it without the top-level help.
 
-import { describe, expect, it, vi } from 'vitest';
-import { main } from '../../src/cli.js';
+import { describe, expect, it } from 'vitest';
 import { commands } from '../../src/commands/index.js';
-
-async function helpOf(argv: string[]): Promise<string> {
-  const out: string[] = [];
-  const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => (out.push(String(chunk)), true));
-  const exit = vi.spyOn(process, 'exit').mockImplementation((() => undefined) as never);
-  try {
-    const code = await main([...argv, '--help']);
-    expect(code, `stub-provider ${argv.join(' ')} --help`).toBe(0);
-  } finally {
-    log.mockRestore();
-    write.mockRestore();
-    exit.mockRestore();
-  }
-  return out.join('\n');
-}
+import { helpOf } from '../helpers/cli-help.js';
 
 const names = commands.map((c) => [c.command].flat()[0]!.split(/\s+/)[0]!);
 

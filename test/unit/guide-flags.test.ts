@@ -9,8 +9,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
-import { main } from '../../src/cli.js';
 import { commands } from '../../src/commands/index.js';
+import { helpOf } from '../helpers/cli-help.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -82,21 +82,6 @@ function namesOf(c: (typeof commands)[number]): string[] {
   return all.map((s) => s.split(/\s+/)[0]!);
 }
 
-async function helpOf(argv: string[]): Promise<string> {
-  const out: string[] = [];
-  const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => (out.push(String(chunk)), true));
-  const exit = vi.spyOn(process, 'exit').mockImplementation((() => undefined) as never);
-  try {
-    const code = await main([...argv, '--help']);
-    expect(code, `stub-provider ${argv.join(' ')} --help`).toBe(0);
-  } finally {
-    log.mockRestore();
-    write.mockRestore();
-    exit.mockRestore();
-  }
-  return out.join('\n');
-}
 
 function flagsOfHelp(help: string): Set<string> {
   const set = new Set<string>();
