@@ -8,7 +8,7 @@
 // absent sub-messages and absent `optional` fields to `undefined`.
 
 import type { Metadata, Resource } from './resource.js';
-import { isValidPhase } from './resource.js';
+import { isValidPhase, isValidVersion } from './resource.js';
 
 type Kind =
   | { k: 'string' }
@@ -62,11 +62,8 @@ export const EventType = {
   NOOP: 5,
 } as const;
 
-export const Schemas = {} as Record<string, MessageSchema>;
 function def(name: string, fields: FieldSchema[], reserved?: string[]): MessageSchema {
-  const s: MessageSchema = { name, fields, ...(reserved ? { reserved } : {}) };
-  Schemas[name] = s;
-  return s;
+  return { name, fields, ...(reserved ? { reserved } : {}) };
 }
 
 export const MetadataSchema = def('Metadata', [
@@ -416,7 +413,7 @@ export function resourceFromWire(w: unknown, validate = false): Resource {
   const version = String(md['version'] ?? '');
   const phase = String(md['phase'] ?? '');
   if (validate) {
-    if (version !== 'undefined' && !/^[0-9]+$/.test(version)) throw new WireError(`failed to parse version "${version}"`);
+    if (!isValidVersion(version)) throw new WireError(`failed to parse version "${version}"`);
     if (!isValidPhase(phase)) throw new WireError(`unknown phase "${phase}"`);
   }
   const metadata: Metadata = {
