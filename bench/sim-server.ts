@@ -12,6 +12,7 @@ import { createInterface } from 'node:readline';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import type { Resource } from '../src/omni-client/resource.js';
+import diagnostics from 'node:diagnostics_channel';
 import type { StateApi } from '../src/omni-sim/api.js';
 import { createAccessApi } from '../src/omni-sim/access.js';
 import { generateScenario } from '../src/omni-sim/generate.js';
@@ -37,6 +38,7 @@ function counting(inner: StateApi, calls: Record<string, number>, kinds: Set<str
     teardown: (w, p, o) => (n('Teardown'), inner.teardown(w, p, o)),
     teardownAndDestroy: (w, p, o, s) => (n('TeardownAndDestroy'), inner.teardownAndDestroy(w, p, o, s)),
     watch: (w, p, s) => (n('Watch'), kinds.add(`${p.namespace}/${p.type}`), inner.watch(w, p, s)),
+    exists: (p) => inner.exists(p), // the sim's own validations, not a call
   };
 }
 
@@ -53,7 +55,38 @@ function leftOf(all: Resource[], id: string) {
   return { resources: all.length, byType, ourFinalizers, tearingDown };
 }
 
+/**
+ * Requests the gateway holds at once, averaged over time (from the first request after a reset to the
+ * stats command): how well the client keeps its concurrency busy. Streams (List, Watch) count while open.
+ */
+class InFlight {
+  private now = 0;
+  private area = 0;
+  private since = 0;
+  private last = 0;
+  constructor() {
+    diagnostics.subscribe('http.server.request.start', () => this.step(+1));
+    diagnostics.subscribe('http.server.response.finish', () => this.step(-1));
+  }
+  private step(d: number): void {
+    const t = performance.now();
+    if (this.since === 0) this.since = t;
+    else this.area += this.now * (t - this.last);
+    this.last = t;
+    this.now += d;
+  }
+  mean(): number {
+    const span = this.last - this.since;
+    return span > 0 ? Math.round((this.area / span) * 10) / 10 : 0;
+  }
+  reset(): void {
+    this.area = 0;
+    this.since = 0;
+  }
+}
+
 async function main(): Promise<void> {
+  const inFlight = new InFlight();
   const scenario = generateScenario({ providerId: args['provider-id'], machines: args.machines, requests: args.requests, faults: { latencyMs: args['latency-ms'] } });
   const calls: Record<string, number> = {};
   const kinds = new Set<string>();
@@ -76,6 +109,7 @@ async function main(): Promise<void> {
         process.stdout.write(`${JSON.stringify({
           calls: { ...calls },
           kinds_read: kinds.size,
+          mean_in_flight: inFlight.mean(),
           left: leftOf(sim.store.all(), args['provider-id']),
           sim: { cpu_s: (ru.userCPUTime + ru.systemCPUTime) / 1e6, peak_rss_mb: ru.maxRSS / 1024 },
         })}\n`);
@@ -83,6 +117,7 @@ async function main(): Promise<void> {
     } else if (cmd === 'reset') {
       for (const k of Object.keys(calls)) delete calls[k];
       kinds.clear();
+      inFlight.reset();
       process.stdout.write(`${JSON.stringify({ reset: true })}\n`);
     } else if (cmd === 'quit') void quit();
   });

@@ -241,15 +241,7 @@ class AccessApi implements StateApi {
     throw denied(`namespace not allowed, must be one of: ${NS_INFRA_PROVIDER}, ${NS_INFRA_PROVIDER_EPHEMERAL}, ${own}`);
   }
 
-  private exists(p: Pointer): boolean {
-    try {
-      this.inner.get(INTERNAL, p);
-      return true;
-    } catch (e) {
-      if ((e as OmniError).grpcCode === GrpcCode.NotFound) return false;
-      throw e;
-    }
-  }
+
 
   /** validations/infra_provider.go (1.4+): no tearing down or destroying a provider with Running machines. */
   private checkProviderDeletable(p: Pointer, who: Identity): void {
@@ -277,6 +269,10 @@ class AccessApi implements StateApi {
   }
 
   // -- StateApi --------------------------------------------------------------------------------
+
+  exists(p: Pointer): boolean {
+    return this.inner.exists(p);
+  }
 
   get(who: Identity, p: Pointer): Resource {
     if (who.internal) return this.inner.get(who, p);

@@ -80,6 +80,8 @@ export interface StateApi {
   teardownAndDestroy(who: Identity, p: Pointer, owner: string, signal: AbortSignal): Promise<void>;
   /** Validation errors (bad options, bad bookmark) are thrown synchronously, before any batch. */
   watch(who: Identity, params: WatchParams, signal: AbortSignal): WatchBatches;
+  /** Whether a resource exists, as the system sees it (no access check, no copy): for Omni's own validations. */
+  exists(p: Pointer): boolean;
 }
 
 /** The sim's clock; a clock-offset fault moves `now` (and so the Date header and skew check) together. */

@@ -59,6 +59,8 @@ const MACHINE_FINALIZERS = new Set(['MachineStatusController', 'MachineCleanupCo
 /** The store as controllers use it: the COSI API plus change notifications (SimStore). */
 export interface ControllerStore extends StateApi {
   onEvent(cb: (e: StoreEvent) => void): () => void;
+  /** A copy of the stored resource, or undefined: no NotFound error built and thrown per absent resource. */
+  peek(p: Pointer): Resource | undefined;
 }
 
 export interface OmniControllerOptions {
@@ -267,13 +269,9 @@ class Controllers implements OmniControllers {
   // -- store helpers (internal actor) -------------------------------------------------------------
 
   private peek(p: Pointer): Resource | undefined {
-    try {
-      return this.store.get(INTERNAL, p);
-    } catch (e) {
-      if ((e as OmniError).grpcCode === GrpcCode.NotFound) return undefined;
-      throw e;
-    }
+    return this.store.peek(p);
   }
+
 
   private list(ns: string, type: string, q = EMPTY_QUERY): Resource[] {
     return this.store.list(INTERNAL, ns, type, q);

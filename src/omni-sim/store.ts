@@ -34,6 +34,7 @@ export function formatTimestamp(ms: number): string {
 export interface StoreEvent {
   /** EventType.CREATED, UPDATED or DESTROYED. */
   eventType: number;
+  /** The stored object itself, shared with the store and every listener: read it, never change it. */
   resource: Resource;
   old?: Resource;
   /** Position in the store's history (1, 2, ...). */
@@ -91,7 +92,9 @@ export class SimStore implements StateApi {
   private readonly resources = new Map<string, Resource>();
   /** The same resources by kind (namespace + type): a List reads one kind, not the whole store. */
   private readonly byKind = new Map<string, Map<string, Resource>>();
+  /** Events from `historyHead` on are the retained history; the head moves instead of shifting the array per event. */
   private history: StoreEvent[] = [];
+  private historyHead = 0;
   private pos = 0;
   private cookie: Buffer = randomBytes(8);
   private readonly watchers = new Set<Watcher>();
@@ -152,6 +155,7 @@ export class SimStore implements StateApi {
   restart(): void {
     this.cookie = randomBytes(8);
     this.history = [];
+    this.historyHead = 0;
     for (const w of this.watchers) {
       w.broken = new StreamBrokenError();
       w.wake?.();
@@ -178,6 +182,10 @@ export class SimStore implements StateApi {
     const r = this.resources.get(keyOf(p));
     if (!r) throw err(GrpcCode.NotFound, `resource ${resourceString(p)} doesn't exist`, pointerOf(p));
     return cloneResource(r);
+  }
+
+  exists(p: Pointer): boolean {
+    return this.resources.has(keyOf(p));
   }
 
   list(_who: Identity, namespace: string, type: string, q: Query): Resource[] {
@@ -328,8 +336,8 @@ export class SimStore implements StateApi {
       wake: undefined,
     };
     // Replayed history (bookmark or tail) goes through the same queue as live events.
-    if (fromBookmark) w.queue.push(...this.history.filter((e) => e.pos > startPos && this.concerns(w, e)));
-    if (params.tailEvents > 0) w.queue.push(...this.history.filter((e) => this.concerns(w, e)).slice(-params.tailEvents));
+    if (fromBookmark) w.queue.push(...this.retainedHistory().filter((e) => e.pos > startPos && this.concerns(w, e)));
+    if (params.tailEvents > 0) w.queue.push(...this.retainedHistory().filter((e) => this.concerns(w, e)).slice(-params.tailEvents));
 
     const initial = this.initialEvents(params, matcher);
     this.watchers.add(w);
@@ -404,6 +412,10 @@ export class SimStore implements StateApi {
     }
   }
 
+  private retainedHistory(): StoreEvent[] {
+    return this.history.slice(this.historyHead);
+  }
+
   private bookmark(pos: number): Uint8Array {
     const b = Buffer.alloc(BOOKMARK_LENGTH);
     this.cookie.copy(b, 0);
@@ -418,7 +430,7 @@ export class SimStore implements StateApi {
     if (!b.subarray(0, 8).equals(this.cookie)) throw invalid('bookmark from another store instance');
     const pos = Number(b.readBigUInt64BE(8));
     if (pos > this.pos) throw invalid('bookmark is in the future');
-    const oldest = this.history[0]?.pos ?? this.pos + 1;
+    const oldest = this.history[this.historyHead]?.pos ?? this.pos + 1;
     if (pos < oldest - 1) throw invalid('bookmark is too old');
     return pos;
   }
@@ -468,9 +480,16 @@ export class SimStore implements StateApi {
   }
 
   private emit(eventType: number, resource: Resource, old?: Resource): void {
-    const e: StoreEvent = { eventType, resource: cloneResource(resource), ...(old ? { old: cloneResource(old) } : {}), pos: ++this.pos };
+    // No copies: stored resources are never changed in place (a write stores a new object), and
+    // every reader of an event (watch conversion, controllers) copies before changing anything.
+    const e: StoreEvent = { eventType, resource, ...(old ? { old } : {}), pos: ++this.pos };
     this.history.push(e);
-    if (this.history.length > this.historyCapacity) this.history.splice(0, this.history.length - this.historyCapacity);
+    if (this.history.length - this.historyHead > this.historyCapacity) this.historyHead++;
+    // Compacting once per `historyCapacity` events keeps the cost per event constant.
+    if (this.historyHead >= this.historyCapacity) {
+      this.history = this.history.slice(this.historyHead);
+      this.historyHead = 0;
+    }
     for (const w of this.watchers) {
       if (!this.concerns(w, e) || w.overrun) continue;
       if (w.queue.length >= this.watchBufferCapacity) {

@@ -233,6 +233,35 @@ describe('SimStore watch (omni-wire.md 2.6)', () => {
     ac.abort();
   });
 
+  it('keeps exactly the last historyCapacity events however many were written (bookmarks inside resume, older ones refused)', async () => {
+    const { store } = makeStore({ historyCapacity: 5 });
+    const ac = new AbortController();
+    const bookmarks: Uint8Array[] = [];
+    for (let i = 0; i < 23; i++) {
+      store.create(who, res(`r${i}`), '');
+      bookmarks.push(store.currentBookmark());
+    }
+    // Bookmark i is the position right after event i; events i+1.. are replayed from it.
+    const resumed = store.watch(who, params({ startFromBookmark: bookmarks[18] }), ac.signal)[Symbol.asyncIterator]();
+    expect((await take(resumed, 4)).flat().map((e) => e.resource.metadata.id)).toEqual(['r19', 'r20', 'r21', 'r22']);
+    expect(() => store.watch(who, params({ startFromBookmark: bookmarks[16] }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    ac.abort();
+  });
+
+  it('events are not copies the store keeps reading: a watcher changing what it got leaves the store as it was', async () => {
+    const { store } = makeStore();
+    const ac = new AbortController();
+    const it = store.watch(who, params(), ac.signal)[Symbol.asyncIterator]();
+    store.create(who, res('a', { finalizers: ['f'] }), '');
+    const [batch] = await take(it, 1);
+    const got = batch?.[0]?.resource as Resource;
+    got.metadata.finalizers.push('changed');
+    got.spec.protoSpec[0] = 99;
+    expect(store.peek(got.metadata)?.metadata.finalizers).toEqual(['f']);
+    expect([...(store.peek(got.metadata)?.spec.protoSpec ?? [])]).toEqual([1, 2]);
+    ac.abort();
+  });
+
   it('query match transitions become CREATED/DESTROYED', async () => {
     const { store } = makeStore();
     const q = { labelQueries: [[{ key: 'k', op: Op.EXISTS, value: [], invert: false }]], idRegexp: '' };
