@@ -177,6 +177,8 @@ async function main(): Promise<void> {
     wall_ms: round(wallMs, 1),
     floor_ms: round(floorMs, 1),
     ratio_to_floor: round(wallMs / floorMs, 3),
+    // Time-averaged requests open at the sim while the stub ran (the floor assumes `concurrency`).
+    mean_in_flight: simStats['mean_in_flight'],
     ...(probeRate !== undefined ? {
       transport_probe_calls_per_s: round(probeRate, 0),
       transport_ceiling_ms: round((totalCalls / probeRate) * 1000, 1),
