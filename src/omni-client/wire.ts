@@ -220,31 +220,43 @@ function isZero(kind: Kind, v: unknown): boolean {
   }
 }
 
-function encodeScalar(kind: Kind, v: unknown, path: string): unknown {
+/**
+ * Where a value sits, for error messages only. Every call encodes and decodes a few dozen fields;
+ * the path string is built when an error needs it, not per field (it was most of the codec's
+ * allocations at thousands of calls per second).
+ */
+function at(path: string, field: string, index?: number): string {
+  return index === undefined ? `${path}.${field}` : `${path}.${field}[${index}]`;
+}
+
+function encodeScalar(kind: Kind, v: unknown, path: string, field: string, index?: number): unknown {
   switch (kind.k) {
     case 'string': case 'timestamp':
-      if (typeof v !== 'string') throw new WireError(`${path}: expected a string`);
+      if (typeof v !== 'string') throw new WireError(`${at(path, field, index)}: expected a string`);
       return v;
     case 'bool':
-      if (typeof v !== 'boolean') throw new WireError(`${path}: expected a boolean`);
+      if (typeof v !== 'boolean') throw new WireError(`${at(path, field, index)}: expected a boolean`);
       return v;
     case 'int32': case 'enum':
-      if (typeof v !== 'number' || !Number.isInteger(v)) throw new WireError(`${path}: expected an integer`);
+      if (typeof v !== 'number' || !Number.isInteger(v)) throw new WireError(`${at(path, field, index)}: expected an integer`);
       return v;
     case 'bytes':
-      if (!(v instanceof Uint8Array)) throw new WireError(`${path}: expected bytes`);
+      if (!(v instanceof Uint8Array)) throw new WireError(`${at(path, field, index)}: expected bytes`);
       return Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('base64');
     case 'map': {
-      if (typeof v !== 'object' || v === null) throw new WireError(`${path}: expected a map`);
+      if (typeof v !== 'object' || v === null) throw new WireError(`${at(path, field, index)}: expected a map`);
+      const m = v as Record<string, unknown>;
       const out: Record<string, string> = {};
-      for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-        if (typeof x !== 'string') throw new WireError(`${path}.${k}: expected a string`);
+      for (const k in m) {
+        if (!Object.hasOwn(m, k)) continue;
+        const x = m[k];
+        if (typeof x !== 'string') throw new WireError(`${at(path, field, index)}.${k}: expected a string`);
         out[k] = x;
       }
       return out;
     }
     case 'message':
-      return encodeMessage(kind.schema(), v as Record<string, unknown>, path);
+      return encodeMessage(kind.schema(), v as Record<string, unknown>, at(path, field, index));
   }
 }
 
@@ -253,15 +265,16 @@ export function encodeMessage(schema: MessageSchema, obj: Record<string, unknown
   for (const f of schema.fields) {
     const v = obj[f.name];
     if (v === undefined || v === null) continue;
-    const p = `${path}.${f.name}`;
     if (f.repeated) {
-      if (!Array.isArray(v)) throw new WireError(`${p}: expected a list`);
+      if (!Array.isArray(v)) throw new WireError(`${at(path, f.name)}: expected a list`);
       if (v.length === 0) continue;
-      out[f.name] = v.map((x, i) => encodeScalar(f.kind, x, `${p}[${i}]`));
+      const list = new Array<unknown>(v.length);
+      for (let i = 0; i < v.length; i++) list[i] = encodeScalar(f.kind, v[i], path, f.name, i);
+      out[f.name] = list;
       continue;
     }
     if (!f.optional && f.kind.k !== 'message' && isZero(f.kind, v)) continue;
-    out[f.name] = encodeScalar(f.kind, v, p);
+    out[f.name] = encodeScalar(f.kind, v, path, f.name);
   }
   return out;
 }
@@ -276,6 +289,29 @@ export interface DecodeOptions {
 
 function camel(name: string): string {
   return name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
+
+interface FieldIndex {
+  /** Proto name and lowerCamel name -> field. */
+  byKey: Map<string, FieldSchema>;
+  /** Reserved names in both spellings. */
+  reserved: Set<string>;
+}
+
+const fieldIndexes = new WeakMap<MessageSchema, FieldIndex>();
+
+/** The JSON keys a message accepts, computed once per schema. */
+function fieldIndex(schema: MessageSchema): FieldIndex {
+  let idx = fieldIndexes.get(schema);
+  if (!idx) {
+    const byKey = new Map<string, FieldSchema>();
+    // Proto names win over a camel spelling that happens to equal another field's proto name.
+    for (const f of schema.fields) if (!byKey.has(camel(f.name))) byKey.set(camel(f.name), f);
+    for (const f of schema.fields) byKey.set(f.name, f);
+    idx = { byKey, reserved: new Set([...(schema.reserved ?? []), ...(schema.reserved ?? []).map(camel)]) };
+    fieldIndexes.set(schema, idx);
+  }
+  return idx;
 }
 
 const BASE64_RE = /^[A-Za-z0-9+/_-]*={0,2}$/;
@@ -294,46 +330,51 @@ function zeroOf(f: FieldSchema): unknown {
   }
 }
 
-function decodeScalar(kind: Kind, v: unknown, path: string, opts: DecodeOptions): unknown {
+function decodeScalar(kind: Kind, v: unknown, opts: DecodeOptions, path: string, field: string, index?: number): unknown {
   switch (kind.k) {
     case 'string':
-      if (typeof v !== 'string') throw new WireError(`${path}: invalid value for string field`);
+      if (typeof v !== 'string') throw new WireError(`${at(path, field, index)}: invalid value for string field`);
       return v;
     case 'timestamp':
       if (typeof v !== 'string' || !RFC3339_RE.test(v) || Number.isNaN(Date.parse(v))) {
-        throw new WireError(`${path}: invalid google.protobuf.Timestamp value`);
+        throw new WireError(`${at(path, field, index)}: invalid google.protobuf.Timestamp value`);
       }
       return v;
     case 'bool':
-      if (typeof v !== 'boolean') throw new WireError(`${path}: invalid value for bool field`);
+      if (typeof v !== 'boolean') throw new WireError(`${at(path, field, index)}: invalid value for bool field`);
       return v;
     case 'int32': {
       const n = typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : v;
       if (typeof n !== 'number' || !Number.isInteger(n) || n < -(2 ** 31) || n >= 2 ** 31) {
-        throw new WireError(`${path}: invalid value for int32 field`);
+        throw new WireError(`${at(path, field, index)}: invalid value for int32 field`);
       }
       return n;
     }
     case 'enum': {
       if (typeof v === 'number' && Number.isInteger(v)) return v;
       if (typeof v === 'string' && Object.hasOwn(kind.values, v)) return kind.values[v];
-      throw new WireError(`${path}: invalid value for enum field`);
+      throw new WireError(`${at(path, field, index)}: invalid value for enum field`);
     }
     case 'bytes': {
-      if (typeof v !== 'string' || !BASE64_RE.test(v)) throw new WireError(`${path}: invalid value for bytes field`);
-      return new Uint8Array(Buffer.from(v.replace(/-/g, '+').replace(/_/g, '/'), 'base64'));
+      if (typeof v !== 'string' || !BASE64_RE.test(v)) throw new WireError(`${at(path, field, index)}: invalid value for bytes field`);
+      // Node's base64 decoder reads the URL-safe alphabet too, so no rewrite of the string is needed.
+      // Copied out of Node's shared Buffer pool: a view would keep a whole pool slab alive.
+      return new Uint8Array(Buffer.from(v, 'base64'));
     }
     case 'map': {
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new WireError(`${path}: invalid value for map field`);
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new WireError(`${at(path, field, index)}: invalid value for map field`);
+      const m = v as Record<string, unknown>;
       const out: Record<string, string> = {};
-      for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-        if (typeof x !== 'string') throw new WireError(`${path}.${k}: invalid value for string field`);
+      for (const k in m) {
+        if (!Object.hasOwn(m, k)) continue;
+        const x = m[k];
+        if (typeof x !== 'string') throw new WireError(`${at(path, field, index)}.${k}: invalid value for string field`);
         out[k] = x;
       }
       return out;
     }
     case 'message':
-      return decodeMessage(kind.schema(), v, opts, path);
+      return decodeMessage(kind.schema(), v, opts, at(path, field, index));
   }
 }
 
@@ -341,31 +382,38 @@ export function decodeMessage(schema: MessageSchema, json: unknown, opts: Decode
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
     throw new WireError(`${path}: expected a JSON object`);
   }
+  const idx = fieldIndex(schema);
   const out: Record<string, unknown> = {};
   for (const f of schema.fields) out[f.name] = zeroOf(f);
-  const seen = new Set<string>();
-  for (const [key, v] of Object.entries(json as Record<string, unknown>)) {
-    const f = schema.fields.find((x) => x.name === key || camel(x.name) === key);
+  // JSON.parse already keeps one value per key: a field can only come twice as its proto and its
+  // camel name, which only the strict (server) side refuses.
+  const seen = opts.strict ? new Set<string>() : undefined;
+  const obj = json as Record<string, unknown>;
+  for (const key in obj) {
+    if (!Object.hasOwn(obj, key)) continue;
+    const v = obj[key];
+    const f = idx.byKey.get(key);
     if (!f) {
-      if (schema.reserved?.includes(key) || schema.reserved?.map(camel).includes(key)) continue;
+      if (idx.reserved.has(key)) continue;
       if (opts.strict) throw new WireError(`unknown field "${key}" in ${schema.name}`);
       continue;
     }
-    if (seen.has(f.name)) {
-      if (opts.strict) throw new WireError(`duplicate field "${key}" in ${schema.name}`);
+    if (seen) {
+      if (seen.has(f.name)) throw new WireError(`duplicate field "${key}" in ${schema.name}`);
+      seen.add(f.name);
     }
-    seen.add(f.name);
-    const p = `${path}.${f.name}`;
     if (v === null) {
       out[f.name] = zeroOf(f);
       continue;
     }
     if (f.repeated) {
-      if (!Array.isArray(v)) throw new WireError(`${p}: invalid value for repeated field`);
-      out[f.name] = v.map((x, i) => decodeScalar(f.kind, x, `${p}[${i}]`, opts));
+      if (!Array.isArray(v)) throw new WireError(`${at(path, f.name)}: invalid value for repeated field`);
+      const list = new Array<unknown>(v.length);
+      for (let i = 0; i < v.length; i++) list[i] = decodeScalar(f.kind, v[i], opts, path, f.name, i);
+      out[f.name] = list;
       continue;
     }
-    out[f.name] = decodeScalar(f.kind, v, p, opts);
+    out[f.name] = decodeScalar(f.kind, v, opts, path, f.name);
   }
   return out;
 }

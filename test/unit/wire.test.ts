@@ -57,6 +57,23 @@ describe('wire JSON codec', () => {
     expect(back).toEqual(r);
   });
 
+  it('names the exact field of a bad value, nested and repeated, in both directions', () => {
+    const bad = { new_resource: { metadata: { id: 'a', finalizers: ['x', 7] }, spec: {} } };
+    expect(() => decodeMessage(UpdateRequestSchema, bad, { strict: true })).toThrow('UpdateRequest.new_resource.metadata.finalizers[1]: invalid value for string field');
+    expect(() => encodeMessage(UpdateRequestSchema, bad)).toThrow('UpdateRequest.new_resource.metadata.finalizers[1]: expected a string');
+    expect(() => decodeMessage(UpdateRequestSchema, { newResource: { metadata: { labels: { k: 1 } } } }, { strict: false })).toThrow('UpdateRequest.new_resource.metadata.labels.k: invalid value for string field');
+    expect(() => decodeMessage(WatchRequestSchema, { options: { labelQuery: [{}, { terms: 'no' }] } }, { strict: true })).toThrow('WatchRequest.options.label_query[1].terms: invalid value for repeated field');
+  });
+
+  it('decodes bytes in either base64 alphabet into bytes of their own', () => {
+    const d = decodeMessage(ResourceSchema, { spec: { protoSpec: '-_8=' } }, { strict: true });
+    const spec = (d['spec'] as Record<string, unknown>)['proto_spec'] as Uint8Array;
+    expect([...spec]).toEqual([0xfb, 0xff]);
+    expect(spec.byteOffset).toBe(0);
+    expect(spec.buffer.byteLength).toBe(2);
+    expect(() => decodeMessage(ResourceSchema, { spec: { proto_spec: 'a b' } }, { strict: true })).toThrow('Resource.spec.proto_spec: invalid value for bytes field');
+  });
+
   it('validates metadata the way Omni does', () => {
     expect(() => resourceFromWire({ metadata: { version: '', phase: 'running' }, spec: {} }, true)).toThrow(/version/);
     expect(() => resourceFromWire({ metadata: { version: '1', phase: 'deleting' }, spec: {} }, true)).toThrow(/phase/);
