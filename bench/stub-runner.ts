@@ -7,6 +7,7 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { createOmniClient } from '../src/omni-client/client.js';
+import { tuneGc } from '../src/gc-tuning.js';
 import { createLogger, silentLogger } from '../src/log.js';
 import { reconcile } from '../src/provider/reconcile.js';
 import { VERSION } from '../src/version.js';
@@ -22,6 +23,9 @@ const args = yargs(hideBin(process.argv))
   .option('requests', { type: 'number', default: 0, describe: 'naive: how many requests to release' })
   .option('log-level', { type: 'string', describe: 'log the stub to stderr (JSON) at this level' })
   .parseSync();
+
+// The same V8 setting as the binary (src/main.ts), so that the lib variant measures what ships.
+tuneGc();
 
 async function main(): Promise<void> {
   const endpoint = process.env['BENCH_OMNI_ENDPOINT'];

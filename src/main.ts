@@ -4,6 +4,9 @@
 import { hideBin } from 'yargs/helpers';
 import { main } from './cli.js';
 import { ExitCode } from './exit-codes.js';
+import { tuneGc } from './gc-tuning.js';
+
+tuneGc();
 
 main(hideBin(process.argv)).then(
   (code) => {
