@@ -64,7 +64,9 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
   const call = { signal: opts.signal };
   const unreadable: Unreadable[] = [];
   const ours = (rs: Resource[]) => rs.filter((r) => isOurResource(r.metadata, id));
-  const list = (namespace: string, type: string) => state.list(namespace, type, call).then((rs) => slim(rs, namespace, type));
+  // One pool for every list: a machine's UUID is the ID of about seven of its resources.
+  const pool = new Map<string, string>();
+  const list = (namespace: string, type: string) => state.list(namespace, type, call).then((rs) => slim(rs, namespace, type, pool));
 
   const [shared, machines, providerStatus, healthStatus, sysVersion] = await Promise.all([
     Promise.all(SHARED_LISTS.map(([, type]) => list(NS_INFRA_PROVIDER, type).then(ours))),
@@ -115,10 +117,9 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
  * given, so an Update removing our finalizer must send it back exactly as read: kept. The namespace
  * and type strings are shared instead of one copy per resource.
  */
-function slim(rs: Resource[], namespace: string, type: string): Resource[] {
+function slim(rs: Resource[], namespace: string, type: string, pool: Map<string, string>): Resource[] {
   const dropYaml = OMNI_SPEC_SCHEMAS.has(type);
-  // Owners, finalizers, phases, timestamps and label values repeat across a fleet: one copy each.
-  const pool = new Map<string, string>();
+  // IDs, owners, finalizers, phases, timestamps and label values repeat across a fleet: one copy each.
   const one = (v: string): string => {
     const seen = pool.get(v);
     if (seen !== undefined) return seen;
@@ -132,6 +133,7 @@ function slim(rs: Resource[], namespace: string, type: string): Resource[] {
     const md = r.metadata;
     if (md.namespace === namespace) md.namespace = namespace;
     if (md.type === type) md.type = type;
+    md.id = one(md.id);
     md.owner = one(md.owner);
     md.version = one(md.version);
     if (md.created !== undefined) md.created = one(md.created);
