@@ -17,6 +17,7 @@ import type { Readable, Writable } from 'node:stream';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import yargs from 'yargs';
+import { measureBareHttp } from './bare-http.js';
 import { createOmniClient } from '../src/omni-client/client.js';
 import { providerNamespace, providerType } from '../src/omni-client/resource.js';
 import { machineUuid } from '../src/omni-sim/generate.js';
@@ -33,6 +34,7 @@ const args = yargs(hideBin(process.argv))
   .option('naive-sample', { type: 'number', default: 100, describe: 'machines (and at most as many requests) the naive baseline releases' })
   .option('skip-naive', { type: 'boolean', default: false })
   .option('probe-ms', { type: 'number', default: 2000, describe: 'measure the loopback transport first: Gets at this concurrency for this long (0: skip)' })
+  .option('bare-ms', { type: 'number', default: 5000, describe: 'measure a bare node:http server and undici client (no Omni logic) at the same latency and concurrency for this long (0: skip)' })
   .option('stub-max-old-space-mb', { type: 'number', describe: 'run the stub with node --max-old-space-size=<this> (what an operator can set through NODE_OPTIONS)' })
   .option('cpu-prof-dir', { type: 'string', describe: 'write V8 CPU profiles of the sim and the stub (node --cpu-prof) into this directory' })
   .option('via', { choices: ['cli', 'lib'] as const, default: 'cli', describe: 'cli: the built `stub-provider run` in its own process; lib: reconcile() in a runner process (counts signatures too)' })
@@ -144,6 +146,8 @@ async function main(): Promise<void> {
   const C = args.concurrency;
 
   const load0 = Math.round((loadavg()[0] ?? 0) * 100) / 100;
+  // First, while nothing else of the benchmark runs: what this machine allows at all.
+  const bare = args['bare-ms'] > 0 ? await measureBareHttp(L, C, args['bare-ms']) : undefined;
   const main = await startSim(N, M);
   let probeRate: number | undefined;
   if (args['probe-ms'] > 0) {
@@ -179,6 +183,16 @@ async function main(): Promise<void> {
     ratio_to_floor: round(wallMs / floorMs, 3),
     // Time-averaged requests open at the sim while the stub ran (the floor assumes `concurrency`).
     mean_in_flight: simStats['mean_in_flight'],
+    ...(bare ? {
+      bare_http: {
+        what: `a bare node:http server (own process, ${L} ms latency, no Omni logic) and an undici client, ${C} requests open, one request per call`,
+        calls_per_s: round(bare.calls_per_s, 0),
+        client_cpu_us_per_call: round(bare.client_cpu_us_per_call, 1),
+        server_cpu_us_per_call: round(bare.server_cpu_us_per_call, 1),
+        // The best ratio_to_floor any client making one HTTP request per call could reach here.
+        ratio_to_floor: round(((C / L) * 1000) / bare.calls_per_s, 3),
+      },
+    } : {}),
     ...(probeRate !== undefined ? {
       transport_probe_calls_per_s: round(probeRate, 0),
       transport_ceiling_ms: round((totalCalls / probeRate) * 1000, 1),
