@@ -34,6 +34,11 @@ export interface Spec {
   protoSpec: Uint8Array;
   /** The server's YAML rendering (or, for opaque provider types, what the writer sent). */
   yamlSpec?: string;
+  /**
+   * The spec was not kept when the resource was read (only its metadata is needed): `protoSpec` is
+   * empty and says nothing. The client refuses to write such a resource back (it would erase the spec).
+   */
+  omitted?: true;
 }
 
 export interface Resource {
@@ -78,6 +83,7 @@ export function cloneResource(r: Resource): Resource {
     spec: {
       protoSpec: new Uint8Array(r.spec.protoSpec),
       ...(r.spec.yamlSpec !== undefined ? { yamlSpec: r.spec.yamlSpec } : {}),
+      ...(r.spec.omitted ? { omitted: true as const } : {}),
     },
   };
 }

@@ -17,11 +17,12 @@ import {
   DeadlineExceededError,
   AbortedError,
   CanceledError,
+  ClientError,
   GrpcCode,
   type OmniErrorContext,
 } from './errors.js';
 import type { Pointer, Resource } from './resource.js';
-import { PHASE_RUNNING, PHASE_TEARING_DOWN, cloneResource, pointerOf } from './resource.js';
+import { PHASE_RUNNING, PHASE_TEARING_DOWN, cloneResource, describePointer, pointerOf } from './resource.js';
 import { defaultDelay, jitteredBackoff, type BackoffOptions, type CallContext, type DelayFn, type OpenStream, type Transport } from './transport.js';
 import type {
   CallOptions,
@@ -116,6 +117,7 @@ export class GatewayState implements State {
   }
 
   async create(r: Resource, opts: OwnerOptions = {}): Promise<Resource> {
+    refuseOmittedSpec(r, 'Create');
     // Omni refuses a metadata owner that differs from the option (omni-wire.md 2.4): default to it.
     const owner = opts.owner ?? r.metadata.owner;
     const body = encode(CreateRequestSchema, { resource: resourceToWire(r), options: { owner } });
@@ -123,6 +125,7 @@ export class GatewayState implements State {
   }
 
   async update(r: Resource, opts: UpdateOptions = {}): Promise<Resource> {
+    refuseOmittedSpec(r, 'Update');
     const options: Record<string, unknown> = { owner: opts.owner ?? r.metadata.owner };
     if (opts.expectedPhase !== undefined) options['expected_phase'] = opts.expectedPhase;
     const body = encode(UpdateRequestSchema, { new_resource: resourceToWire(r), options });
@@ -157,7 +160,8 @@ export class GatewayState implements State {
   async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts: RemoveFinalizersOptions = {}): Promise<RemoveFinalizersResult> {
     const ptr = pointerOf(target);
     const drop = new Set(finalizers);
-    let current: Resource | undefined = 'metadata' in target ? target : undefined;
+    // A resource read without its spec cannot be written back as read: read it first.
+    let current: Resource | undefined = 'metadata' in target && !target.spec.omitted ? target : undefined;
     let before: Resource | undefined;
     let attempts = 0;
     for (;;) {
@@ -299,6 +303,13 @@ function ctx(opts: CallOptions, resource: Pointer): CallContext {
 
 function encode(schema: MessageSchema, obj: Record<string, unknown>): Record<string, unknown> {
   return encodeMessage(schema, obj);
+}
+
+/** A resource read without its spec (Spec.omitted) would erase the spec in Omni if written back. */
+function refuseOmittedSpec(r: Resource, method: 'Create' | 'Update'): void {
+  if (r.spec.omitted) {
+    throw new ClientError('CLIENT_SPEC_OMITTED', `refusing to ${method.toLowerCase()} ${describePointer(r.metadata)}: its spec was not kept when it was read; read it again first`);
+  }
 }
 
 function resourceOf(msg: unknown): Resource {

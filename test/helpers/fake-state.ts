@@ -91,6 +91,7 @@ export class FakeState implements State {
   }
 
   async create(r: Resource, opts?: OwnerOptions): Promise<Resource> {
+    if (r.spec.omitted) throw new Error(`fake state: create of ${describePointer(r.metadata)} with a spec that was not kept`);
     await this.enter('create', r.metadata, opts);
     if (this.store.has(key(r.metadata))) throw new AlreadyExistsError(`${describePointer(r.metadata)} already exists`);
     const c = cloneResource(r);
@@ -102,6 +103,8 @@ export class FakeState implements State {
   }
 
   async update(r: Resource, opts?: UpdateOptions): Promise<Resource> {
+    // The real client refuses this too (state.ts): it would erase the spec in Omni.
+    if (r.spec.omitted) throw new Error(`fake state: update of ${describePointer(r.metadata)} with a spec that was not kept`);
     await this.enter('update', r.metadata, opts);
     const cur = this.store.get(key(r.metadata));
     if (!cur) throw new NotFoundError(`${describePointer(r.metadata)} not found`);
@@ -136,7 +139,7 @@ export class FakeState implements State {
   }
 
   async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: RemoveFinalizersOptions): Promise<RemoveFinalizersResult> {
-    let current: Resource | undefined = 'metadata' in target ? target : undefined;
+    let current: Resource | undefined = 'metadata' in target && !target.spec.omitted ? target : undefined;
     const drop = new Set(finalizers);
     for (let attempts = 1; attempts <= 8; attempts++) {
       if (!current) {
