@@ -38,7 +38,7 @@ function counting(inner: StateApi, calls: Record<string, number>, kinds: Set<str
     teardown: (w, p, o) => (n('Teardown'), inner.teardown(w, p, o)),
     teardownAndDestroy: (w, p, o, s) => (n('TeardownAndDestroy'), inner.teardownAndDestroy(w, p, o, s)),
     watch: (w, p, s) => (n('Watch'), kinds.add(`${p.namespace}/${p.type}`), inner.watch(w, p, s)),
-    exists: (p) => inner.exists(p), // the sim's own validations, not a call
+    view: (p) => inner.view(p), // the sim's own validations, not a call
   };
 }
 

@@ -211,7 +211,7 @@ class AccessApi implements StateApi {
     roleCheck(who, 'InfraProvider');
     if (who.role === 'InfraProvider') {
       const id = who.providerId ?? '';
-      if (atLeast(this.v, '0.50') && !this.exists({ namespace: NS_INFRA_PROVIDER, type: T.InfraProvider, id })) {
+      if (atLeast(this.v, '0.50') && !this.inner.view({ namespace: NS_INFRA_PROVIDER, type: T.InfraProvider, id })) {
         throw denied(`infra provider with name ${q(id)} is not registered in the system`);
       }
       return { config, labelProviderId: this.checkNamespaceAndType(ns, type, id) ? id : undefined };
@@ -246,7 +246,7 @@ class AccessApi implements StateApi {
   /** validations/infra_provider.go (1.4+): no tearing down or destroying a provider with Running machines. */
   private checkProviderDeletable(p: Pointer, who: Identity): void {
     if (who.internal || p.type !== T.InfraProvider || !atLeast(this.v, '1.4')) return;
-    if (!this.exists(p)) return;
+    if (!this.inner.view(p)) return;
     const query: Query = { labelQueries: [[{ key: LABEL_INFRA_PROVIDER_ID, op: LabelTermOperation.EQUAL, value: [p.id], invert: false }]], idRegexp: '' };
     const running = this.inner.list(INTERNAL, NS_DEFAULT, T.Machine, query).filter((m) => m.metadata.phase === PHASE_RUNNING).map((m) => m.metadata.id);
     if (running.length > 0) {
@@ -270,8 +270,8 @@ class AccessApi implements StateApi {
 
   // -- StateApi --------------------------------------------------------------------------------
 
-  exists(p: Pointer): boolean {
-    return this.inner.exists(p);
+  view(p: Pointer): Readonly<Resource> | undefined {
+    return this.inner.view(p);
   }
 
   get(who: Identity, p: Pointer): Resource {
@@ -309,7 +309,7 @@ class AccessApi implements StateApi {
     if (who.internal) return this.inner.update(who, r, owner, expectedPhase);
     const { namespace, type } = r.metadata;
     const a = this.check(who, namespace, type, 'update');
-    const old = this.inner.get(INTERNAL, r.metadata);
+    const old = this.inner.view(r.metadata) ?? this.inner.get(INTERNAL, r.metadata);
     const providerId = a?.labelProviderId;
     if (providerId !== undefined) {
       if (a?.config.readOnlyForProviders && !finalizerOnlyChange(old, r)) {
@@ -333,7 +333,8 @@ class AccessApi implements StateApi {
     }
     const a = this.check(who, p.namespace, p.type, 'destroy');
     this.checkProviderDeletable(p, who);
-    const cur = this.inner.get(INTERNAL, p);
+    // Only looked at; when absent, get() raises the store's own NotFound.
+    const cur = this.inner.view(p) ?? this.inner.get(INTERNAL, p);
     const providerId = a?.labelProviderId;
     if (providerId !== undefined) {
       if (a?.config.readOnlyForProviders) throw denied(`infra providers are not allowed to destroy ${q(p.type)} resources`);

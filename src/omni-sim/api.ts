@@ -80,8 +80,11 @@ export interface StateApi {
   teardownAndDestroy(who: Identity, p: Pointer, owner: string, signal: AbortSignal): Promise<void>;
   /** Validation errors (bad options, bad bookmark) are thrown synchronously, before any batch. */
   watch(who: Identity, params: WatchParams, signal: AbortSignal): WatchBatches;
-  /** Whether a resource exists, as the system sees it (no access check, no copy): for Omni's own validations. */
-  exists(p: Pointer): boolean;
+  /**
+   * The stored resource as the system sees it (no access check, NO copy: read it, never change it),
+   * or undefined: for Omni's own validations and access checks, which only look.
+   */
+  view(p: Pointer): Readonly<Resource> | undefined;
 }
 
 /** The sim's clock; a clock-offset fault moves `now` (and so the Date header and skew check) together. */

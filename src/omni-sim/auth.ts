@@ -25,6 +25,8 @@ const SKEW_MS = 5 * 60 * 1000;
 /** Omni's cap on service-account key lifetimes: 365 days plus one minute of tolerance. */
 const MAX_LIFETIME_MS = (365 * 24 * 3600 + 60) * 1000;
 const DEFAULT_CACHE_SIZE = 1024;
+/** Parsed payloads kept (one per method and second per client is what repeats). */
+const PAYLOAD_CACHE_SIZE = 64;
 
 /** The headers whose values the payload must repeat exactly (go-api-signature `includedHeaders`). */
 export const SIGNED_HEADERS = [
@@ -194,6 +196,7 @@ export class IdentityRegistry {
   private readonly keys = new Map<string, StoredKey>();
   /** (fingerprint, payload, signature) -> true, for verifications that succeeded; insertion-ordered for eviction. */
   private readonly verified = new Map<string, true>();
+  private readonly payloads = new Map<string, ParsedPayload>();
   private readonly cacheSize: number;
 
   constructor(opts: RegistryOptions = {}) {
@@ -280,8 +283,7 @@ export class IdentityRegistry {
       throw new InternalError(`runtime error: index out of range [3] with length ${parts.length}`);
     }
     const fingerprint = parts[2] ?? '';
-    const signature = decodeStdBase64(parts[3] ?? '');
-    if (!signature) throw invalid();
+    const signatureText = parts[3] ?? '';
 
     // 2. Authenticator: the key by fingerprint (IDs are case-sensitive), not expired, its account.
     const stored = this.keys.get(fingerprint);
@@ -298,7 +300,7 @@ export class IdentityRegistry {
     if (payloadText === '') throw invalid();
     let payload: ParsedPayload;
     try {
-      payload = parsePayload(payloadText);
+      payload = this.parsedPayload(payloadText);
     } catch {
       throw invalid();
     }
@@ -308,14 +310,32 @@ export class IdentityRegistry {
       if (!headerValuesEqual(payload.headers.get(h), md.get(h))) throw invalid();
     }
 
-    // 4. The OpenPGP signature over the exact payload bytes.
-    if (!(await this.verifySignature(stored, payloadText, signature, nowMs))) throw invalid();
+    // 4. The OpenPGP signature over the exact payload bytes (malformed base64 is refused here, with
+    // the same error as any other bad signature).
+    if (!(await this.verifySignature(stored, payloadText, signatureText, nowMs))) throw invalid();
     return { ...identity };
   }
 
-  private async verifySignature(k: StoredKey, payloadText: string, signature: Uint8Array, nowMs: number): Promise<boolean> {
-    const cacheKey = `${k.fingerprint}\n${Buffer.from(signature).toString('base64')}\n${payloadText}`;
+  /**
+   * A client signs once per method per second, so the same payload arrives with many calls in a row:
+   * its parse is kept for the next ones (a handful of entries; parsing is pure, so sharing is safe).
+   */
+  private parsedPayload(text: string): ParsedPayload {
+    let p = this.payloads.get(text);
+    if (!p) {
+      p = parsePayload(text);
+      if (this.payloads.size >= PAYLOAD_CACHE_SIZE) this.payloads.delete(this.payloads.keys().next().value as string);
+      this.payloads.set(text, p);
+    }
+    return p;
+  }
+
+  private async verifySignature(k: StoredKey, payloadText: string, signatureText: string, nowMs: number): Promise<boolean> {
+    // Keyed by the header's text: a success was checked for exactly these bytes before.
+    const cacheKey = `${k.fingerprint}\n${signatureText}\n${payloadText}`;
     if (this.verified.has(cacheKey)) return true;
+    const signature = decodeStdBase64(signatureText);
+    if (!signature) return false;
     const bytes = new Uint8Array(Buffer.from(payloadText, 'latin1'));
     const ok = (await verifyDetachedAt(k.key, bytes, signature, nowMs)) ||
       (await verifyDetachedAt(k.key, bytes, signature, nowMs + k.retrySkewMs));

@@ -142,8 +142,12 @@ class YamlCache {
 
 export class Gateway {
   private readonly streams = new Set<ServerResponse>();
-  /** The same specs are rendered again and again (every Update and Watch event echoes them). */
-  private readonly yaml = new YamlCache(4096);
+  /**
+   * The same specs are rendered again and again (every Update and Watch event echoes them). Sized
+   * for a 10 000-machine fleet (about 22 000 distinct specs of Omni's types, ~0.4 KB each); a small
+   * scenario never fills it.
+   */
+  private readonly yaml = new YamlCache(32_768);
 
   constructor(private readonly opts: GatewayOptions) {}
 

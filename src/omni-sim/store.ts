@@ -184,8 +184,8 @@ export class SimStore implements StateApi {
     return cloneResource(r);
   }
 
-  exists(p: Pointer): boolean {
-    return this.resources.has(keyOf(p));
+  view(p: Pointer): Readonly<Resource> | undefined {
+    return this.resources.get(keyOf(p));
   }
 
   list(_who: Identity, namespace: string, type: string, q: Query): Resource[] {
