@@ -61,6 +61,8 @@ export interface ControllerStore extends StateApi {
   onEvent(cb: (e: StoreEvent) => void): () => void;
   /** A copy of the stored resource, or undefined: no NotFound error built and thrown per absent resource. */
   peek(p: Pointer): Resource | undefined;
+  /** The stored resources of one kind, not copied (SimStore.viewKind). */
+  viewKind(namespace: string, type: string): Iterable<Readonly<Resource>>;
 }
 
 export interface OmniControllerOptions {
@@ -241,9 +243,9 @@ class Controllers implements OmniControllers {
         for (const s of this.list(NS_DEFAULT, T.MachineRequestSet)) this.enqueue(`set:${s.metadata.id}`);
       }
     }
-    // A provider being deleted waits on what its cleanup tore down.
+    // A provider being deleted waits on what its cleanup tore down (runs on most events: only looks).
     if (e.eventType === EventType.DESTROYED || e.resource.metadata.phase === PHASE_TEARING_DOWN) {
-      for (const p of this.list(NS_INFRA_PROVIDER, T.InfraProvider)) {
+      for (const p of this.store.viewKind(NS_INFRA_PROVIDER, T.InfraProvider)) {
         if (p.metadata.phase === PHASE_TEARING_DOWN && p.metadata.id !== id) this.enqueue(`provider:${p.metadata.id}`);
       }
     }
@@ -488,8 +490,8 @@ class Controllers implements OmniControllers {
   /** MachineRequestSetStatusController: scale down, (1.7+) replace, tear down with the set. */
   private reconcileSet(id: string): void {
     const set = this.peek(ptr(NS_DEFAULT, T.MachineRequestSet, id));
-    const requests = this.list(NS_INFRA_PROVIDER, T.MachineRequest, eqLabel(LABEL_MACHINE_REQUEST_SET, id));
     if (!set) return;
+    const requests = this.list(NS_INFRA_PROVIDER, T.MachineRequest, eqLabel(LABEL_MACHINE_REQUEST_SET, id));
     let spec: MachineRequestSetSpec | undefined;
     try {
       spec = decodeSpec(MachineRequestSetSpec, set.spec.protoSpec).value;

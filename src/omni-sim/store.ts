@@ -184,6 +184,11 @@ export class SimStore implements StateApi {
     return cloneResource(r);
   }
 
+  /** The stored resources of one kind, unsorted and NOT copied: read them, never change them. */
+  viewKind(namespace: string, type: string): Iterable<Readonly<Resource>> {
+    return this.byKind.get(kindOf({ namespace, type }))?.values() ?? [];
+  }
+
   view(p: Pointer): Readonly<Resource> | undefined {
     return this.resources.get(keyOf(p));
   }
