@@ -159,6 +159,9 @@ interface Scope {
  * and are promoted to the old space as garbage (bench: about a third of what a call promoted), which
  * is what grew the heap. A slot is timeoutMs/16 wide, at most 1 s: a deadline fires up to that late.
  */
+/** Calls that share one slot at most. */
+const SLOT_SHARING = 8;
+
 class DeadlineSlot {
   readonly ac = new AbortController();
   why: 'caller' | 'timeout' | 'closed' | undefined;
@@ -420,7 +423,9 @@ export class Transport {
     const callerSignal = ctx.signal;
     let slots = this.#slots.get(callerSignal);
     let slot = slots?.get(key);
-    if (!slot || slot.ac.signal.aborted) {
+    // A full slot is replaced for new calls (it lives on for its own): undici adds an abort listener
+    // per call, and Node's EventTarget checks every listener already there on each add.
+    if (!slot || slot.ac.signal.aborted || slot.refs >= SLOT_SHARING) {
       const s = new DeadlineSlot(this.#slots, key);
       slot = s;
       s.callerSignal = callerSignal;

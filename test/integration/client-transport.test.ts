@@ -174,6 +174,20 @@ describe('deadlines and cancellation', () => {
     expect(await second).toBeGreaterThanOrEqual(195);
   });
 
+  it('many calls of one caller (more than share one slot) are all cancelled by its signal, and all answered without it', async () => {
+    gw.on('Get', (_q, s) => {
+      setTimeout(() => sendJson(s, 200, { resource: wireResource(res('m1')) }), 100);
+    });
+    const c = await mk({ timeoutMs: 60_000, connections: 32 });
+    const ac = new AbortController();
+    const cancelled = Array.from({ length: 30 }, () => c.state.get(ptr, { signal: ac.signal }).then(() => 'answered', (e: unknown) => (e instanceof CanceledError ? 'cancelled' : String(e))));
+    const other = new AbortController();
+    const answered = Array.from({ length: 30 }, () => c.state.get(ptr, { signal: other.signal }).then(() => 'answered', (e: unknown) => String(e)));
+    setTimeout(() => ac.abort(), 30);
+    expect(new Set(await Promise.all(cancelled))).toEqual(new Set(['cancelled']));
+    expect(new Set(await Promise.all(answered))).toEqual(new Set(['answered']));
+  });
+
   it('cancels a List in the middle of its stream', async () => {
     gw.on('List', async (_q, s) => {
       const w = new LineWriter(s);
