@@ -2,7 +2,6 @@
 // (src/demo/flow.ts). `--keep` leaves the simulated Omni up afterwards for poking at until Ctrl-C.
 
 import type { CommandModule } from 'yargs';
-import { runDemo } from '../demo/flow.js';
 import { DEFAULT_DEMO_OMNI_VERSION } from '../demo/scenario.js';
 import { StubError, UsageError } from '../exit-codes.js';
 import { parseVersion, VersionError } from '../omni-sim/version.js';
@@ -38,6 +37,8 @@ export const demoCommand: CommandModule<object, DemoArgs> = {
       .epilogue('Exit codes: 0 every check passed; 1 the demo did not show what it should (a bug); 2 usage.'),
   handler: async (args) => {
     const json = args.output === 'json';
+    // Loaded here, not with every command: the demo brings the simulated Omni (see sim.ts loadSim).
+    const { runDemo } = await import('../demo/flow.js');
     const { result, sim } = await runDemo({
       omniVersion: args['omni-version'].trim().replace(/^v/, ''),
       logLevel: args['log-level'],

@@ -8,9 +8,6 @@ import { rename, writeFile } from 'node:fs/promises';
 import type { CommandModule } from 'yargs';
 import { UsageError } from '../exit-codes.js';
 import { createLogger } from '../log.js';
-import { createSim } from '../omni-sim/index.js';
-import { loadScenarioFile, ScenarioError } from '../omni-sim/scenario.js';
-import { generateSelfSignedCert } from '../omni-sim/tls.js';
 
 interface SimArgs {
   scenario: string;
@@ -67,6 +64,8 @@ export const simCommand: CommandModule<object, SimArgs> = {
       .epilogue('Then run stub-provider against it: OMNI_ENDPOINT=<endpoint> OMNI_SERVICE_ACCOUNT_KEY=<key> stub-provider plan --id <provider-id>. Exit codes: 0 stopped by a signal (state dumped); 2 usage or an invalid scenario.'),
   handler: async (args) => {
     const listenOn = parseListen(args.listen);
+    // The simulated Omni is loaded only by the commands that serve it (see loadSim).
+    const { createSim, loadScenarioFile, ScenarioError, generateSelfSignedCert } = await loadSim();
     let scenario;
     try {
       scenario = await loadScenarioFile(args.scenario);
@@ -89,3 +88,12 @@ export const simCommand: CommandModule<object, SimArgs> = {
     log.flush();
   },
 };
+
+/**
+ * The simulated Omni (and the YAML, scenario and TLS code behind it), imported when a command needs
+ * it: `run` and `plan` do not, and loading it with every command added ~16 MB to their resident memory.
+ */
+export async function loadSim() {
+  const [index, scenario, tls] = await Promise.all([import('../omni-sim/index.js'), import('../omni-sim/scenario.js'), import('../omni-sim/tls.js')]);
+  return { createSim: index.createSim, loadScenarioFile: scenario.loadScenarioFile, ScenarioError: scenario.ScenarioError, generateSelfSignedCert: tls.generateSelfSignedCert };
+}
