@@ -11,6 +11,7 @@
 import { createInterface } from 'node:readline';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { tuneGc } from '../src/gc-tuning.js';
 import type { Resource } from '../src/omni-client/resource.js';
 import diagnostics from 'node:diagnostics_channel';
 import type { StateApi } from '../src/omni-sim/api.js';
@@ -84,6 +85,9 @@ class InFlight {
     this.since = 0;
   }
 }
+
+// The same V8 setting as the binary (`stub-provider sim` runs through src/main.ts).
+tuneGc();
 
 async function main(): Promise<void> {
   const inFlight = new InFlight();
