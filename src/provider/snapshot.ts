@@ -163,8 +163,9 @@ const EMPTY_BYTES = new Uint8Array(0);
 const OMITTED_SPEC: Resource['spec'] = Object.freeze({ protoSpec: EMPTY_BYTES, omitted: true as const });
 
 /**
- * Types whose spec the stub reads from the snapshot: MachineRequestStatus (plan.ts: refused already?)
- * and the BMC data a wipe uses (BMCConfig here, the provider's BMCConfiguration by its ID in `slim`).
+ * Types whose spec the stub reads from the snapshot: MachineRequestStatus (plan.ts tells a FAILED
+ * status written by an earlier run from others) and the BMC data a wipe uses (BMCConfig here, the
+ * provider's BMCConfiguration by its ID in `slim`).
  */
 const SPEC_READ = new Set<string>([T.MachineRequestStatus, T.BMCConfig]);
 
