@@ -152,6 +152,9 @@ interface Scope {
   abortError(): OmniError;
 }
 
+/** Calls that share one slot at most. */
+const SLOT_SHARING = 8;
+
 /**
  * The cancellation shared by the unary and List calls that have the same caller's signal and a
  * deadline in the same slot: one AbortController and one timer per slot instead of one per call.
@@ -159,9 +162,6 @@ interface Scope {
  * and are promoted to the old space as garbage (bench: about a third of what a call promoted), which
  * is what grew the heap. A slot is timeoutMs/16 wide, at most 1 s: a deadline fires up to that late.
  */
-/** Calls that share one slot at most. */
-const SLOT_SHARING = 8;
-
 class DeadlineSlot {
   readonly ac = new AbortController();
   why: 'caller' | 'timeout' | 'closed' | undefined;
@@ -169,8 +169,9 @@ class DeadlineSlot {
   timer: NodeJS.Timeout | undefined;
   unsubscribe: (() => void) | undefined;
   callerSignal: AbortSignal | undefined;
+  /** `owner` undefined: a slot of one call's own (a Watch), never shared and never looked up. */
   constructor(
-    readonly owner: Map<AbortSignal | undefined, Map<number, DeadlineSlot>>,
+    readonly owner: Map<AbortSignal | undefined, Map<number, DeadlineSlot>> | undefined,
     readonly key: number,
   ) {
     // Every call of the slot passes this signal to undici, which listens on it while the call lasts.
@@ -192,10 +193,10 @@ class DeadlineSlot {
     clearTimeout(this.timer);
     this.unsubscribe?.();
     this.unsubscribe = undefined;
-    const slots = this.owner.get(this.callerSignal);
+    const slots = this.owner?.get(this.callerSignal);
     if (slots?.get(this.key) === this) {
       slots.delete(this.key);
-      if (slots.size === 0) this.owner.delete(this.callerSignal);
+      if (slots.size === 0) this.owner?.delete(this.callerSignal);
     }
   }
 }
@@ -219,7 +220,8 @@ class SlotScope implements Scope {
   }
 
   stopTimer(): void {
-    // A slot's timer serves other calls too; only openStream needs this, and it has its own scope.
+    // A shared slot's timer serves other calls too; only openStream stops one, on a slot of its own.
+    if (!this.slot.owner) clearTimeout(this.slot.timer);
   }
 
   dispose(): void {
@@ -426,62 +428,33 @@ export class Transport {
     // A full slot is replaced for new calls (it lives on for its own): undici adds an abort listener
     // per call, and Node's EventTarget checks every listener already there on each add.
     if (!slot || slot.ac.signal.aborted || slot.refs >= SLOT_SHARING) {
-      const s = new DeadlineSlot(this.#slots, key);
-      slot = s;
-      s.callerSignal = callerSignal;
       if (!slots) {
         slots = new Map();
         this.#slots.set(callerSignal, slots);
       }
-      slots.set(key, s);
-      this.#inflight.add(s);
-      if (timeoutMs > 0) s.timer = setTimeout(() => s.abort('timeout', new Error('timeout')), key - now);
-      if (callerSignal) s.unsubscribe = onAbort(callerSignal, () => s.abort('caller', callerSignal.reason));
-      if (this.#closed) s.closeAbort();
+      slot = this.#newSlot(this.#slots, key, timeoutMs > 0 ? key - now : undefined, callerSignal);
+      slots.set(key, slot);
     }
     slot.refs++;
     return new SlotScope(slot, method, ctx, timeoutMs, this.#inflight);
   }
 
+  /** A scope of its own (Watch): its deadline is stopped after the first message, so it is not shared. */
   #scope(method: MethodName, ctx: CallContext): Scope {
-    const ac = new AbortController();
-    let why: 'caller' | 'timeout' | 'closed' | undefined;
     const timeoutMs = ctx.timeoutMs ?? this.#timeoutMs;
-    let timer: NodeJS.Timeout | undefined;
-    if (timeoutMs > 0) {
-      timer = setTimeout(() => {
-        why ??= 'timeout';
-        ac.abort(new Error('timeout'));
-      }, timeoutMs);
-    }
-    const onCallerAbort = (): void => {
-      why ??= 'caller';
-      ac.abort(ctx.signal?.reason);
-    };
-    const unsubscribe = ctx.signal ? onAbort(ctx.signal, onCallerAbort) : undefined;
-    const closeAbort = (): void => {
-      why ??= 'closed';
-      ac.abort(new Error('client closed'));
-    };
-    if (this.#closed) closeAbort();
-    const inflight = this.#inflight;
-    const scope: Scope = {
-      signal: ac.signal,
-      closeAbort,
-      stopTimer(): void {
-        clearTimeout(timer);
-      },
-      dispose(): void {
-        clearTimeout(timer);
-        unsubscribe?.();
-        inflight.delete(scope);
-      },
-      abortError(): OmniError {
-        return abortErrorFor(why, method, ctx, timeoutMs);
-      },
-    };
-    this.#inflight.add(scope);
-    return scope;
+    const slot = this.#newSlot(undefined, 0, timeoutMs > 0 ? timeoutMs : undefined, ctx.signal);
+    slot.refs = 1;
+    return new SlotScope(slot, method, ctx, timeoutMs, this.#inflight);
+  }
+
+  #newSlot(owner: DeadlineSlot['owner'], key: number, deadlineInMs: number | undefined, callerSignal: AbortSignal | undefined): DeadlineSlot {
+    const s = new DeadlineSlot(owner, key);
+    s.callerSignal = callerSignal;
+    this.#inflight.add(s);
+    if (deadlineInMs !== undefined) s.timer = setTimeout(() => s.abort('timeout', new Error('timeout')), deadlineInMs);
+    if (callerSignal) s.unsubscribe = onAbort(callerSignal, () => s.abort('caller', callerSignal.reason));
+    if (this.#closed) s.closeAbort();
+    return s;
   }
 
   async #withRetries<T>(method: MethodName, ctx: CallContext, scope: Scope, attempt: () => Promise<T>): Promise<T> {
