@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Resource } from '../omni-client/resource.js';
 import { LABEL_IS_STATIC_INFRA_PROVIDER, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, newMetadata } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
+import { getIfExists } from '../omni-client/read.js';
 import { AlreadyExistsError, FailedPreconditionError, NotFoundError, isOmniError } from '../omni-client/errors.js';
 import { InfraProviderHealthStatusSpec, InfraProviderStatusSpec, encodeSpec, updateSpec, decodeSpec } from '../omni-client/specs.js';
 import { PreflightError } from '../exit-codes.js';
@@ -155,12 +156,7 @@ export class Heartbeat {
   /** One Get: throws the PreflightError of `liveProviderIn` when a live provider wrote the heartbeat (not with --force). */
   async check(): Promise<Resource | undefined> {
     const p = { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.o.providerId };
-    let current: Resource | undefined;
-    try {
-      current = await this.o.state.get(p, { signal: this.o.signal });
-    } catch (err) {
-      if (!isOmniError(err, NotFoundError)) throw err;
-    }
+    const current = await getIfExists(this.o.state, p, { signal: this.o.signal });
     // Before our first beat preflight has just decided (and --force may have overridden it).
     const live = this.o.force || this.lastBeatMs === undefined ? undefined : liveProviderIn(current, this.o.providerId, this.o.now(), this.lastBeatMs);
     if (live) throw live;

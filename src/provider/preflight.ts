@@ -4,7 +4,8 @@
 import type { Resource } from '../omni-client/resource.js';
 import { NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
-import { NotFoundError, OmniError, PermissionDeniedError, isOmniError } from '../omni-client/errors.js';
+import { getIfExists } from '../omni-client/read.js';
+import { OmniError, PermissionDeniedError, isOmniError } from '../omni-client/errors.js';
 import { InfraProviderHealthStatusSpec, decodeSpec } from '../omni-client/specs.js';
 import { PreflightError, UsageError } from '../exit-codes.js';
 import { STUB_MARKER } from './plan.js';
@@ -54,10 +55,10 @@ export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
   // A call into the provider namespaces: Omni refuses every one when the provider is not registered.
   let health: Resource | undefined;
   try {
-    health = await o.state.get({ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: o.providerId }, { signal: o.signal });
+    health = await getIfExists(o.state, { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: o.providerId }, { signal: o.signal });
   } catch (err) {
     if (isNotRegistered(err)) throw notRegistered(o.providerId, err as OmniError);
-    if (!isOmniError(err, NotFoundError)) throw err;
+    throw err;
   }
   const result: PreflightResult = { ...(omniVersion ? { omniVersion } : {}), forced: false };
   if (!health) return result;

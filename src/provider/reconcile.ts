@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import type { Pointer, Resource } from '../omni-client/resource.js';
 import { describePointer, NS_DEFAULT, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_RUNNING, T, newMetadata, pointerOf } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
+import { getIfExists } from '../omni-client/read.js';
 import {
   AlreadyExistsError, FailedPreconditionError, NotFoundError, PermissionDeniedError, isOmniError,
 } from '../omni-client/errors.js';
@@ -234,24 +235,19 @@ class Reconciler {
     return this.o.wait && !finishedWaiting(plan, this.whole, this.o.deregister);
   }
 
+  private getIfExists(p: Pointer): Promise<Resource | undefined> {
+    return getIfExists(this.state, p, { signal: this.o.signal });
+  }
+
   private async announce(plan: Plan): Promise<void> {
     const ctx = { state: this.state, providerId: this.id, version: this.deps.version, logger: this.log, audit: this.audit, signal: this.o.signal };
-    const current = await this.getOrUndefined({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id });
+    const current = await this.getIfExists({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id });
     // The static label from the facts (InfraMachines exist, or --profile bare-metal), not from the profile flag alone.
     const wrote = await announceProviderStatus(ctx, current, plan.profile.staticLabel);
     this.heartbeat = new Heartbeat({ ...ctx, now: this.deps.now ?? Date.now, force: this.o.force === true, onLiveProvider: (err) => { this.liveProvider = err; }, ...(this.deps.timers ? { timers: this.deps.timers } : {}), ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}) });
     await this.heartbeat.start();
     this.announced = true;
     this.log.info({ providerId: this.id, wroteProviderStatus: wrote }, 'announced stub mode: ProviderStatus says decommissioning; heartbeats every 30 s');
-  }
-
-  private async getOrUndefined(p: Pointer): Promise<Resource | undefined> {
-    try {
-      return await this.state.get(p, { signal: this.o.signal });
-    } catch (err) {
-      if (isOmniError(err, NotFoundError)) return undefined;
-      throw err;
-    }
   }
 
   /** Runs every item and refusal of the plan; returns the parents it released (for Omni to destroy). */
@@ -445,7 +441,7 @@ class Reconciler {
         // Finalizers added or the owner changed since we read it: read again and start over.
         if (!isOmniError(err, FailedPreconditionError) && !isOmniError(err, PermissionDeniedError)) throw err;
         lastErr = err;
-        const fresh = await this.getOrUndefined(p);
+        const fresh = await this.getIfExists(p);
         if (!fresh) return DONE;
         cur = fresh;
       }
@@ -504,7 +500,7 @@ class Reconciler {
       return;
     }
     if (this.o.force) return;
-    const current = await this.getOrUndefined({ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.id });
+    const current = await this.getIfExists({ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.id });
     const live = liveProviderIn(current, this.id, (this.deps.now ?? Date.now)());
     if (live) throw live;
   }
@@ -517,7 +513,7 @@ class Reconciler {
     const steps: Step[] = [];
     for (const p of [{ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.id }, { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id }]) {
       const step = planned.find((s) => s.op === 'dispose' && s.target.metadata.type === p.type);
-      const target = step ? undefined : await this.getOrUndefined(p);
+      const target = step ? undefined : await this.getIfExists(p);
       if (step) steps.push(step);
       else if (target) steps.push({ op: 'dispose', target, removeFinalizers: ourFinalizers(target.metadata, this.id), teardown: false, waitFor: [], why: 'deregistration: written by this run' });
     }

@@ -6,7 +6,8 @@ import {
   NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace, providerType,
 } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
-import { NotFoundError, PermissionDeniedError, isOmniError } from '../omni-client/errors.js';
+import { getIfExists } from '../omni-client/read.js';
+import { PermissionDeniedError, isOmniError } from '../omni-client/errors.js';
 import type { OmniError } from '../omni-client/errors.js';
 import { isOurResource, machineCarriesProvider, ourFinalizers } from './ownership.js';
 import type { ProfileOption, ResolvedProfile } from './profile.js';
@@ -78,10 +79,10 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
         return [] as Resource[];
       },
     ),
-    getOrUndefined(state, { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id }, opts.signal),
-    getOrUndefined(state, { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id }, opts.signal),
+    getIfExists(state, { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id }, call),
+    getIfExists(state, { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id }, call),
     // Readable with any valid signature (omni-wire.md 5.4); an older Omni may not have it.
-    getOrUndefined(state, { namespace: NS_EPHEMERAL, type: T.SysVersion, id: 'current' }, opts.signal).catch(() => undefined),
+    getIfExists(state, { namespace: NS_EPHEMERAL, type: T.SysVersion, id: 'current' }, call).catch(() => undefined),
   ]);
   const byName = Object.fromEntries(SHARED_LISTS.map(([name], i) => [name, shared[i] ?? []])) as Record<(typeof SHARED_LISTS)[number][0], Resource[]>;
 
@@ -168,15 +169,6 @@ const OMITTED_SPEC: Resource['spec'] = Object.freeze({ protoSpec: EMPTY_BYTES, o
  * provider's BMCConfiguration by its ID in `slim`).
  */
 const SPEC_READ = new Set<string>([T.MachineRequestStatus, T.BMCConfig]);
-
-async function getOrUndefined(state: State, p: { namespace: string; type: string; id: string }, signal?: AbortSignal): Promise<Resource | undefined> {
-  try {
-    return await state.get(p, { signal });
-  } catch (err) {
-    if (isOmniError(err, NotFoundError)) return undefined;
-    throw err;
-  }
-}
 
 /** SysVersion field 1, `backend_version` (for example `v1.3.4`); undefined when unset or unreadable. */
 export function backendVersionOf(r: Resource): string | undefined {
