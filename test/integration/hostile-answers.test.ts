@@ -4,7 +4,6 @@
 // body is never taken for Omni's error (a bare 404 is not NotFound); reads are bounded while they
 // arrive; a redirect is a configuration error; the adopted clock offset is bounded.
 
-import type { ServerResponse } from 'node:http';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient, type OmniClientOptions } from '../../src/omni-client/client.js';
@@ -15,7 +14,7 @@ import { exitCodeFor } from '../../src/exit-codes.js';
 import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { noDelay, wireResource } from '../helpers/fake-gateway.js';
-import { resultOf, startTamperProxy, type TamperProxy, type TamperRule } from '../helpers/tamper-proxy.js';
+import { resultOf, startTamperProxy, writeEndlessly, type TamperProxy, type TamperRule } from '../helpers/tamper-proxy.js';
 
 const ID = 'bare-metal';
 const NS = 'infra-provider';
@@ -273,29 +272,13 @@ describe('a redirect is a configuration error naming where it points', () => {
 });
 
 describe('reads are bounded while they arrive', () => {
-  /** Streams `chunk` again and again until the client hangs up (or `max` bytes); counts what was sent. */
-  function endless(res: ServerResponse, chunk: Buffer, max = 64 * 1024 * KiB): Promise<number> {
-    let sent = 0;
-    return new Promise((resolve) => {
-      res.on('close', () => resolve(sent));
-      const pump = (): void => {
-        while (sent < max && !res.destroyed) {
-          sent += chunk.length;
-          if (!res.write(chunk)) return void res.once('drain', pump);
-        }
-        res.end();
-      };
-      pump();
-    });
-  }
-
   it('a unary body over the cap is refused while it arrives', async () => {
     const c = await clientWith({ limits: { answerBytes: 256 * KiB } });
     let sent: Promise<number> | undefined;
     proxy.setRule(() => ({ kind: 'respond', write: (res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.write('{"resource":{"metadata":{},"spec":{"yaml_spec":"');
-      sent = endless(res, Buffer.alloc(16 * KiB, 'a'));
+      sent = writeEndlessly(res, Buffer.alloc(16 * KiB, 'a'));
     } }));
     const err = await failure(c.state.get(IM0));
     expectProtocol(err, 'STUB_ANSWER_TOO_LARGE', '/cosi.resource.State/Get');
@@ -325,7 +308,7 @@ describe('reads are bounded while they arrive', () => {
     let sent: Promise<number> | undefined;
     proxy.setRule(() => ({ kind: 'respond', write: (res) => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      sent = endless(res, Buffer.alloc(16 * KiB, ' '));
+      sent = writeEndlessly(res, Buffer.alloc(16 * KiB, ' '));
     } }));
     const err = await failure(c.state.list(NS, T.InfraMachine));
     expectProtocol(err, 'STUB_LINE_TOO_LONG', '/cosi.resource.State/List');
@@ -345,7 +328,7 @@ describe('reads are bounded while they arrive', () => {
       res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
       // A gzip header, then empty stored deflate blocks (5 bytes each) that inflate to nothing.
       res.write(Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]));
-      sent = endless(res, Buffer.concat(Array.from({ length: 3000 }, () => Buffer.from([0, 0, 0, 0xff, 0xff]))));
+      sent = writeEndlessly(res, Buffer.concat(Array.from({ length: 3000 }, () => Buffer.from([0, 0, 0, 0xff, 0xff]))));
     } }));
     const err = await failure(c.state.list(NS, T.InfraMachine));
     expectProtocol(err, 'STUB_LINE_TOO_LONG', '/cosi.resource.State/List');
