@@ -60,23 +60,6 @@ export function httpStatusFromGrpcCode(code: number): number {
   }
 }
 
-/** The best guess of a gRPC code from an HTTP status alone (used only when a body carries no code). */
-export function grpcCodeFromHttpStatus(status: number): GrpcCodeNumber {
-  switch (status) {
-    case 400: return GrpcCode.InvalidArgument;
-    case 401: return GrpcCode.Unauthenticated;
-    case 403: return GrpcCode.PermissionDenied;
-    case 404: return GrpcCode.NotFound;
-    case 409: return GrpcCode.Aborted;
-    case 429: return GrpcCode.ResourceExhausted;
-    case 499: return GrpcCode.Canceled;
-    case 501: return GrpcCode.Unimplemented;
-    case 502: case 503: return GrpcCode.Unavailable;
-    case 504: return GrpcCode.DeadlineExceeded;
-    default: return GrpcCode.Unknown;
-  }
-}
-
 export interface OmniErrorContext {
   /** The gRPC method, e.g. `/cosi.resource.State/Update`. */
   method?: string;
