@@ -159,12 +159,36 @@ function collect(body: Readable, cap: number, take: (n: number) => void): Promis
 /** A body that must be one JSON value, decoded strictly as UTF-8. */
 export function parseJson(buf: Buffer, what: string): unknown {
   if (!isUtf8(buf)) throw new WireError(`${what} that is not valid UTF-8: ${snippet(buf)}`);
-  const text = buf.toString('utf8');
+  return parseJsonText(buf.toString('utf8'), what);
+}
+
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * One JSON value whose strings are all valid Unicode. Bytes were checked to be UTF-8, but a `\ud800`
+ * escape makes a lone surrogate all the same: Omni (Go) would read it as U+FFFD, so an ID or a
+ * finalizer holding one names something else once sent back. Omni never writes such escapes, so the
+ * walk over the value runs only when the text has one.
+ */
+export function parseJsonText(text: string, what: string): unknown {
+  let v: unknown;
   try {
-    return JSON.parse(text) as unknown;
+    v = JSON.parse(text);
   } catch {
-    throw new WireError(`${what} that is not JSON: ${snippet(buf)}`);
+    throw new WireError(`${what} that is not JSON: ${snippet(text)}`);
   }
+  if (text.includes('\\u') && SURROGATE_ESCAPE.test(text) && hasLoneSurrogate(v)) {
+    throw new WireError(`${what} with a string that is not valid Unicode (a lone surrogate): ${snippet(text)}`);
+  }
+  return v;
+}
+
+function hasLoneSurrogate(v: unknown): boolean {
+  if (typeof v === 'string') return LONE_SURROGATE.test(v);
+  if (Array.isArray(v)) return v.some(hasLoneSurrogate);
+  if (typeof v === 'object' && v !== null) return Object.entries(v).some(([k, x]) => LONE_SURROGATE.test(k) || hasLoneSurrogate(x));
+  return false;
 }
 
 /** A short, escaped rendering of untrusted bytes for an error message (lenient: display only). */

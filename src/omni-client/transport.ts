@@ -21,7 +21,7 @@ import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
 import { escapeControl } from '../untrusted.js';
 import { VERSION } from '../version.js';
-import { DEFAULT_READ_LIMITS, ReadBudget, discard, encodingOf, ndjsonLines, parseJson, readBody, snippet, streamOf, type Encoding, type ReadLimits } from './body.js';
+import { DEFAULT_READ_LIMITS, ReadBudget, discard, encodingOf, ndjsonLines, parseJson, parseJsonText, readBody, snippet, streamOf, type Encoding, type ReadLimits } from './body.js';
 import {
   CanceledError,
   ClientError,
@@ -647,12 +647,7 @@ export class Transport {
   async *#results(method: MethodName, ctx: CallContext, res: Dispatcher.ResponseData): AsyncGenerator<unknown> {
     const { src, meter } = streamOf(res.body, encodingOfAnswer(res), this.#limits);
     for await (const line of ndjsonLines(src, { maxLineBytes: this.#limits.lineBytes, budget: this.#budget, meter })) {
-      let msg: unknown;
-      try {
-        msg = JSON.parse(line);
-      } catch {
-        throw new WireError(`a stream line that is not JSON: ${snippet(line)}`);
-      }
+      const msg = parseJsonText(line, 'a stream line');
       if (!isObject(msg)) throw new WireError(`a stream line that is not a JSON object: ${snippet(line)}`);
       const o = msg as { result?: unknown; error?: unknown };
       if (o.error !== undefined && o.error !== null) {

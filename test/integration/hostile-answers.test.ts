@@ -143,6 +143,18 @@ describe('a malformed List line is an error, never data', () => {
     expectProtocol(await failure(client.state.get(IM0)), 'STUB_PROTOCOL', `/cosi.resource.State/Get ${NS}/${T.InfraMachine}/${M0}`);
   });
 
+  it('a lone surrogate escaped in JSON (Omni would read U+FFFD: another ID, another finalizer) is refused too', async () => {
+    for (const md of [{ id: `${M0.slice(0, 30)}XX` }, { finalizers: ['someone-elseXX'] }]) {
+      proxy.setRule(listLines((w) => line({ resource: withMeta(w, md) }).replace('XX', '\\ud800')));
+      const err = await failure(client.state.list(NS, T.InfraMachine));
+      expectProtocol(err, 'STUB_PROTOCOL', '/cosi.resource.State/List');
+      expect(err.message).toContain('lone surrogate');
+    }
+    // An escaped pair is a character like any other.
+    proxy.setRule(listLines((w) => line({ resource: withMeta(w, { labels: { emoji: 'XX' } }) }).replace('XX', '\\ud83d\\ude00')));
+    expect((await client.state.list(NS, T.InfraMachine))[0]!.metadata.labels['emoji']).toBe('\u{1f600}');
+  });
+
   it('the same ID twice in one List is STUB_DUPLICATE_ID', async () => {
     proxy.setRule(listLines((w, i) => (i === 0 ? [line({ resource: w }), line({ resource: w })] : line({ resource: w }))));
     const err = await failure(client.state.list(NS, T.InfraMachine));
