@@ -241,7 +241,9 @@ export interface LineOptions {
 /**
  * Splits a byte stream into lines, whatever the chunking (multi-byte characters included). Each line
  * is checked to be UTF-8 (strictly) and at most `maxLineBytes` long, counted while it arrives; blank
- * lines are skipped and a last line without a newline is kept.
+ * lines are skipped and a last line without a newline is kept. Nothing is held of `budget` while
+ * a line is handed out (pending bytes are only those before a chunk's first newline, joined and
+ * given back before that line is yielded), so a reader that stops iterating leaks nothing.
  */
 export async function* ndjsonLines(src: AsyncIterable<Buffer | string>, opts: LineOptions = {}): AsyncGenerator<string> {
   const cap = opts.maxLineBytes ?? DEFAULT_READ_LIMITS.lineBytes;
@@ -288,6 +290,8 @@ export async function* ndjsonLines(src: AsyncIterable<Buffer | string>, opts: Li
     }
     if (pendingLen > 0) {
       const line = Buffer.concat(pending, pendingLen);
+      budget?.give(held);
+      held = 0;
       const s = lineText(line, 0, line.length);
       if (s !== undefined) yield s;
     }
