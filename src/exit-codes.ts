@@ -47,6 +47,18 @@ export class IncompleteError extends StubError {
   }
 }
 
+/**
+ * The client's errors that retrying cannot fix; every other one (transport, protocol, read limits)
+ * is exit 5. A redirect is configuration (a proxy or ingress in the way, or the wrong URL); a clock
+ * further from Omni's than the client adopts shows as Omni refusing the signature: exit 4 like any
+ * refused signature (design.md, Exit codes).
+ */
+const CLIENT_EXIT: Record<string, ExitCodeValue> = {
+  STUB_CONFIG: ExitCode.Usage,
+  STUB_REDIRECTED: ExitCode.Usage,
+  STUB_CLOCK_SKEW: ExitCode.Auth,
+};
+
 /** Maps any error to the exit code a Job can act on. */
 export function exitCodeFor(err: unknown): ExitCodeValue {
   if (err instanceof StubError) return err.exitCode;
@@ -56,8 +68,6 @@ export function exitCodeFor(err: unknown): ExitCodeValue {
     if (err.grpcCode === GrpcCode.Unavailable || err.grpcCode === GrpcCode.DeadlineExceeded) return ExitCode.Incomplete;
     return ExitCode.Internal;
   }
-  if (err instanceof ClientError) {
-    return err.code === 'STUB_CONFIG' ? ExitCode.Usage : ExitCode.Incomplete;
-  }
+  if (err instanceof ClientError) return CLIENT_EXIT[err.code] ?? ExitCode.Incomplete;
   return ExitCode.Internal;
 }

@@ -2,7 +2,7 @@
 // client, preflight. Every flag can also come from STUB_PROVIDER_<FLAG> (cli.ts binds the prefix).
 
 import type { Argv, Options } from 'yargs';
-import { createOmniClient, loadServiceAccountKey } from '../omni-client/index.js';
+import { DEFAULT_READ_LIMITS, createOmniClient, loadServiceAccountKey } from '../omni-client/index.js';
 import type { OmniClient } from '../omni-client/index.js';
 import { UsageError } from '../exit-codes.js';
 import { createLogger } from '../log.js';
@@ -20,6 +20,7 @@ export const connectionOptions = {
   profile: { type: 'string', choices: ['auto', 'bare-metal', 'provisioning'] as const, default: 'auto', describe: 'Provider kind: auto (from the static label, InfraMachines, MachineRequests), bare-metal, provisioning', group: 'Provider:' },
   'state-type': { type: 'string', array: true, default: [] as string[], describe: 'Extra resource type in infra-provider:<id> (a short name like Machine means Machine.<id>.infraprovider.sidero.dev); repeatable', group: 'Provider:' },
   concurrency: { type: 'number', default: 16, describe: 'Calls to Omni in flight at most', group: 'Run:' },
+  'max-list-items': { type: 'number', default: DEFAULT_READ_LIMITS.listItems, describe: 'Items one List answer may hold at most; more is refused (exit 5, STUB_LIST_TOO_LONG). Raise it only for a fleet that large', group: 'Omni:' },
   output: { type: 'string', choices: ['text', 'json'] as const, default: 'text', describe: 'Result on stdout: text or json (the same JSON as --report)', group: 'Output:' },
   report: { type: 'string', describe: 'Also write the JSON report to this file', group: 'Output:' },
   'log-level': { type: 'string', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, default: 'info', describe: 'Log level (logs go to stderr)', group: 'Output:' },
@@ -36,6 +37,7 @@ export interface ConnectionConfig {
   profile: ProfileOption;
   stateTypes: string[];
   concurrency: number;
+  maxListItems: number;
   output: 'text' | 'json';
   reportFile?: string;
   logLevel: string;
@@ -60,6 +62,8 @@ export function connectionConfig(a: Args, env: NodeJS.ProcessEnv = process.env):
   }
   const concurrency = Number(a.concurrency ?? 16);
   if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) throw new UsageError(`--concurrency must be an integer from 1 to 1024 (got ${String(a.concurrency)})`);
+  const maxListItems = Number(a['max-list-items'] ?? DEFAULT_READ_LIMITS.listItems);
+  if (!Number.isSafeInteger(maxListItems) || maxListItems < 1) throw new UsageError(`--max-list-items must be a whole number of at least 1 (got ${String(a['max-list-items'])})`);
   const fmt = str(a['log-format']);
   return {
     id,
@@ -71,6 +75,7 @@ export function connectionConfig(a: Args, env: NodeJS.ProcessEnv = process.env):
     profile: (str(a.profile) ?? 'auto') as ProfileOption,
     stateTypes,
     concurrency,
+    maxListItems,
     output: a.output === 'json' ? 'json' : 'text',
     ...(str(a.report) ? { reportFile: str(a.report) } : {}),
     logLevel: str(a['log-level']) ?? 'info',
@@ -114,6 +119,7 @@ export async function connect(c: ConnectionConfig, io: Io, logger: Logger): Prom
     insecureSkipTlsVerify: c.insecureSkipTlsVerify,
     logger,
     connections: c.concurrency,
+    limits: { listItems: c.maxListItems },
   });
 }
 

@@ -4,6 +4,7 @@
 
 import type { Pointer } from './resource.js';
 import { describePointer } from './resource.js';
+import { escapeControl } from '../untrusted.js';
 
 export const GrpcCode = {
   OK: 0,
@@ -59,23 +60,6 @@ export function httpStatusFromGrpcCode(code: number): number {
   }
 }
 
-/** The best guess of a gRPC code from an HTTP status alone (used only when a body carries no code). */
-export function grpcCodeFromHttpStatus(status: number): GrpcCodeNumber {
-  switch (status) {
-    case 400: return GrpcCode.InvalidArgument;
-    case 401: return GrpcCode.Unauthenticated;
-    case 403: return GrpcCode.PermissionDenied;
-    case 404: return GrpcCode.NotFound;
-    case 409: return GrpcCode.Aborted;
-    case 429: return GrpcCode.ResourceExhausted;
-    case 499: return GrpcCode.Canceled;
-    case 501: return GrpcCode.Unimplemented;
-    case 502: case 503: return GrpcCode.Unavailable;
-    case 504: return GrpcCode.DeadlineExceeded;
-    default: return GrpcCode.Unknown;
-  }
-}
-
 export interface OmniErrorContext {
   /** The gRPC method, e.g. `/cosi.resource.State/Update`. */
   method?: string;
@@ -84,7 +68,7 @@ export interface OmniErrorContext {
   cause?: unknown;
 }
 
-/** Base of every error the client raises. `code` is stable; `message` keeps Omni's own text. */
+/** Base of every error the client raises. `code` is stable; `message` keeps Omni's own text, escaped. */
 export class OmniError extends Error {
   readonly code: string = 'OMNI_ERR';
   readonly grpcCode: number;
@@ -95,7 +79,9 @@ export class OmniError extends Error {
 
   constructor(grpcCode: number, omniMessage: string, ctx: OmniErrorContext = {}) {
     const where = [ctx.method, ctx.resource ? describePointer(ctx.resource) : undefined].filter(Boolean).join(' ');
-    super(`${where ? `${where}: ` : ''}${grpcCodeName(grpcCode)}: ${omniMessage}`, ctx.cause !== undefined ? { cause: ctx.cause } : undefined);
+    // Omni's message (and an ID read from Omni) may hold control characters: inert in `message`,
+    // as sent in `omniMessage`.
+    super(escapeControl(`${where ? `${where}: ` : ''}${grpcCodeName(grpcCode)}: ${omniMessage}`), ctx.cause !== undefined ? { cause: ctx.cause } : undefined);
     this.name = new.target.name;
     this.grpcCode = grpcCode;
     this.omniMessage = omniMessage;
@@ -184,6 +170,61 @@ export class TransportError extends ClientError {
   constructor(message: string, options?: { cause?: unknown }) {
     super('STUB_TRANSPORT', message, options);
     this.name = 'TransportError';
+  }
+}
+
+/**
+ * Stable codes of answers that are not what the protocol says (design.md rule 11) or that exceed a
+ * read limit (rule 12); each has a row in docs/operator-guide.md.
+ */
+export type ProtocolCode =
+  /** Not JSON, not UTF-8, or not the shape of the message asked for. */
+  | 'STUB_PROTOCOL'
+  /** An HTTP error status without a google.rpc.Status body: not an answer of Omni's gateway. */
+  | 'STUB_HTTP_STATUS'
+  /** A unary answer larger than its limit (compressed or inflated), or too many bytes being read at once. */
+  | 'STUB_ANSWER_TOO_LARGE'
+  /** One line of a List or Watch stream longer than its limit (compressed or inflated). */
+  | 'STUB_LINE_TOO_LONG'
+  /** More items in one List than the limit (`--max-list-items`). */
+  | 'STUB_LIST_TOO_LONG'
+  /** The same resource ID twice in one List. */
+  | 'STUB_DUPLICATE_ID';
+
+const PROTOCOL_HINT: Record<ProtocolCode, string> = {
+  STUB_PROTOCOL: 'nothing was concluded from it; check that the endpoint is Omni\'s API and that no proxy in between changes answers, then run again',
+  STUB_HTTP_STATUS: 'a proxy, an ingress or another server answered instead of Omni\'s API; check the endpoint (--omni-api-endpoint) and what sits in front of Omni',
+  STUB_ANSWER_TOO_LARGE: 'refused before it was read whole; Omni\'s own messages are at most 32 MiB, so something in between is sending it',
+  STUB_LINE_TOO_LONG: 'refused before it was read whole; Omni\'s own messages are at most 32 MiB, so something in between is sending it',
+  STUB_LIST_TOO_LONG: 'if the fleet really is that large, raise --max-list-items',
+  STUB_DUPLICATE_ID: 'Omni never lists an ID twice: something in between is repeating lines; nothing was concluded from it',
+};
+
+/**
+ * A malformed or oversized answer: an error, never data. Names the call, the resource and the
+ * endpoint; the detail (server text included) is already escaped. Exit 5: the run can be repeated.
+ */
+export class ProtocolError extends ClientError {
+  declare readonly code: ProtocolCode;
+  constructor(code: ProtocolCode, message: string, options?: { cause?: unknown }) {
+    super(code, `${message} (${PROTOCOL_HINT[code]})`, options);
+    this.name = 'ProtocolError';
+  }
+}
+
+/** Omni's endpoint answered with a redirect: a proxy or ingress in the way, or the wrong URL. Exit 2. */
+export class RedirectError extends ClientError {
+  constructor(message: string) {
+    super('STUB_REDIRECTED', message);
+    this.name = 'RedirectError';
+  }
+}
+
+/** Omni refused the signature and its clock is further from ours than the client adopts. Exit 4. */
+export class ClockSkewError extends ClientError {
+  constructor(message: string) {
+    super('STUB_CLOCK_SKEW', message);
+    this.name = 'ClockSkewError';
   }
 }
 

@@ -15,4 +15,5 @@ export {
   type ServiceAccountKey,
 } from './auth.js';
 export { GatewayState, WatchErroredError, type GatewayStateOptions, type StateTransport } from './state.js';
-export { Transport, normalizeEndpoint, jitteredBackoff, type CallContext, type DelayFn, type Endpoint, type OpenStream, type TransportOptions } from './transport.js';
+export { DEFAULT_READ_LIMITS, type ReadLimits } from './body.js';
+export { Transport, MAX_ADOPTED_OFFSET_MS, normalizeEndpoint, jitteredBackoff, type CallContext, type DelayFn, type Endpoint, type OpenStream, type TransportOptions } from './transport.js';

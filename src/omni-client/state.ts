@@ -22,7 +22,7 @@ import {
   type OmniErrorContext,
 } from './errors.js';
 import type { Pointer, Resource } from './resource.js';
-import { PHASE_RUNNING, PHASE_TEARING_DOWN, cloneResource, describePointer, pointerOf } from './resource.js';
+import { PHASE_RUNNING, PHASE_TEARING_DOWN, VERSION_UNDEFINED, cloneResource, describePointer, pointerOf } from './resource.js';
 import { defaultDelay, jitteredBackoff, type BackoffOptions, type CallContext, type DelayFn, type OpenStream, type Transport } from './transport.js';
 import type {
   CallOptions,
@@ -40,6 +40,7 @@ import type {
 import {
   CreateRequestSchema,
   DestroyRequestSchema,
+  DestroyResponseSchema,
   GetRequestSchema,
   LabelTermOperation,
   ListRequestSchema,
@@ -47,6 +48,7 @@ import {
   UpdateRequestSchema,
   WatchRequestSchema,
   WatchResponseSchema,
+  WireError,
   decodeMessage,
   encodeMessage,
   fullMethod,
@@ -107,13 +109,22 @@ export class GatewayState implements State {
   async get(p: Pointer, opts: CallOptions = {}): Promise<Resource> {
     const ptr = pointerOf(p);
     const body = encode(GetRequestSchema, { ...ptr, options: {} });
-    const res = await this.#t.unary('Get', body, ctx(opts, ptr));
-    return resourceOf(res);
+    return this.#t.unary('Get', body, ctx(opts, ptr), answerAbout(ptr));
   }
 
+  /** Every line a resource of this namespace and type, each ID once (design.md rules 11, 12). */
   async list(namespace: string, type: string, opts: QueryOptions = {}): Promise<Resource[]> {
     const body = encode(ListRequestSchema, { namespace, type, options: queryOptions(opts) });
-    return this.#t.collect('List', body, ctx(opts, { namespace, type, id: '' }), resourceOf);
+    const kind = { namespace, type };
+    return this.#t.collect('List', body, ctx(opts, { namespace, type, id: '' }), () => {
+      const ids = new Set<string>();
+      return (line) => {
+        const r = resourceOf(line, kind, 'a List line');
+        if (ids.has(r.metadata.id)) throw new WireError(`the same ID twice in one List: ${JSON.stringify(r.metadata.id)}`, 'STUB_DUPLICATE_ID');
+        ids.add(r.metadata.id);
+        return r;
+      };
+    });
   }
 
   async create(r: Resource, opts: OwnerOptions = {}): Promise<Resource> {
@@ -121,7 +132,7 @@ export class GatewayState implements State {
     // Omni refuses a metadata owner that differs from the option (omni-wire.md 2.4): default to it.
     const owner = opts.owner ?? r.metadata.owner;
     const body = encode(CreateRequestSchema, { resource: resourceToWire(r), options: { owner } });
-    return resourceOf(await this.#t.unary('Create', body, ctx(opts, pointerOf(r))));
+    return this.#t.unary('Create', body, ctx(opts, pointerOf(r)), answerAbout(pointerOf(r)));
   }
 
   async update(r: Resource, opts: UpdateOptions = {}): Promise<Resource> {
@@ -129,13 +140,13 @@ export class GatewayState implements State {
     const options: Record<string, unknown> = { owner: opts.owner ?? r.metadata.owner };
     if (opts.expectedPhase !== undefined) options['expected_phase'] = opts.expectedPhase;
     const body = encode(UpdateRequestSchema, { new_resource: resourceToWire(r), options });
-    return resourceOf(await this.#t.unary('Update', body, ctx(opts, pointerOf(r))));
+    return this.#t.unary('Update', body, ctx(opts, pointerOf(r)), answerAbout(pointerOf(r)));
   }
 
   async destroy(p: Pointer, opts: OwnerOptions = {}): Promise<void> {
     const ptr = pointerOf(p);
     const body = encode(DestroyRequestSchema, { ...ptr, options: { owner: opts.owner ?? '' } });
-    await this.#t.unary('Destroy', body, ctx(opts, ptr));
+    await this.#t.unary('Destroy', body, ctx(opts, ptr), emptyAnswer);
   }
 
   async teardown(p: Pointer, opts: CallOptions = {}): Promise<boolean> {
@@ -231,15 +242,16 @@ export class GatewayState implements State {
       if (bookmark) options['start_from_bookmark'] = bookmark;
       else Object.assign(options, { bootstrap_contents: opts.bootstrapContents ?? true, bootstrap_bookmark: true });
       const body = encode(WatchRequestSchema, { namespace, type, options, api_version: 1 });
-      let stream: OpenStream | undefined;
+      let stream: OpenStream<WatchEvent[]> | undefined;
       let failure: unknown;
       try {
-        stream = await this.#t.openStream('Watch', body, { signal, timeoutMs: opts.timeoutMs, resource: kind });
+        // Every message is decoded as it arrives: a malformed one ends the watch with a ProtocolError
+        // (not a broken stream: reconnecting would only read it again).
+        stream = await this.#t.openStream('Watch', body, { signal, timeoutMs: opts.timeoutMs, resource: kind }, (msg) => decodeEvents(msg, { namespace, type }));
         // The first message only says that the watch is established (omni-wire.md 2.6); dropped.
-        const batches: AsyncIterable<unknown> = stream;
-        for await (const msg of batches) {
+        const batches: AsyncIterable<WatchEvent[]> = stream;
+        for await (const events of batches) {
           failures = 0;
-          const events = decodeEvents(msg);
           const erroredAt = events.findIndex((e) => e.type === 'errored');
           const ok = erroredAt >= 0 ? events.slice(0, erroredAt) : events;
           for (const e of ok) if (e.bookmark) bookmark = e.bookmark;
@@ -312,10 +324,50 @@ function refuseOmittedSpec(r: Resource, method: 'Create' | 'Update'): void {
   }
 }
 
-function resourceOf(msg: unknown): Resource {
-  const m = (msg ?? {}) as Record<string, unknown>;
-  const r = m['resource'] ?? m['new_resource'];
-  return resourceFromWire(decodeMessage(ResourceSchema, r ?? {}, DECODE));
+/** What an answer must be about: the kind listed or watched, or (with `id`) the very resource asked for. */
+interface Expected {
+  namespace: string;
+  type: string;
+  id?: string;
+}
+
+/** The decoder of a Get, Create or Update answer: the resource asked for, nothing else. */
+function answerAbout(p: Pointer): (answer: unknown) => Resource {
+  return (answer) => resourceOf(answer, p, 'an answer');
+}
+
+/** A Destroy answer (DestroyResponse): an object, whatever it holds. */
+function emptyAnswer(answer: unknown): void {
+  decodeMessage(DestroyResponseSchema, answer, DECODE);
+}
+
+/**
+ * The `resource` of a Get/Create/Update answer or a List line, validated (design.md rule 11): present,
+ * the strict metadata rules of wire.ts, a stored version (a number), a non-empty ID, of the namespace
+ * and type asked for, and the ID asked for. Unknown fields (a newer Omni) are ignored.
+ */
+function resourceOf(msg: unknown, expected: Expected, what: string): Resource {
+  // GetResponse, ListResponse, CreateResponse and UpdateResponse are all `{resource}`: read that
+  // field directly (a decodeMessage of the wrapper per List item is most of the cost of these checks).
+  if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) throw new WireError(`${what} that is not a JSON object`);
+  const w = (msg as Record<string, unknown>)['resource'];
+  if (w === undefined || w === null) throw new WireError(`${what} without a resource`);
+  return checked(decodeMessage(ResourceSchema, w, DECODE, 'resource'), expected, what, 'stored');
+}
+
+/** 'stored': version a number. 'last': also `undefined` (a DESTROYED tombstone). 'tombstone': ID "" too. */
+type Kept = 'stored' | 'last' | 'tombstone';
+
+function checked(decoded: unknown, expected: Expected, what: string, kept: Kept): Resource {
+  const r = resourceFromWire(decoded, true);
+  const md = r.metadata;
+  if (kept === 'stored' && md.version === VERSION_UNDEFINED) throw new WireError(`${what} with version "undefined" (not a stored resource): ${describePointer(md)}`);
+  if (kept !== 'tombstone' && md.id === '') throw new WireError(`${what} with an empty ID`);
+  if (md.namespace !== expected.namespace || md.type !== expected.type || (expected.id !== undefined && md.id !== expected.id)) {
+    const asked = expected.id !== undefined ? describePointer(expected as Pointer) : `${expected.namespace}/${expected.type}`;
+    throw new WireError(`${what} about ${describePointer(md)}, not ${asked} that was asked for`);
+  }
+  return r;
 }
 
 function labelQueries(qs: LabelQuery[] | undefined): unknown[] {
@@ -332,12 +384,37 @@ function queryOptions(opts: QueryOptions): Record<string, unknown> {
   return out;
 }
 
-function decodeEvents(msg: unknown): WatchEvent[] {
-  const resp = decodeMessage(WatchResponseSchema, msg ?? {}, DECODE);
+/** How much of a resource each event type must carry (omni-wire.md 2.6). */
+const EVENT_RESOURCE: Record<WatchEventType, Kept | undefined> = {
+  created: 'stored',
+  updated: 'stored',
+  // The last state; a single-resource watch sends a tombstone instead.
+  destroyed: 'last',
+  bootstrapped: 'tombstone',
+  noop: 'tombstone',
+  // The watch cannot go on: nothing is read from it but its error.
+  errored: undefined,
+};
+
+/**
+ * One Watch message: an empty one (the first, or an empty batch) is no events; every event but an
+ * ERRORED one must carry a resource of the kind watched (CREATED, UPDATED, DESTROYED: with an ID),
+ * since a DESTROYED event is evidence that the resource is gone.
+ */
+function decodeEvents(msg: unknown, kind: Expected): WatchEvent[] {
+  const resp = decodeMessage(WatchResponseSchema, msg, DECODE);
   return (resp['event'] as Record<string, unknown>[]).map((e) => {
     const type = EVENT_TYPES[e['event_type'] as number] ?? 'noop';
-    const out: WatchEvent = { type, resource: resourceFromWire(e['resource'] ?? {}) };
-    if (e['old']) out.old = resourceFromWire(e['old']);
+    const kept = EVENT_RESOURCE[type];
+    let resource: Resource;
+    if (kept === undefined) {
+      resource = resourceFromWire(e['resource'] ?? { metadata: { namespace: kind.namespace, type: kind.type } });
+    } else {
+      if (e['resource'] === undefined) throw new WireError(`a Watch event (${type}) without a resource`);
+      resource = checked(e['resource'], kind, `a Watch event (${type})`, kept);
+    }
+    const out: WatchEvent = { type, resource };
+    if (e['old'] !== undefined) out.old = checked(e['old'], { ...kind, id: resource.metadata.id }, `the old resource of a Watch event (${type})`, 'last');
     if (typeof e['error'] === 'string') out.error = e['error'];
     if (e['bookmark'] instanceof Uint8Array) out.bookmark = e['bookmark'];
     return out;

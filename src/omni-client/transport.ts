@@ -2,36 +2,45 @@
 // unary JSON bodies and NDJSON streams, over one shared undici dispatcher per client.
 //
 // Everything about a single HTTP exchange lives here: signing (re-signed on every attempt), gzip,
-// error bodies -> typed errors (the gRPC code comes from the body: 400 is both InvalidArgument and
-// FailedPrecondition), per-call deadlines and cancellation, the retry policy (Unavailable and broken
-// connections, capped jittered backoff), and the clock-skew correction on "invalid signature".
+// bounded reads (body.ts), error bodies -> typed errors (the gRPC code comes from the body: 400 is both
+// InvalidArgument and FailedPrecondition; an error status without one is never taken for Omni's
+// answer), per-call deadlines and cancellation, the retry policy (Unavailable and broken connections,
+// capped jittered backoff), and the bounded clock-skew correction on "invalid signature".
+//
+// What a caller decodes from an answer runs inside the call (`decode`/`map`): a WireError it throws,
+// like one from reading the body, becomes a ProtocolError naming the call and the endpoint, and is
+// never retried.
 
+import { isUtf8 } from 'node:buffer';
 import { readFileSync } from 'node:fs';
-import { pipeline, type Readable } from 'node:stream';
 import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as tls from 'node:tls';
-import { createGunzip, gunzipSync } from 'node:zlib';
 import { Agent, EnvHttpProxyAgent, type Dispatcher } from 'undici';
 import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
+import { escapeControl } from '../untrusted.js';
 import { VERSION } from '../version.js';
+import { DEFAULT_READ_LIMITS, ReadBudget, discard, encodingOf, ndjsonLines, parseJson, parseJsonText, readBody, snippet, streamOf, type Encoding, type ReadLimits } from './body.js';
 import {
   CanceledError,
   ClientError,
+  ClockSkewError,
   DeadlineExceededError,
   OmniError,
+  ProtocolError,
+  RedirectError,
   TransportError,
   UnauthenticatedError,
   UnavailableError,
   errorFromStatus,
-  grpcCodeFromHttpStatus,
+  httpStatusFromGrpcCode,
   type OmniErrorContext,
 } from './errors.js';
 import { onAbort } from './abort.js';
 import type { Pointer } from './resource.js';
 import { describePointer } from './resource.js';
-import { fullMethod, type MethodName } from './wire.js';
+import { WireError, fullMethod, type MethodName } from './wire.js';
 
 export interface Endpoint {
   /** What undici connects to: `https://host:443` or `http://host:80`. */
@@ -106,6 +115,8 @@ export interface TransportOptions {
    * 'all': every call, like Omni's own HTTP clients. A gzip answer is decoded either way.
    */
   gzip?: 'streams' | 'all';
+  /** Read limits; unset ones are body.ts DEFAULT_READ_LIMITS (`listItems` is `--max-list-items`). */
+  limits?: Partial<ReadLimits>;
 }
 
 export interface CallContext {
@@ -116,8 +127,8 @@ export interface CallContext {
 }
 
 /** An open NDJSON stream whose first message has arrived. Iterate for the rest; `close` to stop. */
-export interface OpenStream extends AsyncIterable<unknown> {
-  first: unknown;
+export interface OpenStream<T = unknown> extends AsyncIterable<T> {
+  first: T;
   close(): void;
 }
 
@@ -127,6 +138,11 @@ export interface TransportStats {
 
 /** Skew beyond which we sign with the server's time (Omni accepts 5 minutes). */
 const MAX_SKEW_MS = 4 * 60_000;
+/**
+ * The largest offset adopted from a Date header. Beyond it one of the clocks is badly wrong, or the
+ * header is not Omni's (a proxy, an attacker): signing a month ahead would only spread the damage.
+ */
+export const MAX_ADOPTED_OFFSET_MS = 24 * 3_600_000;
 const RETRIABLE_CAUSES = new Set([
   'ECONNRESET',
   'ECONNREFUSED',
@@ -262,6 +278,8 @@ export class Transport {
   #delay: DelayFn;
   #random: () => number;
   #gzipUnary: boolean;
+  #limits: ReadLimits;
+  #budget: ReadBudget;
   #offsetMs = 0;
   #calls: Record<string, number> = {};
   #inflight = new Set<Cancellable>();
@@ -280,6 +298,8 @@ export class Transport {
     this.#delay = opts.delay ?? defaultDelay;
     this.#random = opts.random ?? Math.random;
     this.#gzipUnary = opts.gzip === 'all';
+    this.#limits = { ...DEFAULT_READ_LIMITS, ...definedOnly(opts.limits ?? {}) };
+    this.#budget = new ReadBudget(this.#limits.bufferedBytes);
 
     const tlsOpts = tlsOptions(opts);
     const agentOpts: Agent.Options = {
@@ -322,19 +342,14 @@ export class Transport {
     await this.#dispatcher.close();
   }
 
-  /** A unary call: the decoded JSON response. */
-  async unary(method: MethodName, body: unknown, ctx: CallContext = {}): Promise<unknown> {
+  /** A unary call: the JSON answer, passed through `decode` (which may throw a WireError). */
+  async unary<T = unknown>(method: MethodName, body: unknown, ctx: CallContext = {}, decode: (answer: unknown) => T = (a) => a as T): Promise<T> {
     const scope = this.#sharedScope(method, ctx);
     try {
       return await this.#withRetries(method, ctx, scope, async () => {
         const res = await this.#send(method, body, scope.signal);
-        const text = await readText(res);
-        if (res.statusCode !== 200) throw this.#httpError(method, ctx, res, text);
-        try {
-          return JSON.parse(text) as unknown;
-        } catch {
-          throw new TransportError(`${where(method, ctx)}: Omni answered 200 with a body that is not JSON: ${snippet(text)}`);
-        }
+        if (res.statusCode !== 200) throw await this.#httpError(method, ctx, res);
+        return decode(parseJson(await this.#readBody(res), 'an answer'));
       });
     } finally {
       scope.dispose();
@@ -344,16 +359,22 @@ export class Transport {
   /**
    * A server stream read to the end (List): the `result` of every line, each passed through `map` as
    * it arrives (so that a large List never holds its raw JSON and its decoded form at once).
-   * Retried as a whole.
+   * At most `limits.listItems` results. Retried as a whole: `reader` makes the `map` of each attempt,
+   * so that what it remembers (the IDs seen) starts over with the answer.
    */
-  async collect<T = unknown>(method: MethodName, body: unknown, ctx: CallContext = {}, map: (result: unknown) => T = (r) => r as T): Promise<T[]> {
+  async collect<T = unknown>(method: MethodName, body: unknown, ctx: CallContext = {}, reader: () => (result: unknown) => T = () => (r) => r as T): Promise<T[]> {
     const scope = this.#sharedScope(method, ctx);
+    const max = this.#limits.listItems;
     try {
       return await this.#withRetries(method, ctx, scope, async () => {
         const res = await this.#send(method, body, scope.signal);
-        if (res.statusCode !== 200) throw this.#httpError(method, ctx, res, await readText(res));
+        if (res.statusCode !== 200) throw await this.#httpError(method, ctx, res);
         const out: T[] = [];
-        for await (const r of this.#results(method, ctx, res)) out.push(map(r));
+        const map = reader();
+        for await (const r of this.#results(method, ctx, res)) {
+          if (out.length >= max) throw new WireError(`more than ${max} items in one ${method}`, 'STUB_LIST_TOO_LONG');
+          out.push(map(r));
+        }
         return out;
       });
     } finally {
@@ -363,23 +384,35 @@ export class Transport {
 
   /**
    * Opens a server stream (Watch) and waits for its first message; the deadline covers only that.
+   * Every message, the first included, is passed through `map` (which may throw a WireError).
    * Failures before the first message are retried; later ones are thrown to the reader.
    */
-  async openStream(method: MethodName, body: unknown, ctx: CallContext = {}): Promise<OpenStream> {
+  async openStream<T = unknown>(method: MethodName, body: unknown, ctx: CallContext = {}, map: (result: unknown) => T = (r) => r as T): Promise<OpenStream<T>> {
     const scope = this.#scope(method, ctx);
-    let opened: { first: unknown; it: AsyncIterator<unknown>; res: Dispatcher.ResponseData };
+    let opened: { first: T; it: AsyncIterator<unknown>; res: Dispatcher.ResponseData };
     try {
       opened = await this.#withRetries(method, ctx, scope, async () => {
         const res = await this.#send(method, body, scope.signal, { bodyTimeout: 0 });
-        if (res.statusCode !== 200) throw this.#httpError(method, ctx, res, await readText(res));
+        if (res.statusCode !== 200) throw await this.#httpError(method, ctx, res);
         const it = this.#results(method, ctx, res)[Symbol.asyncIterator]();
-        const r = await it.next();
+        let r: IteratorResult<unknown>;
+        try {
+          r = await it.next();
+        } catch (e) {
+          discard(res.body);
+          throw e;
+        }
         if (r.done) {
           const e = new TransportError(`${where(method, ctx)}: the stream ended before its first message`);
           retriable.add(e);
           throw e;
         }
-        return { first: r.value, it, res };
+        try {
+          return { first: map(r.value), it, res };
+        } catch (e) {
+          discard(res.body);
+          throw e;
+        }
       });
     } catch (e) {
       scope.dispose();
@@ -396,11 +429,14 @@ export class Transport {
       first,
       close,
       [Symbol.asyncIterator]: () => ({
-        next: async () => {
+        next: async (): Promise<IteratorResult<T>> => {
           try {
             const r = await it.next();
-            if (r.done) close();
-            return r;
+            if (r.done) {
+              close();
+              return { done: true, value: undefined };
+            }
+            return { done: false, value: map(r.value) };
           } catch (e) {
             close();
             throw classify(e);
@@ -491,21 +527,36 @@ export class Transport {
   #classify(method: MethodName, ctx: CallContext, scope: Scope, raw: unknown): Error {
     if (scope.signal.aborted) return scope.abortError();
     if (raw instanceof OmniError || raw instanceof ClientError) return raw;
+    if (raw instanceof WireError) {
+      return new ProtocolError(raw.code, `${where(method, ctx)}: bad answer from Omni at ${this.endpoint.origin}: ${escapeControl(raw.message)}`);
+    }
     const err = raw as NodeJS.ErrnoException;
     const code = typeof err?.code === 'string' ? err.code : undefined;
-    const e = new TransportError(`${where(method, ctx)}: cannot reach Omni at ${this.endpoint.origin}: ${code ? `${code} ` : ''}${err?.message ?? String(raw)}`, { cause: raw });
+    const e = new TransportError(`${where(method, ctx)}: cannot reach Omni at ${this.endpoint.origin}: ${code ? `${code} ` : ''}${escapeControl(err?.message ?? String(raw))}`, { cause: raw });
     if (code && RETRIABLE_CAUSES.has(code)) retriable.add(e);
     return e;
   }
 
-  /** Adopts the server's clock when it differs by more than MAX_SKEW_MS from what we sign with. */
+  /**
+   * Adopts the server's clock when it differs by more than MAX_SKEW_MS from what we sign with, and by
+   * at most MAX_ADOPTED_OFFSET_MS from the local clock; beyond that, a ClockSkewError naming both.
+   */
   #adoptServerClock(method: MethodName, date: string | undefined): boolean {
     if (!date) return false;
     const serverMs = Date.parse(date);
     if (Number.isNaN(serverMs)) return false;
     const local = this.#now();
     if (Math.abs(serverMs - (local + this.#offsetMs)) <= MAX_SKEW_MS) return false;
-    this.#offsetMs = serverMs - local;
+    const offset = serverMs - local;
+    if (Math.abs(offset) > MAX_ADOPTED_OFFSET_MS) {
+      const hours = (Math.abs(offset) / 3_600_000).toFixed(1);
+      throw new ClockSkewError(
+        `${fullMethod(method)}: Omni at ${this.endpoint.origin} refused the signature ("invalid signature"); its Date header says ` +
+          `${new Date(serverMs).toISOString()} and this machine's clock ${new Date(local).toISOString()}, ${hours} h ${offset > 0 ? 'behind' : 'ahead of'} it, ` +
+          `more than the ${MAX_ADOPTED_OFFSET_MS / 3_600_000} h the client adopts: fix the clock that is wrong (NTP); if both are right, something between the stub and Omni rewrites the Date header`,
+      );
+    }
+    this.#offsetMs = offset;
     this.#log.warn(
       { method: fullMethod(method), offsetMs: this.#offsetMs, serverDate: date },
       'the local clock differs from Omni\'s by more than 4 minutes; signing with Omni\'s time from now on (fix the clock: NTP)',
@@ -552,37 +603,82 @@ export class Transport {
     });
   }
 
-  #httpError(method: MethodName, ctx: CallContext, res: Dispatcher.ResponseData, text: string): OmniError {
-    const status = parseStatusBody(text);
-    const code = status.code ?? grpcCodeFromHttpStatus(res.statusCode);
-    const message = status.message ?? (text.trim() !== '' ? `HTTP ${res.statusCode}: ${snippet(text)}` : `HTTP ${res.statusCode}`);
-    const e = errorFromStatus(code, message, { ...errCtx(method, ctx), httpStatus: res.statusCode });
-    if (e instanceof UnavailableError) retriable.add(e);
-    const date = res.headers['date'];
-    if (typeof date === 'string') serverDates.set(e, date);
-    return e;
+  /** A unary body (or an error body), within the read limits. */
+  #readBody(res: Dispatcher.ResponseData): Promise<Buffer> {
+    return readBody(res.body, encodingOfAnswer(res), res.headers['content-length'], this.#limits, this.#budget);
+  }
+
+  /**
+   * A non-200 answer. Only a google.rpc.Status body whose code maps to this very HTTP status is
+   * Omni's error (a NotFound is evidence, so a bare 404 page of a proxy must never read as one). A
+   * redirect is a configuration error; 502/503/504 without a status stay retriable transport errors.
+   */
+  async #httpError(method: MethodName, ctx: CallContext, res: Dispatcher.ResponseData): Promise<Error> {
+    const http = res.statusCode;
+    if (http >= 300 && http < 400) {
+      discard(res.body);
+      const loc = res.headers['location'];
+      const target = Array.isArray(loc) ? loc[0] : loc;
+      return new RedirectError(
+        `${where(method, ctx)}: ${this.endpoint.origin} answered HTTP ${http} redirecting to ${target ? snippet(target, 300) : '(no Location header)'}: ` +
+          "Omni's API never redirects, so a proxy, an ingress or a login page is in the way, or the endpoint is not Omni's API; " +
+          "set --omni-api-endpoint to the URL of Omni's API itself",
+      );
+    }
+    const raw = await this.#readBody(res);
+    const st = parseStatusBody(raw);
+    if (st && httpStatusFromGrpcCode(st.code) === http) {
+      const e = errorFromStatus(st.code, st.message, { ...errCtx(method, ctx), httpStatus: http });
+      if (e instanceof UnavailableError) retriable.add(e);
+      const date = res.headers['date'];
+      if (typeof date === 'string') serverDates.set(e, date);
+      return e;
+    }
+    const what = `${where(method, ctx)}: ${this.endpoint.origin} answered HTTP ${http} without a gRPC status (google.rpc.Status) for it: ${snippet(raw)}`;
+    if (http === 502 || http === 503 || http === 504) {
+      const e = new TransportError(`${what}; a proxy or load balancer in front of Omni could not reach it`);
+      retriable.add(e);
+      return e;
+    }
+    return new ProtocolError('STUB_HTTP_STATUS', what);
   }
 
   /** The `result` of each NDJSON line; an `{"error":..}` line (after a 200) becomes the typed error. */
   async *#results(method: MethodName, ctx: CallContext, res: Dispatcher.ResponseData): AsyncGenerator<unknown> {
-    for await (const line of ndjsonLines(decoded(res))) {
-      let msg: unknown;
-      try {
-        msg = JSON.parse(line);
-      } catch {
-        throw new TransportError(`${where(method, ctx)}: malformed stream line from Omni: ${snippet(line)}`);
-      }
-      const o = (typeof msg === 'object' && msg !== null ? msg : {}) as { result?: unknown; error?: unknown };
+    const { src, meter } = streamOf(res.body, encodingOfAnswer(res), this.#limits);
+    for await (const line of ndjsonLines(src, { maxLineBytes: this.#limits.lineBytes, budget: this.#budget, meter })) {
+      const msg = parseJsonText(line, 'a stream line');
+      if (!isObject(msg)) throw new WireError(`a stream line that is not a JSON object: ${snippet(line)}`);
+      const o = msg as { result?: unknown; error?: unknown };
       if (o.error !== undefined && o.error !== null) {
-        const st = parseStatusBody(o.error);
-        const e = errorFromStatus(st.code ?? 2, st.message ?? '', { ...errCtx(method, ctx), httpStatus: res.statusCode });
+        const st = statusOf(o.error);
+        if (!st) throw new WireError(`a stream error line without a gRPC status: ${snippet(line)}`);
+        const e = errorFromStatus(st.code, st.message, { ...errCtx(method, ctx), httpStatus: res.statusCode });
         if (e instanceof UnavailableError) retriable.add(e);
         throw e;
       }
-      if (!('result' in o)) throw new TransportError(`${where(method, ctx)}: unexpected stream line from Omni: ${snippet(line)}`);
-      yield o.result ?? {};
+      if (!isObject(o.result)) throw new WireError(`a stream line without a result object: ${snippet(line)}`);
+      yield o.result;
     }
   }
+}
+
+/** The answer's Content-Encoding; one that was not asked for ends the exchange (the body is dropped). */
+function encodingOfAnswer(res: Dispatcher.ResponseData): Encoding {
+  try {
+    return encodingOf(res.headers['content-encoding']);
+  } catch (e) {
+    discard(res.body);
+    throw e;
+  }
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
 function tlsOptions(opts: TransportOptions): tls.ConnectionOptions {
@@ -616,81 +712,40 @@ function tlsOptions(opts: TransportOptions): tls.ConnectionOptions {
   return out;
 }
 
-function decoded(res: Dispatcher.ResponseData): Readable {
-  const enc = String(res.headers['content-encoding'] ?? '').toLowerCase();
-  if (enc !== 'gzip') return res.body;
-  // Omni flushes a gzip sync block per stream line: decode as bytes arrive, not at the end.
-  return pipeline(res.body, createGunzip(), () => {
-    // errors surface to the reader of the gunzip stream
-  });
+/** `{"code","message"}` or `{"error":{"code","message"}}` with a code 1..16 (a gRPC error), else undefined. */
+function statusOf(v: unknown): { code: number; message: string } | undefined {
+  if (!isObject(v)) return undefined;
+  const o = isObject(v['error']) ? v['error'] : v;
+  const code = o['code'];
+  if (typeof code !== 'number' || !Number.isInteger(code) || code < 1 || code > 16) return undefined;
+  const message = o['message'];
+  if (message !== undefined && typeof message !== 'string') return undefined;
+  return { code, message: message ?? '' };
 }
 
-async function readText(res: Dispatcher.ResponseData): Promise<string> {
-  const enc = String(res.headers['content-encoding'] ?? '').toLowerCase();
-  // Plain bodies (every unary answer by default): undici decodes them without our chunk list.
-  if (enc !== 'gzip') return res.body.text();
-  const chunks: Buffer[] = [];
-  for await (const c of res.body) chunks.push(c as Buffer);
-  const raw = Buffer.concat(chunks);
-  // A whole (small) body: one-shot gunzip costs a fifth of a Gunzip stream per response, which at
-  // thousands of calls was most of the client's CPU. A truncated body fails with Z_BUF_ERROR as before.
-  return gunzipSync(raw).toString('utf8');
-}
-
-/** Splits a byte stream into lines, whatever the chunking (multi-byte characters included). */
-export async function* ndjsonLines(src: AsyncIterable<Buffer | string>): AsyncGenerator<string> {
-  const dec = new TextDecoder('utf-8');
-  let buf = '';
-  for await (const chunk of src) {
-    buf += typeof chunk === 'string' ? chunk : dec.decode(chunk, { stream: true });
-    let start = 0;
-    let nl: number;
-    while ((nl = buf.indexOf('\n', start)) >= 0) {
-      const line = buf.slice(start, nl);
-      start = nl + 1;
-      if (line.trim() !== '') yield line;
-    }
-    buf = buf.slice(start);
-  }
-  buf += dec.decode();
-  if (buf.trim() !== '') yield buf;
-}
-
-/** `{"code","message"}` or `{"error":{"code","message"}}`, as text or already parsed. */
-function parseStatusBody(body: unknown): { code?: number; message?: string } {
-  let v = body;
-  if (typeof body === 'string') {
+/** The status in an error body (a unary one, or the first line of a stream's), strictly UTF-8 and JSON. */
+function parseStatusBody(raw: Buffer): { code: number; message: string } | undefined {
+  if (!isUtf8(raw)) return undefined;
+  const text = raw.toString('utf8');
+  try {
+    return statusOf(JSON.parse(text));
+  } catch {
+    const first = text.split('\n').find((l) => l.trim() !== '');
     try {
-      v = JSON.parse(body);
+      return first !== undefined ? statusOf(JSON.parse(first)) : undefined;
     } catch {
-      const first = body.split('\n').find((l) => l.trim() !== '');
-      try {
-        v = first !== undefined ? JSON.parse(first) : undefined;
-      } catch {
-        return {};
-      }
+      return undefined;
     }
   }
-  if (typeof v !== 'object' || v === null) return {};
-  const outer = v as Record<string, unknown>;
-  const o = (typeof outer['error'] === 'object' && outer['error'] !== null ? outer['error'] : outer) as Record<string, unknown>;
-  return {
-    ...(typeof o['code'] === 'number' && Number.isInteger(o['code']) ? { code: o['code'] } : {}),
-    ...(typeof o['message'] === 'string' ? { message: o['message'] } : {}),
-  };
 }
 
 function errCtx(method: MethodName, ctx: CallContext): OmniErrorContext {
   return { method: fullMethod(method), ...(ctx.resource ? { resource: ctx.resource } : {}) };
 }
 
+/** The call and its resource (whose ID may come from a server: escaped). */
 function where(method: MethodName, ctx: CallContext): string {
-  return `${fullMethod(method)}${ctx.resource ? ` ${describePointer(ctx.resource)}` : ''}`;
-}
-
-function snippet(s: string): string {
-  const t = s.trim().replace(/\s+/g, ' ');
-  return t.length > 200 ? `${t.slice(0, 200)}...` : t;
+  return `${fullMethod(method)}${ctx.resource ? ` ${escapeControl(describePointer(ctx.resource))}` : ''}`;
 }
 
 function redactUrl(u: string): string {

@@ -7,6 +7,7 @@
 // Decoded messages are plain objects keyed by proto names; absent scalars decode to their zero value,
 // absent sub-messages and absent `optional` fields to `undefined`.
 
+import type { ProtocolCode } from './errors.js';
 import type { Metadata, Resource } from './resource.js';
 import { isValidPhase, isValidVersion } from './resource.js';
 
@@ -202,8 +203,15 @@ export function fullMethod(m: MethodName): string {
 // ---------------------------------------------------------------------------------------------
 // Encoding (object with proto names -> JSON value)
 
+/**
+ * A message that does not decode. On the client side the transport turns it into a ProtocolError
+ * with `code`, naming the call and the endpoint (errors.ts); the sim answers InvalidArgument.
+ */
 export class WireError extends Error {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    readonly code: ProtocolCode = 'STUB_PROTOCOL',
+  ) {
     super(message);
     this.name = 'WireError';
   }

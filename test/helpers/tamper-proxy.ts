@@ -141,3 +141,22 @@ export function resultOf(line: string): unknown {
     return undefined;
   }
 }
+
+/**
+ * Writes `chunk` again and again (with backpressure) until the client hangs up or `max` bytes went
+ * out, for answers without end; resolves to the bytes written, which shows where a reader gave up.
+ */
+export function writeEndlessly(res: ServerResponse, chunk: Buffer, max = 64 * 1024 * 1024 * 1024): Promise<number> {
+  let sent = 0;
+  return new Promise((resolve) => {
+    res.on('close', () => resolve(sent));
+    const pump = (): void => {
+      while (sent < max && !res.destroyed) {
+        sent += chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+  });
+}

@@ -77,7 +77,7 @@ describe('stream errors', () => {
       await w.error(GrpcCode.PermissionDenied, 'no access is permitted');
       w.end();
     });
-    const err = await client.state.list('infra-provider', 'X').catch((e: unknown) => e);
+    const err = await client.state.list('infra-provider', ptr.type).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(errors.PermissionDeniedError);
     expect((err as OmniError).httpStatus).toBe(200);
     expect((err as OmniError).omniMessage).toBe('no access is permitted');
@@ -86,15 +86,14 @@ describe('stream errors', () => {
 
   it('an error before any line has the mapped HTTP status and the {"error":..} body', async () => {
     gw.on('List', async (_q, s) => {
-      const w = new LineWriter(s, { status: 401, headers: { 'www-authenticate': 'denied' } });
+      const w = new LineWriter(s, { status: 403 });
       await w.error(GrpcCode.PermissionDenied, 'infra provider with name "bare-metal" is not registered in the system');
       w.end();
     });
-    const err = await client.state.list('infra-provider', 'X').catch((e: unknown) => e);
-    // the body's code wins over the status
+    const err = await client.state.list('infra-provider', ptr.type).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(errors.PermissionDeniedError);
-    expect((err as OmniError).httpStatus).toBe(401);
-    expect((err as OmniError).message).toContain('/cosi.resource.State/List infra-provider/X/: PermissionDenied: infra provider with name');
+    expect((err as OmniError).httpStatus).toBe(403);
+    expect((err as OmniError).message).toContain(`/cosi.resource.State/List infra-provider/${ptr.type}/: PermissionDenied: infra provider with name`);
   });
 
   it('a malformed line is a transport error, not silently skipped', async () => {
@@ -103,7 +102,9 @@ describe('stream errors', () => {
       await w.raw('{"result": nope}\n');
       w.end();
     });
-    await expect(client.state.list('infra-provider', 'X')).rejects.toThrow(/malformed stream line/);
+    const err = await client.state.list('infra-provider', ptr.type).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(errors.ProtocolError);
+    expect(err).toMatchObject({ code: 'STUB_PROTOCOL', message: expect.stringMatching(/bad answer from Omni at http:\/\/127\.0\.0\.1:\d+: a stream line that is not JSON: \{"result": nope\}/) });
   });
 });
 
@@ -143,14 +144,21 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
     await expect(client.state.update(res('m1'))).rejects.toBeInstanceOf(errors.FailedPreconditionError);
   });
 
-  it('falls back to the HTTP status only when the body has no code', async () => {
+  it('an error status without a status body is never taken for Omni\'s error (a bare 404 is not NotFound)', async () => {
     gw.on('Get', (_q, s) => {
       s.statusCode = 404;
       s.end('<html>nginx: not found</html>');
     });
     const err = await client.state.get(ptr).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(errors.NotFoundError);
-    expect((err as OmniError).omniMessage).toContain('HTTP 404: <html>nginx');
+    expect(err).toBeInstanceOf(errors.ProtocolError);
+    expect(err).toMatchObject({ code: 'STUB_HTTP_STATUS', message: expect.stringContaining('answered HTTP 404 without a gRPC status (google.rpc.Status) for it: <html>nginx: not found</html>') });
+  });
+
+  it('nor is a status body whose code does not map to the HTTP status', async () => {
+    gw.on('Get', (_q, s) => sendJson(s, 500, { code: GrpcCode.NotFound, message: 'not found' }));
+    await expect(client.state.get(ptr)).rejects.toMatchObject({ code: 'STUB_HTTP_STATUS' });
+    gw.on('Get', (_q, s) => sendJson(s, 404, { code: 404, message: 'not found' }));
+    await expect(client.state.get(ptr)).rejects.toMatchObject({ code: 'STUB_HTTP_STATUS' });
   });
 });
 
@@ -201,7 +209,7 @@ describe('retries', () => {
       await w.result({ resource: wireResource(res('b')) });
       w.end();
     });
-    expect((await client.state.list('infra-provider', 'X')).map((r) => r.metadata.id)).toEqual(['a', 'b']);
+    expect((await client.state.list('infra-provider', ptr.type)).map((r) => r.metadata.id)).toEqual(['a', 'b']);
   });
 
   it('a refused connection ends in a TransportError naming the endpoint', async () => {

@@ -195,7 +195,7 @@ describe('deadlines and cancellation', () => {
     });
     const c = await mk();
     const ac = new AbortController();
-    const p = c.state.list('infra-provider', 'X', { signal: ac.signal });
+    const p = c.state.list('infra-provider', 'InfraMachines.omni.sidero.dev', { signal: ac.signal });
     setTimeout(() => ac.abort(), 50);
     await expect(p).rejects.toBeInstanceOf(CanceledError);
   });
@@ -208,7 +208,7 @@ describe('deadlines and cancellation', () => {
     });
     const c = await mk({ timeoutMs: 100 });
     const ac = new AbortController();
-    for await (const b of c.state.watchKind('infra-provider', 'X', { signal: ac.signal })) {
+    for await (const b of c.state.watchKind('infra-provider', 'InfraMachines.omni.sidero.dev', { signal: ac.signal })) {
       expect(b[0]?.resource.metadata.id).toBe('late');
       ac.abort();
     }
@@ -220,7 +220,7 @@ describe('deadlines and cancellation', () => {
       await new LineWriter(s).result({});
     });
     const c = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, delay: noDelay, env: {} });
-    const it = c.state.watchKind('infra-provider', 'X')[Symbol.asyncIterator]();
+    const it = c.state.watchKind('infra-provider', 'InfraMachines.omni.sidero.dev')[Symbol.asyncIterator]();
     const pending = it.next().then(
       (r) => r,
       (e: unknown) => e,
@@ -326,7 +326,7 @@ describe('TLS', () => {
     await writeFile(caFile, pems.cert);
     server = https.createServer({ key: pems.private, cert: pems.cert }, (_req, r) => {
       _req.resume();
-      _req.on('end', () => sendJson(r, 200, { resource: wireResource(res('tls')) }));
+      _req.on('end', () => sendJson(r, 200, { resource: wireResource(res('m1', { labels: { served: 'tls' } })) }));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     endpoint = `https://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -346,12 +346,12 @@ describe('TLS', () => {
 
   it('trusts a --ca-file', async () => {
     const c = await mk({ endpoint, caFile });
-    expect((await c.state.get(ptr)).metadata.id).toBe('tls');
+    expect((await c.state.get(ptr)).metadata.labels['served']).toBe('tls');
   });
 
   it('skips verification only when asked', async () => {
     const c = await mk({ endpoint, insecureSkipTlsVerify: true });
-    expect((await c.state.get(ptr)).metadata.id).toBe('tls');
+    expect((await c.state.get(ptr)).metadata.labels['served']).toBe('tls');
   });
 
   it('an unreadable CA file is a configuration error', async () => {

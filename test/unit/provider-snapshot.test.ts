@@ -41,12 +41,12 @@ describe('client: a resource read without its spec is never written back', () =>
   function recording() {
     const calls: { method: string; body: Record<string, unknown> }[] = [];
     const transport: StateTransport = {
-      unary: async (method, body) => {
+      unary: (async (method: string, body: unknown, _ctx: unknown, decode: (answer: unknown) => unknown) => {
         calls.push({ method, body: body as Record<string, unknown> });
-        if (method === 'Get') return { resource: fresh };
+        if (method === 'Get') return decode({ resource: fresh });
         const sent = (body as { new_resource: { metadata: Record<string, unknown>; spec: Record<string, unknown> } }).new_resource;
-        return { resource: { ...sent, metadata: { ...sent.metadata, version: '6' } } };
-      },
+        return decode({ resource: { ...sent, metadata: { ...sent.metadata, version: '6' } } });
+      }) as StateTransport['unary'],
       collect: () => Promise.reject(new Error('not used')),
       openStream: () => Promise.reject(new Error('not used')),
     };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { jitteredBackoff, ndjsonLines, normalizeEndpoint } from '../../src/omni-client/transport.js';
+import { ndjsonLines } from '../../src/omni-client/body.js';
+import { jitteredBackoff, normalizeEndpoint } from '../../src/omni-client/transport.js';
 
 describe('normalizeEndpoint (like the Go client)', () => {
   it.each([
