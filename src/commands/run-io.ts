@@ -7,6 +7,7 @@ import { createInterface } from 'node:readline/promises';
 import { ExitCode, StubError, UsageError } from '../exit-codes.js';
 import type { Report } from '../provider/report.js';
 import { renderText } from '../provider/report.js';
+import { inertJson } from '../untrusted.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 
 export function processIo(): Io {
@@ -41,7 +42,8 @@ export async function askYesNo(input: NodeJS.ReadableStream, output: NodeJS.Writ
 }
 
 export function emitReport(rep: Report, c: ConnectionConfig, io: Io): void {
-  const json = `${JSON.stringify(rep, null, 2)}\n`;
+  // Programs read it; a person may print it: the same JSON with C1 and bidi controls as \uXXXX.
+  const json = `${inertJson(JSON.stringify(rep, null, 2))}\n`;
   if (c.reportFile) {
     try {
       writeFileSync(c.reportFile, json);
