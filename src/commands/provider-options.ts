@@ -78,7 +78,13 @@ export function connectionConfig(a: Args, env: NodeJS.ProcessEnv = process.env):
   };
 }
 
-/** Seconds, or a duration like `90s`, `10m`, `1h`. */
+/**
+ * The longest a Node timer can wait: setTimeout takes a signed 32-bit count of milliseconds and
+ * fires after 1 ms for anything longer (with a warning), so `--step-timeout 1000h` gave up at once.
+ */
+export const MAX_DURATION_MS = 2 ** 31 - 1;
+
+/** Seconds, or a duration like `90s`, `10m`, `1h`; at most MAX_DURATION_MS (about 24.8 days). */
 export function parseDuration(v: unknown, flag: string): number {
   const s = String(v).trim();
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(s);
@@ -87,6 +93,7 @@ export function parseDuration(v: unknown, flag: string): number {
   const unit = m[2] ?? 's';
   const ms = unit === 'ms' ? n : unit === 's' ? n * 1000 : unit === 'm' ? n * 60_000 : n * 3_600_000;
   if (!(ms > 0)) throw new UsageError(`${flag} must be more than zero`);
+  if (ms > MAX_DURATION_MS) throw new UsageError(`${flag} ${s} is longer than a timer can wait: at most ${MAX_DURATION_MS} ms (596h, about 24.8 days)`);
   return ms;
 }
 
