@@ -15,4 +15,5 @@ export {
   type ServiceAccountKey,
 } from './auth.js';
 export { GatewayState, WatchErroredError, type GatewayStateOptions, type StateTransport } from './state.js';
+export { observeWrite, outcomeOf, type WriteIntent, type WriteObserver, type WriteOutcome } from './write-observer.js';
 export { Transport, normalizeEndpoint, jitteredBackoff, type CallContext, type DelayFn, type Endpoint, type OpenStream, type TransportOptions } from './transport.js';
