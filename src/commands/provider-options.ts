@@ -3,7 +3,7 @@
 
 import type { Argv, Options } from 'yargs';
 import { createOmniClient, loadServiceAccountKey } from '../omni-client/index.js';
-import type { OmniClient } from '../omni-client/index.js';
+import type { OmniClient, WriteObserver } from '../omni-client/index.js';
 import { UsageError } from '../exit-codes.js';
 import { createLogger } from '../log.js';
 import type { Logger, LogFormat } from '../log.js';
@@ -112,7 +112,8 @@ export function loggerFor(c: ConnectionConfig, io: Io): Logger {
   return createLogger({ level: c.logLevel, ...(c.logFormat ? { format: c.logFormat } : {}), destination: io.stderr });
 }
 
-export async function connect(c: ConnectionConfig, io: Io, logger: Logger): Promise<OmniClient> {
+/** The client; `onWrite` hears of every write it sends (the audit log). */
+export async function connect(c: ConnectionConfig, io: Io, logger: Logger, onWrite?: WriteObserver): Promise<OmniClient> {
   const key = await loadServiceAccountKey({ ...(c.keyFile ? { file: c.keyFile } : {}), env: io.env });
   return createOmniClient({
     endpoint: c.endpoint,
@@ -121,6 +122,7 @@ export async function connect(c: ConnectionConfig, io: Io, logger: Logger): Prom
     insecureSkipTlsVerify: c.insecureSkipTlsVerify,
     logger,
     connections: c.concurrency,
+    ...(onWrite ? { onWrite } : {}),
   });
 }
 
