@@ -127,7 +127,7 @@ export class GatewayState implements State {
     const owner = opts.owner ?? r.metadata.owner;
     const body = encode(CreateRequestSchema, { resource: resourceToWire(r), options: { owner } });
     const intent = { method: 'Create', resource: pointerOf(r), owner, sent: r } as const;
-    return observeWrite(this.#onWrite, intent, async (onRetry) => resourceOf(await this.#t.unary('Create', body, { ...ctx(opts, pointerOf(r)), onRetry })), (v) => v);
+    return observeWrite(this.#onWrite, intent, async (onRetry) => resourceOf(await this.#t.unary('Create', body, { ...ctx(opts, pointerOf(r)), onRetry })), (v) => v, opts.signal);
   }
 
   async update(r: Resource, opts: UpdateOptions = {}): Promise<Resource> {
@@ -136,14 +136,14 @@ export class GatewayState implements State {
     if (opts.expectedPhase !== undefined) options['expected_phase'] = opts.expectedPhase;
     const body = encode(UpdateRequestSchema, { new_resource: resourceToWire(r), options });
     const intent = { method: 'Update', resource: pointerOf(r), owner: String(options['owner']), sent: r, ...writeContext(opts) } as const;
-    return observeWrite(this.#onWrite, intent, async (onRetry) => resourceOf(await this.#t.unary('Update', body, { ...ctx(opts, pointerOf(r)), onRetry })), (v) => v);
+    return observeWrite(this.#onWrite, intent, async (onRetry) => resourceOf(await this.#t.unary('Update', body, { ...ctx(opts, pointerOf(r)), onRetry })), (v) => v, opts.signal);
   }
 
   async destroy(p: Pointer, opts: OwnerOptions = {}): Promise<void> {
     const ptr = pointerOf(p);
     const body = encode(DestroyRequestSchema, { ...ptr, options: { owner: opts.owner ?? '' } });
     const intent = { method: 'Destroy', resource: ptr, owner: opts.owner ?? '', ...writeContext(opts) } as const;
-    await observeWrite(this.#onWrite, intent, async (onRetry) => { await this.#t.unary('Destroy', body, { ...ctx(opts, ptr), onRetry }); }, () => undefined);
+    await observeWrite(this.#onWrite, intent, async (onRetry) => { await this.#t.unary('Destroy', body, { ...ctx(opts, ptr), onRetry }); }, () => undefined, opts.signal);
   }
 
   async teardown(p: Pointer, opts: CallOptions = {}): Promise<boolean> {

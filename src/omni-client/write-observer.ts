@@ -3,7 +3,7 @@
 // outcome after. "Failed" is kept for an answer in which Omni refused the write; anything else that
 // ends a write that was (or may have been) sent is "unknown": it may have been applied.
 
-import { GrpcCode, OmniError } from './errors.js';
+import { CanceledError, GrpcCode, OmniError } from './errors.js';
 import type { Phase, Pointer, Resource } from './resource.js';
 
 export interface WriteIntent {
@@ -51,12 +51,15 @@ export function outcomeOf(err: unknown, retried: boolean): WriteOutcome {
 
 /**
  * Runs `send` between the observer's two calls. `send` gets the callback the transport calls on a
- * retry; `after` turns what it resolved to into the resource Omni answered (none for Destroy).
+ * retry; `after` turns what it resolved to into the resource Omni answered (none for Destroy). A
+ * write whose caller has already given up is not sent, so the observer does not hear of it: after a
+ * SIGTERM the writes still queued would otherwise each log an intent that never left.
  */
 export async function observeWrite<T>(
-  observer: WriteObserver | undefined, intent: WriteIntent, send: (onRetry: () => void) => Promise<T>, after: (v: T) => Resource | undefined,
+  observer: WriteObserver | undefined, intent: WriteIntent, send: (onRetry: () => void) => Promise<T>, after: (v: T) => Resource | undefined, signal?: AbortSignal,
 ): Promise<T> {
   if (!observer) return send(() => undefined);
+  if (signal?.aborted) throw new CanceledError('cancelled by the caller', { cause: signal.reason, resource: intent.resource });
   const done = observer(intent);
   let retried = false;
   let v: T;

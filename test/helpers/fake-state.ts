@@ -99,7 +99,7 @@ export class FakeState implements State {
       method, resource: { namespace: p.namespace, type: p.type, id: p.id }, owner: opts?.owner ?? (method === 'Update' ? sent?.metadata.owner ?? '' : ''),
       ...(sent ? { sent } : {}), ...(opts?.before ? { before: opts.before } : {}), ...(opts?.expectedPhase ? { expectedPhase: opts.expectedPhase } : {}),
     };
-    return observeWrite(this.onWrite, intent, () => run(), (v) => (v && typeof v === 'object' && 'metadata' in v ? (v as unknown as Resource) : undefined));
+    return observeWrite(this.onWrite, intent, () => run(), (v) => (v && typeof v === 'object' && 'metadata' in v ? (v as unknown as Resource) : undefined), opts?.signal);
   }
 
   create(r: Resource, opts?: OwnerOptions): Promise<Resource> {

@@ -101,3 +101,14 @@ describe('the write observer of GatewayState', () => {
     expect(sent).toEqual([]);
   });
 });
+
+describe('a write whose caller already gave up', () => {
+  it('is neither sent nor heard of (no intent that never left)', async () => {
+    const h = harness();
+    const ac = new AbortController();
+    ac.abort(new Error('SIGTERM'));
+    await expect(h.state.destroy(P, { signal: ac.signal })).rejects.toMatchObject({ code: 'OMNI_CANCELED' });
+    await expect(h.state.update(read, { signal: ac.signal })).rejects.toMatchObject({ code: 'OMNI_CANCELED' });
+    expect(h.log).toEqual([]);
+  });
+});
