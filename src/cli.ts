@@ -3,6 +3,7 @@
 import yargs from 'yargs';
 import { commands } from './commands/index.js';
 import { ExitCode, exitCodeFor } from './exit-codes.js';
+import { escapeControl } from './untrusted.js';
 import { VERSION } from './version.js';
 
 export async function main(argv: string[]): Promise<number> {
@@ -28,12 +29,13 @@ export async function main(argv: string[]): Promise<number> {
   }
   if (failure === undefined) return process.exitCode === undefined ? ExitCode.OK : Number(process.exitCode);
   if (failure instanceof UsageErrorMessage) {
-    process.stderr.write(`stub-provider: ${failure.message}\nRun 'stub-provider --help' for usage.\n`);
+    process.stderr.write(`stub-provider: ${escapeControl(failure.message)}\nRun 'stub-provider --help' for usage.\n`);
     return ExitCode.Usage;
   }
   const code = exitCodeFor(failure);
   const e = failure as { message?: string; code?: string };
-  process.stderr.write(`stub-provider: ${e.message ?? String(failure)}${e.code ? ` [${e.code}]` : ''}\n`);
+  // The message may quote Omni, a BMC or the command line: one line, control characters escaped (rule 13).
+  process.stderr.write(`stub-provider: ${escapeControl(`${e.message ?? String(failure)}${e.code ? ` [${e.code}]` : ''}`)}\n`);
   return code;
 }
 

@@ -1,9 +1,12 @@
 // Logging: pino, JSON to stderr when not a TTY (containers), pino-pretty in-process on a TTY.
 // Secrets are redacted by path at construction, so a careless `log.info({ key })` cannot leak them.
+// Log lines carry what Omni, a BMC or a command said (IDs, error messages, output): design rule 13 is
+// applied here, once for every line, just before it is written (pino's streamWrite hook).
 
 import pino from 'pino';
 import pretty from 'pino-pretty';
 import type { Logger } from 'pino';
+import { escapeControl, escapeControlIn, inertJson } from './untrusted.js';
 
 export type { Logger };
 
@@ -41,12 +44,27 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   const base = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { name: 'stub-provider' } };
   if (format === 'pretty') {
     // pino-pretty as a stream in this process (no worker thread): simpler shutdown and flushing.
-    return pino(base, prettyStream(dest));
+    return pino({ ...base, hooks: { streamWrite: escapeForPretty } }, prettyStream(dest));
   }
+  // JSON stays JSON for the programs that read it; what a terminal would act on is \uXXXX in it.
+  const json = { ...base, hooks: { streamWrite: inertJson } };
   // A real file descriptor gets pino's synchronous writer (nothing lost when the process exits at
   // once); any other stream (a test's, an embedding program's) is written to as given.
   const fd = (dest as { fd?: unknown }).fd;
-  return typeof fd === 'number' ? pino(base, pino.destination({ dest: fd, sync: true })) : pino(base, dest);
+  return typeof fd === 'number' ? pino(json, pino.destination({ dest: fd, sync: true })) : pino(json, dest);
+}
+
+/**
+ * pino-pretty prints the message as it is and the other values JSON-quoted (which escapes C0 but
+ * not C1 or bidi controls), so every string of the line, keys included, is escaped before it parses
+ * the line. A value holding a control character therefore shows its escape with a doubled backslash.
+ */
+function escapeForPretty(line: string): string {
+  try {
+    return `${JSON.stringify(escapeControlIn(JSON.parse(line) as unknown))}\n`;
+  } catch {
+    return `${escapeControl(line.trimEnd())}\n`;
+  }
 }
 
 function prettyStream(dest: NodeJS.WritableStream): NodeJS.WritableStream {

@@ -5,6 +5,7 @@ import { hideBin } from 'yargs/helpers';
 import { main } from './cli.js';
 import { ExitCode } from './exit-codes.js';
 import { tuneGc } from './gc-tuning.js';
+import { escapeControl } from './untrusted.js';
 
 tuneGc();
 
@@ -13,7 +14,7 @@ main(hideBin(process.argv)).then(
     process.exitCode = code;
   },
   (err: unknown) => {
-    process.stderr.write(`stub-provider: internal error: ${String(err)}\n`);
+    process.stderr.write(`stub-provider: internal error: ${escapeControl(String(err))}\n`);
     process.exitCode = ExitCode.Internal;
   },
 );

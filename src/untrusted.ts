@@ -33,3 +33,30 @@ export function escapeControl(s: string): string {
   UNSAFE.lastIndex = 0;
   return s.replace(UNSAFE, escapeOne);
 }
+
+/** A JSON-shaped value with escapeControl applied to every string in it, object keys included. */
+export function escapeControlIn<T>(v: T): T {
+  if (typeof v === 'string') return escapeControl(v) as T;
+  if (Array.isArray(v)) return v.map((x: unknown) => escapeControlIn(x)) as T;
+  if (v !== null && typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v)) out[escapeControl(k)] = escapeControlIn(x);
+    return out as T;
+  }
+  return v;
+}
+
+/**
+ * What JSON.stringify leaves raw of UNSAFE (it escapes C0 controls and lone surrogates itself): DEL,
+ * C1 controls, bidi controls and the Unicode line separators.
+ */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/g;
+
+/**
+ * JSON text (JSON.stringify's) with the unsafe characters it leaves raw written as `\uXXXX`: the
+ * same value for a program that parses it, and inert for a person who prints the file. Outside
+ * strings JSON text is ASCII, so every match is inside a string, where `\uXXXX` is its own escape.
+ */
+export function inertJson(json: string): string {
+  return json.replace(UNSAFE_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}

@@ -8,8 +8,8 @@ import { planReport } from '../provider/report.js';
 import type { Report } from '../provider/report.js';
 import { takeSnapshot } from '../provider/snapshot.js';
 import { addExamples, checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
-import type { Args, Io } from './provider-options.js';
-import { emitReport, exitWith, processIo } from './run-io.js';
+import type { Args, ConnectionConfig, Io } from './provider-options.js';
+import { emitReport, exitWith, inputFiles, openOutputs, processIo } from './run-io.js';
 
 const planOptions = {
   ...connectionOptions,
@@ -19,6 +19,17 @@ const planOptions = {
 
 export async function executePlan(a: Args, io: Io): Promise<Report> {
   const c = connectionConfig(a, io.env);
+  const outputs = openOutputs({ report: c.reportFile, inputs: inputFiles(c) });
+  try {
+    const rep = await planWith(c, a, io);
+    outputs.writeReport(rep, io);
+    return rep;
+  } finally {
+    outputs.close();
+  }
+}
+
+async function planWith(c: ConnectionConfig, a: Args, io: Io): Promise<Report> {
   const log = loggerFor(c, io);
   const client = await connect(c, io, log);
   try {

@@ -7,6 +7,7 @@
 
 import { Writable } from 'node:stream';
 import type { ReconcileProgress } from '../provider/reconcile.js';
+import { escapeControl } from '../untrusted.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 
 export type ProgressCounts = ReconcileProgress;
@@ -88,7 +89,8 @@ export class ProgressLine {
     const c = this.latest;
     if (!c) return;
     this.lastDraw = this.timers.now();
-    const text = `stub-provider: ${c.released} released, ${c.blocked} blocked, ${c.failed} failed, ${c.remaining} remaining`;
+    // Counts only today; escaped all the same, so that nothing added to this line can break it (rule 13).
+    const text = escapeControl(`stub-provider: ${c.released} released, ${c.blocked} blocked, ${c.failed} failed, ${c.remaining} remaining`);
     // Never wider than the terminal: a wrapped line cannot be erased with one "\r".
     const columns = (this.out as { columns?: number }).columns;
     this.out.write(`${CLEAR}${columns && columns > 1 ? text.slice(0, columns - 1) : text}`);

@@ -3,7 +3,7 @@
 
 import type { Argv, Options } from 'yargs';
 import { DEFAULT_READ_LIMITS, createOmniClient, loadServiceAccountKey } from '../omni-client/index.js';
-import type { OmniClient } from '../omni-client/index.js';
+import type { OmniClient, WriteObserver } from '../omni-client/index.js';
 import { UsageError } from '../exit-codes.js';
 import { createLogger } from '../log.js';
 import type { Logger, LogFormat } from '../log.js';
@@ -83,7 +83,13 @@ export function connectionConfig(a: Args, env: NodeJS.ProcessEnv = process.env):
   };
 }
 
-/** Seconds, or a duration like `90s`, `10m`, `1h`. */
+/**
+ * The longest a Node timer can wait: setTimeout takes a signed 32-bit count of milliseconds and
+ * fires after 1 ms for anything longer (with a warning), so `--step-timeout 1000h` gave up at once.
+ */
+export const MAX_DURATION_MS = 2 ** 31 - 1;
+
+/** Seconds, or a duration like `90s`, `10m`, `1h`; at most MAX_DURATION_MS (about 24.8 days). */
 export function parseDuration(v: unknown, flag: string): number {
   const s = String(v).trim();
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(s);
@@ -92,6 +98,7 @@ export function parseDuration(v: unknown, flag: string): number {
   const unit = m[2] ?? 's';
   const ms = unit === 'ms' ? n : unit === 's' ? n * 1000 : unit === 'm' ? n * 60_000 : n * 3_600_000;
   if (!(ms > 0)) throw new UsageError(`${flag} must be more than zero`);
+  if (ms > MAX_DURATION_MS) throw new UsageError(`${flag} ${s} is longer than a timer can wait: at most ${MAX_DURATION_MS} ms (596h, about 24.8 days)`);
   return ms;
 }
 
@@ -110,7 +117,8 @@ export function loggerFor(c: ConnectionConfig, io: Io): Logger {
   return createLogger({ level: c.logLevel, ...(c.logFormat ? { format: c.logFormat } : {}), destination: io.stderr });
 }
 
-export async function connect(c: ConnectionConfig, io: Io, logger: Logger): Promise<OmniClient> {
+/** The client; `onWrite` hears of every write it sends (the audit log). */
+export async function connect(c: ConnectionConfig, io: Io, logger: Logger, onWrite?: WriteObserver): Promise<OmniClient> {
   const key = await loadServiceAccountKey({ ...(c.keyFile ? { file: c.keyFile } : {}), env: io.env });
   return createOmniClient({
     endpoint: c.endpoint,
@@ -120,6 +128,7 @@ export async function connect(c: ConnectionConfig, io: Io, logger: Logger): Prom
     logger,
     connections: c.concurrency,
     limits: { listItems: c.maxListItems },
+    ...(onWrite ? { onWrite } : {}),
   });
 }
 

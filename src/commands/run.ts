@@ -2,7 +2,7 @@
 // deregister. See issue 4 and design.md; the work is in src/provider.
 
 import type { Argv, CommandModule } from 'yargs';
-import { UsageError } from '../exit-codes.js';
+import { ExitCode, UsageError } from '../exit-codes.js';
 import { VERSION } from '../version.js';
 import { createWipeStrategy, wipeCliOptions, wipeOptionsFromArgv } from '../wipe/index.js';
 import { Audit } from '../provider/audit.js';
@@ -10,10 +10,12 @@ import { preflight } from '../provider/preflight.js';
 import { reconcile } from '../provider/reconcile.js';
 import { planReport, renderText, runReport } from '../provider/report.js';
 import type { Report } from '../provider/report.js';
+import type { PreflightResult } from '../provider/preflight.js';
+import type { ReconcileResult } from '../provider/reconcile.js';
 import { addExamples, checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor, parseDuration } from './provider-options.js';
 import type { Args, Io } from './provider-options.js';
 import { progressFor } from './progress.js';
-import { emitReport, exitWith, openAuditLog, processIo, trapSignals } from './run-io.js';
+import { emitReport, exitWith, inputFiles, openOutputs, processIo, trapSignals } from './run-io.js';
 
 const runOptions = {
   ...connectionOptions,
@@ -23,7 +25,7 @@ const runOptions = {
   deregister: { type: 'boolean', default: true, describe: 'Once nothing of the ID is left, clean up and deregister (--no-deregister to keep the provider\'s statuses)', group: 'Run:' },
   yes: { type: 'boolean', default: false, alias: 'y', describe: 'Make the changes without asking (required when stdin is not a terminal)', group: 'Run:' },
   force: { type: 'boolean', default: false, describe: 'Run although a live provider with this ID sent a heartbeat in the last 60 s', group: 'Run:' },
-  'audit-log': { type: 'string', describe: 'Append one NDJSON line per change (resource, finalizers and versions before and after, result)', group: 'Output:' },
+  'audit-log': { type: 'string', describe: 'Append two NDJSON lines per write to Omni: its intent before it is sent (resource, finalizers and version before, what it asks for) and its outcome (ok, failed, unknown)', group: 'Output:' },
   ...wipeCliOptions,
 } as const;
 
@@ -34,44 +36,56 @@ export async function executeRun(a: Args, io: Io): Promise<Report> {
   const stepMs = parseDuration(a['step-timeout'] ?? '60s', '--step-timeout');
   const deregister = a.deregister !== false && !/^(1|true|yes)$/i.test(io.env.STUB_PROVIDER_NO_DEREGISTER ?? '');
   const wipeOptions = wipeOptionsFromArgv(a);
-  // On a terminal, log lines go through the progress line so that it stays below them.
-  const progress = progressFor(c, io);
-  const log = progress ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream }) : loggerFor(c, io);
-  const auditLog = openAuditLog(typeof a['audit-log'] === 'string' ? a['audit-log'] : undefined);
-  const audit = new Audit(auditLog.sink);
-  const client = await connect(c, io, log);
-  const sig = trapSignals(io);
+  const outputs = openOutputs({ report: c.reportFile, auditLog: typeof a['audit-log'] === 'string' && a['audit-log'] !== '' ? a['audit-log'] : undefined, inputs: inputFiles(c) });
   try {
-    const now = () => Date.now() + client.serverClockOffsetMs();
-    const pre = await preflight({ state: client.state, providerId: c.id, keyProviderId: client.providerId, keyName: client.identity.name, force: a.force === true, now, signal: sig.signal });
-    if (pre.forced) log.warn({ providerId: c.id }, 'a live provider with this ID was detected; running anyway (--force)');
-    log.info({ providerId: c.id, endpoint: client.endpoint, omniVersion: pre.omniVersion, mode: c.machines.length ? 'machines' : 'whole' }, 'preflight passed');
-    const strategy = createWipeStrategy(wipeOptions, { logger: log });
-    const result = await reconcile(
-      { state: client.state, logger: log, audit, version: VERSION, now, wipe: { strategy, options: wipeOptions }, ...(progress ? { progress: (p) => progress.update(p) } : {}) },
-      {
-        providerId: c.id, machines: c.machines, profile: c.profile, stateTypes: c.stateTypes, deregister, wait, timeoutMs, omniWaitMs: stepMs,
-        concurrency: c.concurrency, signal: sig.signal, force: a.force === true,
-        confirm: async (plan) => {
-          if (a.yes === true) return true;
-          if (!io.stdinIsTTY || !io.ask) throw new UsageError('this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); `stub-provider plan` shows what would change');
-          io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre })));
-          return io.ask(`Make these changes${wait ? ' and keep watching' : ''}? [y/N] `);
+    // On a terminal, log lines go through the progress line so that it stays below them.
+    const progress = progressFor(c, io);
+    const log = progress ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream }) : loggerFor(c, io);
+    const audit = new Audit(outputs.auditSink, Date.now, log);
+    const client = await connect(c, io, log, audit.observer);
+    const sig = trapSignals(io);
+    let failed = false;
+    let pre: PreflightResult;
+    let result: ReconcileResult;
+    try {
+      const now = () => Date.now() + client.serverClockOffsetMs();
+      pre = await preflight({ state: client.state, providerId: c.id, keyProviderId: client.providerId, keyName: client.identity.name, force: a.force === true, now, signal: sig.signal });
+      if (pre.forced) log.warn({ providerId: c.id }, 'a live provider with this ID was detected; running anyway (--force)');
+      log.info({ providerId: c.id, endpoint: client.endpoint, omniVersion: pre.omniVersion, mode: c.machines.length ? 'machines' : 'whole' }, 'preflight passed');
+      const strategy = createWipeStrategy(wipeOptions, { logger: log });
+      result = await reconcile(
+        { state: client.state, logger: log, version: VERSION, now, wipe: { strategy, options: wipeOptions }, ...(progress ? { progress: (p) => progress.update(p) } : {}) },
+        {
+          providerId: c.id, machines: c.machines, profile: c.profile, stateTypes: c.stateTypes, deregister, wait, timeoutMs, omniWaitMs: stepMs,
+          concurrency: c.concurrency, signal: sig.signal, force: a.force === true,
+          confirm: async (plan) => {
+            if (a.yes === true) return true;
+            if (!io.stdinIsTTY || !io.ask) throw new UsageError('this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); `stub-provider plan` shows what would change');
+            io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre })));
+            return io.ask(`Make these changes${wait ? ' and keep watching' : ''}? [y/N] `);
+          },
         },
-      },
-    );
+      );
+    } catch (err) {
+      failed = true;
+      if (sig.code() && sig.signal.aborted) throw sig.signal.reason as Error;
+      throw err;
+    } finally {
+      progress?.done();
+      sig.release();
+      // Closing the client cancels what is still in flight; the audit log then gives each write
+      // still unanswered its outcome (unknown) before the report counts them.
+      await client.close();
+      const code = sig.code();
+      audit.close(code ? `interrupted (${code === ExitCode.SigInt ? 'SIGINT' : 'SIGTERM'})` : failed ? 'the run failed' : 'the run ended');
+    }
     const interruptCode = sig.code();
     if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
-    return runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, ...(interruptCode ? { interruptCode } : {}) });
-  } catch (err) {
-    const code = sig.code();
-    if (code && sig.signal.aborted) throw sig.signal.reason as Error;
-    throw err;
+    const rep = runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, ...(interruptCode ? { interruptCode } : {}) });
+    outputs.writeReport(rep, io);
+    return rep;
   } finally {
-    progress?.done();
-    sig.release();
-    auditLog.close();
-    await client.close();
+    outputs.close();
   }
 }
 

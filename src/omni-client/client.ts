@@ -5,6 +5,7 @@ import { loadServiceAccountKey, parseServiceAccountKey, Signer, type ServiceAcco
 import { GatewayState } from './state.js';
 import { Transport, type DispatcherKind, type TransportOptions } from './transport.js';
 import type { State } from './types.js';
+import type { WriteObserver } from './write-observer.js';
 
 /** The transport's options (transport.ts), with the key in place of a signer. */
 export interface OmniClientOptions extends Omit<TransportOptions, 'endpoint' | 'signer' | 'backoff'> {
@@ -12,6 +13,8 @@ export interface OmniClientOptions extends Omit<TransportOptions, 'endpoint' | '
   endpoint: string;
   /** The OMNI_SERVICE_ACCOUNT_KEY value, or a key already loaded (see auth.ts loadServiceAccountKey). */
   key: string | ServiceAccountKey;
+  /** Told of every write before it is sent and of its outcome (state.ts); the audit log. */
+  onWrite?: WriteObserver;
 }
 
 export interface OmniClient {
@@ -35,13 +38,14 @@ export async function createOmniClient(opts: OmniClientOptions): Promise<OmniCli
   const logger = opts.logger ?? silentLogger();
   const key = typeof opts.key === 'string' ? await parseServiceAccountKey(opts.key, { now }) : opts.key;
   const signer = new Signer(key);
-  const { key: _key, ...transportOpts } = opts;
+  const { key: _key, onWrite, ...transportOpts } = opts;
   const transport = new Transport({ ...transportOpts, signer, logger, now });
   if (opts.insecureSkipTlsVerify) logger.warn({ endpoint: transport.endpoint.origin }, 'TLS certificate verification is disabled (--insecure-skip-tls-verify)');
   const state = new GatewayState(transport, {
     logger,
     ...(opts.delay ? { delay: opts.delay } : {}),
     ...(opts.random ? { random: opts.random } : {}),
+    ...(onWrite ? { onWrite } : {}),
   });
   return {
     state,

@@ -21,9 +21,10 @@ import {
   GrpcCode,
   type OmniErrorContext,
 } from './errors.js';
-import type { Pointer, Resource } from './resource.js';
+import type { Phase, Pointer, Resource } from './resource.js';
 import { PHASE_RUNNING, PHASE_TEARING_DOWN, VERSION_UNDEFINED, cloneResource, describePointer, pointerOf } from './resource.js';
 import { defaultDelay, jitteredBackoff, type BackoffOptions, type CallContext, type DelayFn, type OpenStream, type Transport } from './transport.js';
+import { observeWrite, type WriteObserver } from './write-observer.js';
 import type {
   CallOptions,
   LabelQuery,
@@ -72,6 +73,8 @@ export interface GatewayStateOptions {
   watchBackoff?: BackoffOptions;
   /** Consecutive failed watch reconnects (no message in between) before giving up. Default 10. */
   watchMaxReconnects?: number;
+  /** Told of every Create, Update and Destroy before it is sent and of its outcome (the audit log). */
+  onWrite?: WriteObserver;
 }
 
 /** An ERRORED watch event (e.g. "buffer overrun"): the watch cannot go on. */
@@ -94,6 +97,7 @@ export class GatewayState implements State {
   #conflictBackoff: BackoffOptions;
   #watchBackoff: BackoffOptions;
   #watchMaxReconnects: number;
+  #onWrite: WriteObserver | undefined;
 
   constructor(transport: StateTransport, opts: GatewayStateOptions = {}) {
     this.#t = transport;
@@ -104,6 +108,7 @@ export class GatewayState implements State {
     this.#conflictBackoff = opts.conflictBackoff ?? { baseMs: 20, capMs: 1_000 };
     this.#watchBackoff = opts.watchBackoff ?? { baseMs: 250, capMs: 15_000 };
     this.#watchMaxReconnects = opts.watchMaxReconnects ?? 10;
+    this.#onWrite = opts.onWrite;
   }
 
   async get(p: Pointer, opts: CallOptions = {}): Promise<Resource> {
@@ -132,7 +137,8 @@ export class GatewayState implements State {
     // Omni refuses a metadata owner that differs from the option (omni-wire.md 2.4): default to it.
     const owner = opts.owner ?? r.metadata.owner;
     const body = encode(CreateRequestSchema, { resource: resourceToWire(r), options: { owner } });
-    return this.#t.unary('Create', body, ctx(opts, pointerOf(r)), answerAbout(pointerOf(r)));
+    const intent = { method: 'Create', resource: pointerOf(r), owner, sent: r } as const;
+    return observeWrite(this.#onWrite, intent, (onRetry) => this.#t.unary('Create', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))), (v) => v, opts.signal);
   }
 
   async update(r: Resource, opts: UpdateOptions = {}): Promise<Resource> {
@@ -140,13 +146,15 @@ export class GatewayState implements State {
     const options: Record<string, unknown> = { owner: opts.owner ?? r.metadata.owner };
     if (opts.expectedPhase !== undefined) options['expected_phase'] = opts.expectedPhase;
     const body = encode(UpdateRequestSchema, { new_resource: resourceToWire(r), options });
-    return this.#t.unary('Update', body, ctx(opts, pointerOf(r)), answerAbout(pointerOf(r)));
+    const intent = { method: 'Update', resource: pointerOf(r), owner: String(options['owner']), sent: r, ...writeContext(opts) } as const;
+    return observeWrite(this.#onWrite, intent, (onRetry) => this.#t.unary('Update', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))), (v) => v, opts.signal);
   }
 
   async destroy(p: Pointer, opts: OwnerOptions = {}): Promise<void> {
     const ptr = pointerOf(p);
     const body = encode(DestroyRequestSchema, { ...ptr, options: { owner: opts.owner ?? '' } });
-    await this.#t.unary('Destroy', body, ctx(opts, ptr), emptyAnswer);
+    const intent = { method: 'Destroy', resource: ptr, owner: opts.owner ?? '', ...writeContext(opts) } as const;
+    await observeWrite(this.#onWrite, intent, (onRetry) => this.#t.unary('Destroy', body, { ...ctx(opts, ptr), onRetry }, emptyAnswer), () => undefined, opts.signal);
   }
 
   async teardown(p: Pointer, opts: CallOptions = {}): Promise<boolean> {
@@ -157,7 +165,7 @@ export class GatewayState implements State {
       const next = cloneResource(cur);
       next.metadata.phase = PHASE_TEARING_DOWN;
       try {
-        const after = await this.update(next, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING });
+        const after = await this.update(next, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING, before: cur });
         return after.metadata.finalizers.length === 0;
       } catch (e) {
         // A version conflict, or a phase conflict (someone else tore it down first): read again.
@@ -196,7 +204,7 @@ export class GatewayState implements State {
       next.metadata.finalizers = keep;
       attempts++;
       try {
-        const after = await this.update(next, { ...opts, owner: current.metadata.owner });
+        const after = await this.update(next, { ...opts, owner: current.metadata.owner, before: current });
         return { outcome: 'removed', before: current, after, attempts };
       } catch (e) {
         if (e instanceof NotFoundError) return { outcome: 'gone', before: current, attempts };
@@ -311,6 +319,11 @@ export class GatewayState implements State {
 
 function ctx(opts: CallOptions, resource: Pointer): CallContext {
   return { signal: opts.signal, timeoutMs: opts.timeoutMs, resource };
+}
+
+/** What the write observer hears besides the write itself. */
+function writeContext(opts: UpdateOptions): { before?: Resource; expectedPhase?: Phase } {
+  return { ...(opts.before ? { before: opts.before } : {}), ...(opts.expectedPhase !== undefined ? { expectedPhase: opts.expectedPhase } : {}) };
 }
 
 function encode(schema: MessageSchema, obj: Record<string, unknown>): Record<string, unknown> {

@@ -124,6 +124,8 @@ export interface CallContext {
   timeoutMs?: number | undefined;
   /** The resource the call is about, for error messages. */
   resource?: Pointer | undefined;
+  /** Called before the call is sent again after a failed attempt (that attempt may have reached Omni). */
+  onRetry?: (() => void) | undefined;
 }
 
 /** An open NDJSON stream whose first message has arrived. Iterate for the rest; `close` to stop. */
@@ -513,6 +515,7 @@ export class Transport {
           throw this.#refused(method, ctx, e);
         }
         if (!retriable.has(e) || retries >= this.#retries) throw e;
+        ctx.onRetry?.();
         const ms = jitteredBackoff(retries++, this.#backoff, this.#random);
         this.#log.debug({ method, attempt: retries, delayMs: ms, err: e.message }, 'retrying an Omni call');
         try {

@@ -49,6 +49,8 @@ export interface WatchKindOptions extends QueryOptions {
 export interface OwnerOptions extends CallOptions {
   /** Defaults to "" for create; for update/destroy/teardown the caller passes the stored owner. */
   owner?: string;
+  /** The resource as the caller read it, for the write observer (the audit log's "before"); never sent. */
+  before?: Resource;
 }
 
 export interface UpdateOptions extends OwnerOptions {

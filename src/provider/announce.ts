@@ -14,7 +14,6 @@ import { PreflightError } from '../exit-codes.js';
 import { HEALTH_STATUS_CONTROLLER } from './profile.js';
 import { STUB_MARKER } from './plan.js';
 import { LIVE_HEARTBEAT_MS, heartbeatOf } from './preflight.js';
-import type { Audit } from './audit.js';
 
 export const HEARTBEAT_INTERVAL_MS = 30_000;
 
@@ -31,7 +30,6 @@ export interface AnnounceContext {
   providerId: string;
   version: string;
   logger: Logger;
-  audit: Audit;
   signal?: AbortSignal;
 }
 
@@ -45,8 +43,7 @@ export async function announceProviderStatus(ctx: AnnounceContext, existing: Res
       const md = newMetadata({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: providerId }, { labels: isStatic ? { [LABEL_IS_STATIC_INFRA_PROVIDER]: '' } : {} });
       const spec = encodeSpec(InfraProviderStatusSpec, { schema: '', name: providerId, description: `${text}: releases what is being deleted, accepts no new machines`, icon: '', version: text });
       try {
-        const created = await state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: '', signal: ctx.signal });
-        ctx.audit.mutation('create', created.metadata, undefined, created, 'ok');
+        await state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: '', signal: ctx.signal });
         return true;
       } catch (err) {
         if (!isOmniError(err, AlreadyExistsError) || attempt === 4) throw err;
@@ -62,8 +59,7 @@ export async function announceProviderStatus(ctx: AnnounceContext, existing: Res
     };
     if (isStatic && !Object.hasOwn(next.metadata.labels, LABEL_IS_STATIC_INFRA_PROVIDER)) next.metadata.labels[LABEL_IS_STATIC_INFRA_PROVIDER] = '';
     try {
-      const after = await state.update(next, { owner: current.metadata.owner, signal: ctx.signal });
-      ctx.audit.mutation('update', current.metadata, current, after, 'ok');
+      await state.update(next, { owner: current.metadata.owner, signal: ctx.signal, before: current });
       return true;
     } catch (err) {
       if (isOmniError(err, NotFoundError)) { current = undefined; continue; }
@@ -170,12 +166,10 @@ export class Heartbeat {
     const spec = { last_heartbeat_timestamp: new Date(nowMs).toISOString(), error: heartbeatError(providerId) };
     const current = await this.check();
     if (!current) {
-      const created = await state.create({ metadata: newMetadata(p), spec: { protoSpec: encodeSpec(InfraProviderHealthStatusSpec, spec) } }, { owner: `${providerId}.${HEALTH_STATUS_CONTROLLER}`, signal: this.o.signal });
-      this.o.audit.mutation('create', p, undefined, created, 'ok');
+      await state.create({ metadata: newMetadata(p), spec: { protoSpec: encodeSpec(InfraProviderHealthStatusSpec, spec) } }, { owner: `${providerId}.${HEALTH_STATUS_CONTROLLER}`, signal: this.o.signal });
     } else {
       const next: Resource = { metadata: { ...current.metadata }, spec: { protoSpec: updateSpec(InfraProviderHealthStatusSpec, current.spec.protoSpec, spec) } };
-      const after = await state.update(next, { owner: current.metadata.owner, signal: this.o.signal });
-      this.o.audit.mutation('update', p, current, after, 'ok');
+      await state.update(next, { owner: current.metadata.owner, signal: this.o.signal, before: current });
     }
     this.lastBeatMs = nowMs;
     this.beats++;

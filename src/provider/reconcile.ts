@@ -15,7 +15,6 @@ import { BMCConfigSpec, BMCConfigurationSpec, MachineRequestStage, MachineReques
 import type { MessageSchema } from '../omni-client/specs.js';
 import { machineFactsFromBmc, runWipes, wipeBlocksRelease } from '../wipe/index.js';
 import type { WipeOptions, WipeResult, WipeStrategy } from '../wipe/index.js';
-import { Audit } from './audit.js';
 import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';
 import type { Timers } from './announce.js';
 import { ChangeFeed } from './change-feed.js';
@@ -52,7 +51,6 @@ export interface ReconcileOptions {
 export interface ReconcileDeps {
   state: State;
   logger: Logger;
-  audit?: Audit;
   /** The stub's version, written into ProviderStatus. */
   version: string;
   /** Wall clock as Omni sees it (heartbeat timestamps). */
@@ -125,7 +123,6 @@ const DONE: StepResult = { done: true };
 class Reconciler {
   private readonly state: State;
   private readonly log: Logger;
-  private readonly audit: Audit;
   private readonly id: string;
   private readonly whole: boolean;
   private readonly limiter: Limiter;
@@ -150,8 +147,6 @@ class Reconciler {
   constructor(private readonly deps: ReconcileDeps, private readonly o: ReconcileOptions) {
     this.state = deps.state;
     this.log = deps.logger;
-    this.audit = deps.audit ?? new Audit();
-    this.audit.logger ??= deps.logger;
     this.id = o.providerId;
     this.whole = o.machines.length === 0;
     this.limiter = new Limiter(o.concurrency);
@@ -240,7 +235,7 @@ class Reconciler {
   }
 
   private async announce(plan: Plan): Promise<void> {
-    const ctx = { state: this.state, providerId: this.id, version: this.deps.version, logger: this.log, audit: this.audit, signal: this.o.signal };
+    const ctx = { state: this.state, providerId: this.id, version: this.deps.version, logger: this.log, signal: this.o.signal };
     const current = await this.getIfExists({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id });
     // The static label from the facts (InfraMachines exist, or --profile bare-metal), not from the profile flag alone.
     const wrote = await announceProviderStatus(ctx, current, plan.profile.staticLabel);
@@ -387,8 +382,7 @@ class Reconciler {
     // requirePhase: a retry after a conflict re-reads; if the resource was meanwhile destroyed and
     // re-created (running), it is no longer a deletion under way and must not be released (rule 2).
     const res = await this.limiter.run(() => this.state.removeFinalizers(target, finalizers, { signal: this.o.signal, requirePhase: p.phase }));
-    if (res.outcome === 'removed') this.audit.mutation('update', p, res.before, res.after, 'ok');
-    else this.log.debug({ resource: describePointer(p), finalizers, outcome: res.outcome }, 'remove finalizers: nothing written');
+    if (res.outcome !== 'removed') this.log.debug({ resource: describePointer(p), finalizers, outcome: res.outcome }, 'remove finalizers: nothing written');
     if (res.outcome === 'phase-changed') {
       return { done: false, reason: `${describePointer(p)} is ${res.before?.metadata.phase ?? 'in another phase'} now (re-created meanwhile?): left alone`, nextStep: 'check who re-created it; run again to re-plan', counts: false };
     }
@@ -405,7 +399,6 @@ class Reconciler {
       if (mine.length > 0) {
         const res = await this.limiter.run(() => this.state.removeFinalizers(cur, mine, { signal: this.o.signal }));
         if (res.outcome === 'gone') return DONE;
-        if (res.outcome === 'removed') this.audit.mutation('update', p, res.before, res.after, 'ok');
         cur = res.after ?? res.before ?? cur;
       }
       if (cur.metadata.finalizers.length > 0) {
@@ -413,14 +406,12 @@ class Reconciler {
         let ready = false;
         const minVersion = String(BigInt(cur.metadata.version === 'undefined' ? '0' : cur.metadata.version) + 1n);
         if (cur.metadata.phase === PHASE_RUNNING) {
-          const before = cur;
           try {
             ready = await this.limiter.run(() => this.state.teardown(p, { signal: this.o.signal }));
           } catch (err) {
             if (isOmniError(err, NotFoundError)) return DONE;
             throw err;
           }
-          this.audit.mutation('teardown', p, before, undefined, 'ok');
         }
         if (!ready) {
           const ms = this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS);
@@ -433,8 +424,7 @@ class Reconciler {
         }
       }
       try {
-        await this.limiter.run(() => this.state.destroy(p, { owner: cur.metadata.owner, signal: this.o.signal }));
-        this.audit.mutation('destroy', p, cur, undefined, 'ok');
+        await this.limiter.run(() => this.state.destroy(p, { owner: cur.metadata.owner, signal: this.o.signal, before: cur }));
         return DONE;
       } catch (err) {
         if (isOmniError(err, NotFoundError)) return DONE;
@@ -458,8 +448,7 @@ class Reconciler {
     const md = newMetadata({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus, id: r.id }, { labels: { ...r.request.metadata.labels } });
     const spec = encodeSpec(MachineRequestStatusSpec, { id: '', stage: MachineRequestStage.FAILED, error: refusalError(this.id, r.id), status: `refused by ${STUB_MARKER}` });
     try {
-      const created = await this.limiter.run(() => this.state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: `${this.id}.${PROVISION_CONTROLLER}`, signal: this.o.signal }));
-      this.audit.mutation('create', md, undefined, created, 'ok');
+      await this.limiter.run(() => this.state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: `${this.id}.${PROVISION_CONTROLLER}`, signal: this.o.signal }));
       this.refusals.set(key, { kind: r.kind, id: r.id, reason: r.reason, result: 'refused' });
       this.log.info({ kind: r.kind, id: r.id }, 'refused new MachineRequest (FAILED status)');
     } catch (err) {

@@ -4,6 +4,7 @@
 
 import { ExitCode } from '../exit-codes.js';
 import type { ExitCodeValue } from '../exit-codes.js';
+import { escapeControlIn } from '../untrusted.js';
 import type { Note, Plan, Step } from './plan.js';
 import { immediateWrites } from './plan.js';
 import type { PreflightResult } from './preflight.js';
@@ -174,8 +175,13 @@ function dedupe(xs: ReportEntry[]): ReportEntry[] {
 
 const LIST_LIMIT = 20;
 
-/** The human summary for a terminal. */
-export function renderText(rep: Report): string {
+/**
+ * The human summary for a terminal. Every string of the report is escaped first (design rule 13):
+ * IDs, finalizers, reasons and Omni's messages come from the server, and a control character in one
+ * of them could clear the screen or forge a line of this summary.
+ */
+export function renderText(report: Report): string {
+  const rep = escapeControlIn(report);
   const out: string[] = [];
   const head = rep.command === 'plan' ? 'Plan (nothing was changed)' : `Result: ${rep.result}`;
   out.push(`stub-provider ${rep.version} — provider ${rep.providerId} (${rep.mode === 'whole' ? 'whole provider' : `machines: ${rep.machines.join(', ')}`}), ${rep.omniVersion ? `Omni ${rep.omniVersion}` : 'Omni version unknown (SysVersion not readable)'}`);

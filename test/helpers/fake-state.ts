@@ -7,6 +7,7 @@ import type { Pointer, Resource } from '../../src/omni-client/resource.js';
 import { cloneResource, describePointer, newMetadata, PHASE_RUNNING, PHASE_TEARING_DOWN, T } from '../../src/omni-client/resource.js';
 import type { CallOptions, OwnerOptions, QueryOptions, RemoveFinalizersOptions, RemoveFinalizersResult, State, UpdateOptions, WatchEvent, WatchKindOptions } from '../../src/omni-client/types.js';
 import { AlreadyExistsError, CanceledError, FailedPreconditionError, InvalidArgumentError, NotFoundError, OmniError, PermissionDeniedError } from '../../src/omni-client/errors.js';
+import { observeWrite, type WriteIntent, type WriteObserver } from '../../src/omni-client/write-observer.js';
 
 type Method = 'get' | 'list' | 'create' | 'update' | 'destroy' | 'watch';
 
@@ -32,6 +33,8 @@ export class FakeState implements State {
   };
   /** Hook run after every write (for concurrent-writer tests). */
   afterWrite?: (method: Method, r: Resource) => void;
+  /** The write observer, as GatewayState's `onWrite` (the audit log). */
+  onWrite?: WriteObserver;
 
   constructor(resources: Resource[] = []) {
     for (const r of resources) this.put(r);
@@ -90,8 +93,21 @@ export class FakeState implements State {
     return [...this.store.values()].filter((r) => r.metadata.namespace === namespace && r.metadata.type === type).map(cloneResource);
   }
 
-  async create(r: Resource, opts?: OwnerOptions): Promise<Resource> {
-    if (r.spec.omitted) throw new Error(`fake state: create of ${describePointer(r.metadata)} with a spec that was not kept`);
+  /** Runs a write between the observer's two calls, as GatewayState does. */
+  private observed<T>(method: WriteIntent['method'], p: Pointer, opts: UpdateOptions | undefined, sent: Resource | undefined, run: () => Promise<T>): Promise<T> {
+    const intent: WriteIntent = {
+      method, resource: { namespace: p.namespace, type: p.type, id: p.id }, owner: opts?.owner ?? (method === 'Update' ? sent?.metadata.owner ?? '' : ''),
+      ...(sent ? { sent } : {}), ...(opts?.before ? { before: opts.before } : {}), ...(opts?.expectedPhase ? { expectedPhase: opts.expectedPhase } : {}),
+    };
+    return observeWrite(this.onWrite, intent, () => run(), (v) => (v && typeof v === 'object' && 'metadata' in v ? (v as unknown as Resource) : undefined), opts?.signal);
+  }
+
+  create(r: Resource, opts?: OwnerOptions): Promise<Resource> {
+    if (r.spec.omitted) return Promise.reject(new Error(`fake state: create of ${describePointer(r.metadata)} with a spec that was not kept`));
+    return this.observed('Create', r.metadata, opts, r, () => this.doCreate(r, opts));
+  }
+
+  private async doCreate(r: Resource, opts?: OwnerOptions): Promise<Resource> {
     await this.enter('create', r.metadata, opts);
     if (this.store.has(key(r.metadata))) throw new AlreadyExistsError(`${describePointer(r.metadata)} already exists`);
     const c = cloneResource(r);
@@ -102,9 +118,13 @@ export class FakeState implements State {
     return stored;
   }
 
-  async update(r: Resource, opts?: UpdateOptions): Promise<Resource> {
+  update(r: Resource, opts?: UpdateOptions): Promise<Resource> {
     // The real client refuses this too (state.ts): it would erase the spec in Omni.
-    if (r.spec.omitted) throw new Error(`fake state: update of ${describePointer(r.metadata)} with a spec that was not kept`);
+    if (r.spec.omitted) return Promise.reject(new Error(`fake state: update of ${describePointer(r.metadata)} with a spec that was not kept`));
+    return this.observed('Update', r.metadata, opts, r, () => this.doUpdate(r, opts));
+  }
+
+  private async doUpdate(r: Resource, opts?: UpdateOptions): Promise<Resource> {
     await this.enter('update', r.metadata, opts);
     const cur = this.store.get(key(r.metadata));
     if (!cur) throw new NotFoundError(`${describePointer(r.metadata)} not found`);
@@ -120,7 +140,11 @@ export class FakeState implements State {
     return this.find(r.metadata) ?? stored;
   }
 
-  async destroy(p: Pointer, opts?: OwnerOptions): Promise<void> {
+  destroy(p: Pointer, opts?: OwnerOptions): Promise<void> {
+    return this.observed('Destroy', p, opts, undefined, () => this.doDestroy(p, opts));
+  }
+
+  private async doDestroy(p: Pointer, opts?: OwnerOptions): Promise<void> {
     await this.enter('destroy', p, opts);
     const cur = this.store.get(key(p));
     if (!cur) throw new NotFoundError(`${describePointer(p)} not found`);
@@ -133,8 +157,9 @@ export class FakeState implements State {
   async teardown(p: Pointer, opts?: CallOptions): Promise<boolean> {
     const cur = await this.get(p, opts);
     if (cur.metadata.phase === PHASE_TEARING_DOWN) return cur.metadata.finalizers.length === 0;
-    cur.metadata.phase = PHASE_TEARING_DOWN;
-    const after = await this.update(cur, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING });
+    const next = cloneResource(cur);
+    next.metadata.phase = PHASE_TEARING_DOWN;
+    const after = await this.update(next, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING, before: cur });
     return after.metadata.finalizers.length === 0;
   }
 
@@ -156,7 +181,7 @@ export class FakeState implements State {
       const next = cloneResource(current);
       next.metadata.finalizers = keep;
       try {
-        const after = await this.update(next, { ...opts, owner: current.metadata.owner });
+        const after = await this.update(next, { ...opts, owner: current.metadata.owner, before: current });
         return { outcome: 'removed', before: current, after, attempts };
       } catch (e) {
         if (e instanceof NotFoundError) return { outcome: 'gone', before: current, attempts };

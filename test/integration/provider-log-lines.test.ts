@@ -1,6 +1,6 @@
 // Issue 4 item 8: one log line per action. Every mutation the stub makes (create, update, teardown,
 // destroy) is one info line naming the resource, besides the per-machine "released" line; checked
-// against the audit log, which has one line per mutation by construction.
+// against the audit log, which has an intent and an outcome line per write by construction.
 
 import { Writable } from 'node:stream';
 import pino from 'pino';
@@ -12,7 +12,7 @@ import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
 import { generateScenario, provisionedRequest } from '../../src/omni-sim/generate.js';
 import { Audit } from '../../src/provider/audit.js';
-import type { AuditEntry } from '../../src/provider/audit.js';
+import type { AuditEntry, AuditOutcome } from '../../src/provider/audit.js';
 import { reconcile } from '../../src/provider/reconcile.js';
 
 let sim: Sim | undefined;
@@ -27,18 +27,20 @@ it('one info line per mutation, naming the resource, plus one "released" line pe
   // A new request (no status yet): refused with a FAILED status, a create.
   sc.resources.push(...provisionedRequest('bm', 'new-1', { phase: 'running', outputs: false }));
   sim = await createSim(sc);
-  client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys['infra-provider:bm']! });
   const logLines: Record<string, unknown>[] = [];
   const sink = new Writable({ write(chunk: Buffer, _enc, cb) { for (const l of chunk.toString().split('\n')) if (l) logLines.push(JSON.parse(l) as Record<string, unknown>); cb(); } });
   const logger = pino({ level: 'info' }, sink);
-  const audited: AuditEntry[] = [];
-  const audit = new Audit((l) => audited.push(JSON.parse(l) as AuditEntry));
+  const entries: AuditEntry[] = [];
+  const audit = new Audit((l) => entries.push(JSON.parse(l) as AuditEntry), Date.now, logger);
+  client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys['infra-provider:bm']!, onWrite: audit.observer });
 
-  const r = await reconcile({ state: client.state, logger, audit, version: 'test', heartbeatMs: 60_000 }, {
+  const r = await reconcile({ state: client.state, logger, version: 'test', heartbeatMs: 60_000 }, {
     providerId: 'bm', machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 20_000, omniWaitMs: 10_000, concurrency: 8,
   });
   expect(r.refusals).toEqual([expect.objectContaining({ id: 'new-1', result: 'refused' })]);
 
+  const audited = entries.filter((e): e is AuditOutcome => e.event === 'outcome' && e.result === 'ok');
+  expect(entries.filter((e) => e.event === 'intent')).toHaveLength(audited.length);
   const mutations = logLines.filter((l) => typeof l['op'] === 'string');
   expect(mutations.every((l) => l['level'] === 30)).toBe(true);
   const key = (op: unknown, resource: unknown) => `${String(op)} ${String(resource)}`;

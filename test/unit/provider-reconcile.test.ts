@@ -19,8 +19,9 @@ function opts(o: Partial<ReconcileOptions> = {}): ReconcileOptions {
   return { providerId: ID, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 5_000, omniWaitMs: 2_000, concurrency: 4, ...o };
 }
 
-async function run(fake: FakeState, o: Partial<ReconcileOptions> = {}, audit = new Audit()) {
-  return reconcile({ state: fake, logger: silentLogger(), audit, version: '0.1.0' }, opts(o));
+async function run(fake: FakeState, o: Partial<ReconcileOptions> = {}, audit?: Audit) {
+  fake.onWrite = audit?.observer;
+  return reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts(o));
 }
 
 describe('reconcile against an in-memory State', () => {
@@ -39,9 +40,12 @@ describe('reconcile against an in-memory State', () => {
     // (two snapshots of 3 single resources, the announcement, the first heartbeat, and the heartbeat
     // read again right before deregistering: design rule 7).
     expect(fake.calls.get).toBeLessThanOrEqual(9);
-    const audit = lines.map((l) => JSON.parse(l) as { op: string; resource: { id: string }; finalizersBefore?: string[]; finalizersAfter?: string[] });
-    const im = audit.find((a) => a.resource.id === U1 && a.op === 'update' && a.finalizersBefore?.length === 6)!;
-    expect(im.finalizersAfter).toEqual([]);
+    const audit = lines.map((l) => JSON.parse(l) as { event: string; result?: string; op: string; resource: { id: string }; finalizersBefore?: string[]; finalizersAfter?: string[] });
+    const im = audit.find((a) => a.resource.id === U1 && a.op === 'update' && a.event === 'outcome' && a.finalizersBefore?.length === 6)!;
+    expect(im).toMatchObject({ result: 'ok', finalizersAfter: [] });
+    // Two lines per write: its intent and its outcome.
+    expect(audit.filter((a) => a.event === 'intent')).toHaveLength(fake.writes.length);
+    expect(audit.filter((a) => a.event === 'outcome' && a.result === 'ok')).toHaveLength(fake.writes.length);
     expect(lines.join('')).not.toContain('hunter2');
 
     const writes = fake.writes.length;

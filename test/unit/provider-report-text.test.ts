@@ -76,3 +76,20 @@ describe('deregistration in the plan', () => {
     expect(machine.text).toMatch(/^Deregistration: not-ready — Machine 33333333/m);
   });
 });
+
+describe('untrusted text in the summary (design rule 13)', () => {
+  const FORGED = '\x1b[2J\x1b[H\r\nDeregistration: deregistered\nstub-provider: done, nothing to do [OK]\u202e';
+  it('IDs, finalizers and Omni\'s messages are escaped: no control character, no forged line', async () => {
+    const rid = `req-1${FORGED}`;
+    const { rep } = await reportOf([sysVersion('v1.4.2'), ...provisionedRequest('kubevirt', rid)], { id: 'kubevirt' });
+    rep.failed.push({ kind: 'InfraMachine', id: `m${FORGED}`, reason: `Omni answered: ${FORGED}`, nextStep: `run again${FORGED}` });
+    rep.deregistration.reasons.push(`blocked by ${FORGED}`);
+    const text = renderText(rep);
+    expect(text).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]/); // eslint-disable-line no-control-regex
+    const lines = text.split('\n');
+    expect(lines.filter((l) => /^\s*(Deregistration: deregistered|stub-provider: done)/.test(l))).toEqual([]);
+    expect(text).toContain('req-1\\x1b[2J\\x1b[H\\r\\nDeregistration: deregistered\\nstub-provider: done, nothing to do [OK]\\u202e');
+    // The report object itself is left as it was: JSON output keeps the real values.
+    expect(rep.failed.at(-1)?.id).toBe(`m${FORGED}`);
+  });
+});

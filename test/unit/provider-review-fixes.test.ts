@@ -5,7 +5,6 @@ import { describe, expect, it, vi } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, healthStatus, providerStatus, res } from '../helpers/provider-fixtures.js';
 import { Heartbeat } from '../../src/provider/announce.js';
-import { Audit } from '../../src/provider/audit.js';
 import { preflight } from '../../src/provider/preflight.js';
 import { reconcile } from '../../src/provider/reconcile.js';
 import type { ReconcileOptions } from '../../src/provider/reconcile.js';
@@ -94,7 +93,7 @@ describe('review 3: the real provider comes back while the stub sends heartbeats
   const HB = { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: ID };
   function heartbeat(fake: FakeState, extra: { force?: boolean; onLiveProvider?: (e: Error) => void; timers?: { setInterval(fn: () => void): unknown; clearInterval(): void } } = {}) {
     let t = Date.now();
-    return new Heartbeat({ state: fake, providerId: ID, version: '0.1.0', logger: silentLogger(), audit: new Audit(), now: () => (t += 1000), ...extra } as never);
+    return new Heartbeat({ state: fake, providerId: ID, version: '0.1.0', logger: silentLogger(), now: () => (t += 1000), ...extra } as never);
   }
 
   it('a beat finds a newer heartbeat stub-provider did not write: stops with STUB_LIVE_PROVIDER (exit 3) and does not overwrite it', async () => {
@@ -137,13 +136,13 @@ describe('review 1: a re-run after deregistration', () => {
   for (const wait of [false, true]) {
     it(`${wait ? 'with' : 'without'} --wait writes nothing (does not re-create ProviderStatus / heartbeat) and asks nothing`, async () => {
       const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
-      const first = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts());
+      const first = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts());
       expect(first.deregistered).toBe(true);
       expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeUndefined();
       const writes = fake.writes.length;
       // A retried Job (or an operator) runs again.
       let asked = 0;
-      const again = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ wait, confirm: async () => { asked++; return true; } }));
+      const again = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts({ wait, confirm: async () => { asked++; return true; } }));
       expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeUndefined();
       expect(fake.find({ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: ID })).toBeUndefined();
       expect(fake.writes.slice(writes).map((w) => `${w.method} ${w.pointer.type}`)).toEqual([]);
@@ -156,7 +155,7 @@ describe('review 1: a re-run after deregistration', () => {
 describe('review 2: --wait when only the provider statuses are left and no heartbeat exists (ephemeral, lost at an Omni restart)', () => {
   it('deregisters without leaving the heartbeat it created itself', async () => {
     const fake = new FakeState([providerStatus(ID, true)]);
-    const r = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ wait: true }));
+    const r = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts({ wait: true }));
     expect(r.deregistered).toBe(true);
     expect(r.announced).toBe(true);
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeUndefined();
@@ -165,7 +164,7 @@ describe('review 2: --wait when only the provider statuses are left and no heart
 
   it('a ProviderStatus the run created (it was missing) goes too', async () => {
     const fake = new FakeState([healthStatus(ID, Date.now() - 3_600_000, 'stub-provider: earlier run')]);
-    const r = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ wait: true }));
+    const r = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts({ wait: true }));
     expect(r.deregistered).toBe(true);
     expect(fake.all()).toEqual([]);
   });
@@ -185,7 +184,7 @@ describe('review 3: the real provider comes back while a --wait run is going', (
 
   it('stops with STUB_LIVE_PROVIDER (exit 3) and does not deregister (destroy ProviderStatus / TLSConfig) under a live provider', async () => {
     const { fake, tls } = scene();
-    const err = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ wait: true, timeoutMs: 2_000 })).then(() => undefined, (e: unknown) => e);
+    const err = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts({ wait: true, timeoutMs: 2_000 })).then(() => undefined, (e: unknown) => e);
     expect(err).toMatchObject({ code: 'STUB_LIVE_PROVIDER' });
     expect(exitCodeFor(err)).toBe(3);
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeDefined();
@@ -195,14 +194,14 @@ describe('review 3: the real provider comes back while a --wait run is going', (
 
   it('with --force the run goes on and deregisters', async () => {
     const { fake, tls } = scene();
-    const r = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ wait: true, timeoutMs: 2_000, force: true }));
+    const r = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts({ wait: true, timeoutMs: 2_000, force: true }));
     expect(r.deregistered).toBe(true);
     expect(fake.find(tls.metadata)).toBeUndefined();
   });
 
   it('without a heartbeat of its own (no announcement), a live heartbeat still stops the deregistration', async () => {
     const fake = new FakeState([providerStatus(ID, true), healthStatus(ID, Date.now())]);
-    const err = await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts()).then(() => undefined, (e: unknown) => e);
+    const err = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts()).then(() => undefined, (e: unknown) => e);
     expect(err).toMatchObject({ code: 'STUB_LIVE_PROVIDER' });
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeDefined();
   });
@@ -213,7 +212,7 @@ describe('review 6b: the static label of a ProviderStatus the stub creates follo
     const fake = new FakeState(machines ? bareMetalMachine(ID, U1, { phase: 'running' }) : []);
     // A new MachineRequest makes the run announce (a refusal is due); no ProviderStatus exists yet.
     fake.put(res(NS_INFRA_PROVIDER, T.MachineRequest, 'req-1', { labels: { 'omni.sidero.dev/infra-provider-id': ID } }));
-    await reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts({ profile, deregister: false }));
+    await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts({ profile, deregister: false }));
     const ps = fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID });
     expect(ps).toBeDefined();
     return Object.hasOwn(ps!.metadata.labels, LABEL_IS_STATIC_INFRA_PROVIDER);

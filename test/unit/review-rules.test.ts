@@ -6,7 +6,6 @@ import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, label, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
 import { reconcile } from '../../src/provider/reconcile.js';
 import type { ReconcileOptions } from '../../src/provider/reconcile.js';
-import { Audit } from '../../src/provider/audit.js';
 import { silentLogger } from '../../src/log.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../src/omni-client/resource.js';
 
@@ -17,7 +16,7 @@ function opts(o: Partial<ReconcileOptions>): ReconcileOptions {
   return { providerId: 'bare-metal', machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 2_000, omniWaitMs: 500, concurrency: 4, ...o };
 }
 
-const run = (fake: FakeState, o: Partial<ReconcileOptions>) => reconcile({ state: fake, logger: silentLogger(), audit: new Audit(), version: '0.1.0' }, opts(o));
+const run = (fake: FakeState, o: Partial<ReconcileOptions>) => reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts(o));
 
 describe('rule 1 with dotted IDs (registered before Omni 1.10)', () => {
   // Provider `a` has a controller literally named `b`, so its finalizer is `a.b`; provider `a.b` has `a.b.Foo`.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { escapeControl } from '../../src/untrusted.js';
+import { escapeControl, escapeControlIn, inertJson } from '../../src/untrusted.js';
 
 describe('escapeControl', () => {
   it('leaves ordinary text alone, non-ASCII letters and emoji included', () => {
@@ -45,5 +45,28 @@ describe('escapeControl', () => {
     expect(escapeControl('\x1b')).toBe('\\x1b');
     expect(escapeControl('\x1b')).toBe('\\x1b');
     expect(escapeControl('ab\x1b')).toBe('ab\\x1b');
+  });
+});
+
+// eslint-disable-next-line no-control-regex -- finding control characters is the point
+const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029]/u;
+
+describe('escapeControlIn', () => {
+  it('escapes every string of a JSON-shaped value, keys included, and keeps numbers, booleans and null', () => {
+    const v = { id: 'a\x1bb', n: 3, ok: true, none: null, labels: { 'k\ny': 'v\r' }, list: ['x\u202e', 1] };
+    expect(escapeControlIn(v)).toEqual({ id: 'a\\x1bb', n: 3, ok: true, none: null, labels: { 'k\\ny': 'v\\r' }, list: ['x\\u202e', 1] });
+    expect(v.id).toBe('a\x1bb');
+  });
+});
+
+describe('inertJson', () => {
+  it('writes what JSON.stringify leaves raw (C1, DEL, bidi, U+2028/9) as \\uXXXX: the same value, valid JSON, no raw unsafe character', () => {
+    fc.assert(fc.property(fc.jsonValue(), fc.string({ unit: 'binary' }), (v, s) => {
+      const value = { v, s, [s]: s };
+      const text = inertJson(JSON.stringify(value));
+      expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(value)));
+      expect(UNSAFE.test(text)).toBe(false);
+    }), { numRuns: 300 });
+    expect(inertJson(JSON.stringify({ id: 'x\u009b2J\u202e' }))).toBe('{"id":"x\\u009b2J\\u202e"}');
   });
 });

@@ -1,0 +1,250 @@
+// Issue 11 items 5, 6 and 7, with the built CLI against a simulated Omni in this process (so that
+// the test sees what the sim applied): outputs are opened before the first call to Omni (a path
+// that cannot be written, two outputs that are one file, a duration a timer cannot hold: exit 2,
+// nothing written), and the audit log holds every write that may have reached Omni, a SIGTERM in
+// the middle of a run included. Reproduction: SIGTERM during a 1,500-machine run left sixteen
+// writes that Omni applied without an audit line.
+
+import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { request as httpRequest, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Pointer } from '../../src/omni-client/resource.js';
+import { T } from '../../src/omni-client/resource.js';
+import { createAccessApi } from '../../src/omni-sim/access.js';
+import type { StateApi } from '../../src/omni-sim/api.js';
+import { generateScenario } from '../../src/omni-sim/generate.js';
+import { createSim, type Sim } from '../../src/omni-sim/index.js';
+import type { AuditEntry, AuditIntent, AuditOutcome } from '../../src/provider/audit.js';
+import type { Report } from '../../src/provider/report.js';
+import { startTamperProxy, type Tamper, type TamperProxy, type TamperRequest } from '../helpers/tamper-proxy.js';
+
+const ID = 'bm';
+const MAIN = join(process.cwd(), 'dist/src/main.js');
+
+/** A write as the sim applied it (a gateway call by the provider's identity that succeeded). */
+interface Applied { method: 'Create' | 'Update' | 'Destroy'; resource: Pointer; version?: string; finalizers?: string[] }
+
+let dir: string;
+let sim: Sim | undefined;
+let proxy: TamperProxy | undefined;
+let applied: Applied[] = [];
+beforeAll(() => {
+  expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
+});
+beforeEach(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'outputs-audit-'));
+  applied = [];
+});
+afterEach(async () => {
+  await proxy?.close();
+  await sim?.close();
+  proxy = undefined;
+  sim = undefined;
+  await rm(dir, { recursive: true, force: true });
+});
+
+const ptr = (p: Pointer): Pointer => ({ namespace: p.namespace, type: p.type, id: p.id });
+
+/** The sim, recording every write of the provider that it applied. */
+async function recordingSim(machines: number, latencyMs = 0): Promise<Sim> {
+  sim = await createSim(generateScenario({ providerId: ID, machines, omniVersion: '1.3.4', faults: latencyMs ? { latencyMs } : {} }), {
+    access: (ctx) => {
+      const api = createAccessApi(ctx.store, { version: ctx.omniVersion });
+      return Object.assign(Object.create(api) as StateApi, {
+        create: (w, r, owner) => { const out = api.create(w, r, owner); applied.push({ method: 'Create', resource: ptr(r.metadata) }); return out; },
+        update: (w, r, owner, phase) => { const out = api.update(w, r, owner, phase); applied.push({ method: 'Update', resource: ptr(r.metadata), version: r.metadata.version, finalizers: [...r.metadata.finalizers] }); return out; },
+        destroy: (w, p, owner) => { api.destroy(w, p, owner); applied.push({ method: 'Destroy', resource: ptr(p) }); },
+      } satisfies Partial<StateApi>);
+    },
+  });
+  await sim.controllers?.idle();
+  return sim;
+}
+
+function env(s: Sim): NodeJS.ProcessEnv {
+  const e: NodeJS.ProcessEnv = { NO_COLOR: '1' };
+  for (const [k, v] of Object.entries(process.env)) if (!/^(OMNI_|STUB_PROVIDER_)/.test(k)) e[k] = v;
+  return { ...e, OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`] };
+}
+
+interface Child { code: Promise<number | null>; stdout: () => string; stderr: () => string; kill: (sig: NodeJS.Signals) => void }
+
+function stub(s: Sim, args: string[], endpoint = s.endpoint): Child {
+  const child = spawn(process.execPath, [MAIN, ...args, '--omni-api-endpoint', endpoint], { env: env(s), stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  let err = '';
+  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+  child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+  const code = new Promise<number | null>((resolve, reject) => {
+    const t = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`stub-provider ${args.join(' ')} did not exit within 60 s`)); }, 60_000);
+    child.on('exit', (c) => { clearTimeout(t); resolve(c); });
+  });
+  return { code, stdout: () => out, stderr: () => err, kill: (sig) => child.kill(sig) };
+}
+
+const versions = (s: Sim) => s.store.all().map((r) => `${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id}@${r.metadata.version}:${r.metadata.finalizers.join(',')}`).sort();
+
+describe('outputs first: exit 2 before anything is asked of Omni', () => {
+  it('a report into a missing folder, an audit log there, the same file twice (path, symlink), plan --report, durations a timer cannot hold', async () => {
+    const s = await recordingSim(2);
+    const before = versions(s);
+    const audit = join(dir, 'audit.ndjson');
+    await writeFile(audit, '{"an":"earlier run"}\n');
+    await symlink(audit, join(dir, 'report-link.json'));
+    const base = ['--id', ID, '--yes', '--log-format', 'json'];
+    const cases: [string[], RegExp][] = [
+      [[...base, '--report', join(dir, 'missing', 'report.json')], /--report .*missing\/report\.json: cannot open it for writing \(ENOENT: its folder does not exist\); nothing was written to Omni/],
+      [[...base, '--audit-log', join(dir, 'missing', 'audit.ndjson')], /--audit-log .*ENOENT/],
+      [[...base, '--report', audit, '--audit-log', audit], /are the same file: the report would overwrite the audit log/],
+      [[...base, '--report', join(dir, 'report-link.json'), '--audit-log', audit], /are the same file/],
+      [['plan', '--id', ID, '--report', join(dir, 'missing', 'plan.json')], /--report .*ENOENT/],
+      [[...base, '--step-timeout', '1000h'], /--step-timeout 1000h is longer than a timer can wait: at most 2147483647 ms \(596h/],
+      [[...base, '--wait', '--timeout', '1000h'], /--timeout 1000h is longer than a timer can wait/],
+    ];
+    for (const [args, message] of cases) {
+      const r = stub(s, args);
+      expect(await r.code, `${args.join(' ')}: ${r.stderr()}`).toBe(2);
+      expect(r.stderr()).toMatch(message);
+    }
+    await s.controllers?.idle();
+    expect(applied).toEqual([]);
+    expect(versions(s)).toEqual(before);
+    expect(await readFile(audit, 'utf8')).toBe('{"an":"earlier run"}\n');
+  }, 60_000);
+
+  it('plan --report and run --report write the report file, the audit log beside it', async () => {
+    const s = await recordingSim(2);
+    const plan = stub(s, ['plan', '--id', ID, '--output', 'json', '--log-format', 'json', '--report', join(dir, 'plan.json')]);
+    expect(await plan.code, plan.stderr()).toBe(0);
+    expect(JSON.parse(await readFile(join(dir, 'plan.json'), 'utf8'))).toEqual(JSON.parse(plan.stdout()));
+    const run = stub(s, ['--id', ID, '--yes', '--output', 'json', '--log-format', 'json', '--report', join(dir, 'run.json'), '--audit-log', join(dir, 'audit.ndjson')]);
+    expect(await run.code, run.stderr()).toBe(0);
+    const rep = JSON.parse(await readFile(join(dir, 'run.json'), 'utf8')) as Report;
+    expect(rep).toMatchObject({ result: 'done', exitCode: 0 });
+    const lines = (await readFile(join(dir, 'audit.ndjson'), 'utf8')).trimEnd().split('\n').map((l) => JSON.parse(l) as AuditEntry);
+    expect(lines.filter((l) => l.event === 'intent')).toHaveLength(applied.length);
+    expect(Object.values(rep.writes).reduce((a, b) => a + b, 0)).toBe(applied.length);
+  }, 60_000);
+});
+
+/** Forwards the request to the sim; `answer` decides what the client gets (a late answer, none). */
+function forward(upstream: string, r: TamperRequest, answer: (res: ServerResponse, status: number, headers: IncomingHttpHeaders, body: Buffer) => void): Tamper {
+  return {
+    kind: 'respond',
+    write: (res) => new Promise<void>((resolve) => {
+      const u = new URL(upstream);
+      const headers = { ...r.headers, host: u.host };
+      delete headers['content-length'];
+      const req = httpRequest({ host: u.hostname, port: u.port, method: 'POST', path: r.path, headers }, (up) => {
+        const chunks: Buffer[] = [];
+        up.on('data', (c: Buffer) => chunks.push(c));
+        up.on('end', () => { answer(res, up.statusCode ?? 502, up.headers, Buffer.concat(chunks)); resolve(); });
+      });
+      req.on('error', () => { res.destroy(); resolve(); });
+      req.end(JSON.stringify(r.body));
+    }),
+  };
+}
+
+const WRITES = new Set(['Create', 'Update', 'Destroy']);
+
+function parseAudit(text: string): { intents: AuditIntent[]; outcomes: AuditOutcome[] } {
+  const lines = text.trimEnd().split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEntry);
+  return { intents: lines.filter((l): l is AuditIntent => l.event === 'intent'), outcomes: lines.filter((l): l is AuditOutcome => l.event === 'outcome') };
+}
+
+/**
+ * Every write the sim applied has an intent line (same method, resource, version and finalizers
+ * asked for) whose outcome is ok or unknown, never failed; every intent has exactly one outcome.
+ */
+function checkAudit(text: string): { intents: number; outcomes: Record<string, number>; appliedUnknown: number } {
+  const { intents, outcomes } = parseAudit(text);
+  const run = intents[0]?.run;
+  expect(new Set([...intents, ...outcomes].map((l) => l.run))).toEqual(new Set([run]));
+  expect(intents.map((i) => i.seq)).toEqual(intents.map((_, n) => n + 1));
+  const bySeq = new Map<number, AuditOutcome[]>();
+  for (const o of outcomes) bySeq.set(o.seq, [...(bySeq.get(o.seq) ?? []), o]);
+  for (const i of intents) expect(bySeq.get(i.seq)?.length, `outcomes of seq ${i.seq}`).toBe(1);
+  expect(outcomes).toHaveLength(intents.length);
+  const unmatched = new Set(intents);
+  let appliedUnknown = 0;
+  const key = (m: string, p: Pointer) => `${m} ${p.namespace}/${p.type}/${p.id}`;
+  const method = { create: 'Create', update: 'Update', teardown: 'Update', destroy: 'Destroy' } as const;
+  for (const a of applied) {
+    const hit = [...unmatched].find((i) => key(method[i.op], i.resource) === key(a.method, a.resource)
+      && (a.method !== 'Update' || (i.versionBefore === a.version && JSON.stringify(i.finalizersAfter) === JSON.stringify(a.finalizers))));
+    expect(hit, `no intent line for the applied ${key(a.method, a.resource)}@${a.version ?? ''}`).toBeDefined();
+    unmatched.delete(hit!);
+    const result = bySeq.get(hit!.seq)![0]!.result;
+    expect(result, `the applied write seq ${hit!.seq}`).not.toBe('failed');
+    if (result === 'unknown') appliedUnknown++;
+  }
+  const counts: Record<string, number> = {};
+  for (const o of outcomes) counts[o.result] = (counts[o.result] ?? 0) + 1;
+  return { intents: intents.length, outcomes: counts, appliedUnknown };
+}
+
+describe('the audit log holds every write that may have reached Omni', () => {
+  it('SIGTERM in the middle of a run whose answers come late: every applied write has its intent, every intent its outcome; exit 143', async () => {
+    const s = await recordingSim(150, 2);
+    // Every write reaches the sim at once; its answer is held 150 ms, as a slow link or a loaded
+    // Omni would: at the signal, the writes in flight are applied and unanswered.
+    proxy = await startTamperProxy(s.endpoint, (r) => (WRITES.has(r.rpc) ? forward(s.endpoint, r, (res, status, headers, body) => {
+      setTimeout(() => { if (!res.destroyed) { res.writeHead(status, headers); res.end(body); } }, 150);
+    }) : undefined));
+    const file = join(dir, 'audit.ndjson');
+    const run = stub(s, ['--id', ID, '--yes', '--output', 'json', '--log-format', 'json', '--log-level', 'warn', '--concurrency', '16', '--audit-log', file], proxy.endpoint);
+    // Signalled once a few hundred lines are in (bounded: 30 s).
+    for (let i = 0; i < 1500; i++) {
+      const text = existsSync(file) ? await readFile(file, 'utf8') : '';
+      if (text.split('\n').length > 300) break;
+      await delay(20);
+    }
+    run.kill('SIGTERM');
+    expect(await run.code, run.stderr()).toBe(143);
+    // Answers still held by the proxy, and Omni's controllers, settle.
+    await delay(400);
+    await s.controllers?.idle();
+    const text = await readFile(file, 'utf8');
+    const r = checkAudit(text);
+    expect(applied.length).toBeGreaterThan(100);
+    expect(applied.length).toBeLessThan(150 * 9);
+    // The writes that reached Omni while their answers were in flight: before, they had no line.
+    expect(r.appliedUnknown).toBeGreaterThan(0);
+    const rep = JSON.parse(run.stdout()) as Report;
+    expect(rep).toMatchObject({ result: 'interrupted', exitCode: 143, interrupted: true });
+    // The report counts the same outcomes as the audit log.
+    const byResult: Record<string, number> = {};
+    for (const [k, v] of Object.entries(rep.writes)) byResult[k.split(':')[1]!] = (byResult[k.split(':')[1]!] ?? 0) + v;
+    expect(byResult).toEqual(r.outcomes);
+  }, 90_000);
+
+  it('a write applied whose answer was cut off, retried and refused as a conflict: unknown, not failed', async () => {
+    const s = await recordingSim(1);
+    let cut = 0;
+    proxy = await startTamperProxy(s.endpoint, (r) => {
+      const type = (r.body as { new_resource?: { metadata?: { type?: string } } } | undefined)?.new_resource?.metadata?.type;
+      if (r.rpc !== 'Update' || type !== T.InfraMachine || cut++ > 0) return undefined;
+      return forward(s.endpoint, r, (res) => { res.destroy(); });
+    });
+    const file = join(dir, 'audit.ndjson');
+    const run = stub(s, ['--id', ID, '--yes', '--output', 'json', '--log-format', 'json', '--audit-log', file], proxy.endpoint);
+    expect(await run.code, run.stderr()).toBe(0);
+    await s.controllers?.idle();
+    checkAudit(await readFile(file, 'utf8'));
+    const { intents, outcomes } = parseAudit(await readFile(file, 'utf8'));
+    const im = intents.find((i) => i.resource.type === T.InfraMachine)!;
+    // The retry found the write applied: a version conflict, or NotFound once Omni destroyed the
+    // released machine. Either is a refusal of the retry, not of the write that reached Omni.
+    const o = outcomes.find((x) => x.seq === im.seq)!;
+    expect(o.result).toBe('unknown');
+    expect(['OMNI_FAILED_PRECONDITION', 'OMNI_NOT_FOUND']).toContain(o.errorCode);
+    // The InfraMachine was released by that first attempt.
+    expect(s.store.all().filter((x) => x.metadata.type === T.InfraMachine)).toEqual([]);
+  }, 60_000);
+});
