@@ -131,22 +131,31 @@ export class FakeState implements State {
   }
 
   async teardown(p: Pointer, opts?: CallOptions): Promise<boolean> {
+    // As the gateway client: NotFound only while no Get of this call found it.
     const cur = await this.get(p, opts);
     if (cur.metadata.phase === PHASE_TEARING_DOWN) return cur.metadata.finalizers.length === 0;
     cur.metadata.phase = PHASE_TEARING_DOWN;
-    const after = await this.update(cur, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING });
-    return after.metadata.finalizers.length === 0;
+    try {
+      const after = await this.update(cur, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING });
+      return after.metadata.finalizers.length === 0;
+    } catch (e) {
+      if (e instanceof NotFoundError) return true;
+      throw e;
+    }
   }
 
   async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: RemoveFinalizersOptions): Promise<RemoveFinalizersResult> {
     let current: Resource | undefined = 'metadata' in target && !target.spec.omitted ? target : undefined;
     const drop = new Set(finalizers);
+    // As the gateway client: `gone` only after a Get of this call found it, `not-found` otherwise.
+    let found = false;
     for (let attempts = 1; attempts <= 8; attempts++) {
       if (!current) {
         try {
           current = await this.get('metadata' in target ? target.metadata : target, opts);
+          found = true;
         } catch (e) {
-          if (e instanceof NotFoundError) return { outcome: 'gone', attempts: attempts - 1 };
+          if (e instanceof NotFoundError) return { outcome: found ? 'gone' : 'not-found', attempts: attempts - 1 };
           throw e;
         }
       }
@@ -159,7 +168,7 @@ export class FakeState implements State {
         const after = await this.update(next, { ...opts, owner: current.metadata.owner });
         return { outcome: 'removed', before: current, after, attempts };
       } catch (e) {
-        if (e instanceof NotFoundError) return { outcome: 'gone', before: current, attempts };
+        if (e instanceof NotFoundError) return { outcome: found ? 'gone' : 'not-found', before: current, attempts };
         if (!(e instanceof FailedPreconditionError || e instanceof PermissionDeniedError)) throw e;
         current = undefined;
       }
