@@ -163,7 +163,7 @@ class Reconciler {
   }
 
   private async planNow(): Promise<Plan> {
-    const snap = await takeSnapshot(this.state, { providerId: this.id, profile: this.o.profile, stateTypes: this.o.stateTypes, signal: this.o.signal });
+    const snap = await takeSnapshot(this.state, { providerId: this.id, profile: this.o.profile, stateTypes: this.o.stateTypes, signal: this.o.signal, checkParents: this.whole, concurrency: this.o.concurrency });
     return buildPlan(snap, { providerId: this.id, machines: this.o.machines, deregister: this.o.deregister, wipe: this.deps.wipe !== undefined && this.deps.wipe.strategy.name !== 'none' });
   }
 
@@ -515,7 +515,7 @@ class Reconciler {
       const step = planned.find((s) => s.op === 'dispose' && s.target.metadata.type === p.type);
       const target = step ? undefined : await this.getIfExists(p);
       if (step) steps.push(step);
-      else if (target) steps.push({ op: 'dispose', target, removeFinalizers: ourFinalizers(target.metadata, this.id), teardown: false, waitFor: [], why: 'deregistration: written by this run' });
+      else if (target) steps.push({ op: 'dispose', target, removeFinalizers: ourFinalizers(target.metadata, this.id), teardown: false, waitFor: [], why: 'deregistration: written by this run', foundById: true });
     }
     return steps;
   }

@@ -1,17 +1,20 @@
 // Reads everything the plan needs: one List per type (or one Get for the single provider-wide
-// resources), nothing per machine. The result is plain data; `plan.ts` decides from it.
+// resources), nothing per machine, except one Get per parent that a per-item resource names and its
+// List did not hold (design rule 10: only that Get answering NotFound makes the resource a leftover).
+// The result is plain data; `plan.ts` decides from it.
 
-import type { Resource } from '../omni-client/resource.js';
+import type { Pointer, Resource } from '../omni-client/resource.js';
 import {
-  NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace, providerType,
+  LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, describePointer, providerNamespace, providerType,
 } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import { getIfExists } from '../omni-client/read.js';
 import { PermissionDeniedError, isOmniError } from '../omni-client/errors.js';
 import type { OmniError } from '../omni-client/errors.js';
 import { isOurResource, machineCarriesProvider, ourFinalizers } from './ownership.js';
+import { Limiter } from './limiter.js';
 import type { ProfileOption, ResolvedProfile } from './profile.js';
-import { resolveProfile } from './profile.js';
+import { PROVIDER_WIDE_IDS, resolveProfile } from './profile.js';
 import { LABEL_IS_STATIC_INFRA_PROVIDER } from '../omni-client/resource.js';
 import { decodeSpec, OMNI_SPEC_SCHEMAS, SysVersionSpec } from '../omni-client/specs.js';
 
@@ -40,6 +43,18 @@ export interface Snapshot {
   profile: ResolvedProfile;
   /** Types that could not be read (for example Machines on an Omni that refuses them). */
   unreadable: Unreadable[];
+  /**
+   * Parents (`parentsOf`) that their List did not hold, by `describePointer`, for which a Get of that
+   * ID answered NotFound: the only evidence that makes what names them a leftover (design rule 10).
+   */
+  parentsGone: ReadonlySet<string>;
+  /**
+   * Parents their List did not hold but a Get of their ID found: the List was not complete. Those
+   * labelled with our ID are in `infraMachines` / `machineRequests` too, planned like any other.
+   */
+  missedByList: Resource[];
+  /** `describePointer` of every resource in the snapshot that a Get of its ID found (not only a List). */
+  foundById: ReadonlySet<string>;
 }
 
 export interface SnapshotOptions {
@@ -48,7 +63,16 @@ export interface SnapshotOptions {
   /** `--state-type` values, short or full. */
   stateTypes: string[];
   signal?: AbortSignal;
+  /**
+   * Read by ID the parents missing from their List (default true). Only whole-provider mode plans
+   * leftovers and deregisters, the two things that rest on them; per-machine runs skip the Gets.
+   */
+  checkParents?: boolean;
+  /** Parent Gets in flight at most (default 8). */
+  concurrency?: number;
 }
+
+const DEFAULT_PARENT_GETS = 8;
 
 /** The types read in the shared namespaces, in a fixed order. */
 const SHARED_LISTS = [
@@ -86,15 +110,43 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
   ]);
   const byName = Object.fromEntries(SHARED_LISTS.map(([name], i) => [name, shared[i] ?? []])) as Record<(typeof SHARED_LISTS)[number][0], Resource[]>;
 
-  const profile = resolveProfile(opts.profile, {
+  const resolve = () => resolveProfile(opts.profile, {
     staticLabel: providerStatus !== undefined && Object.hasOwn(providerStatus.metadata.labels, LABEL_IS_STATIC_INFRA_PROVIDER),
     infraMachines: byName.infraMachines.length,
     machineRequests: byName.machineRequests.length,
   }, id, opts.stateTypes);
+  let profile = resolve();
 
   const nsLists = await Promise.all(profile.namespaceTypes.map((type) => list(providerNamespace(id), type)));
   const namespace: Record<string, Resource[]> = {};
   profile.namespaceTypes.forEach((type, i) => { namespace[type] = nsLists[i] ?? []; });
+
+  const foundById = new Set<string>([providerStatus, healthStatus].filter((r) => r !== undefined).map((r) => describePointer(r.metadata)));
+  const parentsGone = new Set<string>();
+  const missedByList: Resource[] = [];
+  if (opts.checkParents ?? true) {
+    const listed = { [T.InfraMachine]: new Set(byName.infraMachines.map((r) => r.metadata.id)), [T.MachineRequest]: new Set(byName.machineRequests.map((r) => r.metadata.id)) };
+    const wanted = new Map<string, Pointer>();
+    for (const r of [...byName.infraMachineStatuses, ...byName.machineRequestStatuses, ...byName.configPatchRequests, ...nsLists.flat()]) {
+      for (const p of parentsOf(r, profile)) if (!listed[p.type].has(p.id)) wanted.set(describePointer(p), p);
+    }
+    const limiter = new Limiter(opts.concurrency ?? DEFAULT_PARENT_GETS);
+    // In the order asked, whatever order the answers come in: the plan is the same for the same Omni.
+    const found = await Promise.all([...wanted].map(([key, p]) => limiter.run(() => getIfExists(state, p, call)).then((r) => {
+      if (!r) parentsGone.add(key);
+      return [p, r] as const;
+    })));
+    for (const [p, r] of found) {
+      if (!r) continue;
+      missedByList.push(r);
+      // Omni answers NotFound for what is not labelled with our ID: anything else is not planned.
+      if (!isOurResource(r.metadata, id) || describePointer(r.metadata) !== describePointer(p)) continue;
+      foundById.add(describePointer(p));
+      const [kept] = slim([r], p.namespace, p.type, id, pool);
+      (p.type === T.InfraMachine ? byName.infraMachines : byName.machineRequests).push(kept!);
+    }
+    if (missedByList.length > 0) profile = resolve();
+  }
 
   const omniVersion = sysVersion ? backendVersionOf(sysVersion) : undefined;
   return {
@@ -107,7 +159,31 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
     namespace,
     profile,
     unreadable,
+    parentsGone,
+    missedByList,
+    foundById,
   };
+}
+
+/**
+ * The InfraMachine and/or MachineRequest a per-item resource belongs to, by its type: an
+ * InfraMachineStatus to the InfraMachine of its ID, a MachineRequestStatus to the MachineRequest of
+ * its ID, a ConfigPatchRequest to the request its label names, a resource in `infra-provider:<id>`
+ * to the InfraMachine (per-machine types) or MachineRequest (per-request types) of its ID, both for
+ * a type that is both. None for provider-wide resources (TLSConfig), which only deregistration cleans.
+ */
+export function parentsOf(r: Resource, profile: ResolvedProfile): (Pointer & { type: typeof T.InfraMachine | typeof T.MachineRequest })[] {
+  const md = r.metadata;
+  const im = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: pid });
+  const mr = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: pid });
+  if (md.namespace === NS_INFRA_PROVIDER) {
+    if (md.type === T.InfraMachineStatus) return [im(md.id)];
+    if (md.type === T.MachineRequestStatus) return [mr(md.id)];
+    const req = md.type === T.ConfigPatchRequest ? md.labels[LABEL_MACHINE_REQUEST] : undefined;
+    return req ? [mr(req)] : [];
+  }
+  if (PROVIDER_WIDE_IDS.has(md.id)) return [];
+  return [...(profile.machineTypes.includes(md.type) ? [im(md.id)] : []), ...(profile.stateTypes.includes(md.type) ? [mr(md.id)] : [])];
 }
 
 /**

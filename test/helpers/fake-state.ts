@@ -32,6 +32,8 @@ export class FakeState implements State {
   };
   /** Hook run after every write (for concurrent-writer tests). */
   afterWrite?: (method: Method, r: Resource) => void;
+  /** Resources a List leaves out (as a proxy withholding lines would); Get and the watch still see them. */
+  hideFromLists?: (r: Resource) => boolean;
 
   constructor(resources: Resource[] = []) {
     for (const r of resources) this.put(r);
@@ -87,7 +89,7 @@ export class FakeState implements State {
 
   async list(namespace: string, type: string, opts?: QueryOptions): Promise<Resource[]> {
     await this.enter('list', { namespace, type, id: '' }, opts);
-    return [...this.store.values()].filter((r) => r.metadata.namespace === namespace && r.metadata.type === type).map(cloneResource);
+    return [...this.store.values()].filter((r) => r.metadata.namespace === namespace && r.metadata.type === type && !this.hideFromLists?.(r)).map(cloneResource);
   }
 
   async create(r: Resource, opts?: OwnerOptions): Promise<Resource> {
