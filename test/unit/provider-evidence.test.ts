@@ -6,12 +6,16 @@
 
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
-import { bareMetalMachine, label, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
+import { bareMetalMachine, healthStatus, label, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
+import { NotFoundError } from '../../src/omni-client/errors.js';
 import type { Resource } from '../../src/omni-client/resource.js';
 import { NS_INFRA_PROVIDER, T, describePointer, providerNamespace, providerType } from '../../src/omni-client/resource.js';
+import { silentLogger } from '../../src/log.js';
 import { buildPlan } from '../../src/provider/plan.js';
 import type { Plan, Step } from '../../src/provider/plan.js';
 import { resolveProfile } from '../../src/provider/profile.js';
+import { reconcile } from '../../src/provider/reconcile.js';
+import type { ReconcileOptions } from '../../src/provider/reconcile.js';
 import { parentsOf, takeSnapshot } from '../../src/provider/snapshot.js';
 
 const ID = 'bare-metal';
@@ -27,6 +31,13 @@ async function planOf(fake: FakeState, id = ID): Promise<Plan> {
   const snap = await takeSnapshot(fake, { providerId: id, profile: 'auto', stateTypes: [] });
   return buildPlan(snap, { providerId: id, machines: [], deregister: true, wipe: false });
 }
+
+function opts(o: Partial<ReconcileOptions> = {}): ReconcileOptions {
+  return { providerId: ID, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 5_000, omniWaitMs: 2_000, concurrency: 4, ...o };
+}
+
+const run = (fake: FakeState, o: Partial<ReconcileOptions> = {}) => reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts(o));
+const notFound = () => new NotFoundError('not found');
 
 describe('plan: a leftover only after a Get of its machine or request answered NotFound', () => {
   it('an InfraMachines List that leaves out a running machine: nothing of it is planned, it is reported in use, no deregistration', async () => {
@@ -102,5 +113,68 @@ describe('plan: a leftover only after a Get of its machine or request answered N
     expect(names(res(ns, providerType('Machine', ID), 'w-1'))).toEqual(['MachineRequests/w-1']);
     expect(names(res(ns, providerType('Both', ID), 'x'))).toEqual(['InfraMachines/x', 'MachineRequests/x']);
     expect(names(res(ns, providerType('TLSConfig', ID), 'tls-config'))).toEqual([]);
+  });
+});
+
+describe('reconcile: NotFound is done only for a resource read by exactly that ID', () => {
+  it('release: the Update of a listed InfraMachine answers NotFound: failed, not released', async () => {
+    const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
+    fake.fail('update', notFound, 1, (p) => p.type === T.InfraMachine);
+    const r = await run(fake);
+    expect(r.outcomes.find((o) => o.kind === 'InfraMachine')).toMatchObject({ status: 'failed', reason: expect.stringMatching(/Update answered NotFound, but nothing read this resource by its ID/), counts: true });
+    expect(r.deregistered).toBe(false);
+  });
+
+  it('release: the same NotFound for an InfraMachine a Get found (the List left it out): done', async () => {
+    const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
+    fake.hideFromLists = isType(T.InfraMachine);
+    fake.fail('update', notFound, 1, (p) => p.type === T.InfraMachine);
+    // (The fake keeps the machine: the run's wait for Omni to destroy it times out.)
+    const r = await run(fake, { omniWaitMs: 100 });
+    expect(r.outcomes.find((o) => o.kind === 'InfraMachine')).toMatchObject({ status: 'released' });
+  });
+
+  it('dispose without our finalizers: a Destroy answering NotFound for a listed resource fails the item', async () => {
+    const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
+    fake.fail('destroy', notFound, 1, (p) => p.type === providerType('WipeStatus', ID));
+    const r = await run(fake);
+    expect(r.outcomes.find((o) => o.kind === 'InfraMachine')).toMatchObject({ status: 'failed', reason: expect.stringMatching(/WipeStatus.*Destroy answered NotFound/) });
+    // The chain stopped there: the InfraMachine keeps our finalizers.
+    expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: U1 })?.metadata.finalizers).toHaveLength(6);
+  });
+
+  it('dispose with our finalizers: once the Update removing them succeeded, a NotFound on the Destroy is done', async () => {
+    const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
+    fake.fail('destroy', notFound, 1, (p) => p.type === providerType('BMCConfiguration', ID));
+    const r = await run(fake);
+    expect(r.outcomes.find((o) => o.kind === 'InfraMachine')).toMatchObject({ status: 'released' });
+  });
+
+  it('teardown + wait: a teardown whose Get finds nothing fails; once its Get found it, a NotFound on the Destroy is done', async () => {
+    const mrs = (f: FakeState) => f.find({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus, id: 'w-1' });
+    const unread = new FakeState([...provisionedRequest(ID, 'w-1', { withCpr: false })]);
+    unread.fail('get', notFound, 1, (p) => p.type === T.MachineRequestStatus);
+    const r1 = await run(unread);
+    expect(r1.outcomes.find((o) => o.kind === 'MachineRequest')).toMatchObject({ status: 'failed', reason: expect.stringMatching(/MachineRequestStatuses.*Get answered NotFound/) });
+    expect(mrs(unread)?.metadata.phase).toBe('running');
+
+    const read = new FakeState([...provisionedRequest(ID, 'w-1', { withCpr: false })]);
+    read.fail('destroy', notFound, 1, (p) => p.type === T.MachineRequestStatus);
+    const r2 = await run(read);
+    expect(r2.outcomes.find((o) => o.kind === 'MachineRequest')).toMatchObject({ status: 'released' });
+  });
+
+  it('deregistration: the ProviderStatus (read by a Get) answering NotFound is done; a listed leftover answering NotFound blocks it', async () => {
+    const ok = new FakeState([providerStatus(ID, true), healthStatus(ID, 0, 'stub-provider: earlier run')]);
+    ok.fail('destroy', notFound, 1, (p) => p.type === T.InfraProviderStatus);
+    expect((await run(ok)).deregistered).toBe(true);
+
+    const tls = res(providerNamespace(ID), providerType('TLSConfig', ID), 'tls-config');
+    const blocked = new FakeState([providerStatus(ID, true), tls]);
+    blocked.fail('destroy', notFound, 1, (p) => p.type === tls.metadata.type);
+    const r = await run(blocked);
+    expect(r.deregistered).toBe(false);
+    expect(r.outcomes).toContainEqual(expect.objectContaining({ kind: 'leftover', status: 'failed', reason: expect.stringMatching(/TLSConfig.*Destroy answered NotFound/) }));
+    expect(blocked.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeDefined();
   });
 });
