@@ -227,7 +227,7 @@ class Planner {
   /** Every parent of a per-item resource confirmed gone by a Get of its ID in this snapshot. */
   private parentsGone(r: Resource): boolean {
     const ps = parentsOf(r, this.s.profile);
-    return ps.length > 0 && ps.every((p) => this.s.parentsGone.has(describePointer(p)));
+    return ps.length > 0 && ps.every((p) => this.s.goneById.has(describePointer(p)));
   }
 
   private planInfraMachine(im: Resource): void {
@@ -341,7 +341,7 @@ class Planner {
 
   /**
    * Resources of ours whose InfraMachine or MachineRequest is gone (lifecycle 8.8 and step 4): gone
-   * means a Get of its ID answered NotFound in this pass (`parentsGone`), never that a List left it
+   * means a Get of its ID answered NotFound in this pass (`goneById`), never that a List left it
    * out. A parent that Get found is planned above like any other.
    */
   private planLeftovers(): void {
@@ -417,7 +417,7 @@ class Planner {
       for (const p of parentsOf(r, this.s.profile)) {
         const key = describePointer(p);
         const listed = (p.type === T.InfraMachine ? this.imById : this.mrById).has(p.id);
-        if (!listed && !this.s.parentsGone.has(key) && !out.has(key)) {
+        if (!listed && !this.s.goneById.has(key) && !out.has(key)) {
           out.set(key, `${kindOf(p)} ${p.id}, named by ${describePointer(r.metadata)}, was not confirmed gone by a Get of its ID`);
         }
       }

@@ -1,11 +1,12 @@
 // Reads everything the plan needs: one List per type (or one Get for the single provider-wide
-// resources), nothing per machine, except one Get per parent that a per-item resource names and its
-// List did not hold (design rule 10: only that Get answering NotFound makes the resource a leftover).
-// The result is plain data; `plan.ts` decides from it.
+// resources), nothing per machine, except one Get for each resource that a destructive step would
+// take as absent and no List held (design rule 10): the parent a per-item resource names (only a
+// NotFound makes it a leftover), and the children a release must come after (rule 5). None of
+// them in a run where every List holds what it should. The result is plain data; `plan.ts` decides.
 
 import type { Pointer, Resource } from '../omni-client/resource.js';
 import {
-  LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, describePointer, providerNamespace, providerType,
+  LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_TEARING_DOWN, T, describePointer, providerNamespace, providerType,
 } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import { getIfExists } from '../omni-client/read.js';
@@ -44,13 +45,15 @@ export interface Snapshot {
   /** Types that could not be read (for example Machines on an Omni that refuses them). */
   unreadable: Unreadable[];
   /**
-   * Parents (`parentsOf`) that their List did not hold, by `describePointer`, for which a Get of that
-   * ID answered NotFound: the only evidence that makes what names them a leftover (design rule 10).
+   * Resources their List did not hold, by `describePointer`, for which a Get of that ID answered
+   * NotFound: parents (`parentsOf`) named by what is listed, and the children (`childrenOf`) of the
+   * machines and requests being released. Only this makes what names a parent a leftover (rule 10).
    */
-  parentsGone: ReadonlySet<string>;
+  goneById: ReadonlySet<string>;
   /**
-   * Parents their List did not hold but a Get of their ID found: the List was not complete. Those
-   * labelled with our ID are in `infraMachines` / `machineRequests` too, planned like any other.
+   * Resources their List did not hold but a Get of their ID found: that List was not complete. Those
+   * labelled with our ID (or in our namespace) are in their list of the snapshot too, planned like
+   * any other.
    */
   missedByList: Resource[];
   /** `describePointer` of every resource in the snapshot that a Get of its ID found (not only a List). */
@@ -66,13 +69,14 @@ export interface SnapshotOptions {
   /**
    * Read by ID the parents missing from their List (default true). Only whole-provider mode plans
    * leftovers and deregisters, the two things that rest on them; per-machine runs skip the Gets.
+   * (The children of what is released are checked in both modes.)
    */
   checkParents?: boolean;
-  /** Parent Gets in flight at most (default 8). */
+  /** Gets of missing resources in flight at most (default 8). */
   concurrency?: number;
 }
 
-const DEFAULT_PARENT_GETS = 8;
+const DEFAULT_ABSENCE_GETS = 8;
 
 /** The types read in the shared namespaces, in a fixed order. */
 const SHARED_LISTS = [
@@ -121,32 +125,60 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
   const namespace: Record<string, Resource[]> = {};
   profile.namespaceTypes.forEach((type, i) => { namespace[type] = nsLists[i] ?? []; });
 
+  // Absences that a destructive step would rest on, each checked by one Get of the ID (rule 10).
   const foundById = new Set<string>([providerStatus, healthStatus].filter((r) => r !== undefined).map((r) => describePointer(r.metadata)));
-  const parentsGone = new Set<string>();
+  const goneById = new Set<string>();
   const missedByList: Resource[] = [];
-  if (opts.checkParents ?? true) {
-    const listed = { [T.InfraMachine]: new Set(byName.infraMachines.map((r) => r.metadata.id)), [T.MachineRequest]: new Set(byName.machineRequests.map((r) => r.metadata.id)) };
-    const wanted = new Map<string, Pointer>();
-    for (const r of [...byName.infraMachineStatuses, ...byName.machineRequestStatuses, ...byName.configPatchRequests, ...nsLists.flat()]) {
-      for (const p of parentsOf(r, profile)) if (!listed[p.type].has(p.id)) wanted.set(describePointer(p), p);
+  const listed = new Set<string>();
+  const perItem = () => [...byName.infraMachineStatuses, ...byName.machineRequestStatuses, ...byName.configPatchRequests, ...profile.namespaceTypes.flatMap((t) => namespace[t] ?? [])];
+  for (const r of [...byName.infraMachines, ...byName.machineRequests, ...perItem()]) listed.add(describePointer(r.metadata));
+  const listOf = (p: Pointer): Resource[] => {
+    switch (p.type) {
+      case T.InfraMachine: return byName.infraMachines;
+      case T.MachineRequest: return byName.machineRequests;
+      case T.InfraMachineStatus: return byName.infraMachineStatuses;
+      case T.MachineRequestStatus: return byName.machineRequestStatuses;
+      default: return (namespace[p.type] ??= []);
     }
-    const limiter = new Limiter(opts.concurrency ?? DEFAULT_PARENT_GETS);
+  };
+  const limiter = new Limiter(opts.concurrency ?? DEFAULT_ABSENCE_GETS);
+  /** Gets what `ps` names and no List held; merges what they find (ours) into the lists. */
+  const readMissing = async (ps: Iterable<Pointer>): Promise<Resource[]> => {
+    const wanted = new Map<string, Pointer>();
+    for (const p of ps) {
+      const key = describePointer(p);
+      if (!listed.has(key)) wanted.set(key, p);
+    }
     // In the order asked, whatever order the answers come in: the plan is the same for the same Omni.
-    const found = await Promise.all([...wanted].map(([key, p]) => limiter.run(() => getIfExists(state, p, call)).then((r) => {
-      if (!r) parentsGone.add(key);
-      return [p, r] as const;
-    })));
-    for (const [p, r] of found) {
-      if (!r) continue;
+    const answers = await Promise.all([...wanted].map(([key, p]) => limiter.run(() => getIfExists(state, p, call)).then((r) => [key, p, r] as const)));
+    const found: Resource[] = [];
+    for (const [key, p, r] of answers) {
+      listed.add(key);
+      if (!r) {
+        goneById.add(key);
+        continue;
+      }
       missedByList.push(r);
       // Omni answers NotFound for what is not labelled with our ID: anything else is not planned.
-      if (!isOurResource(r.metadata, id) || describePointer(r.metadata) !== describePointer(p)) continue;
-      foundById.add(describePointer(p));
+      if (!isOurResource(r.metadata, id) || describePointer(r.metadata) !== key) continue;
+      foundById.add(key);
       const [kept] = slim([r], p.namespace, p.type, id, pool);
-      (p.type === T.InfraMachine ? byName.infraMachines : byName.machineRequests).push(kept!);
+      listOf(p).push(kept!);
+      found.push(kept!);
     }
-    if (missedByList.length > 0) profile = resolve();
-  }
+    return found;
+  };
+  const childrenOfReleasable = (parents: Resource[]) => parents.filter((r) => r.metadata.phase === PHASE_TEARING_DOWN && ourFinalizers(r.metadata, id).length > 0).flatMap((r) => childrenOf(r, profile, id));
+  // The parents named by what is listed (whole-provider mode: leftovers and deregistration rest on
+  // them), and the children whose destruction a release waits for (rule 5): a release must not
+  // follow from a List that left one of them out.
+  const found = await readMissing([
+    ...((opts.checkParents ?? true) ? perItem().flatMap((r) => parentsOf(r, profile)) : []),
+    ...childrenOfReleasable([...byName.infraMachines, ...byName.machineRequests]),
+  ]);
+  // Then the children of the parents a Get found.
+  await readMissing(childrenOfReleasable(found.filter((r) => r.metadata.type === T.InfraMachine || r.metadata.type === T.MachineRequest)));
+  if (missedByList.length > 0) profile = resolve();
 
   const omniVersion = sysVersion ? backendVersionOf(sysVersion) : undefined;
   return {
@@ -159,7 +191,7 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
     namespace,
     profile,
     unreadable,
-    parentsGone,
+    goneById,
     missedByList,
     foundById,
   };
@@ -184,6 +216,20 @@ export function parentsOf(r: Resource, profile: ResolvedProfile): (Pointer & { t
   }
   if (PROVIDER_WIDE_IDS.has(md.id)) return [];
   return [...(profile.machineTypes.includes(md.type) ? [im(md.id)] : []), ...(profile.stateTypes.includes(md.type) ? [mr(md.id)] : [])];
+}
+
+/**
+ * What `parentsOf` names the other way round: the resources of an InfraMachine (its
+ * InfraMachineStatus and the per-machine types in our namespace) or of a MachineRequest (its
+ * MachineRequestStatus and the per-request types), by its ID; ConfigPatchRequests have IDs of their
+ * own and are found by List only.
+ */
+export function childrenOf(parent: Resource, profile: ResolvedProfile, providerId: string): Pointer[] {
+  const { type, id } = parent.metadata;
+  const ns = providerNamespace(providerId);
+  if (type === T.InfraMachine) return [{ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id }, ...profile.machineTypes.map((t) => ({ namespace: ns, type: t, id }))];
+  if (type === T.MachineRequest) return [{ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus, id }, ...profile.stateTypes.map((t) => ({ namespace: ns, type: t, id }))];
+  return [];
 }
 
 /**

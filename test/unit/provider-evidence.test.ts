@@ -83,6 +83,36 @@ describe('plan: a leftover only after a Get of its machine or request answered N
     expect(fake.calls.get).toBe(BASE_GETS + 1);
   });
 
+  it('a release comes after the children its Lists left out: each read by its ID, disposed first, the wipe gets the BMC data', async () => {
+    const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
+    fake.hideFromLists = (r) => r.metadata.type === T.InfraMachineStatus || r.metadata.type === providerType('BMCConfiguration', ID);
+    const snap = await takeSnapshot(fake, { providerId: ID, profile: 'auto', stateTypes: [] });
+    const plan = buildPlan(snap, { providerId: ID, machines: [], deregister: true, wipe: true });
+    expect(fake.calls.get).toBe(BASE_GETS + 2);
+    expect(plan.items[0]!.steps.map(stepName)).toEqual([
+      `wipe ${U1}`, `dispose MachineStatus/${U1}`, `dispose PowerOperation/${U1}`, `dispose RebootStatus/${U1}`, `dispose WipeStatus/${U1}`,
+      `dispose BMCConfiguration/${U1} (by ID)`, `dispose InfraMachineStatuses/${U1} (by ID)`, `release InfraMachines/${U1}`,
+    ]);
+    const wipe = plan.items[0]!.steps[0]!;
+    expect(wipe.op === 'wipe' && wipe.bmcConfiguration?.metadata.id).toBe(U1);
+    expect(plan.deregistration.reasons).toContainEqual(expect.stringMatching(/BMCConfiguration .* was not in its List, but a Get of its ID found it/));
+  });
+
+  it('the children of a request being released likewise; children really gone cost one Get each and change nothing', async () => {
+    const fake = new FakeState([...provisionedRequest(ID, 'w-1', { withCpr: false })]);
+    fake.hideFromLists = isType(T.MachineRequestStatus);
+    const plan = await planOf(fake);
+    expect(plan.items[0]!.steps.map(stepName)).toEqual([`dispose MachineRequestStatuses/w-1 (by ID)`, `dispose Machine/w-1`, `release MachineRequests/w-1`]);
+    expect(fake.calls.get).toBe(BASE_GETS + 1);
+
+    const cleaned = new FakeState([providerStatus(ID, true), bareMetalMachine(ID, U1)[0]!]);
+    const again = await planOf(cleaned);
+    expect(again.items[0]!.steps.map(stepName)).toEqual([`release InfraMachines/${U1}`]);
+    // Its InfraMachineStatus and the five per-machine types; nothing found.
+    expect(cleaned.calls.get).toBe(BASE_GETS + 6);
+    expect(again.deregistration.reasons.filter((x) => x.includes('not in its List'))).toEqual([]);
+  });
+
   it('every List complete and every parent listed: no Get beyond the provider-wide ones', async () => {
     const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1), ...bareMetalMachine(ID, U2, { phase: 'running' }), ...provisionedRequest(ID, 'w-1')]);
     await planOf(fake);
