@@ -3,8 +3,9 @@
 // ConfigPatchRequests behind) and a tampering proxy (test/helpers/tamper-proxy.ts) between the stub
 // and the simulated Omni withholds a random subset of List lines (the same ones every time, or only
 // on some calls), empties whole Lists and injects `{"result":{}}` lines. Whatever the Lists say, the
-// stub never destroys or changes anything whose machine or request exists and is in use, and never
-// deregisters while a machine or request of the provider exists. The relation "belongs to" is
+// stub never destroys or changes anything whose machine or request exists and is in use, releases a
+// machine or request only after its statuses and state, and never deregisters while a machine or
+// request of the provider exists. The relation "belongs to" is
 // written out again here (not taken from src/provider), from omni-lifecycle.md 1.1 and 1.2.
 
 import fc from 'fast-check';
@@ -131,9 +132,11 @@ describe('positive evidence: whatever the Lists leave out or add, nothing of a m
               { providerId: ID, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 10_000, omniWaitMs: 2_000, concurrency: 4 },
             );
             deregistered = result.deregistered;
-          } catch {
+          } catch (err) {
             // A List line without a resource is a protocol error once the client refuses it (exit 5):
-            // the run stops; what it did until then is checked all the same.
+            // the run stops; what it did until then is checked all the same. Any other failure, or
+            // one that is not an error of ours (every one has a stable code), fails the property.
+            if (c.injected.length === 0 || typeof (err as { code?: unknown }).code !== 'string') throw err;
           } finally {
             await client.close();
           }
@@ -148,6 +151,14 @@ describe('positive evidence: whatever the Lists leave out or add, nothing of a m
             if (!inUse.has(k) && !inUse.has(parentKeyOf(r) ?? '')) continue;
             const now = afterByKey.get(k);
             expect(now ? canonical(now) : `${k} destroyed`).toBe(canonical(r));
+          }
+          // A machine or request released (Omni destroyed it) went after its statuses and state (rule
+          // 5), whatever the Lists left out. (ConfigPatchRequests have IDs of their own: a List is all
+          // that finds them.)
+          for (const r of before) {
+            const parent = parentKeyOf(r);
+            if (r.metadata.type === T.ConfigPatchRequest || !parent || afterByKey.has(parent) || !before.some((p) => keyOf(p) === parent)) continue;
+            expect(afterByKey.has(keyOf(r)) ? `${keyOf(r)} left after its parent went` : 'gone').toBe('gone');
           }
           // Deregistered (the ProviderStatus gone) only with no machine or request of ours left.
           const statusGone = !after.some((r) => r.metadata.type === T.InfraProviderStatus && r.metadata.id === ID);
