@@ -129,9 +129,16 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
   const foundById = new Set<string>([providerStatus, healthStatus].filter((r) => r !== undefined).map((r) => describePointer(r.metadata)));
   const goneById = new Set<string>();
   const missedByList: Resource[] = [];
-  const listed = new Set<string>();
+  // IDs by namespace and type: the IDs are the pooled strings of the lists, no key string per resource.
+  const listed = new Map<string, Set<string>>();
+  const idsOf = (p: Pointer): Set<string> => {
+    const kind = `${p.namespace}\u0000${p.type}`;
+    let ids = listed.get(kind);
+    if (!ids) listed.set(kind, (ids = new Set()));
+    return ids;
+  };
   const perItem = () => [...byName.infraMachineStatuses, ...byName.machineRequestStatuses, ...byName.configPatchRequests, ...profile.namespaceTypes.flatMap((t) => namespace[t] ?? [])];
-  for (const r of [...byName.infraMachines, ...byName.machineRequests, ...perItem()]) listed.add(describePointer(r.metadata));
+  for (const r of [...byName.infraMachines, ...byName.machineRequests, ...perItem()]) idsOf(r.metadata).add(r.metadata.id);
   const listOf = (p: Pointer): Resource[] => {
     switch (p.type) {
       case T.InfraMachine: return byName.infraMachines;
@@ -145,15 +152,12 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
   /** Gets what `ps` names and no List held; merges what they find (ours) into the lists. */
   const readMissing = async (ps: Iterable<Pointer>): Promise<Resource[]> => {
     const wanted = new Map<string, Pointer>();
-    for (const p of ps) {
-      const key = describePointer(p);
-      if (!listed.has(key)) wanted.set(key, p);
-    }
+    for (const p of ps) if (!idsOf(p).has(p.id)) wanted.set(describePointer(p), p);
     // In the order asked, whatever order the answers come in: the plan is the same for the same Omni.
     const answers = await Promise.all([...wanted].map(([key, p]) => limiter.run(() => getIfExists(state, p, call)).then((r) => [key, p, r] as const)));
     const found: Resource[] = [];
     for (const [key, p, r] of answers) {
-      listed.add(key);
+      idsOf(p).add(p.id);
       if (!r) {
         goneById.add(key);
         continue;
