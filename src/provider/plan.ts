@@ -221,11 +221,12 @@ class Planner {
   }
 
   private foundById(r: Resource): boolean {
-    return this.s.foundById.size > 0 && this.s.foundById.has(describePointer(r.metadata));
+    return this.s.foundById.has(r);
   }
 
   /** Every parent of a per-item resource confirmed gone by a Get of its ID in this snapshot. */
   private parentsGone(r: Resource): boolean {
+    if (this.s.goneById.size === 0) return false;
     const ps = parentsOf(r, this.s.profile);
     return ps.length > 0 && ps.every((p) => this.s.goneById.has(describePointer(p)));
   }
@@ -415,9 +416,9 @@ class Planner {
     const perItem = [...this.s.infraMachineStatuses, ...this.s.machineRequestStatuses, ...this.s.configPatchRequests, ...this.s.profile.namespaceTypes.flatMap((t) => this.s.namespace[t] ?? [])];
     for (const r of perItem) {
       for (const p of parentsOf(r, this.s.profile)) {
+        if ((p.type === T.InfraMachine ? this.imById : this.mrById).has(p.id)) continue;
         const key = describePointer(p);
-        const listed = (p.type === T.InfraMachine ? this.imById : this.mrById).has(p.id);
-        if (!listed && !this.s.goneById.has(key) && !out.has(key)) {
+        if (!this.s.goneById.has(key) && !out.has(key)) {
           out.set(key, `${kindOf(p)} ${p.id}, named by ${describePointer(r.metadata)}, was not confirmed gone by a Get of its ID`);
         }
       }

@@ -56,8 +56,8 @@ export interface Snapshot {
    * any other.
    */
   missedByList: Resource[];
-  /** `describePointer` of every resource in the snapshot that a Get of its ID found (not only a List). */
-  foundById: ReadonlySet<string>;
+  /** The resources of this snapshot (these objects) that a Get of their ID found, not only a List. */
+  foundById: ReadonlySet<Resource>;
 }
 
 export interface SnapshotOptions {
@@ -126,7 +126,7 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
   profile.namespaceTypes.forEach((type, i) => { namespace[type] = nsLists[i] ?? []; });
 
   // Absences that a destructive step would rest on, each checked by one Get of the ID (rule 10).
-  const foundById = new Set<string>([providerStatus, healthStatus].filter((r) => r !== undefined).map((r) => describePointer(r.metadata)));
+  const foundById = new Set<Resource>([providerStatus, healthStatus].filter((r) => r !== undefined));
   const goneById = new Set<string>();
   const missedByList: Resource[] = [];
   // IDs by namespace and type: the IDs are the pooled strings of the lists, no key string per resource.
@@ -165,10 +165,10 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
       missedByList.push(r);
       // Omni answers NotFound for what is not labelled with our ID: anything else is not planned.
       if (!isOurResource(r.metadata, id) || describePointer(r.metadata) !== key) continue;
-      foundById.add(key);
-      const [kept] = slim([r], p.namespace, p.type, id, pool);
-      listOf(p).push(kept!);
-      found.push(kept!);
+      const kept = slim([r], p.namespace, p.type, id, pool)[0]!;
+      foundById.add(kept);
+      listOf(p).push(kept);
+      found.push(kept);
     }
     return found;
   };
