@@ -447,8 +447,8 @@ class Reconciler {
         if (!ready) {
           const ms = this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS);
           const w = await this.window.outside(() => this.waiter.wait(p, 'no-finalizers', ms, minVersion));
-          // A DESTROYED event, or a Get of its ID answering NotFound (waiter.ts).
-          if (w === 'gone') return notFound('Watch');
+          // A DESTROYED event (the watch named it), or the waiter's Get of its ID answering NotFound.
+          if (w === 'gone') return notFound('a Get while waiting for Omni');
           if (w === 'aborted') throw this.o.signal?.reason ?? new Error('aborted');
           if (w === 'timeout') {
             return { done: false, reason: `${describePointer(p)} waits for ${describeForeign(foreign, this.id, p.id)}`, nextStep: nextStepsFor(foreign, this.id, p.id), counts: true };

@@ -46,7 +46,7 @@ export interface Snapshot {
   unreadable: Unreadable[];
   /**
    * Resources their List did not hold, by `describePointer`, for which a Get of that ID answered
-   * NotFound: parents (`parentsOf`) named by what is listed, and the children (`childrenOf`) of the
+   * NotFound: parents (`parentsOf`) named by what is listed, and the children (`childKinds`) of the
    * machines and requests being released. Only this makes what names a parent a leftover (rule 10).
    */
   goneById: ReadonlySet<string>;
@@ -129,16 +129,23 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
   const foundById = new Set<Resource>([providerStatus, healthStatus].filter((r) => r !== undefined));
   const goneById = new Set<string>();
   const missedByList: Resource[] = [];
-  // IDs by namespace and type: the IDs are the pooled strings of the lists, no key string per resource.
-  const listed = new Map<string, Set<string>>();
-  const idsOf = (p: Pointer): Set<string> => {
-    const kind = `${p.namespace}\u0000${p.type}`;
-    let ids = listed.get(kind);
-    if (!ids) listed.set(kind, (ids = new Set()));
+  // IDs by namespace and type: the IDs are the pooled strings of the lists; no key or pointer is
+  // made for what a List holds (at 10 000 machines that is every one of 130 000 checks).
+  const listed = new Map<string, Map<string, Set<string>>>();
+  const idsOf = (p: Kind): Set<string> => {
+    let types = listed.get(p.namespace);
+    if (!types) listed.set(p.namespace, (types = new Map()));
+    let ids = types.get(p.type);
+    if (!ids) types.set(p.type, (ids = new Set()));
     return ids;
   };
-  const perItem = () => [...byName.infraMachineStatuses, ...byName.machineRequestStatuses, ...byName.configPatchRequests, ...profile.namespaceTypes.flatMap((t) => namespace[t] ?? [])];
-  for (const r of [...byName.infraMachines, ...byName.machineRequests, ...perItem()]) idsOf(r.metadata).add(r.metadata.id);
+  function* perItem(): Generator<Resource> {
+    yield* byName.infraMachineStatuses;
+    yield* byName.machineRequestStatuses;
+    yield* byName.configPatchRequests;
+    for (const t of profile.namespaceTypes) yield* namespace[t] ?? [];
+  }
+  for (const rs of [byName.infraMachines, byName.machineRequests, perItem()]) for (const r of rs) idsOf(r.metadata).add(r.metadata.id);
   const listOf = (p: Pointer): Resource[] => {
     switch (p.type) {
       case T.InfraMachine: return byName.infraMachines;
@@ -172,16 +179,27 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
     }
     return found;
   };
-  const childrenOfReleasable = (parents: Resource[]) => parents.filter((r) => r.metadata.phase === PHASE_TEARING_DOWN && ourFinalizers(r.metadata, id).length > 0).flatMap((r) => childrenOf(r, profile, id));
+  function* missingParents(): Generator<Pointer> {
+    for (const r of perItem()) for (const p of parentsOf(r, profile)) if (!idsOf(p).has(p.id)) yield p;
+  }
+  const kindsOf = { [T.InfraMachine]: childKinds(T.InfraMachine, profile, id), [T.MachineRequest]: childKinds(T.MachineRequest, profile, id) };
+  function* missingChildren(parents: Iterable<Resource>): Generator<Pointer> {
+    for (const r of parents) {
+      const kinds = r.metadata.type === T.InfraMachine || r.metadata.type === T.MachineRequest ? kindsOf[r.metadata.type] : [];
+      if (kinds.length === 0 || r.metadata.phase !== PHASE_TEARING_DOWN || ourFinalizers(r.metadata, id).length === 0) continue;
+      for (const k of kinds) if (!idsOf(k).has(r.metadata.id)) yield { ...k, id: r.metadata.id };
+    }
+  }
   // The parents named by what is listed (whole-provider mode: leftovers and deregistration rest on
   // them), and the children whose destruction a release waits for (rule 5): a release must not
   // follow from a List that left one of them out.
   const found = await readMissing([
-    ...((opts.checkParents ?? true) ? perItem().flatMap((r) => parentsOf(r, profile)) : []),
-    ...childrenOfReleasable([...byName.infraMachines, ...byName.machineRequests]),
+    ...((opts.checkParents ?? true) ? missingParents() : []),
+    ...missingChildren(byName.infraMachines),
+    ...missingChildren(byName.machineRequests),
   ]);
   // Then the children of the parents a Get found.
-  await readMissing(childrenOfReleasable(found.filter((r) => r.metadata.type === T.InfraMachine || r.metadata.type === T.MachineRequest)));
+  await readMissing(missingChildren(found));
   if (missedByList.length > 0) profile = resolve();
 
   const omniVersion = sysVersion ? backendVersionOf(sysVersion) : undefined;
@@ -222,18 +240,19 @@ export function parentsOf(r: Resource, profile: ResolvedProfile): (Pointer & { t
   return [...(profile.machineTypes.includes(md.type) ? [im(md.id)] : []), ...(profile.stateTypes.includes(md.type) ? [mr(md.id)] : [])];
 }
 
+/** A namespace and a type. */
+type Kind = Pick<Pointer, 'namespace' | 'type'>;
+
 /**
- * What `parentsOf` names the other way round: the resources of an InfraMachine (its
- * InfraMachineStatus and the per-machine types in our namespace) or of a MachineRequest (its
- * MachineRequestStatus and the per-request types), by its ID; ConfigPatchRequests have IDs of their
- * own and are found by List only.
+ * What `parentsOf` names the other way round, as the kinds whose resource of the parent's ID
+ * belongs to it: for an InfraMachine its InfraMachineStatus and the per-machine types in our
+ * namespace, for a MachineRequest its MachineRequestStatus and the per-request types.
+ * ConfigPatchRequests have IDs of their own and are found by List only.
  */
-export function childrenOf(parent: Resource, profile: ResolvedProfile, providerId: string): Pointer[] {
-  const { type, id } = parent.metadata;
+export function childKinds(parentType: typeof T.InfraMachine | typeof T.MachineRequest, profile: ResolvedProfile, providerId: string): Kind[] {
   const ns = providerNamespace(providerId);
-  if (type === T.InfraMachine) return [{ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id }, ...profile.machineTypes.map((t) => ({ namespace: ns, type: t, id }))];
-  if (type === T.MachineRequest) return [{ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus, id }, ...profile.stateTypes.map((t) => ({ namespace: ns, type: t, id }))];
-  return [];
+  if (parentType === T.InfraMachine) return [{ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus }, ...profile.machineTypes.map((t) => ({ namespace: ns, type: t }))];
+  return [{ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus }, ...profile.stateTypes.map((t) => ({ namespace: ns, type: t }))];
 }
 
 /**
