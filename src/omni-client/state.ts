@@ -159,8 +159,18 @@ export class GatewayState implements State {
 
   async teardown(p: Pointer, opts: CallOptions = {}): Promise<boolean> {
     const ptr = pointerOf(p);
+    // NotFound is thrown only while no Get of this call has found the resource: only then may the
+    // caller not know whether the ID it asked for ever named anything (design rule 4).
+    let found = false;
     for (let attempt = 1; ; attempt++) {
-      const cur = await this.get(ptr, opts);
+      let cur: Resource;
+      try {
+        cur = await this.get(ptr, opts);
+      } catch (e) {
+        if (found && e instanceof NotFoundError) return true;
+        throw e;
+      }
+      found = true;
       if (cur.metadata.phase === PHASE_TEARING_DOWN) return cur.metadata.finalizers.length === 0;
       const next = cloneResource(cur);
       next.metadata.phase = PHASE_TEARING_DOWN;
@@ -168,6 +178,8 @@ export class GatewayState implements State {
         const after = await this.update(next, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING, before: cur });
         return after.metadata.finalizers.length === 0;
       } catch (e) {
+        // Read by this ID a moment ago and gone now: destroyed meanwhile, nothing holds it.
+        if (e instanceof NotFoundError) return true;
         // A version conflict, or a phase conflict (someone else tore it down first): read again.
         const again = e instanceof FailedPreconditionError || e instanceof InvalidArgumentError;
         if (!again || attempt >= this.#conflictAttempts) throw e;
@@ -183,12 +195,17 @@ export class GatewayState implements State {
     let current: Resource | undefined = 'metadata' in target && !target.spec.omitted ? target : undefined;
     let before: Resource | undefined;
     let attempts = 0;
+    // Whether a Get of this call found the resource by its ID. A NotFound after that is `gone`;
+    // before it, `not-found`: the resource given may have come from a List only (design rule 4).
+    let found = false;
+    const notFound = (): RemoveFinalizersResult => ({ outcome: found ? 'gone' : 'not-found', ...(before ? { before } : {}), attempts });
     for (;;) {
       if (!current) {
         try {
           current = await this.get(ptr, opts);
+          found = true;
         } catch (e) {
-          if (e instanceof NotFoundError) return { outcome: 'gone', ...(before ? { before } : {}), attempts };
+          if (e instanceof NotFoundError) return notFound();
           throw e;
         }
       }
@@ -207,7 +224,7 @@ export class GatewayState implements State {
         const after = await this.update(next, { ...opts, owner: current.metadata.owner, before: current });
         return { outcome: 'removed', before: current, after, attempts };
       } catch (e) {
-        if (e instanceof NotFoundError) return { outcome: 'gone', before: current, attempts };
+        if (e instanceof NotFoundError) return notFound();
         if (attempts >= this.#conflictAttempts) throw e;
         if (e instanceof FailedPreconditionError) {
           current = undefined;
@@ -218,9 +235,10 @@ export class GatewayState implements State {
           try {
             fresh = await this.get(ptr, opts);
           } catch (g) {
-            if (g instanceof NotFoundError) return { outcome: 'gone', before: current, attempts };
+            if (g instanceof NotFoundError) return notFound();
             throw g;
           }
+          found = true;
           if (fresh.metadata.version === current.metadata.version) throw e;
           current = fresh;
         } else {

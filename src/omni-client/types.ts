@@ -69,10 +69,14 @@ export interface RemoveFinalizersOptions extends CallOptions {
 
 export interface RemoveFinalizersResult {
   /**
-   * `removed`: an Update was made; `absent`: none of them was there; `gone`: NotFound, nothing to do;
-   * `phase-changed`: the resource is not (or no longer) in the required phase, nothing written.
+   * `removed`: an Update was made; `absent`: none of them was there; `phase-changed`: the resource is
+   * not (or no longer) in the required phase, nothing written. NotFound is one of two outcomes:
+   * `gone` when a Get of this call had found the resource by its ID first (it was destroyed
+   * meanwhile: nothing to do), `not-found` when nothing in this call found it by its ID (the
+   * resource given may have come from a List only: done only if the caller read it by that ID
+   * before, design rule 4).
    */
-  outcome: 'removed' | 'absent' | 'gone' | 'phase-changed';
+  outcome: 'removed' | 'absent' | 'gone' | 'not-found' | 'phase-changed';
   /** The resource before and after (after is absent when gone or absent). */
   before?: Resource;
   after?: Resource;
@@ -94,14 +98,16 @@ export interface State {
   destroy(p: Pointer, opts?: OwnerOptions): Promise<void>;
   /**
    * Get + Update of the phase to `tearingDown` (owner = current owner, expected phase `running`);
-   * no write when already tearing down. Returns whether it is destroy-ready (no finalizers).
+   * no write when already tearing down. Returns whether nothing holds it any more: no finalizers,
+   * or destroyed meanwhile (a NotFound after its Get had found it). Throws NotFound only when no Get
+   * of this call found the resource; once it returns, the resource was read by its ID.
    */
   teardown(p: Pointer, opts?: CallOptions): Promise<boolean>;
   /**
    * One Update removing all the given finalizers; spec bytes, labels, annotations, owner and phase
    * sent back exactly as read; `expected_phase` absent. Given a Resource already read, the first
    * attempt uses it without a Get. Retries version conflicts, and PermissionDenied when a re-read
-   * shows the resource changed meanwhile (bounded). NotFound is success (`gone`).
+   * shows the resource changed meanwhile (bounded). NotFound is `gone` or `not-found` (see the result).
    */
   removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: RemoveFinalizersOptions): Promise<RemoveFinalizersResult>;
 }

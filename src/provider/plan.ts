@@ -2,15 +2,17 @@
 // rule 5, with a reason for every step; what blocks what, with next steps; what stays behind.
 // No I/O, no clock. Never plans anything on a running InfraMachine or MachineRequest (or on their
 // outputs), never adds a finalizer, and removes only our finalizers, all of them in one Update.
+// Positive evidence only (design rules 4 and 10): a leftover is what names a parent that a Get of
+// its ID did not find, and every step says whether its target was read by its ID.
 
 import type { Resource } from '../omni-client/resource.js';
-import { LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, PHASE_RUNNING, PHASE_TEARING_DOWN, providerType } from '../omni-client/resource.js';
+import { LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, PHASE_RUNNING, PHASE_TEARING_DOWN, T, describePointer, providerType } from '../omni-client/resource.js';
 import { decodeSpec, MachineRequestStatusSpec as MachineRequestStatusSpecSchema } from '../omni-client/specs.js';
 import type { MachineRequestStatusSpec } from '../omni-client/specs.js';
 import { describeForeign, nextStepsFor } from './explain.js';
 import { foreignFinalizers, ourFinalizers } from './ownership.js';
-import { PROVIDER_WIDE_IDS } from './profile.js';
 import type { ResolvedProfile } from './profile.js';
+import { parentsOf } from './snapshot.js';
 import type { Snapshot } from './snapshot.js';
 
 /** The marker that every error text and description the stub writes starts with (design rule 7). */
@@ -43,6 +45,8 @@ export interface DisposeStep {
   /** Finalizers that are not ours and must clear before the Destroy (Omni's own). */
   waitFor: string[];
   why: string;
+  /** The target was read by a Get of its ID, not only listed: a NotFound for it means done (rule 4). */
+  foundById: boolean;
 }
 
 /** One Update removing all our finalizers from a resource we may not otherwise change. */
@@ -51,6 +55,8 @@ export interface ReleaseStep {
   target: Resource;
   finalizers: string[];
   why: string;
+  /** As for DisposeStep. */
+  foundById: boolean;
 }
 
 export type Step = WipeStep | DisposeStep | ReleaseStep;
@@ -207,7 +213,22 @@ class Planner {
     if (foreign.length > 0) {
       this.waits.push({ kind: kindOf(r), id: r.metadata.id, reason: describeForeign(foreign, this.id, uuid), nextStep: nextStepsFor(foreign, this.id, uuid) });
     }
-    return { op: 'dispose', target: r, removeFinalizers: mine, teardown: foreign.length > 0 && r.metadata.phase === PHASE_RUNNING, waitFor: foreign, why };
+    return { op: 'dispose', target: r, removeFinalizers: mine, teardown: foreign.length > 0 && r.metadata.phase === PHASE_RUNNING, waitFor: foreign, why, foundById: this.foundById(r) };
+  }
+
+  private release(r: Resource, finalizers: string[], why: string): ReleaseStep {
+    return { op: 'release', target: r, finalizers, why, foundById: this.foundById(r) };
+  }
+
+  private foundById(r: Resource): boolean {
+    return this.s.foundById.has(r);
+  }
+
+  /** Every parent of a per-item resource confirmed gone by a Get of its ID in this snapshot. */
+  private parentsGone(r: Resource): boolean {
+    if (this.s.goneById.size === 0) return false;
+    const ps = parentsOf(r, this.s.profile);
+    return ps.length > 0 && ps.every((p) => this.s.goneById.has(describePointer(p)));
   }
 
   private planInfraMachine(im: Resource): void {
@@ -240,12 +261,12 @@ class Planner {
     }
     if (bmcConfig && bmcConfig.metadata.phase === PHASE_TEARING_DOWN) {
       const bm = ourFinalizers(bmcConfig.metadata, this.id);
-      if (bm.length > 0) steps.push({ op: 'release', target: bmcConfig, finalizers: bm, why: 'legacy bare-metal (v0.4 and earlier) finalizer on a BMCConfig being deleted' });
+      if (bm.length > 0) steps.push(this.release(bmcConfig, bm, 'legacy bare-metal (v0.4 and earlier) finalizer on a BMCConfig being deleted'));
     }
     for (const r of outputs) steps.push(this.dispose(r, 'per-machine state of the provider', uuid));
     const ims = this.imsById.get(uuid);
     if (ims) steps.push(this.dispose(ims, 'the provider\'s InfraMachineStatus of a machine being deleted', uuid));
-    if (mine.length > 0) steps.push({ op: 'release', target: im, finalizers: mine, why: 'the InfraMachine is being deleted; Omni destroys it once our finalizers are gone' });
+    if (mine.length > 0) steps.push(this.release(im, mine, 'the InfraMachine is being deleted; Omni destroys it once our finalizers are gone'));
     if (steps.length > 0 && steps.some((st) => st.op !== 'wipe')) {
       this.items.push({ kind: 'InfraMachine', id: uuid, reason: 'InfraMachine being deleted', steps });
       return;
@@ -291,7 +312,7 @@ class Planner {
     const stateTypes = new Set(this.s.profile.stateTypes);
     const states = (this.nsById.get(rid) ?? []).filter((r) => stateTypes.has(r.metadata.type));
     for (const st of states) steps.push(this.dispose(st, 'the provider\'s per-request state', machineUuid));
-    if (mine.length > 0) steps.push({ op: 'release', target: mr, finalizers: mine, why: 'the request is being deleted; Omni destroys it once the finalizers are gone' });
+    if (mine.length > 0) steps.push(this.release(mr, mine, 'the request is being deleted; Omni destroys it once the finalizers are gone'));
     if (steps.length > 0) {
       this.items.push({ kind: 'MachineRequest', id: rid, reason: 'MachineRequest being deleted', steps });
       if (mine.length > 0) {
@@ -316,27 +337,27 @@ class Planner {
     if (bmc.metadata.phase !== PHASE_TEARING_DOWN || !this.selected(uuid)) return;
     const mine = ourFinalizers(bmc.metadata, this.id);
     if (mine.length === 0) return;
-    this.items.push({ kind: 'BMCConfig', id: uuid, reason: 'BMCConfig being deleted, held by a legacy bare-metal finalizer', steps: [{ op: 'release', target: bmc, finalizers: mine, why: 'it blocks Omni\'s InfraMachineBMCConfig -> Machine -> Link chain' }] });
+    this.items.push({ kind: 'BMCConfig', id: uuid, reason: 'BMCConfig being deleted, held by a legacy bare-metal finalizer', steps: [this.release(bmc, mine, 'it blocks Omni\'s InfraMachineBMCConfig -> Machine -> Link chain')] });
   }
 
-  /** Resources of ours whose InfraMachine or MachineRequest is gone (lifecycle 8.8 and step 4). */
+  /**
+   * Resources of ours whose InfraMachine or MachineRequest is gone (lifecycle 8.8 and step 4): gone
+   * means a Get of its ID answered NotFound in this pass (`goneById`), never that a List left it
+   * out. A parent that Get found is planned above like any other.
+   */
   private planLeftovers(): void {
-    const parentExists = (rid: string) => this.imById.has(rid) || this.mrById.has(rid);
     for (const ims of this.s.infraMachineStatuses) {
-      if (!parentExists(ims.metadata.id)) this.leftover(ims, 'InfraMachineStatus without an InfraMachine');
+      if (this.parentsGone(ims)) this.leftover(ims, 'InfraMachineStatus whose InfraMachine is gone (a Get of its ID answered NotFound)');
     }
     for (const mrs of this.s.machineRequestStatuses) {
-      if (!parentExists(mrs.metadata.id)) this.leftover(mrs, 'MachineRequestStatus without a MachineRequest');
+      if (this.parentsGone(mrs)) this.leftover(mrs, 'MachineRequestStatus whose MachineRequest is gone (a Get of its ID answered NotFound)');
     }
     for (const cpr of this.s.configPatchRequests) {
-      const req = cpr.metadata.labels[LABEL_MACHINE_REQUEST];
-      if (req !== undefined && !this.mrById.has(req)) this.leftover(cpr, `ConfigPatchRequest of request ${req}, which is gone`);
+      if (this.parentsGone(cpr)) this.leftover(cpr, `ConfigPatchRequest of request ${cpr.metadata.labels[LABEL_MACHINE_REQUEST] ?? ''}, which is gone (a Get of its ID answered NotFound)`);
     }
-    const perItem = new Set([...this.s.profile.machineTypes, ...this.s.profile.stateTypes]);
     for (const type of this.s.profile.namespaceTypes) {
-      if (!perItem.has(type)) continue;
       for (const r of this.s.namespace[type] ?? []) {
-        if (!PROVIDER_WIDE_IDS.has(r.metadata.id) && !parentExists(r.metadata.id)) this.leftover(r, 'provider state whose machine or request is gone');
+        if (this.parentsGone(r)) this.leftover(r, 'provider state whose machine or request is gone (a Get of its ID answered NotFound)');
       }
     }
   }
@@ -362,6 +383,12 @@ class Planner {
     if (ims.other > 0) reasons.push(`${ims.other} InfraMachine(s) of ${this.id} still exist`);
     if (mrs.other > 0) reasons.push(`${mrs.other} MachineRequest(s) of ${this.id} still exist`);
     for (const u of this.s.unreadable) reasons.push(`cannot read ${u.type} to check that no machine is left: ${u.error}`);
+    // Positive evidence (design rule 10): a List that left out what a Get then found is not complete,
+    // and what is left in our namespace may be destroyed only once each parent it names is gone.
+    for (const r of this.s.missedByList) {
+      reasons.push(`${kindOf(r)} ${r.metadata.id} was not in its List, but a Get of its ID found it: the Lists of this pass are not complete`);
+    }
+    reasons.push(...this.unconfirmedParents());
     for (const m of this.s.machines) {
       const note = this.machineNote(m);
       reasons.push(`Machine ${m.metadata.id}: ${note.reason}`);
@@ -381,6 +408,22 @@ class Planner {
     if (this.s.providerStatus) steps.push(this.dispose(this.s.providerStatus, `${why}: the ProviderStatus, last`));
     if (steps.length === 0) return { status: 'done', reasons: ['nothing of the provider is left in Omni'], ...base };
     return { status: 'ready', reasons: [], ...base, item: { kind: 'deregistration', id: this.id, reason: why, steps } };
+  }
+
+  /** Parents named by what deregistration would destroy, neither listed nor confirmed gone by a Get. */
+  private unconfirmedParents(): string[] {
+    const out = new Map<string, string>();
+    const perItem = [...this.s.infraMachineStatuses, ...this.s.machineRequestStatuses, ...this.s.configPatchRequests, ...this.s.profile.namespaceTypes.flatMap((t) => this.s.namespace[t] ?? [])];
+    for (const r of perItem) {
+      for (const p of parentsOf(r, this.s.profile)) {
+        if ((p.type === T.InfraMachine ? this.imById : this.mrById).has(p.id)) continue;
+        const key = describePointer(p);
+        if (!this.s.goneById.has(key) && !out.has(key)) {
+          out.set(key, `${kindOf(p)} ${p.id}, named by ${describePointer(r.metadata)}, was not confirmed gone by a Get of its ID`);
+        }
+      }
+    }
+    return [...out.values()];
   }
 
   private machineNote(m: Resource): Note {
@@ -443,8 +486,9 @@ function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
   else m.set(k, [v]);
 }
 
-function kindOf(r: Resource): string {
-  return r.metadata.type.split('.')[0] ?? r.metadata.type;
+function kindOf(r: Resource | { type: string }): string {
+  const type = 'metadata' in r ? r.metadata.type : r.type;
+  return type.split('.')[0] ?? type;
 }
 
 /**

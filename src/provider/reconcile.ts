@@ -2,8 +2,11 @@
 // `concurrency` calls in flight; waits for Omni through shared watches; refuses new registrations
 // and announces stub mode in whole-provider mode only; deregisters once nothing of the ID is left.
 // Works from List results: no Get before an Update or a Destroy unless a conflict forces a re-read.
+// A NotFound is done only for a resource read by exactly that ID (design rule 4); for one that was
+// only listed, the item fails (`NotFoundUnconfirmedError`).
 
 import type { Logger } from 'pino';
+import { ExitCode, StubError } from '../exit-codes.js';
 import type { Pointer, Resource } from '../omni-client/resource.js';
 import { describePointer, NS_DEFAULT, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_RUNNING, T, newMetadata, pointerOf } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
@@ -21,7 +24,7 @@ import { ChangeFeed } from './change-feed.js';
 import { describeForeign, nextStepsFor } from './explain.js';
 import { Limiter } from './limiter.js';
 import { ourFinalizers } from './ownership.js';
-import type { Plan, PlanItem, Refusal, Step } from './plan.js';
+import type { DisposeStep, Plan, PlanItem, Refusal, ReleaseStep, Step } from './plan.js';
 import { STUB_MARKER, buildPlan, immediateWrites } from './plan.js';
 import type { ProfileOption } from './profile.js';
 import { PROVISION_CONTROLLER } from './profile.js';
@@ -158,7 +161,7 @@ class Reconciler {
   }
 
   private async planNow(): Promise<Plan> {
-    const snap = await takeSnapshot(this.state, { providerId: this.id, profile: this.o.profile, stateTypes: this.o.stateTypes, signal: this.o.signal });
+    const snap = await takeSnapshot(this.state, { providerId: this.id, profile: this.o.profile, stateTypes: this.o.stateTypes, signal: this.o.signal, checkParents: this.whole, concurrency: this.o.concurrency });
     return buildPlan(snap, { providerId: this.id, machines: this.o.machines, deregister: this.o.deregister, wipe: this.deps.wipe !== undefined && this.deps.wipe.strategy.name !== 'none' });
   }
 
@@ -325,7 +328,8 @@ class Reconciler {
       return true;
     } catch (err) {
       const aborted = this.o.signal?.aborted === true;
-      Object.assign(outcome, { status: aborted ? 'interrupted' : 'failed', reason: (err as Error).message, nextStep: aborted ? 'run again' : 'run again; if it keeps failing, check the error and Omni\'s logs' });
+      const nextStep = err instanceof NotFoundUnconfirmedError ? err.nextStep : 'run again; if it keeps failing, check the error and Omni\'s logs';
+      Object.assign(outcome, { status: aborted ? 'interrupted' : 'failed', reason: (err as Error).message, nextStep: aborted ? 'run again' : nextStep });
       this.record(key, outcome);
       if (!aborted) this.log.error({ kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
       return false;
@@ -359,8 +363,8 @@ class Reconciler {
   private runStep(step: Step, outcome: ItemOutcome): Promise<StepResult> {
     switch (step.op) {
       case 'wipe': return this.wipe(step.machineId, step.bmcConfiguration, step.bmcConfig, outcome);
-      case 'release': return this.release(step.target, step.finalizers);
-      case 'dispose': return this.dispose(step.target);
+      case 'release': return this.release(step);
+      case 'dispose': return this.dispose(step);
     }
   }
 
@@ -377,21 +381,34 @@ class Reconciler {
     return DONE;
   }
 
-  private async release(target: Resource, finalizers: string[]): Promise<StepResult> {
+  private async release(step: ReleaseStep): Promise<StepResult> {
+    const { target, finalizers } = step;
     const p = target.metadata;
     // requirePhase: a retry after a conflict re-reads; if the resource was meanwhile destroyed and
     // re-created (running), it is no longer a deletion under way and must not be released (rule 2).
     const res = await this.limiter.run(() => this.state.removeFinalizers(target, finalizers, { signal: this.o.signal, requirePhase: p.phase }));
     if (res.outcome !== 'removed') this.log.debug({ resource: describePointer(p), finalizers, outcome: res.outcome }, 'remove finalizers: nothing written');
+    if (res.outcome === 'not-found' && !step.foundById && !this.waiter.sawById(p)) throw new NotFoundUnconfirmedError(p, 'Update');
     if (res.outcome === 'phase-changed') {
       return { done: false, reason: `${describePointer(p)} is ${res.before?.metadata.phase ?? 'in another phase'} now (re-created meanwhile?): left alone`, nextStep: 'check who re-created it; run again to re-plan', counts: false };
     }
     return DONE;
   }
 
-  /** Our finalizers off (one Update), teardown and wait only if someone else holds it, Destroy as owner. */
-  private async dispose(target: Resource): Promise<StepResult> {
-    const p: Pointer = { namespace: target.metadata.namespace, type: target.metadata.type, id: target.metadata.id };
+  /**
+   * Our finalizers off (one Update), teardown and wait only if someone else holds it, Destroy as owner.
+   * NotFound at any call is done once something read this resource by its ID (design rule 4): the
+   * plan (a Get in the snapshot), a Get or a write of this step that succeeded, or a watch event
+   * naming it. Before that it may never have existed under this ID: the step fails.
+   */
+  private async dispose(step: DisposeStep): Promise<StepResult> {
+    const target = step.target;
+    const p: Pointer = pointerOf(target);
+    let found = step.foundById;
+    const notFound = (call: string): StepResult => {
+      if (found || this.waiter.sawById(p)) return DONE;
+      throw new NotFoundUnconfirmedError(p, call);
+    };
     let cur = target;
     let lastErr: unknown;
     for (let attempt = 1; attempt <= 4; attempt++) {
@@ -399,6 +416,9 @@ class Reconciler {
       if (mine.length > 0) {
         const res = await this.limiter.run(() => this.state.removeFinalizers(cur, mine, { signal: this.o.signal }));
         if (res.outcome === 'gone') return DONE;
+        if (res.outcome === 'not-found') return notFound('Update');
+        // Removed (a write by this ID succeeded), or a re-read found it: read by its ID either way.
+        if (res.outcome === 'removed' || res.before !== cur) found = true;
         cur = res.after ?? res.before ?? cur;
       }
       if (cur.metadata.finalizers.length > 0) {
@@ -409,14 +429,17 @@ class Reconciler {
           try {
             ready = await this.limiter.run(() => this.state.teardown(p, { signal: this.o.signal }));
           } catch (err) {
-            if (isOmniError(err, NotFoundError)) return DONE;
+            // Thrown only when its Get found nothing (state.ts).
+            if (isOmniError(err, NotFoundError)) return notFound('Get');
             throw err;
           }
+          found = true; // its Get found it
         }
         if (!ready) {
           const ms = this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS);
           const w = await this.window.outside(() => this.waiter.wait(p, 'no-finalizers', ms, minVersion));
-          if (w === 'gone') return DONE;
+          // A DESTROYED event (the watch named it), or the waiter's Get of its ID answering NotFound.
+          if (w === 'gone') return notFound('a Get while waiting for Omni');
           if (w === 'aborted') throw this.o.signal?.reason ?? new Error('aborted');
           if (w === 'timeout') {
             return { done: false, reason: `${describePointer(p)} waits for ${describeForeign(foreign, this.id, p.id)}`, nextStep: nextStepsFor(foreign, this.id, p.id), counts: true };
@@ -427,12 +450,13 @@ class Reconciler {
         await this.limiter.run(() => this.state.destroy(p, { owner: cur.metadata.owner, signal: this.o.signal, before: cur }));
         return DONE;
       } catch (err) {
-        if (isOmniError(err, NotFoundError)) return DONE;
+        if (isOmniError(err, NotFoundError)) return notFound('Destroy');
         // Finalizers added or the owner changed since we read it: read again and start over.
         if (!isOmniError(err, FailedPreconditionError) && !isOmniError(err, PermissionDeniedError)) throw err;
         lastErr = err;
         const fresh = await this.getIfExists(p);
-        if (!fresh) return DONE;
+        if (!fresh) return notFound('Get');
+        found = true;
         cur = fresh;
       }
     }
@@ -504,7 +528,7 @@ class Reconciler {
       const step = planned.find((s) => s.op === 'dispose' && s.target.metadata.type === p.type);
       const target = step ? undefined : await this.getIfExists(p);
       if (step) steps.push(step);
-      else if (target) steps.push({ op: 'dispose', target, removeFinalizers: ourFinalizers(target.metadata, this.id), teardown: false, waitFor: [], why: 'deregistration: written by this run' });
+      else if (target) steps.push({ op: 'dispose', target, removeFinalizers: ourFinalizers(target.metadata, this.id), teardown: false, waitFor: [], why: 'deregistration: written by this run', foundById: true });
     }
     return steps;
   }
@@ -574,6 +598,19 @@ function tallyOf(status: ItemStatus): 'released' | 'blocked' | 'failed' {
 
 function keyOf(item: PlanItem): string {
   return `${item.kind}/${item.steps.length === 1 && item.steps[0]!.op !== 'wipe' ? describePointer(item.steps[0]!.target.metadata) : item.id}`;
+}
+
+/**
+ * A write or read answered NotFound for a resource nothing had read by exactly that ID (it came from
+ * a List only): not taken for done (design rule 4). The item fails; the run exits 5.
+ */
+export class NotFoundUnconfirmedError extends StubError {
+  readonly nextStep: string;
+  constructor(p: Pointer, call: string) {
+    super('STUB_NOT_FOUND_UNCONFIRMED', ExitCode.Incomplete, `${describePointer(p)}: ${call} answered NotFound, but nothing read this resource by its ID before (it came from a List only), so it is not taken for done`);
+    this.name = 'NotFoundUnconfirmedError';
+    this.nextStep = 'run again (the next run lists it afresh); if it keeps failing, check what answers in front of Omni (a proxy or gateway rewriting answers)';
+  }
 }
 
 export function refusalError(providerId: string, requestId: string): string {

@@ -1,17 +1,21 @@
 // Reads everything the plan needs: one List per type (or one Get for the single provider-wide
-// resources), nothing per machine. The result is plain data; `plan.ts` decides from it.
+// resources), nothing per machine, except one Get for each resource that a destructive step would
+// take as absent and no List held (design rule 10): the parent a per-item resource names (only a
+// NotFound makes it a leftover), and the children a release must come after (rule 5). None of
+// them in a run where every List holds what it should. The result is plain data; `plan.ts` decides.
 
-import type { Resource } from '../omni-client/resource.js';
+import type { Pointer, Resource } from '../omni-client/resource.js';
 import {
-  NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace, providerType,
+  LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_TEARING_DOWN, T, describePointer, providerNamespace, providerType,
 } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import { getIfExists } from '../omni-client/read.js';
 import { PermissionDeniedError, isOmniError } from '../omni-client/errors.js';
 import type { OmniError } from '../omni-client/errors.js';
 import { isOurResource, machineCarriesProvider, ourFinalizers } from './ownership.js';
+import { Limiter } from './limiter.js';
 import type { ProfileOption, ResolvedProfile } from './profile.js';
-import { resolveProfile } from './profile.js';
+import { PROVIDER_WIDE_IDS, resolveProfile } from './profile.js';
 import { LABEL_IS_STATIC_INFRA_PROVIDER } from '../omni-client/resource.js';
 import { decodeSpec, OMNI_SPEC_SCHEMAS, SysVersionSpec } from '../omni-client/specs.js';
 
@@ -40,6 +44,20 @@ export interface Snapshot {
   profile: ResolvedProfile;
   /** Types that could not be read (for example Machines on an Omni that refuses them). */
   unreadable: Unreadable[];
+  /**
+   * Resources their List did not hold, by `describePointer`, for which a Get of that ID answered
+   * NotFound: parents (`parentsOf`) named by what is listed, and the children (`childKinds`) of the
+   * machines and requests being released. Only this makes what names a parent a leftover (rule 10).
+   */
+  goneById: ReadonlySet<string>;
+  /**
+   * Resources their List did not hold but a Get of their ID found: that List was not complete. Those
+   * labelled with our ID (or in our namespace) are in their list of the snapshot too, planned like
+   * any other.
+   */
+  missedByList: Resource[];
+  /** The resources of this snapshot (these objects) that a Get of their ID found, not only a List. */
+  foundById: ReadonlySet<Resource>;
 }
 
 export interface SnapshotOptions {
@@ -48,7 +66,17 @@ export interface SnapshotOptions {
   /** `--state-type` values, short or full. */
   stateTypes: string[];
   signal?: AbortSignal;
+  /**
+   * Read by ID the parents missing from their List (default true). Only whole-provider mode plans
+   * leftovers and deregisters, the two things that rest on them; per-machine runs skip the Gets.
+   * (The children of what is released are checked in both modes.)
+   */
+  checkParents?: boolean;
+  /** Gets of missing resources in flight at most (default 8). */
+  concurrency?: number;
 }
+
+const DEFAULT_ABSENCE_GETS = 8;
 
 /** The types read in the shared namespaces, in a fixed order. */
 const SHARED_LISTS = [
@@ -86,15 +114,93 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
   ]);
   const byName = Object.fromEntries(SHARED_LISTS.map(([name], i) => [name, shared[i] ?? []])) as Record<(typeof SHARED_LISTS)[number][0], Resource[]>;
 
-  const profile = resolveProfile(opts.profile, {
+  const resolve = () => resolveProfile(opts.profile, {
     staticLabel: providerStatus !== undefined && Object.hasOwn(providerStatus.metadata.labels, LABEL_IS_STATIC_INFRA_PROVIDER),
     infraMachines: byName.infraMachines.length,
     machineRequests: byName.machineRequests.length,
   }, id, opts.stateTypes);
+  let profile = resolve();
 
   const nsLists = await Promise.all(profile.namespaceTypes.map((type) => list(providerNamespace(id), type)));
   const namespace: Record<string, Resource[]> = {};
   profile.namespaceTypes.forEach((type, i) => { namespace[type] = nsLists[i] ?? []; });
+
+  // Absences that a destructive step would rest on, each checked by one Get of the ID (rule 10).
+  const foundById = new Set<Resource>([providerStatus, healthStatus].filter((r) => r !== undefined));
+  const goneById = new Set<string>();
+  const missedByList: Resource[] = [];
+  // IDs by namespace and type: the IDs are the pooled strings of the lists; no key or pointer is
+  // made for what a List holds (at 10 000 machines that is every one of 130 000 checks).
+  const listed = new Map<string, Map<string, Set<string>>>();
+  const idsOf = (p: Kind): Set<string> => {
+    let types = listed.get(p.namespace);
+    if (!types) listed.set(p.namespace, (types = new Map()));
+    let ids = types.get(p.type);
+    if (!ids) types.set(p.type, (ids = new Set()));
+    return ids;
+  };
+  function* perItem(): Generator<Resource> {
+    yield* byName.infraMachineStatuses;
+    yield* byName.machineRequestStatuses;
+    yield* byName.configPatchRequests;
+    for (const t of profile.namespaceTypes) yield* namespace[t] ?? [];
+  }
+  for (const rs of [byName.infraMachines, byName.machineRequests, perItem()]) for (const r of rs) idsOf(r.metadata).add(r.metadata.id);
+  const listOf = (p: Pointer): Resource[] => {
+    switch (p.type) {
+      case T.InfraMachine: return byName.infraMachines;
+      case T.MachineRequest: return byName.machineRequests;
+      case T.InfraMachineStatus: return byName.infraMachineStatuses;
+      case T.MachineRequestStatus: return byName.machineRequestStatuses;
+      default: return (namespace[p.type] ??= []);
+    }
+  };
+  const limiter = new Limiter(opts.concurrency ?? DEFAULT_ABSENCE_GETS);
+  /** Gets what `ps` names and no List held; merges what they find (ours) into the lists. */
+  const readMissing = async (ps: Iterable<Pointer>): Promise<Resource[]> => {
+    const wanted = new Map<string, Pointer>();
+    for (const p of ps) if (!idsOf(p).has(p.id)) wanted.set(describePointer(p), p);
+    // In the order asked, whatever order the answers come in: the plan is the same for the same Omni.
+    const answers = await Promise.all([...wanted].map(([key, p]) => limiter.run(() => getIfExists(state, p, call)).then((r) => [key, p, r] as const)));
+    const found: Resource[] = [];
+    for (const [key, p, r] of answers) {
+      idsOf(p).add(p.id);
+      if (!r) {
+        goneById.add(key);
+        continue;
+      }
+      missedByList.push(r);
+      // Omni answers NotFound for what is not labelled with our ID: anything else is not planned.
+      if (!isOurResource(r.metadata, id) || describePointer(r.metadata) !== key) continue;
+      const kept = slim([r], p.namespace, p.type, id, pool)[0]!;
+      foundById.add(kept);
+      listOf(p).push(kept);
+      found.push(kept);
+    }
+    return found;
+  };
+  function* missingParents(): Generator<Pointer> {
+    for (const r of perItem()) for (const p of parentsOf(r, profile)) if (!idsOf(p).has(p.id)) yield p;
+  }
+  const kindsOf = { [T.InfraMachine]: childKinds(T.InfraMachine, profile, id), [T.MachineRequest]: childKinds(T.MachineRequest, profile, id) };
+  function* missingChildren(parents: Iterable<Resource>): Generator<Pointer> {
+    for (const r of parents) {
+      const kinds = r.metadata.type === T.InfraMachine || r.metadata.type === T.MachineRequest ? kindsOf[r.metadata.type] : [];
+      if (kinds.length === 0 || r.metadata.phase !== PHASE_TEARING_DOWN || ourFinalizers(r.metadata, id).length === 0) continue;
+      for (const k of kinds) if (!idsOf(k).has(r.metadata.id)) yield { ...k, id: r.metadata.id };
+    }
+  }
+  // The parents named by what is listed (whole-provider mode: leftovers and deregistration rest on
+  // them), and the children whose destruction a release waits for (rule 5): a release must not
+  // follow from a List that left one of them out.
+  const found = await readMissing([
+    ...((opts.checkParents ?? true) ? missingParents() : []),
+    ...missingChildren(byName.infraMachines),
+    ...missingChildren(byName.machineRequests),
+  ]);
+  // Then the children of the parents a Get found.
+  await readMissing(missingChildren(found));
+  if (missedByList.length > 0) profile = resolve();
 
   const omniVersion = sysVersion ? backendVersionOf(sysVersion) : undefined;
   return {
@@ -107,7 +213,46 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
     namespace,
     profile,
     unreadable,
+    goneById,
+    missedByList,
+    foundById,
   };
+}
+
+/**
+ * The InfraMachine and/or MachineRequest a per-item resource belongs to, by its type: an
+ * InfraMachineStatus to the InfraMachine of its ID, a MachineRequestStatus to the MachineRequest of
+ * its ID, a ConfigPatchRequest to the request its label names, a resource in `infra-provider:<id>`
+ * to the InfraMachine (per-machine types) or MachineRequest (per-request types) of its ID, both for
+ * a type that is both. None for provider-wide resources (TLSConfig), which only deregistration cleans.
+ */
+export function parentsOf(r: Resource, profile: ResolvedProfile): (Pointer & { type: typeof T.InfraMachine | typeof T.MachineRequest })[] {
+  const md = r.metadata;
+  const im = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: pid });
+  const mr = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: pid });
+  if (md.namespace === NS_INFRA_PROVIDER) {
+    if (md.type === T.InfraMachineStatus) return [im(md.id)];
+    if (md.type === T.MachineRequestStatus) return [mr(md.id)];
+    const req = md.type === T.ConfigPatchRequest ? md.labels[LABEL_MACHINE_REQUEST] : undefined;
+    return req ? [mr(req)] : [];
+  }
+  if (PROVIDER_WIDE_IDS.has(md.id)) return [];
+  return [...(profile.machineTypes.includes(md.type) ? [im(md.id)] : []), ...(profile.stateTypes.includes(md.type) ? [mr(md.id)] : [])];
+}
+
+/** A namespace and a type. */
+type Kind = Pick<Pointer, 'namespace' | 'type'>;
+
+/**
+ * What `parentsOf` names the other way round, as the kinds whose resource of the parent's ID
+ * belongs to it: for an InfraMachine its InfraMachineStatus and the per-machine types in our
+ * namespace, for a MachineRequest its MachineRequestStatus and the per-request types.
+ * ConfigPatchRequests have IDs of their own and are found by List only.
+ */
+export function childKinds(parentType: typeof T.InfraMachine | typeof T.MachineRequest, profile: ResolvedProfile, providerId: string): Kind[] {
+  const ns = providerNamespace(providerId);
+  if (parentType === T.InfraMachine) return [{ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus }, ...profile.machineTypes.map((t) => ({ namespace: ns, type: t }))];
+  return [{ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus }, ...profile.stateTypes.map((t) => ({ namespace: ns, type: t }))];
 }
 
 /**

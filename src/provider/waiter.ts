@@ -12,6 +12,8 @@ export type WaitUntil = 'no-finalizers' | 'gone';
 interface Seen {
   version: bigint;
   finalizers: number;
+  /** Named by a live event (not the bootstrap's contents) or found by a Get of its ID. */
+  byId: boolean;
 }
 
 interface Waiter {
@@ -27,34 +29,65 @@ interface Waiter {
  */
 export const BOOTSTRAP_FALLBACK_MS = 1_000;
 
+/**
+ * What one kind watch tells about the resources of its type. Its bootstrap is a List by another
+ * name: a resource missing from it is an absence, not evidence (design rule 10). A `no-finalizers`
+ * wait, whose outcome a step acts on, ends as `gone` only on a DESTROYED event or a Get of the ID
+ * that answers NotFound; a resource absent from the bootstrap is read by its ID first. A `gone`
+ * wait (released parents, which only paces the next pass; that pass reads everything again) also
+ * ends on the absence.
+ */
 class KindWatch {
   readonly seen = new Map<string, Seen>();
   /** IDs whose DESTROYED event we saw: positive evidence, valid before BOOTSTRAPPED too. */
   readonly destroyed = new Set<string>();
+  /** IDs a Get answered NotFound for. */
+  readonly notFound = new Set<string>();
   readonly waiters = new Map<string, Set<Waiter>>();
+  private readonly reading = new Set<string>();
   bootstrapped = false;
   failure: unknown;
 
-  constructor(state: State, namespace: string, type: string, signal: AbortSignal) {
+  constructor(private readonly state: State, private readonly namespace: string, private readonly type: string, private readonly signal: AbortSignal) {
     void this.consume(state.watchKind(namespace, type, { signal, onReset: () => this.reset() }), signal);
   }
 
   private reset(): void {
     this.seen.clear();
     this.destroyed.clear();
+    this.notFound.clear();
     this.bootstrapped = false;
   }
 
-  /** A resource read outside the watch (the bootstrap fallback); older than what the watch saw is ignored. */
+  /** Whether this watch has positive evidence of the ID: a live event for it, or a Get that found it. */
+  sawById(id: string): boolean {
+    return this.destroyed.has(id) || this.seen.get(id)?.byId === true;
+  }
+
+  /** A resource read outside the watch (a Get of its ID); older than what the watch saw is ignored. */
   observe(id: string, r: Resource | undefined): void {
     if (!r) {
-      if (!this.seen.has(id)) this.destroyed.add(id);
+      if (!this.seen.has(id)) this.notFound.add(id);
     } else {
       const version = safeVersion(r.metadata.version);
       const cur = this.seen.get(id);
-      if (!cur || cur.version < version) this.seen.set(id, { version, finalizers: r.metadata.finalizers.length });
+      if (!cur || cur.version < version) this.seen.set(id, { version, finalizers: r.metadata.finalizers.length, byId: true });
+      else cur.byId = true;
     }
     this.check(id);
+  }
+
+  /** One Get of the ID at a time; what it answers is observed. Any other error: the wait goes on and ends by the watch or its timeout. */
+  read(id: string): void {
+    if (this.reading.has(id) || this.signal.aborted) return;
+    this.reading.add(id);
+    this.state.get({ namespace: this.namespace, type: this.type, id }, { signal: this.signal }).then(
+      (r) => { this.reading.delete(id); this.observe(id, r); },
+      (err: unknown) => {
+        this.reading.delete(id);
+        if (err instanceof NotFoundError) this.observe(id, undefined);
+      },
+    );
   }
 
   private async consume(events: AsyncIterable<WatchEvent[]>, signal: AbortSignal): Promise<void> {
@@ -82,7 +115,10 @@ class KindWatch {
       this.destroyed.add(id);
     } else if (e.type === 'created' || e.type === 'updated') {
       this.destroyed.delete(id);
-      this.seen.set(id, { version: safeVersion(e.resource.metadata.version), finalizers: e.resource.metadata.finalizers.length });
+      this.notFound.delete(id);
+      // The bootstrap's contents are CREATED events before BOOTSTRAPPED: listed, not named by ID.
+      const byId = e.type === 'updated' || this.bootstrapped || this.seen.get(id)?.byId === true;
+      this.seen.set(id, { version: safeVersion(e.resource.metadata.version), finalizers: e.resource.metadata.finalizers.length, byId });
     } else return;
     this.check(id);
   }
@@ -91,18 +127,26 @@ class KindWatch {
     const set = this.waiters.get(id);
     if (!set) return;
     const s = this.seen.get(id);
+    const gone = this.destroyed.has(id) || this.notFound.has(id);
     // Without BOOTSTRAPPED, only positive evidence counts: an event showing it released, or destroyed.
-    if (!s && !this.bootstrapped && !this.destroyed.has(id)) return;
+    if (!s && !gone && !this.bootstrapped) return;
+    let absent = false;
     for (const w of [...set]) {
       let out: WaitOutcome | undefined;
-      if (!s) out = 'gone';
-      else if (w.until === 'no-finalizers' && s.finalizers === 0 && s.version >= w.minVersion) out = 'released';
+      if (s) {
+        if (w.until === 'no-finalizers' && s.finalizers === 0 && s.version >= w.minVersion) out = 'released';
+      } else if (gone || w.until === 'gone') {
+        out = 'gone';
+      } else {
+        absent = true;
+      }
       if (out) {
         set.delete(w);
         w.resolve(out);
       }
     }
     if (set.size === 0) this.waiters.delete(id);
+    if (absent) this.read(id);
   }
 }
 
@@ -124,11 +168,12 @@ export class FinalizerWaiter {
 
   /**
    * Resolves once the resource has no finalizers at a version at least `minVersion` (the version our
-   * teardown wrote), or is gone; or on timeout. A broken watch that cannot resume rejects.
+   * teardown wrote), or is gone (see KindWatch for what counts as gone); or on timeout. A broken
+   * watch that cannot resume rejects.
    */
   wait(p: Pointer, until: WaitUntil, timeoutMs: number, minVersion = '0'): Promise<WaitOutcome> {
     if (this.ac.signal.aborted) return Promise.resolve('aborted');
-    const kindKey = `${p.namespace}\u0000${p.type}`;
+    const kindKey = kindKeyOf(p);
     let kind = this.kinds.get(kindKey);
     if (!kind) {
       kind = new KindWatch(this.state, p.namespace, p.type, this.ac.signal);
@@ -170,21 +215,27 @@ export class FinalizerWaiter {
   private fallbackRead(k: KindWatch, p: Pointer, finish: (o: WaitOutcome) => void): void {
     const t = setTimeout(() => {
       if (!this.pending.has(finish) || k.bootstrapped || this.ac.signal.aborted) return;
-      this.state.get(p, { signal: this.ac.signal }).then(
-        (r) => k.observe(p.id, r),
-        (err: unknown) => {
-          if (err instanceof NotFoundError) k.observe(p.id, undefined);
-          // Anything else: the wait goes on and ends by the watch or its timeout.
-        },
-      );
+      k.read(p.id);
     }, BOOTSTRAP_FALLBACK_MS);
     t.unref();
+  }
+
+  /**
+   * Whether a watch of this run named the resource by its ID (a live event, or a Get that found it):
+   * evidence that a later NotFound for it means done (design rule 4).
+   */
+  sawById(p: Pointer): boolean {
+    return this.kinds.get(kindKeyOf(p))?.sawById(p.id) ?? false;
   }
 
   close(): void {
     this.unlink();
     this.ac.abort();
   }
+}
+
+function kindKeyOf(p: Pointer): string {
+  return `${p.namespace}\u0000${p.type}`;
 }
 
 function safeVersion(v: string): bigint {

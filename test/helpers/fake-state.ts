@@ -35,6 +35,8 @@ export class FakeState implements State {
   afterWrite?: (method: Method, r: Resource) => void;
   /** The write observer, as GatewayState's `onWrite` (the audit log). */
   onWrite?: WriteObserver;
+  /** Resources a List leaves out (as a proxy withholding lines would); Get and the watch still see them. */
+  hideFromLists?: (r: Resource) => boolean;
 
   constructor(resources: Resource[] = []) {
     for (const r of resources) this.put(r);
@@ -90,7 +92,7 @@ export class FakeState implements State {
 
   async list(namespace: string, type: string, opts?: QueryOptions): Promise<Resource[]> {
     await this.enter('list', { namespace, type, id: '' }, opts);
-    return [...this.store.values()].filter((r) => r.metadata.namespace === namespace && r.metadata.type === type).map(cloneResource);
+    return [...this.store.values()].filter((r) => r.metadata.namespace === namespace && r.metadata.type === type && !this.hideFromLists?.(r)).map(cloneResource);
   }
 
   /** Runs a write between the observer's two calls, as GatewayState does. */
@@ -155,23 +157,32 @@ export class FakeState implements State {
   }
 
   async teardown(p: Pointer, opts?: CallOptions): Promise<boolean> {
+    // As the gateway client: NotFound only while no Get of this call found it.
     const cur = await this.get(p, opts);
     if (cur.metadata.phase === PHASE_TEARING_DOWN) return cur.metadata.finalizers.length === 0;
     const next = cloneResource(cur);
     next.metadata.phase = PHASE_TEARING_DOWN;
-    const after = await this.update(next, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING, before: cur });
-    return after.metadata.finalizers.length === 0;
+    try {
+      const after = await this.update(next, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING, before: cur });
+      return after.metadata.finalizers.length === 0;
+    } catch (e) {
+      if (e instanceof NotFoundError) return true;
+      throw e;
+    }
   }
 
   async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: RemoveFinalizersOptions): Promise<RemoveFinalizersResult> {
     let current: Resource | undefined = 'metadata' in target && !target.spec.omitted ? target : undefined;
     const drop = new Set(finalizers);
+    // As the gateway client: `gone` only after a Get of this call found it, `not-found` otherwise.
+    let found = false;
     for (let attempts = 1; attempts <= 8; attempts++) {
       if (!current) {
         try {
           current = await this.get('metadata' in target ? target.metadata : target, opts);
+          found = true;
         } catch (e) {
-          if (e instanceof NotFoundError) return { outcome: 'gone', attempts: attempts - 1 };
+          if (e instanceof NotFoundError) return { outcome: found ? 'gone' : 'not-found', attempts: attempts - 1 };
           throw e;
         }
       }
@@ -184,7 +195,7 @@ export class FakeState implements State {
         const after = await this.update(next, { ...opts, owner: current.metadata.owner, before: current });
         return { outcome: 'removed', before: current, after, attempts };
       } catch (e) {
-        if (e instanceof NotFoundError) return { outcome: 'gone', before: current, attempts };
+        if (e instanceof NotFoundError) return { outcome: found ? 'gone' : 'not-found', before: current, attempts };
         if (!(e instanceof FailedPreconditionError || e instanceof PermissionDeniedError)) throw e;
         current = undefined;
       }

@@ -168,6 +168,14 @@ describe('teardown (Get + Update, never the Teardown RPC)', () => {
     expect(gw.calls('Update')).toHaveLength(0);
   });
 
+  it('NotFound: thrown when its Get finds nothing; after its Get found it, nothing holds it (true)', async () => {
+    gw.on('Get', (_q, s) => sendJson(s, 404, { code: 5, message: 'not found' }));
+    await expect(client.state.teardown(ptr)).rejects.toMatchObject({ code: 'OMNI_NOT_FOUND' });
+    gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1', { finalizers: ['f'] })) }));
+    gw.on('Update', (_q, s) => sendJson(s, 404, { code: 5, message: 'not found' }));
+    expect(await client.state.teardown(ptr)).toBe(true);
+  });
+
   it('retries a version conflict after reading again', async () => {
     let v = 1;
     gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1', { version: String(v) })) }));
@@ -220,10 +228,17 @@ describe('removeFinalizers', () => {
     expect(gw.calls('Update')).toHaveLength(0);
   });
 
-  it('NotFound on read or on write is gone', async () => {
+  // Design rule 4: NotFound means done only for a resource read by that ID. A NotFound before any
+  // Get of the call found it is `not-found` (the caller decides); after one, `gone`.
+  it('NotFound before anything found it by its ID is not-found; after a Get found it, gone', async () => {
     gw.on('Get', (_q, s) => sendJson(s, 404, { code: 5, message: 'not found' }));
-    expect((await client.state.removeFinalizers(ptr, ours)).outcome).toBe('gone');
+    expect((await client.state.removeFinalizers(ptr, ours)).outcome).toBe('not-found');
     gw.on('Update', (_q, s) => sendJson(s, 404, { code: 5, message: 'not found' }));
+    expect((await client.state.removeFinalizers(read(), ours)).outcome).toBe('not-found');
+    // A conflict, a re-read that finds it, then NotFound on the write: destroyed meanwhile.
+    let updates = 0;
+    gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(read()) }));
+    gw.on('Update', (_q, s) => (++updates === 1 ? conflict(s) : sendJson(s, 404, { code: 5, message: 'not found' })));
     expect((await client.state.removeFinalizers(read(), ours)).outcome).toBe('gone');
   });
 

@@ -4,7 +4,7 @@
 // everything else byte-identical, another provider's resources and the running machine included.
 
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -18,12 +18,12 @@ import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { createAccessApi } from '../../src/omni-sim/access.js';
 import { INTERNAL, type Identity, type StateApi, type WatchParams } from '../../src/omni-sim/api.js';
-import { dumpScenario, parseScenario, type Scenario } from '../../src/omni-sim/scenario.js';
+import type { Scenario } from '../../src/omni-sim/scenario.js';
 import { reconcile, type ReconcileResult } from '../../src/provider/reconcile.js';
 import { checkRelease, keyOf } from '../helpers/release-oracle.js';
+import { MAIN, startSimProcess } from '../helpers/sim-process.js';
 
 const ID = 'bare-metal';
-const MAIN = join(process.cwd(), 'dist/src/main.js');
 
 /** Stuck machines and requests of ours, one running machine, a stuck machine Omni still holds, and look-alike providers. */
 function faultScenario(o: { stuck?: number; running?: boolean; held?: boolean; faults?: FaultConfig } = {}): Scenario {
@@ -177,16 +177,10 @@ describe('fault suite: the stub against the simulated Omni', () => {
   it('the built CLI killed (SIGKILL) in the middle of a run, then run again: exactly the expected state, deregistered', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'stub-faults-'));
     try {
-      const scenario = faultScenario({ stuck: 30, running: false, held: false, faults: { latencyMs: 10 } });
-      const file = join(dir, 'scenario.yaml');
-      await writeFile(file, dumpScenario(scenario));
-      const before = parseScenario(dumpScenario(scenario)).resources;
-      const dump = join(dir, 'dump.yaml');
-      const simProc = spawn(process.execPath, [MAIN, 'sim', '--scenario', file, '--dump', dump], { stdio: ['ignore', 'pipe', 'pipe'] });
-      simProc.stderr.resume();
-      const ready = JSON.parse(await firstLine(simProc.stdout)) as { endpoint: string; keys: Record<string, string> };
-      const env = { ...process.env, OMNI_SERVICE_ACCOUNT_KEY: ready.keys[`infra-provider:${ID}`]! };
-      const argv = [MAIN, 'run', '--id', ID, '--omni-api-endpoint', ready.endpoint, '--yes', '--concurrency', '4', '--output', 'json', '--log-format', 'json'];
+      const simProc = await startSimProcess(faultScenario({ stuck: 30, running: false, held: false, faults: { latencyMs: 10 } }), dir);
+      const before = simProc.before;
+      const env = { ...process.env, OMNI_SERVICE_ACCOUNT_KEY: simProc.keys[`infra-provider:${ID}`]! };
+      const argv = [MAIN, 'run', '--id', ID, '--omni-api-endpoint', simProc.endpoint, '--yes', '--concurrency', '4', '--output', 'json', '--log-format', 'json'];
 
       // First run: killed as soon as it has released a few machines.
       const first = spawn(process.execPath, argv, { env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -208,9 +202,7 @@ describe('fault suite: the stub against the simulated Omni', () => {
       const report = JSON.parse(out) as Record<string, unknown>;
       expect(JSON.stringify(report)).not.toContain(env.OMNI_SERVICE_ACCOUNT_KEY);
 
-      simProc.kill('SIGTERM');
-      await new Promise((r) => simProc.on('exit', r));
-      const after = parseScenario(await readFile(dump, 'utf8')).resources;
+      const after = await simProc.stop();
       expect(checkRelease(before, after, { providerId: ID, complete: true, deregistered: true }).problems).toEqual([]);
       // Deregistered: nothing labelled with our ID or in our namespace is left; the look-alikes are.
       const ours = after.filter((r) => r.metadata.namespace === `infra-provider:${ID}` || r.metadata.labels['omni.sidero.dev/infra-provider-id'] === ID);
@@ -227,11 +219,3 @@ describe('fault suite: the stub against the simulated Omni', () => {
     }
   }, 30_000);
 });
-
-function firstLine(stream: NodeJS.ReadableStream): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const rl = createInterface({ input: stream });
-    rl.once('line', (l) => { resolve(l); rl.close(); });
-    rl.once('close', () => reject(new Error('no ready line')));
-  });
-}

@@ -18,6 +18,7 @@ import { T } from '../../src/omni-client/resource.js';
 import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';
+import { escapeControl } from '../../src/untrusted.js';
 
 const ID = 'kubevirt';
 const MAIN = join(process.cwd(), 'dist/src/main.js');
@@ -90,7 +91,8 @@ describe('untrusted text from Omni is inert on a terminal', () => {
     emitReport(rep, connectionConfig(args(), io.env), io);
     // The hostile request was worked on and the refused Update reported, so both texts were shown.
     expect(JSON.stringify(rep)).toContain(JSON.stringify(HOSTILE_ID).slice(1, -1));
-    expect(rep.failed.map((f) => f.reason).join('\n')).toContain(`refused${FORGE}`);
+    // Omni's message reaches the report as the client words its error: already escaped (design rule 13).
+    expect(rep.failed.map((f) => f.reason).join('\n')).toContain(`refused${escapeControl(FORGE)}`);
     expectInert(stdout.text(), 'text report');
     expectInert(stderr.text(), 'pretty logs and progress');
     // Escaped, not dropped: the operator still sees what Omni sent.

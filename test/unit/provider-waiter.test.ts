@@ -78,3 +78,55 @@ describe('FinalizerWaiter without BOOTSTRAPPED (Omni before 1.0)', () => {
     w.close();
   });
 });
+
+const bootstrapped: WatchEvent = { type: 'bootstrapped', resource: { metadata: newMetadata({ ...ptr, id: '' }), spec: { protoSpec: new Uint8Array() } } };
+
+// Design rule 10: a watch's bootstrap is a List by another name; a resource missing from it is an
+// absence, not evidence that it is gone.
+describe('FinalizerWaiter: absence from the bootstrap', () => {
+  it('a no-finalizers wait reads the resource by its ID: NotFound is gone', async () => {
+    const gets = { n: 0 };
+    const w = new FinalizerWaiter(watchOnly([[bootstrapped]], () => undefined, gets));
+    await expect(w.wait(ptr, 'no-finalizers', 5_000)).resolves.toBe('gone');
+    expect(gets.n).toBe(1);
+    // The Get by ID that found nothing is not evidence that the ID ever named anything.
+    expect(w.sawById(ptr)).toBe(false);
+    w.close();
+  });
+
+  it('a no-finalizers wait whose Get finds the resource still held keeps waiting; found released, it is released', async () => {
+    const held = { n: 0 };
+    const w1 = new FinalizerWaiter(watchOnly([[bootstrapped]], () => res('2', ['ConfigPatchRequestController']), held));
+    await expect(w1.wait(ptr, 'no-finalizers', 600)).resolves.toBe('timeout');
+    expect(held.n).toBe(1);
+    expect(w1.sawById(ptr)).toBe(true);
+    w1.close();
+    const free = { n: 0 };
+    const w2 = new FinalizerWaiter(watchOnly([[bootstrapped]], () => res('2', []), free));
+    await expect(w2.wait(ptr, 'no-finalizers', 5_000)).resolves.toBe('released');
+    w2.close();
+  });
+
+  it('a gone wait (a released parent, only pacing the next pass) ends on the absence without a read', async () => {
+    const gets = { n: 0 };
+    const w = new FinalizerWaiter(watchOnly([[bootstrapped]], () => undefined, gets));
+    await expect(w.wait(ptr, 'gone', 5_000)).resolves.toBe('gone');
+    expect(gets.n).toBe(0);
+    w.close();
+  });
+
+  it('names an ID by its live events, not by the bootstrap\'s contents', async () => {
+    const gets = { n: 0 };
+    const w = new FinalizerWaiter(watchOnly([
+      [{ type: 'created', resource: res('3', ['MachineRequestStatusCleanupController']) }, bootstrapped],
+      [{ type: 'updated', resource: res('4', ['MachineRequestStatusCleanupController']) }],
+    ], () => undefined, gets));
+    const waiting = w.wait(ptr, 'no-finalizers', 300);
+    await new Promise((r) => setTimeout(r, 30));
+    expect(w.sawById(ptr)).toBe(false);
+    await expect(waiting).resolves.toBe('timeout');
+    expect(w.sawById(ptr)).toBe(true);
+    expect(gets.n).toBe(0);
+    w.close();
+  });
+});
