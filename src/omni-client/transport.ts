@@ -271,6 +271,7 @@ export class Transport {
   readonly endpoint: Endpoint;
   readonly dispatcherKind: DispatcherKind;
   #dispatcher: Dispatcher;
+  #streamDispatcher: Dispatcher;
   #signer: RequestSigner;
   #timeoutMs: number;
   #retries: number;
@@ -304,28 +305,30 @@ export class Transport {
     this.#budget = new ReadBudget(this.#limits.bufferedBytes);
 
     const tlsOpts = tlsOptions(opts);
-    const agentOpts: Agent.Options = {
-      connections: opts.connections ?? 16,
-      // Omni's server sets no idle timeout; keep connections for reuse across bursts of calls.
-      keepAliveTimeout: 30_000,
-      keepAliveMaxTimeout: 600_000,
-      connect: tlsOpts,
-    };
     const env = opts.env ?? process.env;
     const httpProxy = env['http_proxy'] ?? env['HTTP_PROXY'] ?? '';
     const httpsProxy = env['https_proxy'] ?? env['HTTPS_PROXY'] ?? '';
     const noProxy = env['no_proxy'] ?? env['NO_PROXY'] ?? '';
     // undici's EnvHttpProxyAgent falls back from the https proxy to the http one, like curl and Go.
     const proxy = this.endpoint.tls ? httpsProxy || httpProxy : httpProxy;
-    if (proxy) {
+    const dispatcher = (connections: number | undefined): Dispatcher => {
+      const agentOpts: Agent.Options = {
+        ...(connections !== undefined ? { connections } : {}),
+        // Omni's server sets no idle timeout; keep connections for reuse across bursts of calls.
+        keepAliveTimeout: 30_000,
+        keepAliveMaxTimeout: 600_000,
+        connect: tlsOpts,
+      };
       // Passed explicitly (empty = none) so that only `env` counts, not whatever process.env holds.
-      this.#dispatcher = new EnvHttpProxyAgent({ ...agentOpts, httpProxy, httpsProxy, noProxy, requestTls: tlsOpts });
-      this.dispatcherKind = 'proxy';
-      this.#log.debug({ proxy: redactUrl(proxy), noProxy }, 'using an HTTP proxy from the environment for Omni');
-    } else {
-      this.#dispatcher = new Agent(agentOpts);
-      this.dispatcherKind = 'direct';
-    }
+      return proxy ? new EnvHttpProxyAgent({ ...agentOpts, httpProxy, httpsProxy, noProxy, requestTls: tlsOpts }) : new Agent(agentOpts);
+    };
+    this.#dispatcher = dispatcher(opts.connections ?? 16);
+    // A Watch holds its connection for as long as it is open: watches get connections of their own,
+    // as many as are open (one per kind watched), so that they never take the calls' connections
+    // (with --concurrency 2 and two watches open, no call could be sent at all).
+    this.#streamDispatcher = dispatcher(undefined);
+    this.dispatcherKind = proxy ? 'proxy' : 'direct';
+    if (proxy) this.#log.debug({ proxy: redactUrl(proxy), noProxy }, 'using an HTTP proxy from the environment for Omni');
   }
 
   /** Milliseconds added to the local clock when signing (0 unless Omni's clock was adopted). */
@@ -341,7 +344,7 @@ export class Transport {
   async close(): Promise<void> {
     this.#closed = true;
     for (const scope of this.#inflight) scope.closeAbort();
-    await this.#dispatcher.close();
+    await Promise.all([this.#dispatcher.close(), this.#streamDispatcher.close()]);
   }
 
   /** A unary call: the JSON answer, passed through `decode` (which may throw a WireError). */
@@ -595,7 +598,7 @@ export class Transport {
       };
       this.#headers.set(signed, headers);
     }
-    return this.#dispatcher.request({
+    return (method === 'Watch' ? this.#streamDispatcher : this.#dispatcher).request({
       origin: this.endpoint.origin,
       path: `/api${fm}`,
       method: 'POST',
