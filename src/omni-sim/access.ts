@@ -20,12 +20,13 @@ import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
 import type { Pointer, Resource } from '../omni-client/resource.js';
 import {
   bytesEqual, cloneResource, LABEL_INFRA_PROVIDER_ID, NS_DEFAULT, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL,
-  PHASE_RUNNING, PHASE_TEARING_DOWN, recordsEqual, T,
+  PHASE_RUNNING, PHASE_TEARING_DOWN, pointerOf, recordsEqual, T,
 } from '../omni-client/resource.js';
 import { decodeSpec, encodeSpec, MachineRequestSpec } from '../omni-client/specs.js';
 import { EventType, LabelTermOperation } from '../omni-client/wire.js';
 import type { Identity, Query, Role, SimEvent, StateApi, WatchBatches, WatchParams } from './api.js';
 import { INTERNAL, ROLE_RANK } from './api.js';
+import { backendMessage, backendOf, CACHED_TYPES } from './backend.js';
 import type { OmniVersion } from './version.js';
 import { atLeast, parseVersion } from './version.js';
 
@@ -274,9 +275,22 @@ class AccessApi implements StateApi {
     return this.inner.view(p);
   }
 
+  /**
+   * What Omni's API reads first for a Get, an Update or a Destroy: the stored resource, or the NotFound
+   * of that read, which names the pointer with the version given (an Update's). Cached kinds are read
+   * from the controllers' cache, whose wording differs from the store's.
+   */
+  private read(p: Pointer, version?: string): Readonly<Resource> {
+    const r = this.inner.view(p);
+    if (r) return r;
+    const message = CACHED_TYPES.has(p.type) ? backendMessage.notCached(p, version) : backendMessage.notFound(backendOf(p), 'get', p, version);
+    throw errorFromStatus(GrpcCode.NotFound, message, { resource: pointerOf(p) });
+  }
+
   get(who: Identity, p: Pointer): Resource {
     if (who.internal) return this.inner.get(who, p);
     const a = this.check(who, p.namespace, p.type, 'get');
+    this.read(p);
     const r = this.inner.get(who, p);
     if (a?.labelProviderId !== undefined && !labelled(r, a.labelProviderId)) throw errorFromStatus(GrpcCode.NotFound, 'not found');
     return r;
@@ -309,7 +323,7 @@ class AccessApi implements StateApi {
     if (who.internal) return this.inner.update(who, r, owner, expectedPhase);
     const { namespace, type } = r.metadata;
     const a = this.check(who, namespace, type, 'update');
-    const old = this.inner.view(r.metadata) ?? this.inner.get(INTERNAL, r.metadata);
+    const old = this.read(r.metadata, r.metadata.version);
     const providerId = a?.labelProviderId;
     if (providerId !== undefined) {
       if (a?.config.readOnlyForProviders && !finalizerOnlyChange(old, r)) {
@@ -333,8 +347,7 @@ class AccessApi implements StateApi {
     }
     const a = this.check(who, p.namespace, p.type, 'destroy');
     this.checkProviderDeletable(p, who);
-    // Only looked at; when absent, get() raises the store's own NotFound.
-    const cur = this.inner.view(p) ?? this.inner.get(INTERNAL, p);
+    const cur = this.read(p);
     const providerId = a?.labelProviderId;
     if (providerId !== undefined) {
       if (a?.config.readOnlyForProviders) throw denied(`infra providers are not allowed to destroy ${q(p.type)} resources`);

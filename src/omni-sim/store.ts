@@ -1,8 +1,11 @@
 // The sim's COSI state: an in-memory store with the semantics of omni-wire.md 2.4-2.6 and 3.2, and no
 // access rules (the identity argument is ignored; access.ts wraps this store with Omni's rules).
 //
-// Choices where Omni's backends differ (documented so tests can rely on them):
-// - Update check order is the in-memory backend's: exists -> owner -> version -> expected phase.
+// Where Omni's backends differ (backend.ts), each kind answers as the backend Omni keeps it in:
+// etcd for most, memory for `ephemeral`, `meta` and provider health statuses. That decides the
+// wording of errors and the Update check order (etcd: exists -> version -> owner -> expected phase;
+// in memory: exists -> owner -> version -> expected phase).
+// Choices where the sim simplifies (documented so tests can rely on them):
 // - Bookmarks are 16 bytes like the in-memory backend's: an 8-byte per-process cookie + an 8-byte
 //   big-endian event position. A restart (faults.ts) draws a new cookie, so every old bookmark fails.
 // - tail_events is served only for Omni's in-memory namespaces; elsewhere it fails like etcd does.
@@ -10,20 +13,16 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Pointer, Resource } from '../omni-client/resource.js';
-import {
-  cloneResource, NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, NS_META, PHASE_TEARING_DOWN,
-  VERSION_UNDEFINED, newMetadata, pointerOf,
-} from '../omni-client/resource.js';
+import { cloneResource, PHASE_TEARING_DOWN, newMetadata, pointerOf } from '../omni-client/resource.js';
 import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
 import { EventType } from '../omni-client/wire.js';
 import type { Identity, Query, SimClock, SimEvent, StateApi, WatchBatches, WatchParams } from './api.js';
+import { backendMessage as msg, backendOf } from './backend.js';
 import { compileQuery, isEmptyQuery, type Matcher } from './query.js';
 
 export const DEFAULT_HISTORY_CAPACITY = 10_000;
 export const BOOKMARK_LENGTH = 16;
 const EPOCH = '1970-01-01T00:00:00Z';
-/** Namespaces Omni keeps in memory (tail_events works there, not on etcd). */
-const IN_MEMORY_NAMESPACES = new Set([NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, NS_META]);
 
 /** A Timestamp as protojson prints it: RFC 3339 UTC, fractional digits only when non-zero. */
 export function formatTimestamp(ms: number): string {
@@ -61,11 +60,6 @@ export class StreamBrokenError extends Error {
 const keyOf = (p: Pointer) => `${p.namespace}\u0000${p.type}\u0000${p.id}`;
 const kindOf = (p: { namespace: string; type: string }) => `${p.namespace}\u0000${p.type}`;
 const byId = (a: Resource, b: Resource) => (a.metadata.id < b.metadata.id ? -1 : a.metadata.id > b.metadata.id ? 1 : 0);
-
-/** How COSI names a resource in errors: `Type(namespace/id@version)`. */
-export function resourceString(p: Pointer, version: string = VERSION_UNDEFINED): string {
-  return `${p.type}(${p.namespace}/${p.id}@${version})`;
-}
 
 function tombstone(p: { namespace: string; type: string; id?: string }): Resource {
   return { metadata: newMetadata({ namespace: p.namespace, type: p.type, id: p.id ?? '' }), spec: { protoSpec: new Uint8Array(0) } };
@@ -180,7 +174,7 @@ export class SimStore implements StateApi {
 
   get(_who: Identity, p: Pointer): Resource {
     const r = this.resources.get(keyOf(p));
-    if (!r) throw err(GrpcCode.NotFound, `resource ${resourceString(p)} doesn't exist`, pointerOf(p));
+    if (!r) throw err(GrpcCode.NotFound, msg.notFound(backendOf(p), 'get', p), pointerOf(p));
     return cloneResource(r);
   }
 
@@ -208,7 +202,7 @@ export class SimStore implements StateApi {
       throw err(GrpcCode.Unknown, 'owner is already set', p);
     }
     if (this.resources.has(keyOf(p))) {
-      throw err(GrpcCode.AlreadyExists, `resource ${resourceString(p, r.metadata.version)} already exists`, p);
+      throw err(GrpcCode.AlreadyExists, msg.alreadyExists(backendOf(p), p, r.metadata.version), p);
     }
     const stored = cloneResource(r);
     stored.metadata.owner = owner;
@@ -223,17 +217,15 @@ export class SimStore implements StateApi {
   update(_who: Identity, r: Resource, owner: string, expectedPhase?: string): Resource {
     const p = pointerOf(r.metadata);
     const cur = this.resources.get(keyOf(p));
-    if (!cur) throw err(GrpcCode.NotFound, `resource ${resourceString(p)} doesn't exist`, p);
-    this.checkOwner(cur, owner);
+    const b = backendOf(p);
+    if (!cur) throw err(GrpcCode.NotFound, msg.notFound(b, 'update', p, r.metadata.version), p);
+    if (b === 'inmem') this.checkOwner(cur, owner, 'update');
     if (r.metadata.version !== cur.metadata.version) {
-      throw err(
-        GrpcCode.FailedPrecondition,
-        `resource ${resourceString(p, cur.metadata.version)} update conflict: expected version "${r.metadata.version}", actual version "${cur.metadata.version}"`,
-        p,
-      );
+      throw err(GrpcCode.FailedPrecondition, msg.versionConflict(b, p, cur.metadata.version, r.metadata.version), p);
     }
+    if (b === 'etcd') this.checkOwner(cur, owner, 'update');
     if (expectedPhase !== undefined && cur.metadata.phase !== expectedPhase) {
-      throw err(GrpcCode.InvalidArgument, `resource ${resourceString(p, cur.metadata.version)} is not in phase ${expectedPhase}`, p);
+      throw err(GrpcCode.InvalidArgument, msg.phaseConflict(b, p, cur.metadata.version, expectedPhase), p);
     }
     const next = cloneResource(r);
     next.metadata.version = String(BigInt(cur.metadata.version) + 1n);
@@ -247,14 +239,11 @@ export class SimStore implements StateApi {
 
   destroy(_who: Identity, p: Pointer, owner: string): void {
     const cur = this.resources.get(keyOf(p));
-    if (!cur) throw err(GrpcCode.NotFound, `resource ${resourceString(p)} doesn't exist`, pointerOf(p));
-    this.checkOwner(cur, owner);
+    const b = backendOf(p);
+    if (!cur) throw err(GrpcCode.NotFound, msg.notFound(b, 'destroy', p), pointerOf(p));
+    this.checkOwner(cur, owner, 'destroy');
     if (cur.metadata.finalizers.length > 0) {
-      throw err(
-        GrpcCode.FailedPrecondition,
-        `resource ${resourceString(p, cur.metadata.version)} has pending finalizers [${cur.metadata.finalizers.join(' ')}]`,
-        pointerOf(p),
-      );
+      throw err(GrpcCode.FailedPrecondition, msg.pendingFinalizers(b, p, cur.metadata.version, cur.metadata.finalizers), pointerOf(p));
     }
     this.remove(cur.metadata);
     this.emit(EventType.DESTROYED, cur);
@@ -325,7 +314,7 @@ export class SimStore implements StateApi {
     if (params.tailEvents > 0 && fromBookmark) {
       throw err(GrpcCode.Unknown, 'tail events and start from bookmark are mutually exclusive');
     }
-    if (params.tailEvents > 0 && !IN_MEMORY_NAMESPACES.has(params.namespace)) {
+    if (params.tailEvents > 0 && backendOf(params) !== 'inmem') {
       throw err(GrpcCode.Unknown, 'tail events are not supported by the persistent store');
     }
     const matcher = compileQuery(q);
@@ -407,13 +396,10 @@ export class SimStore implements StateApi {
     this.resources.delete(keyOf(p));
   }
 
-  private checkOwner(cur: Resource, owner: string): void {
+  private checkOwner(cur: Resource, owner: string, op: 'update' | 'destroy'): void {
     if (cur.metadata.owner !== owner) {
-      throw err(
-        GrpcCode.PermissionDenied,
-        `resource ${resourceString(cur.metadata, cur.metadata.version)} is owned by "${cur.metadata.owner}"`,
-        pointerOf(cur.metadata),
-      );
+      const p = pointerOf(cur.metadata);
+      throw err(GrpcCode.PermissionDenied, msg.ownerConflict(backendOf(p), op, p, cur.metadata.version, cur.metadata.owner), p);
     }
   }
 

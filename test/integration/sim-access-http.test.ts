@@ -149,7 +149,7 @@ describe('infra provider access over the gateway', () => {
     expect(r.status).toBe(200);
     await sim.controllers?.idle();
     expectStatus(await bm('Get', { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: UUID }), 404, 5,
-      `resource InfraMachines.omni.sidero.dev(infra-provider/${UUID}@undefined) doesn't exist`);
+      `failed to get: resource InfraMachines.omni.sidero.dev(infra-provider/${UUID}@undefined) doesn't exist`);
   });
 
   it('refuses to delete a provider with running machines (1.4), then deletes it and its account', async () => {
@@ -165,6 +165,6 @@ describe('infra provider access over the gateway', () => {
     const after = await bm('List', { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev' });
     expect(after.status).toBe(401);
     expectStatus(await admin('Get', { namespace: 'infra-provider', type: 'InfraProviders.omni.sidero.dev', id: 'bare-metal' }), 404, 5,
-      'resource InfraProviders.omni.sidero.dev(infra-provider/bare-metal@undefined) doesn\'t exist');
+      'failed to get: resource InfraProviders.omni.sidero.dev(infra-provider/bare-metal@undefined) doesn\'t exist');
   });
 });

@@ -121,7 +121,9 @@ describe('infra provider: registration, namespaces, types', () => {
     expect(stored.metadata.finalizers).toEqual([]);
     expect(stored.metadata.labels[L]).toBe('bare-metal');
     expectError(() => api.update(BM, { ...im, metadata: { ...im.metadata, finalizers: ['bare-metal.X'] } }, 'InfraMachineController'), 9,
-      `resource InfraMachines.omni.sidero.dev(infra-provider/m-own@${stored.metadata.version}) update conflict: expected version "${im.metadata.version}", actual version "${stored.metadata.version}"`);
+      // Go's %q of the int64 versions 1 and 2: character literals.
+      "failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/m-own@2) update conflict: expected version '\\x01', actual version '\\x02'");
+    expect([im.metadata.version, stored.metadata.version]).toEqual(['1', '2']);
     expectError(() => api.update(BM, { ...im, metadata: { ...im.metadata, type: T.BMCConfig, version: '1' } }, 'BMCConfigController'), PD,
       'infra providers are not allowed to update "BMCConfigs.omni.sidero.dev" resources other than setting finalizers');
   });

@@ -68,13 +68,20 @@ describe('SimStore CRUD (omni-wire.md 2.4, 3.2)', () => {
     expect(() => store.create(who, res('a'), 'X')).toThrow(expect.objectContaining({ grpcCode: 6 }));
   });
 
-  it('Update: NotFound, then owner (7) before version (9) before phase (3)', () => {
+  it('Update (etcd-backed kinds): NotFound, then version (9) before owner (7) before phase (3)', () => {
     const { store } = makeStore();
     expect(() => store.update(who, res('nope'), '')).toThrow(expect.objectContaining({ grpcCode: 5 }));
     const c = store.create(who, res('a'), 'Ctrl');
     const stale = { ...c, metadata: { ...c.metadata, version: '7' } };
-    // wrong owner AND wrong version AND wrong phase: owner wins (in-memory order)
-    expect(() => store.update(who, stale, 'Other', 'tearingDown')).toThrow(expect.objectContaining({ grpcCode: 7 }));
+    // wrong owner AND wrong version AND wrong phase: the version wins (etcd's order)
+    expect(() => store.update(who, stale, 'Other', 'tearingDown')).toThrow(expect.objectContaining({
+      grpcCode: 9,
+      omniMessage: "failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) update conflict: expected version '\\a', actual version '\\x01'",
+    }));
+    expect(() => store.update(who, c, 'Other', 'tearingDown')).toThrow(expect.objectContaining({
+      grpcCode: 7,
+      omniMessage: 'failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) is owned by "Ctrl"',
+    }));
     expect(() => store.update(who, stale, 'Ctrl', 'tearingDown')).toThrow(expect.objectContaining({ grpcCode: 9 }));
     expect(() => store.update(who, { ...c, metadata: { ...c.metadata, version: 'undefined' } }, 'Ctrl')).toThrow(expect.objectContaining({ grpcCode: 9 }));
     expect(() => store.update(who, c, 'Ctrl', 'tearingDown')).toThrow(expect.objectContaining({ grpcCode: 3 }));
@@ -102,7 +109,10 @@ describe('SimStore CRUD (omni-wire.md 2.4, 3.2)', () => {
     expect(() => store.destroy(who, res('a').metadata, '')).toThrow(expect.objectContaining({ grpcCode: 5 }));
     store.create(who, res('a', { finalizers: ['f'] }), 'Ctrl');
     expect(() => store.destroy(who, res('a').metadata, 'x')).toThrow(expect.objectContaining({ grpcCode: 7 }));
-    expect(() => store.destroy(who, res('a').metadata, 'Ctrl')).toThrow(expect.objectContaining({ grpcCode: 9, omniMessage: expect.stringContaining('has pending finalizers') }));
+    expect(() => store.destroy(who, res('a').metadata, 'Ctrl')).toThrow(expect.objectContaining({
+      grpcCode: 9,
+      omniMessage: 'failed to destroy: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) has pending finalizers &[f]',
+    }));
     store.create(who, res('b'), 'Ctrl');
     store.destroy(who, res('b').metadata, 'Ctrl');
     expect(() => store.get(who, res('b').metadata)).toThrow(expect.objectContaining({ grpcCode: 5 }));
