@@ -11,7 +11,7 @@ import { generateKey, type GeneratedKey } from './keys.js';
 import { parseScenario, dumpScenario, type Scenario } from './scenario.js';
 import { type Authenticator, Gateway, listen } from './server.js';
 import { SimStore } from './store.js';
-import { atLeast, parseVersion } from './version.js';
+import { parseVersion } from './version.js';
 import type { Pointer, Resource } from '../omni-client/resource.js';
 import { newMetadata, NS_EPHEMERAL, T } from '../omni-client/resource.js';
 import { encodeSpec, SysVersionSpec } from '../omni-client/specs.js';
@@ -109,7 +109,7 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
     state: api,
     authenticate,
     clock,
-    teardownRoutes: atLeast(sc.omniVersion, '1.8'),
+    omniVersion: sc.omniVersion,
     faults,
   });
   faults.attach({ restart: () => store.restart(), failWatches: (e) => store.failWatches(e), breakStreams: () => gateway.breakStreams(), bumpVersion: (p) => store.bumpVersion(p) });

@@ -11,15 +11,17 @@ import type { AddressInfo } from 'node:net';
 import * as zlib from 'node:zlib';
 import { errorFromStatus, GrpcCode, httpStatusFromGrpcCode, OmniError } from '../omni-client/errors.js';
 import type { Pointer, Resource } from '../omni-client/resource.js';
-import { decodeSpec, OMNI_SPEC_SCHEMAS, renderYamlSpec } from '../omni-client/specs.js';
+import { decodeSpec, OMNI_SPEC_SCHEMAS } from '../omni-client/specs.js';
 import {
   decodeMessage, encodeMessage, EventType, fullMethod, Methods, type MethodName, type MessageSchema,
   resourceFromWire, resourceToWire, WireError,
 } from '../omni-client/wire.js';
 import type { Identity, SimClock, SimEvent, StateApi, WatchParams } from './api.js';
+import { gatewayBehaviour, renderYamlSpecAt, type GatewayBehaviour } from './behaviour.js';
 import type { Faults } from './faults.js';
 import { queryFromWire } from './query.js';
 import { StreamBrokenError } from './store.js';
+import { parseVersion, type OmniVersion } from './version.js';
 
 export type Authenticator = (headers: IncomingHttpHeaders, fullMethod: string) => Promise<Identity>;
 
@@ -27,8 +29,8 @@ export interface GatewayOptions {
   state: StateApi;
   authenticate: Authenticator;
   clock: SimClock;
-  /** Omni >= 1.8 serves Teardown and TeardownAndDestroy; older builds have no route (404 code 5). */
-  teardownRoutes: boolean;
+  /** The Omni version it answers as (behaviour.ts: routes, yaml_spec, ...). */
+  omniVersion: OmniVersion | string;
   faults?: Faults;
 }
 
@@ -120,10 +122,10 @@ class Body {
   }
 }
 
-/** Rendered yaml_spec by (type, proto bytes); bounded, least recently used evicted first. */
+/** Rendered yaml_spec by (type, proto bytes) for one Omni version; bounded, least recently used evicted first. */
 class YamlCache {
   private readonly m = new Map<string, string | undefined>();
-  constructor(private readonly max: number) {}
+  constructor(private readonly max: number, private readonly version: OmniVersion) {}
   render(type: string, bytes: Uint8Array): string | undefined {
     // latin1 maps each byte to one char: a cheap exact key (rendering YAML is ~50x dearer).
     const key = `${type}\0${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1')}`;
@@ -133,7 +135,7 @@ class YamlCache {
       this.m.set(key, v);
       return v;
     }
-    const v = renderYamlSpec(type, bytes);
+    const v = renderYamlSpecAt(type, bytes, this.version);
     if (this.m.size >= this.max) this.m.delete(this.m.keys().next().value as string);
     this.m.set(key, v);
     return v;
@@ -147,9 +149,14 @@ export class Gateway {
    * for a 10 000-machine fleet (about 22 000 distinct specs of Omni's types, ~0.4 KB each); a small
    * scenario never fills it.
    */
-  private readonly yaml = new YamlCache(32_768);
+  private readonly yaml: YamlCache;
+  private readonly behaviour: GatewayBehaviour;
 
-  constructor(private readonly opts: GatewayOptions) {}
+  constructor(private readonly opts: GatewayOptions) {
+    const version = typeof opts.omniVersion === 'string' ? parseVersion(opts.omniVersion) : opts.omniVersion;
+    this.behaviour = gatewayBehaviour(version);
+    this.yaml = new YamlCache(32_768, version);
+  }
 
   /** The request listener for node:http / node:https. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
@@ -184,7 +191,7 @@ export class Gateway {
     res.setHeader('Vary', 'Accept-Encoding');
     const path = (req.url ?? '').split('?')[0] ?? '';
     const name = path.startsWith(PREFIX) ? path.slice(PREFIX.length) : '';
-    const known = Object.hasOwn(Methods, name) && (this.opts.teardownRoutes || !TEARDOWN_METHODS.has(name));
+    const known = Object.hasOwn(Methods, name) && (this.behaviour.teardownRoutes || !TEARDOWN_METHODS.has(name));
     if (!known) {
       req.resume();
       this.sendUnary(req, res, 404, { code: GrpcCode.NotFound, message: 'Not Found' });
