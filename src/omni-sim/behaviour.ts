@@ -9,12 +9,15 @@ import { atLeast, parseVersion, type OmniVersion } from './version.js';
 export interface GatewayBehaviour {
   /** Omni >= 1.8 serves Teardown and TeardownAndDestroy; older builds have no route (404 code 5; recorded on 1.3.4). */
   teardownRoutes: boolean;
+  /** SysVersion's `backend_api_version`: Omni's internal/version.API, 2 from 1.4.5 on (recorded: 1 on 1.3.4, 2 on 1.9.3). */
+  backendApiVersion: number;
 }
 
 export function gatewayBehaviour(version: OmniVersion | string): GatewayBehaviour {
   const v = typeof version === 'string' ? parseVersion(version) : version;
   return {
     teardownRoutes: atLeast(v, '1.8'),
+    backendApiVersion: atLeast(v, '1.4.5') ? 2 : 1,
   };
 }
 

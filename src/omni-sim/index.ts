@@ -4,6 +4,7 @@
 
 import type { Identity, SimClock, StateApi } from './api.js';
 import { createAccessApi } from './access.js';
+import { gatewayBehaviour } from './behaviour.js';
 import { type OmniControllers, startOmniControllers } from './controllers.js';
 import { createAuthenticate, IdentityRegistry } from './auth.js';
 import { type FaultConfig, Faults } from './faults.js';
@@ -157,7 +158,7 @@ export function sysVersionResource(omniVersion: string, nowMs: number): Resource
   const at = new Date(nowMs).toISOString();
   return {
     metadata: newMetadata({ namespace: NS_EPHEMERAL, type: T.SysVersion, id: SYS_VERSION_ID }, { version: '1', created: at, updated: at }),
-    spec: { protoSpec: encodeSpec(SysVersionSpec, { backend_version: tag, instance_name: 'omni-sim', backend_api_version: 1 }) },
+    spec: { protoSpec: encodeSpec(SysVersionSpec, { backend_version: tag, instance_name: 'omni-sim', backend_api_version: gatewayBehaviour(v).backendApiVersion }) },
   };
 }
 
