@@ -61,8 +61,10 @@ const keyOf = (p: Pointer) => `${p.namespace}\u0000${p.type}\u0000${p.id}`;
 const kindOf = (p: { namespace: string; type: string }) => `${p.namespace}\u0000${p.type}`;
 const byId = (a: Resource, b: Resource) => (a.metadata.id < b.metadata.id ? -1 : a.metadata.id > b.metadata.id ? 1 : 0);
 
-function tombstone(p: { namespace: string; type: string; id?: string }): Resource {
-  return { metadata: newMetadata({ namespace: p.namespace, type: p.type, id: p.id ?? '' }), spec: { protoSpec: new Uint8Array(0) } };
+/** COSI's tombstone (markers, a missing watched resource): version `undefined`, created = updated = now, as NewMetadata makes it. */
+function tombstone(p: { namespace: string; type: string; id?: string }, nowMs: number): Resource {
+  const at = formatTimestamp(nowMs);
+  return { metadata: newMetadata({ namespace: p.namespace, type: p.type, id: p.id ?? '' }, { created: at, updated: at }), spec: { protoSpec: new Uint8Array(0) } };
 }
 
 const err = (code: number, message: string, resource?: Pointer) =>
@@ -344,13 +346,15 @@ export class SimStore implements StateApi {
     const convert = (e: StoreEvent): SimEvent | undefined => this.convert(e, matcher, isEmptyQuery(q));
     const keep = (e: SimEvent) => params.apiVersion > 0 || (e.eventType !== EventType.BOOTSTRAPPED && e.eventType !== EventType.ERRORED);
     const aggregated = params.aggregated;
-    const erroredEvent = (error: string): SimEvent => ({ eventType: EventType.ERRORED, resource: tombstone(params), error });
+    const erroredEvent = (error: string): SimEvent => ({ eventType: EventType.ERRORED, resource: tombstone(params, this.clock.now()), error });
 
     async function* batches(): AsyncGenerator<SimEvent[]> {
       try {
-        const first = initial.filter(keep);
-        if (aggregated && first.length > 0) yield first;
-        else for (const e of first) yield [e];
+        for (const group of initial) {
+          const first = group.filter(keep);
+          if (aggregated && first.length > 0) yield first;
+          else for (const e of first) yield [e];
+        }
         for (;;) {
           if (signal.aborted) return;
           if (w.broken) throw w.broken;
@@ -426,24 +430,31 @@ export class SimStore implements StateApi {
     return pos;
   }
 
-  private initialEvents(params: WatchParams, m: Matcher): SimEvent[] {
-    const out: SimEvent[] = [];
+  /**
+   * What a watch sends before live events, in the batches an aggregated watch gets them in (etcd and
+   * memory backends alike; the recordings show it): a single-resource watch's current state (or a
+   * DESTROYED tombstone) with the bookmark of now; bootstrap contents as CREATED events without a
+   * bookmark, then the BOOTSTRAPPED marker with it, in one batch; the bootstrap bookmark's NOOP in a
+   * batch of its own.
+   */
+  private initialEvents(params: WatchParams, m: Matcher): SimEvent[][] {
+    const out: SimEvent[][] = [];
     const bm = this.bookmark(this.pos);
+    const now = this.clock.now();
     if (params.id !== undefined && params.startFromBookmark === undefined && params.tailEvents <= 0) {
       const r = this.resources.get(keyOf({ namespace: params.namespace, type: params.type, id: params.id }));
-      out.push(
+      out.push([
         r && m(r.metadata)
           ? { eventType: EventType.CREATED, resource: cloneResource(r), bookmark: bm }
-          : { eventType: EventType.DESTROYED, resource: tombstone(params), bookmark: bm },
-      );
+          : { eventType: EventType.DESTROYED, resource: tombstone(params, now), bookmark: bm },
+      ]);
     }
     if (params.bootstrapContents) {
-      for (const r of this.list(INTERNAL_READER, params.namespace, params.type, params.query)) {
-        out.push({ eventType: EventType.CREATED, resource: r, bookmark: bm });
-      }
-      out.push({ eventType: EventType.BOOTSTRAPPED, resource: tombstone(params), bookmark: bm });
+      const contents: SimEvent[] = this.list(INTERNAL_READER, params.namespace, params.type, params.query)
+        .map((r) => ({ eventType: EventType.CREATED, resource: r }));
+      out.push([...contents, { eventType: EventType.BOOTSTRAPPED, resource: tombstone(params, now), bookmark: bm }]);
     }
-    if (params.bootstrapBookmark) out.push({ eventType: EventType.NOOP, resource: tombstone(params), bookmark: bm });
+    if (params.bootstrapBookmark) out.push([{ eventType: EventType.NOOP, resource: tombstone(params, now), bookmark: bm }]);
     return out;
   }
 

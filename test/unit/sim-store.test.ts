@@ -167,7 +167,7 @@ describe('SimStore CRUD (omni-wire.md 2.4, 3.2)', () => {
 });
 
 describe('SimStore watch (omni-wire.md 2.6)', () => {
-  it('kind watch with bootstrap contents: CREATED per resource, BOOTSTRAPPED tombstone with bookmark, then live events', async () => {
+  it('kind watch with bootstrap contents: CREATED per resource without a bookmark, BOOTSTRAPPED tombstone with one, then live events with one', async () => {
     const { store } = makeStore();
     store.create(who, res('b'), '');
     store.create(who, res('a'), '');
@@ -177,6 +177,10 @@ describe('SimStore watch (omni-wire.md 2.6)', () => {
     expect(types(first)).toEqual([[EventType.CREATED], [EventType.CREATED], [EventType.BOOTSTRAPPED]]);
     expect(first.map((b) => b[0]?.resource.metadata.id)).toEqual(['a', 'b', '']);
     expect(first[2]?.[0]?.resource.metadata.version).toBe('undefined');
+    expect(first.map((b) => b[0]?.bookmark === undefined)).toEqual([true, true, false]);
+    // The marker is a COSI tombstone: created and updated both set, to the same time.
+    expect(first[2]?.[0]?.resource.metadata.created).toBe('2026-08-01T10:00:00Z');
+    expect(first[2]?.[0]?.resource.metadata.updated).toBe(first[2]?.[0]?.resource.metadata.created);
     expect(first[2]?.[0]?.bookmark?.length).toBe(16);
     const cur = store.get(who, res('a').metadata);
     store.update(who, cur, '');
@@ -187,17 +191,19 @@ describe('SimStore watch (omni-wire.md 2.6)', () => {
     expect((await it.next()).done).toBe(true);
   });
 
-  it('aggregated: bootstrap in one batch; bootstrap_bookmark adds a NOOP; api_version 0 drops BOOTSTRAPPED', async () => {
+  it('aggregated: bootstrap in one batch; bootstrap_bookmark adds a NOOP batch of its own; api_version 0 drops BOOTSTRAPPED', async () => {
     const { store } = makeStore();
     store.create(who, res('a'), '');
     const ac = new AbortController();
     const it = store.watch(who, params({ bootstrapContents: true, aggregated: true, bootstrapBookmark: true }), ac.signal)[Symbol.asyncIterator]();
-    expect(types(await take(it, 1))).toEqual([[EventType.CREATED, EventType.BOOTSTRAPPED, EventType.NOOP]]);
+    const boot = await take(it, 2);
+    expect(types(boot)).toEqual([[EventType.CREATED, EventType.BOOTSTRAPPED], [EventType.NOOP]]);
+    expect(boot.flat().map((e) => e.bookmark !== undefined)).toEqual([false, true, true]);
     store.create(who, res('b'), '');
     store.create(who, res('c'), '');
     expect(types(await take(it, 1))).toEqual([[EventType.CREATED, EventType.CREATED]]);
     const it0 = store.watch(who, params({ bootstrapContents: true, aggregated: true, bootstrapBookmark: true, apiVersion: 0 }), ac.signal)[Symbol.asyncIterator]();
-    expect(types(await take(it0, 1))).toEqual([[EventType.CREATED, EventType.CREATED, EventType.CREATED, EventType.NOOP]]);
+    expect(types(await take(it0, 2))).toEqual([[EventType.CREATED, EventType.CREATED, EventType.CREATED], [EventType.NOOP]]);
     ac.abort();
   });
 
