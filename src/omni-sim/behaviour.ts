@@ -9,6 +9,12 @@ import { atLeast, parseVersion, type OmniVersion } from './version.js';
 export interface GatewayBehaviour {
   /** Omni >= 1.8 serves Teardown and TeardownAndDestroy; older builds have no route (404 code 5; recorded on 1.3.4). */
   teardownRoutes: boolean;
+  /**
+   * Before 1.6.5 (COSI runtime before 1.14.1) the State server reads `req.Options.*` of a Watch
+   * without a nil check: a Watch without `options` is a nil dereference that Omni's panic recovery
+   * answers with HTTP 500, code Internal (recorded on 1.3.4; 1.9.3 takes it as `options: {}`).
+   */
+  watchWithoutOptionsPanics: boolean;
   /** SysVersion's `backend_api_version`: Omni's internal/version.API, 2 from 1.4.5 on (recorded: 1 on 1.3.4, 2 on 1.9.3). */
   backendApiVersion: number;
 }
@@ -17,6 +23,7 @@ export function gatewayBehaviour(version: OmniVersion | string): GatewayBehaviou
   const v = typeof version === 'string' ? parseVersion(version) : version;
   return {
     teardownRoutes: atLeast(v, '1.8'),
+    watchWithoutOptionsPanics: !atLeast(v, '1.6.5'),
     backendApiVersion: atLeast(v, '1.4.5') ? 2 : 1,
   };
 }

@@ -371,6 +371,10 @@ export class Gateway {
   }
 
   private async watch(req: IncomingMessage, res: ServerResponse, who: Identity, msg: Record<string, unknown>): Promise<void> {
+    if (msg['options'] === undefined && this.behaviour.watchWithoutOptionsPanics) {
+      this.sendStreamError(req, res, { code: GrpcCode.Internal, message: 'runtime error: invalid memory address or nil pointer dereference' });
+      return;
+    }
     const o = (msg['options'] ?? {}) as Record<string, unknown>;
     const params: WatchParams = {
       namespace: String(msg['namespace']),

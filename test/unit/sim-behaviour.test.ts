@@ -38,6 +38,10 @@ describe('gateway behaviour by version', () => {
     expect(gatewayBehaviour('1.8.0').teardownRoutes).toBe(true);
   });
 
+  it('panics on a Watch without options before 1.6.5', () => {
+    expect(['1.3.4', '1.6.4', '1.6.5', '1.9.3'].map((v) => gatewayBehaviour(v).watchWithoutOptionsPanics)).toEqual([true, true, false, false]);
+  });
+
   it("reports Omni's backend API version 2 from 1.4.5", () => {
     expect(['1.3.4', '1.4.4', '1.4.5', '1.9.3'].map((v) => gatewayBehaviour(v).backendApiVersion)).toEqual([1, 1, 2, 2]);
   });
