@@ -6,8 +6,13 @@
 // wording of errors and the Update check order (etcd: exists -> version -> owner -> expected phase;
 // in memory: exists -> owner -> version -> expected phase).
 // Choices where the sim simplifies (documented so tests can rely on them):
-// - Bookmarks are 16 bytes like the in-memory backend's: an 8-byte per-process cookie + an 8-byte
-//   big-endian event position. A restart (faults.ts) draws a new cookie, so every old bookmark fails.
+// - Bookmarks are the backend's: etcd's revision (8 bytes, big-endian; one counter for the whole
+//   store, as etcd's revision is), or the in-memory backend's per-process cookie + position (16
+//   bytes). etcd refuses a bookmark of the wrong length when the watch is asked for, and one older
+//   than its retained (compacted) history with an ERRORED event once the watch is established; a
+//   revision from the future waits for it. Memory refuses anything it did not issue, up front.
+// - A restart (faults.ts) behaves as a restart after which etcd's history is compacted: the revision
+//   moves on, every bookmark issued before is refused (etcd: ERRORED; memory: a new cookie).
 // - tail_events is served only for Omni's in-memory namespaces; elsewhere it fails like etcd does.
 // Everything goes in and out as deep copies: callers can never mutate stored state.
 
@@ -17,11 +22,16 @@ import { cloneResource, PHASE_TEARING_DOWN, newMetadata, pointerOf } from '../om
 import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
 import { EventType } from '../omni-client/wire.js';
 import type { Identity, Query, SimClock, SimEvent, StateApi, WatchBatches, WatchParams } from './api.js';
-import { backendMessage as msg, backendOf } from './backend.js';
+import { backendMessage as msg, backendOf, goQuote, resourceString } from './backend.js';
 import { compileQuery, isEmptyQuery, type Matcher } from './query.js';
 
 export const DEFAULT_HISTORY_CAPACITY = 10_000;
-export const BOOKMARK_LENGTH = 16;
+/** The in-memory backend's bookmark: 8-byte process cookie + 8-byte position. */
+export const INMEM_BOOKMARK_LENGTH = 16;
+/** etcd's bookmark: the 8-byte revision. */
+export const ETCD_BOOKMARK_LENGTH = 8;
+/** etcd's answer to a watch from a revision it no longer has (clientv3's ErrCompacted). */
+export const ETCD_COMPACTED = 'etcdserver: mvcc: required revision has been compacted';
 const EPOCH = '1970-01-01T00:00:00Z';
 
 /** A Timestamp as protojson prints it: RFC 3339 UTC, fractional digits only when non-zero. */
@@ -74,6 +84,8 @@ interface Watcher {
   kind: string;
   id: string | undefined;
   queue: StoreEvent[];
+  /** Events up to this position are not this watch's (a resume from a future etcd revision). */
+  after: number;
   overrun: boolean;
   /** An ERRORED event to deliver next, after which the watch ends. */
   errored: string | undefined;
@@ -152,6 +164,9 @@ export class SimStore implements StateApi {
     this.cookie = randomBytes(8);
     this.history = [];
     this.historyHead = 0;
+    // Omni writes as it starts (its SysVersion, for one): the revision moves on, so that bookmarks of
+    // now resume and every older one is refused.
+    this.pos++;
     for (const w of this.watchers) {
       w.broken = new StreamBrokenError();
       w.wake?.();
@@ -166,9 +181,9 @@ export class SimStore implements StateApi {
     }
   }
 
-  /** The bookmark of the current position. */
-  currentBookmark(): Uint8Array {
-    return this.bookmark(this.pos);
+  /** The bookmark of the current position for a kind (default: an etcd-backed one). */
+  currentBookmark(kind: { namespace: string; type: string } = { namespace: 'default', type: '' }): Uint8Array {
+    return this.bookmark(kind, this.pos);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -320,19 +335,21 @@ export class SimStore implements StateApi {
       throw err(GrpcCode.Unknown, 'tail events are not supported by the persistent store');
     }
     const matcher = compileQuery(q);
-    const startPos = fromBookmark ? this.parseBookmark(params.startFromBookmark as Uint8Array) : this.pos;
+    const resume = fromBookmark ? this.resumeFrom(params, params.startFromBookmark as Uint8Array) : { pos: this.pos };
+    const startPos = resume.pos;
 
     const w: Watcher = {
       kind: kindOf(params),
       id: params.id,
       queue: [],
+      after: startPos,
       overrun: false,
-      errored: undefined,
+      errored: resume.errored,
       broken: undefined,
       wake: undefined,
     };
     // Replayed history (bookmark or tail) goes through the same queue as live events.
-    if (fromBookmark) w.queue.push(...this.retainedHistory().filter((e) => e.pos > startPos && this.concerns(w, e)));
+    if (fromBookmark && resume.errored === undefined) w.queue.push(...this.retainedHistory().filter((e) => e.pos > startPos && this.concerns(w, e)));
     if (params.tailEvents > 0) w.queue.push(...this.retainedHistory().filter((e) => this.concerns(w, e)).slice(-params.tailEvents));
 
     const initial = this.initialEvents(params, matcher);
@@ -411,23 +428,40 @@ export class SimStore implements StateApi {
     return this.history.slice(this.historyHead);
   }
 
-  private bookmark(pos: number): Uint8Array {
-    const b = Buffer.alloc(BOOKMARK_LENGTH);
+  private bookmark(kind: { namespace: string; type: string }, pos: number): Uint8Array {
+    if (backendOf(kind) === 'etcd') {
+      const b = Buffer.alloc(ETCD_BOOKMARK_LENGTH);
+      b.writeBigUInt64BE(BigInt(pos));
+      return new Uint8Array(b);
+    }
+    const b = Buffer.alloc(INMEM_BOOKMARK_LENGTH);
     this.cookie.copy(b, 0);
     b.writeBigUInt64BE(BigInt(pos), 8);
     return new Uint8Array(b);
   }
 
-  private parseBookmark(bm: Uint8Array): number {
-    const invalid = (why: string) => err(GrpcCode.FailedPrecondition, `invalid watch bookmark: ${why}`);
-    if (bm.length !== BOOKMARK_LENGTH) throw invalid('unexpected length');
-    const b = Buffer.from(bm);
-    if (!b.subarray(0, 8).equals(this.cookie)) throw invalid('bookmark from another store instance');
-    const pos = Number(b.readBigUInt64BE(8));
-    if (pos > this.pos) throw invalid('bookmark is in the future');
+  /**
+   * Where a watch resumed from `bm` starts, with the ERRORED it gets instead of events when etcd no
+   * longer has that revision; refusals made before the watch is established are thrown.
+   */
+  private resumeFrom(params: WatchParams, bm: Uint8Array): { pos: number; errored?: string } {
+    // Events after the bookmark are all still known when the first retained one follows it.
     const oldest = this.history[this.historyHead]?.pos ?? this.pos + 1;
-    if (pos < oldest - 1) throw invalid('bookmark is too old');
-    return pos;
+    if (backendOf(params) === 'etcd') {
+      if (bm.length !== ETCD_BOOKMARK_LENGTH) {
+        const what = goQuote(resourceString({ namespace: params.namespace, type: params.type, id: params.id ?? '' }));
+        throw err(GrpcCode.FailedPrecondition, `failed to ${params.id !== undefined ? 'watch' : 'watchKind'} ${what}: invalid bookmark length: ${bm.length}`);
+      }
+      const pos = Number(Buffer.from(bm).readBigUInt64BE(0));
+      return pos < oldest - 1 ? { pos, errored: ETCD_COMPACTED } : { pos };
+    }
+    const invalid = () => err(GrpcCode.FailedPrecondition, 'invalid watch bookmark');
+    if (bm.length !== INMEM_BOOKMARK_LENGTH) throw invalid();
+    const b = Buffer.from(bm);
+    if (!b.subarray(0, 8).equals(this.cookie)) throw invalid();
+    const pos = Number(b.readBigUInt64BE(8));
+    if (pos > this.pos || pos < oldest - 1) throw invalid();
+    return { pos };
   }
 
   /**
@@ -439,7 +473,7 @@ export class SimStore implements StateApi {
    */
   private initialEvents(params: WatchParams, m: Matcher): SimEvent[][] {
     const out: SimEvent[][] = [];
-    const bm = this.bookmark(this.pos);
+    const bm = this.bookmark(params, this.pos);
     const now = this.clock.now();
     if (params.id !== undefined && params.startFromBookmark === undefined && params.tailEvents <= 0) {
       const r = this.resources.get(keyOf({ namespace: params.namespace, type: params.type, id: params.id }));
@@ -464,7 +498,7 @@ export class SimStore implements StateApi {
 
   /** A stored event as this watch sees it: query match transitions become CREATED/DESTROYED. */
   private convert(e: StoreEvent, m: Matcher, noQuery: boolean): SimEvent | undefined {
-    const bookmark = this.bookmark(e.pos);
+    const bookmark = this.bookmark(e.resource.metadata, e.pos);
     const out = (eventType: number, old?: Resource): SimEvent => ({
       eventType,
       resource: cloneResource(e.resource),
@@ -493,7 +527,7 @@ export class SimStore implements StateApi {
       this.historyHead = 0;
     }
     for (const w of this.watchers) {
-      if (!this.concerns(w, e) || w.overrun) continue;
+      if (!this.concerns(w, e) || w.overrun || e.pos <= w.after) continue;
       if (w.queue.length >= this.watchBufferCapacity) {
         w.overrun = true;
         w.queue = [];
