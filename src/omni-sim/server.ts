@@ -20,6 +20,7 @@ import type { Identity, SimClock, SimEvent, StateApi, WatchParams } from './api.
 import { gatewayBehaviour, renderYamlSpecAt, type GatewayBehaviour } from './behaviour.js';
 import type { Faults } from './faults.js';
 import { queryFromWire } from './query.js';
+import { firstJsonValue, GoJsonError, keyPosition } from './request-json.js';
 import { StreamBrokenError } from './store.js';
 import { parseVersion, type OmniVersion } from './version.js';
 
@@ -60,30 +61,6 @@ export function pickEncoding(acceptEncoding: string | string[] | undefined): 'gz
   const raw = Array.isArray(acceptEncoding) ? acceptEncoding.join(',') : acceptEncoding ?? '';
   for (const t of raw.split(',').map((s) => s.trim())) if (t === 'gzip' || t === 'deflate') return t;
   return undefined;
-}
-
-/** The first JSON value of a body (Go's json.Decoder reads one value and ignores the rest). */
-export function firstJsonValue(text: string): string {
-  let i = 0;
-  while (i < text.length && /\s/.test(text[i] ?? '')) i++;
-  const start = i;
-  const open = text[i];
-  if (open !== '{' && open !== '[') return text.slice(start);
-  let depth = 0;
-  let inString = false;
-  for (; i < text.length; i++) {
-    const c = text[i];
-    if (inString) {
-      if (c === '\\') i++;
-      else if (c === '"') inString = false;
-    } else if (c === '"') inString = true;
-    else if (c === '{' || c === '[') depth++;
-    else if (c === '}' || c === ']') {
-      depth--;
-      if (depth === 0) return text.slice(start, i + 1);
-    }
-  }
-  return text.slice(start);
 }
 
 /** Writes a body, gzip/deflate-compressed when asked, flushing after every write (per stream line). */
@@ -257,20 +234,25 @@ export class Gateway {
     });
   }
 
+  /** The request message as Omni's gateway decodes it (request-json.ts); errors worded as Go's. */
   private decode(schema: MessageSchema, text: string): Record<string, unknown> {
-    const body = firstJsonValue(text);
-    if (body.trim() === '') return decodeMessage(schema, {}, { strict: true });
-    let json: unknown;
+    let body: string | undefined;
     try {
-      json = JSON.parse(body);
+      body = firstJsonValue(text);
     } catch (e) {
-      throw new WireError(`proto: syntax error: ${(e as Error).message}`);
+      if (e instanceof GoJsonError) throw new WireError(e.message);
+      throw e;
     }
+    if (body === undefined) return decodeMessage(schema, {}, { strict: true });
+    const prefix = this.behaviour.protoErrorPrefix;
     try {
-      return decodeMessage(schema, json, { strict: true });
+      return decodeMessage(schema, JSON.parse(body), { strict: true });
     } catch (e) {
-      // protojson spells it `proto: (line 1:2): unknown field "x"`; we keep the name, not the position.
-      throw new WireError(`proto: ${(e as Error).message.replace(/ in [A-Za-z]+$/, '')}`);
+      const m = /^unknown field "(.*)" in [A-Za-z]+$/.exec((e as Error).message);
+      const at = m ? keyPosition(body, m[1] ?? '') : undefined;
+      if (m && at) throw new WireError(`${prefix}(${at}): unknown field ${JSON.stringify(m[1])}`);
+      // Other refusals keep our decoder's words (protojson's would name the value's position too).
+      throw new WireError(`${prefix}${(e as Error).message.replace(/ in [A-Za-z]+$/, '')}`);
     }
   }
 

@@ -42,6 +42,10 @@ describe('gateway behaviour by version', () => {
     expect(['1.3.4', '1.6.4', '1.6.5', '1.9.3'].map((v) => gatewayBehaviour(v).watchWithoutOptionsPanics)).toEqual([true, true, false, false]);
   });
 
+  it("words protobuf-go's errors as the recorded builds did (1.9.3: a no-break space after proto:)", () => {
+    expect(['1.3.4', '1.9.3', '1.10.0'].map((v) => gatewayBehaviour(v).protoErrorPrefix)).toEqual(['proto: ', 'proto:\u00a0', 'proto: ']);
+  });
+
   it("reports Omni's backend API version 2 from 1.4.5", () => {
     expect(['1.3.4', '1.4.4', '1.4.5', '1.9.3'].map((v) => gatewayBehaviour(v).backendApiVersion)).toEqual([1, 1, 2, 2]);
   });
