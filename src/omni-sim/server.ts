@@ -63,6 +63,15 @@ export function pickEncoding(acceptEncoding: string | string[] | undefined): 'gz
   return undefined;
 }
 
+/** A map with its keys in order, as Go's protojson writes map fields (the recordings show labels sorted). */
+function sortedKeys(m: Record<string, string>): Record<string, string> {
+  const keys = Object.keys(m);
+  if (keys.length < 2) return m;
+  const out: Record<string, string> = {};
+  for (const k of keys.sort()) out[k] = m[k] as string;
+  return out;
+}
+
 /** Writes a body, gzip/deflate-compressed when asked, flushing after every write (per stream line). */
 class Body {
   private readonly z: zlib.Gzip | zlib.DeflateRaw | undefined;
@@ -322,7 +331,11 @@ export class Gateway {
         // Bytes seeded by a scenario that do not decode: send them as they are.
       }
     }
-    return resourceToWire(r);
+    const w = resourceToWire(r);
+    const md = w['metadata'] as Record<string, unknown>;
+    md['labels'] = sortedKeys(r.metadata.labels);
+    md['annotations'] = sortedKeys(r.metadata.annotations);
+    return w;
   }
 
   private eventOut(e: SimEvent): Record<string, unknown> {
