@@ -4,7 +4,7 @@
 // body after the README's normalisation). Where it cannot, the exchange is in KNOWN_DIFFERENCES with
 // the reason; that list is reviewed and kept short.
 //
-// The per-recording counts are printed, and written as JSON to $STUB_PROVIDER_REPLAY_SUMMARY when
+// The per-recording counts are printed, and written as JSON to $OMNI_REPLAY_SUMMARY_FILE when
 // set (.ci/run prints them in its closing lines).
 
 import { writeFileSync } from 'node:fs';
@@ -38,7 +38,7 @@ function isKnown(version: string, c: Comparison): boolean {
 }
 
 afterAll(() => {
-  const target = process.env['STUB_PROVIDER_REPLAY_SUMMARY'];
+  const target = process.env['OMNI_REPLAY_SUMMARY_FILE'];
   if (target) writeFileSync(target, `${JSON.stringify(summary, null, 2)}\n`);
 });
 
