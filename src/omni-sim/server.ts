@@ -39,6 +39,8 @@ export interface GatewayOptions {
 export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
 const PREFIX = '/api/cosi.resource.State/';
 const TEARDOWN_METHODS = new Set<string>(['Teardown', 'TeardownAndDestroy']);
+/** grpc-gateway forwards the gRPC answer's header metadata: an answer that succeeded carries its content type. */
+const GRPC_CONTENT_TYPE = ['Grpc-Metadata-Content-Type', 'application/grpc'] as const;
 
 interface Status {
   code: number;
@@ -222,6 +224,7 @@ export class Gateway {
     if (method === 'List') return this.list(req, res, who, msg);
     try {
       const out = await this.unary(method, who, msg, res);
+      res.setHeader(GRPC_CONTENT_TYPE[0], GRPC_CONTENT_TYPE[1]);
       this.sendUnary(req, res, 200, encodeMessage(Methods[method].response, out));
     } catch (e) {
       this.sendStatus(req, res, statusOf(e));
@@ -431,6 +434,7 @@ export class Gateway {
   private startStream(req: IncomingMessage, res: ServerResponse): Body {
     res.statusCode = 200;
     res.setHeader('Content-Type', 'application/json');
+    res.setHeader(GRPC_CONTENT_TYPE[0], GRPC_CONTENT_TYPE[1]);
     this.streams.add(res);
     res.on('close', () => this.streams.delete(res));
     const body = new Body(res, this.encodingFor(req));

@@ -1,7 +1,8 @@
 // The recordings of a real Omni's answers (the shared folder's `omni-recordings/`, see its README):
 // loading every `omni-v<version>.ndjson` there (a newer recording is picked up without a change of
 // ours), the README's normalisation, and the comparison of an answer with the recorded one field by
-// field (HTTP status, gRPC code, message, body). Read from the shared folder, never copied.
+// field (HTTP status, gRPC code, message, body, and the response headers the recordings keep). Read
+// from the shared folder, never copied.
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -148,12 +149,24 @@ export function statusOfLines(lines: unknown[]): { code: number; message: string
   return { code: 0, message: '' };
 }
 
-export const FIELDS = ['status', 'code', 'message', 'body'] as const;
+export const FIELDS = ['status', 'code', 'message', 'body', 'headers'] as const;
+
+/** The response headers compared: the ones the recordings keep (content type, compression, the auth challenge). */
+export const COMPARED_HEADERS = ['content-type', 'content-encoding', 'grpc-metadata-content-type', 'www-authenticate'] as const;
 export type Field = (typeof FIELDS)[number];
 
 export interface Answer {
   status: number;
+  /** Names lower-cased. */
+  headers: Record<string, string | string[] | undefined>;
   lines: unknown[];
+}
+
+function comparedHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
+  const lower = Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v]));
+  const out: Record<string, string> = {};
+  for (const k of COMPARED_HEADERS) if (lower[k] !== undefined) out[k] = lower[k] as string;
+  return out;
 }
 
 export interface Comparison {
@@ -175,12 +188,14 @@ export function compareAnswer(ex: RecordedExchange, got: Answer): Comparison {
     code: have.code === want.code,
     message: have.message === want.message,
     body: canonical(haveBody) === canonical(wantBody),
+    headers: canonical(comparedHeaders(got.headers)) === canonical(comparedHeaders(ex.response.headers)),
   };
   const differences: string[] = [];
   if (!match.status) differences.push(`status ${got.status}, Omni ${ex.response.status}`);
   if (!match.code) differences.push(`code ${have.code}, Omni ${want.code}`);
   if (!match.message) differences.push(`message ${JSON.stringify(have.message)}, Omni ${JSON.stringify(want.message)}`);
   if (!match.body) differences.push(`body ${lineDiff(haveBody, wantBody)}`);
+  if (!match.headers) differences.push(`headers ${JSON.stringify(comparedHeaders(got.headers))}, Omni ${JSON.stringify(comparedHeaders(ex.response.headers))}`);
   return { n: ex.n, step: ex.step, match, differences };
 }
 
@@ -205,7 +220,7 @@ export function canonical(v: unknown): string {
 
 /** Per-field counts of matches. */
 export function countMatches(cs: Comparison[]): Record<Field, number> & { exchanges: number; all: number } {
-  const out = { exchanges: cs.length, all: 0, status: 0, code: 0, message: 0, body: 0 };
+  const out = { exchanges: cs.length, all: 0, status: 0, code: 0, message: 0, body: 0, headers: 0 };
   for (const c of cs) {
     for (const f of FIELDS) if (c.match[f]) out[f]++;
     if (FIELDS.every((f) => c.match[f])) out.all++;

@@ -92,7 +92,7 @@ export async function replayExchange(sim: Sim, ex: RecordedExchange, keys: Repla
     ...(during && res.statusCode === 200 ? { during: sideWrites(sim, keys.provider, during) } : {}),
   });
   ac.abort();
-  return { status: res.statusCode, lines };
+  return { status: res.statusCode, headers: res.headers, lines };
 }
 
 /**
