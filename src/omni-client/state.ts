@@ -265,6 +265,8 @@ export class GatewayState implements State {
       if (signal?.aborted) return;
       const options: Record<string, unknown> = { ...query, aggregated: true };
       // Resuming: no bootstrap, just the events after the bookmark (like the Go client's retry).
+      const resumed = bookmark !== undefined;
+      let eventsOnStream = 0;
       if (bookmark) options['start_from_bookmark'] = bookmark;
       else Object.assign(options, { bootstrap_contents: opts.bootstrapContents ?? true, bootstrap_bookmark: true });
       const body = encode(WatchRequestSchema, { namespace, type, options, api_version: 1 });
@@ -279,7 +281,15 @@ export class GatewayState implements State {
         for await (const events of batches) {
           failures = 0;
           const erroredAt = events.findIndex((e) => e.type === 'errored');
+          if (erroredAt === 0 && resumed && eventsOnStream === 0) {
+            // Omni's etcd refuses a revision it has compacted away only once the watch is established,
+            // with an ERRORED event before anything else (state-etcd's invalid-bookmark error, which
+            // is FailedPrecondition when it comes before the watch): the bookmark is refused.
+            failure = new FailedPreconditionError(events[0]?.error ?? 'ERRORED event', { method: fullMethod('Watch'), resource: kind });
+            break;
+          }
           const ok = erroredAt >= 0 ? events.slice(0, erroredAt) : events;
+          eventsOnStream += ok.length;
           for (const e of ok) if (e.bookmark) bookmark = e.bookmark;
           if (ok.length > 0) {
             deliveredSinceStart = true;
@@ -290,7 +300,7 @@ export class GatewayState implements State {
           }
         }
         // Omni never ends a watch by itself: an end is a broken connection (a proxy, a restart).
-        failure = new TransportError(`${fullMethod('Watch')} ${namespace}/${type}: the watch stream ended`);
+        failure ??= new TransportError(`${fullMethod('Watch')} ${namespace}/${type}: the watch stream ended`);
       } catch (e) {
         if (e instanceof WatchErroredError) throw e;
         if (signal?.aborted) return;

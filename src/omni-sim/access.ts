@@ -12,20 +12,21 @@
 // Teardown is what Omni's state does for it: Get, then (unless already tearing down) an Update of
 // the phase, so on infra-provider types the update rules apply; from 1.9 Omni's API state also
 // authorises it as a destroy first. Omni's own controllers (identity `internal`) bypass all of this.
-// Messages and codes are Omni's; `%q` is rendered with JSON quoting, which is the same for the plain
-// ASCII names involved.
+// Messages and codes are Omni's (`%q` as Go prints it, backend.ts). Omni runs its role checks as
+// validations of its API state, so their refusals read "failed to validate: 1 error occurred: ...
+// rpc error: code = PermissionDenied desc = <why>" with the code kept (the recordings show it).
 
-import type { OmniError } from '../omni-client/errors.js';
-import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
+import { errorFromStatus, GrpcCode, grpcCodeName, OmniError } from '../omni-client/errors.js';
 import type { Pointer, Resource } from '../omni-client/resource.js';
 import {
   bytesEqual, cloneResource, LABEL_INFRA_PROVIDER_ID, NS_DEFAULT, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL,
-  PHASE_RUNNING, PHASE_TEARING_DOWN, recordsEqual, T,
+  PHASE_RUNNING, PHASE_TEARING_DOWN, pointerOf, recordsEqual, T,
 } from '../omni-client/resource.js';
 import { decodeSpec, encodeSpec, MachineRequestSpec } from '../omni-client/specs.js';
 import { EventType, LabelTermOperation } from '../omni-client/wire.js';
 import type { Identity, Query, Role, SimEvent, StateApi, WatchBatches, WatchParams } from './api.js';
 import { INTERNAL, ROLE_RANK } from './api.js';
+import { backendMessage, backendOf, CACHED_TYPES, goQuote } from './backend.js';
 import type { OmniVersion } from './version.js';
 import { atLeast, parseVersion } from './version.js';
 
@@ -35,12 +36,25 @@ const PROVIDER_TYPE_SUFFIX = '.infraprovider.sidero.dev';
 type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'destroy';
 const isRead = (v: Verb) => v === 'get' || v === 'list' || v === 'watch';
 
-const q = (s: string) => JSON.stringify(s);
+const q = goQuote;
 const denied = (msg: string) => errorFromStatus(GrpcCode.PermissionDenied, msg);
 
-/** Omni's `validated` state error: "failed to validate: " + a one-entry go-multierror list, InvalidArgument. */
-export function validationError(msg: string): OmniError {
-  return errorFromStatus(GrpcCode.InvalidArgument, `failed to validate: 1 error occurred:\n\t* ${msg}\n\n`);
+/**
+ * Omni's `validated` state error: "failed to validate: " + a one-entry go-multierror list. A plain
+ * error is InvalidArgument; a gRPC status error keeps its code and is listed as gRPC prints it.
+ */
+export function validationError(e: string | OmniError): OmniError {
+  const entry = typeof e === 'string' ? e : `rpc error: code = ${grpcCodeName(e.grpcCode)} desc = ${e.omniMessage}`;
+  return errorFromStatus(typeof e === 'string' ? GrpcCode.InvalidArgument : e.grpcCode, `failed to validate: 1 error occurred:\n\t* ${entry}\n\n`);
+}
+
+/** Omni's role checks (filterAccess), run as validations of its API state. */
+function roleValidation(check: () => void): void {
+  try {
+    check();
+  } catch (e) {
+    throw e instanceof OmniError ? validationError(e) : e;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -196,10 +210,17 @@ class AccessApi implements StateApi {
 
   // -- the checks ------------------------------------------------------------------------------
 
-  /** Runs layer 1 (unless infra-managed) and layer 2 (infra namespaces). Undefined = not an infra namespace. */
+  /**
+   * Runs layer 1 (unless infra-managed) and layer 2 (infra namespaces). Undefined = not an infra
+   * namespace. Omni's API state reads before it validates a Get, an Update or a Destroy, and the
+   * infra-provider state refuses a type it does not manage while reading: so those answer an
+   * unmanaged type in an infra namespace with layer 2's refusal, and List, Create and Watch with
+   * layer 1's.
+   */
   private check(who: Identity, ns: string, type: string, verb: Verb): InfraAccess | undefined {
     const infraManaged = ns.startsWith(PROVIDER_NS_PREFIX) || infraConfig(ns, type, this.v) !== undefined;
-    if (!infraManaged) outerCheck(who, type, verb, this.v);
+    const readsFirst = verb === 'get' || verb === 'update' || verb === 'destroy';
+    if (!infraManaged && !(readsFirst && isInfraNamespace(ns))) roleValidation(() => outerCheck(who, type, verb, this.v));
     if (!isInfraNamespace(ns)) {
       // Omni would route an infra-managed type outside these namespaces to a store with no checks;
       // the sim refuses instead of emulating that gap.
@@ -274,9 +295,22 @@ class AccessApi implements StateApi {
     return this.inner.view(p);
   }
 
+  /**
+   * What Omni's API reads first for a Get, an Update or a Destroy: the stored resource, or the NotFound
+   * of that read, which names the pointer with the version given (an Update's). Cached kinds are read
+   * from the controllers' cache, whose wording differs from the store's.
+   */
+  private read(p: Pointer, version?: string): Readonly<Resource> {
+    const r = this.inner.view(p);
+    if (r) return r;
+    const message = CACHED_TYPES.has(p.type) ? backendMessage.notCached(p, version) : backendMessage.notFound(backendOf(p), 'get', p, version);
+    throw errorFromStatus(GrpcCode.NotFound, message, { resource: pointerOf(p) });
+  }
+
   get(who: Identity, p: Pointer): Resource {
     if (who.internal) return this.inner.get(who, p);
     const a = this.check(who, p.namespace, p.type, 'get');
+    this.read(p);
     const r = this.inner.get(who, p);
     if (a?.labelProviderId !== undefined && !labelled(r, a.labelProviderId)) throw errorFromStatus(GrpcCode.NotFound, 'not found');
     return r;
@@ -309,7 +343,7 @@ class AccessApi implements StateApi {
     if (who.internal) return this.inner.update(who, r, owner, expectedPhase);
     const { namespace, type } = r.metadata;
     const a = this.check(who, namespace, type, 'update');
-    const old = this.inner.view(r.metadata) ?? this.inner.get(INTERNAL, r.metadata);
+    const old = this.read(r.metadata, r.metadata.version);
     const providerId = a?.labelProviderId;
     if (providerId !== undefined) {
       if (a?.config.readOnlyForProviders && !finalizerOnlyChange(old, r)) {
@@ -333,8 +367,7 @@ class AccessApi implements StateApi {
     }
     const a = this.check(who, p.namespace, p.type, 'destroy');
     this.checkProviderDeletable(p, who);
-    // Only looked at; when absent, get() raises the store's own NotFound.
-    const cur = this.inner.view(p) ?? this.inner.get(INTERNAL, p);
+    const cur = this.read(p);
     const providerId = a?.labelProviderId;
     if (providerId !== undefined) {
       if (a?.config.readOnlyForProviders) throw denied(`infra providers are not allowed to destroy ${q(p.type)} resources`);

@@ -1,7 +1,8 @@
 // Fault injection for the simulated Omni, set per scenario (`faults:`) or changed by a test at run
 // time. Every fault imitates something a client meets in production: a slow Omni, a proxy cutting
 // long streams, a skewed server clock, a rolling restart (503 bursts, broken streams, bookmarks from
-// the old process refused), and controllers racing the client on the same resource.
+// before it refused: etcd's history compacted, the in-memory backend's cookie new), and controllers
+// racing the client on the same resource.
 
 import type { Pointer } from '../omni-client/resource.js';
 import type { SimClock } from './api.js';
@@ -29,7 +30,7 @@ export interface FaultConfig {
 
 /** What a restart acts on (wired by index.ts). */
 export interface RestartTarget {
-  /** New bookmark cookie, open watches broken. */
+  /** Open watches broken; the bookmarks issued so far refused (store.ts). */
   restart(): void;
   /** Every open watch gets an ERRORED event, then ends. */
   failWatches(error: string): void;
@@ -90,7 +91,7 @@ export class Faults {
     this.targets.push(target);
   }
 
-  /** A restart that keeps state: every open stream breaks and every bookmark becomes invalid. */
+  /** A restart that keeps state: every open stream breaks and every bookmark issued before it is refused. */
   restart(): void {
     this.restarts++;
     for (const t of this.targets) {

@@ -4,6 +4,7 @@
 
 import type { Identity, SimClock, StateApi } from './api.js';
 import { createAccessApi } from './access.js';
+import { gatewayBehaviour } from './behaviour.js';
 import { type OmniControllers, startOmniControllers } from './controllers.js';
 import { createAuthenticate, IdentityRegistry } from './auth.js';
 import { type FaultConfig, Faults } from './faults.js';
@@ -11,7 +12,7 @@ import { generateKey, type GeneratedKey } from './keys.js';
 import { parseScenario, dumpScenario, type Scenario } from './scenario.js';
 import { type Authenticator, Gateway, listen } from './server.js';
 import { SimStore } from './store.js';
-import { atLeast, parseVersion } from './version.js';
+import { parseVersion } from './version.js';
 import type { Pointer, Resource } from '../omni-client/resource.js';
 import { newMetadata, NS_EPHEMERAL, T } from '../omni-client/resource.js';
 import { encodeSpec, SysVersionSpec } from '../omni-client/specs.js';
@@ -109,7 +110,7 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
     state: api,
     authenticate,
     clock,
-    teardownRoutes: atLeast(sc.omniVersion, '1.8'),
+    omniVersion: sc.omniVersion,
     faults,
   });
   faults.attach({ restart: () => store.restart(), failWatches: (e) => store.failWatches(e), breakStreams: () => gateway.breakStreams(), bumpVersion: (p) => store.bumpVersion(p) });
@@ -157,7 +158,7 @@ export function sysVersionResource(omniVersion: string, nowMs: number): Resource
   const at = new Date(nowMs).toISOString();
   return {
     metadata: newMetadata({ namespace: NS_EPHEMERAL, type: T.SysVersion, id: SYS_VERSION_ID }, { version: '1', created: at, updated: at }),
-    spec: { protoSpec: encodeSpec(SysVersionSpec, { backend_version: tag, instance_name: 'omni-sim', backend_api_version: 1 }) },
+    spec: { protoSpec: encodeSpec(SysVersionSpec, { backend_version: tag, instance_name: 'omni-sim', backend_api_version: gatewayBehaviour(v).backendApiVersion }) },
   };
 }
 

@@ -11,15 +11,18 @@ import type { AddressInfo } from 'node:net';
 import * as zlib from 'node:zlib';
 import { errorFromStatus, GrpcCode, httpStatusFromGrpcCode, OmniError } from '../omni-client/errors.js';
 import type { Pointer, Resource } from '../omni-client/resource.js';
-import { decodeSpec, OMNI_SPEC_SCHEMAS, renderYamlSpec } from '../omni-client/specs.js';
+import { decodeSpec, OMNI_SPEC_SCHEMAS } from '../omni-client/specs.js';
 import {
   decodeMessage, encodeMessage, EventType, fullMethod, Methods, type MethodName, type MessageSchema,
   resourceFromWire, resourceToWire, WireError,
 } from '../omni-client/wire.js';
 import type { Identity, SimClock, SimEvent, StateApi, WatchParams } from './api.js';
+import { gatewayBehaviour, renderYamlSpecAt, type GatewayBehaviour } from './behaviour.js';
 import type { Faults } from './faults.js';
 import { queryFromWire } from './query.js';
+import { firstJsonValue, GoJsonError, keyPosition } from './request-json.js';
 import { StreamBrokenError } from './store.js';
+import { parseVersion, type OmniVersion } from './version.js';
 
 export type Authenticator = (headers: IncomingHttpHeaders, fullMethod: string) => Promise<Identity>;
 
@@ -27,8 +30,8 @@ export interface GatewayOptions {
   state: StateApi;
   authenticate: Authenticator;
   clock: SimClock;
-  /** Omni >= 1.8 serves Teardown and TeardownAndDestroy; older builds have no route (404 code 5). */
-  teardownRoutes: boolean;
+  /** The Omni version it answers as (behaviour.ts: routes, yaml_spec, ...). */
+  omniVersion: OmniVersion | string;
   faults?: Faults;
 }
 
@@ -36,6 +39,8 @@ export interface GatewayOptions {
 export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
 const PREFIX = '/api/cosi.resource.State/';
 const TEARDOWN_METHODS = new Set<string>(['Teardown', 'TeardownAndDestroy']);
+/** grpc-gateway forwards the gRPC answer's header metadata: an answer that succeeded carries its content type. */
+const GRPC_CONTENT_TYPE = ['Grpc-Metadata-Content-Type', 'application/grpc'] as const;
 
 interface Status {
   code: number;
@@ -60,28 +65,13 @@ export function pickEncoding(acceptEncoding: string | string[] | undefined): 'gz
   return undefined;
 }
 
-/** The first JSON value of a body (Go's json.Decoder reads one value and ignores the rest). */
-export function firstJsonValue(text: string): string {
-  let i = 0;
-  while (i < text.length && /\s/.test(text[i] ?? '')) i++;
-  const start = i;
-  const open = text[i];
-  if (open !== '{' && open !== '[') return text.slice(start);
-  let depth = 0;
-  let inString = false;
-  for (; i < text.length; i++) {
-    const c = text[i];
-    if (inString) {
-      if (c === '\\') i++;
-      else if (c === '"') inString = false;
-    } else if (c === '"') inString = true;
-    else if (c === '{' || c === '[') depth++;
-    else if (c === '}' || c === ']') {
-      depth--;
-      if (depth === 0) return text.slice(start, i + 1);
-    }
-  }
-  return text.slice(start);
+/** A map with its keys in order, as Go's protojson writes map fields (the recordings show labels sorted). */
+function sortedKeys(m: Record<string, string>): Record<string, string> {
+  const keys = Object.keys(m);
+  if (keys.length < 2) return m;
+  const out: Record<string, string> = {};
+  for (const k of keys.sort()) out[k] = m[k] as string;
+  return out;
 }
 
 /** Writes a body, gzip/deflate-compressed when asked, flushing after every write (per stream line). */
@@ -120,10 +110,10 @@ class Body {
   }
 }
 
-/** Rendered yaml_spec by (type, proto bytes); bounded, least recently used evicted first. */
+/** Rendered yaml_spec by (type, proto bytes) for one Omni version; bounded, least recently used evicted first. */
 class YamlCache {
   private readonly m = new Map<string, string | undefined>();
-  constructor(private readonly max: number) {}
+  constructor(private readonly max: number, private readonly version: OmniVersion) {}
   render(type: string, bytes: Uint8Array): string | undefined {
     // latin1 maps each byte to one char: a cheap exact key (rendering YAML is ~50x dearer).
     const key = `${type}\0${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1')}`;
@@ -133,7 +123,7 @@ class YamlCache {
       this.m.set(key, v);
       return v;
     }
-    const v = renderYamlSpec(type, bytes);
+    const v = renderYamlSpecAt(type, bytes, this.version);
     if (this.m.size >= this.max) this.m.delete(this.m.keys().next().value as string);
     this.m.set(key, v);
     return v;
@@ -147,9 +137,14 @@ export class Gateway {
    * for a 10 000-machine fleet (about 22 000 distinct specs of Omni's types, ~0.4 KB each); a small
    * scenario never fills it.
    */
-  private readonly yaml = new YamlCache(32_768);
+  private readonly yaml: YamlCache;
+  private readonly behaviour: GatewayBehaviour;
 
-  constructor(private readonly opts: GatewayOptions) {}
+  constructor(private readonly opts: GatewayOptions) {
+    const version = typeof opts.omniVersion === 'string' ? parseVersion(opts.omniVersion) : opts.omniVersion;
+    this.behaviour = gatewayBehaviour(version);
+    this.yaml = new YamlCache(32_768, version);
+  }
 
   /** The request listener for node:http / node:https. */
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
@@ -184,7 +179,7 @@ export class Gateway {
     res.setHeader('Vary', 'Accept-Encoding');
     const path = (req.url ?? '').split('?')[0] ?? '';
     const name = path.startsWith(PREFIX) ? path.slice(PREFIX.length) : '';
-    const known = Object.hasOwn(Methods, name) && (this.opts.teardownRoutes || !TEARDOWN_METHODS.has(name));
+    const known = Object.hasOwn(Methods, name) && (this.behaviour.teardownRoutes || !TEARDOWN_METHODS.has(name));
     if (!known) {
       req.resume();
       this.sendUnary(req, res, 404, { code: GrpcCode.NotFound, message: 'Not Found' });
@@ -229,6 +224,7 @@ export class Gateway {
     if (method === 'List') return this.list(req, res, who, msg);
     try {
       const out = await this.unary(method, who, msg, res);
+      res.setHeader(GRPC_CONTENT_TYPE[0], GRPC_CONTENT_TYPE[1]);
       this.sendUnary(req, res, 200, encodeMessage(Methods[method].response, out));
     } catch (e) {
       this.sendStatus(req, res, statusOf(e));
@@ -250,20 +246,25 @@ export class Gateway {
     });
   }
 
+  /** The request message as Omni's gateway decodes it (request-json.ts); errors worded as Go's. */
   private decode(schema: MessageSchema, text: string): Record<string, unknown> {
-    const body = firstJsonValue(text);
-    if (body.trim() === '') return decodeMessage(schema, {}, { strict: true });
-    let json: unknown;
+    let body: string | undefined;
     try {
-      json = JSON.parse(body);
+      body = firstJsonValue(text);
     } catch (e) {
-      throw new WireError(`proto: syntax error: ${(e as Error).message}`);
+      if (e instanceof GoJsonError) throw new WireError(e.message);
+      throw e;
     }
+    if (body === undefined) return decodeMessage(schema, {}, { strict: true });
+    const prefix = this.behaviour.protoErrorPrefix;
     try {
-      return decodeMessage(schema, json, { strict: true });
+      return decodeMessage(schema, JSON.parse(body), { strict: true });
     } catch (e) {
-      // protojson spells it `proto: (line 1:2): unknown field "x"`; we keep the name, not the position.
-      throw new WireError(`proto: ${(e as Error).message.replace(/ in [A-Za-z]+$/, '')}`);
+      const m = /^unknown field "(.*)" in [A-Za-z]+$/.exec((e as Error).message);
+      const at = m ? keyPosition(body, m[1] ?? '') : undefined;
+      if (m && at) throw new WireError(`${prefix}(${at}): unknown field ${JSON.stringify(m[1])}`);
+      // Other refusals keep our decoder's words (protojson's would name the value's position too).
+      throw new WireError(`${prefix}${(e as Error).message.replace(/ in [A-Za-z]+$/, '')}`);
     }
   }
 
@@ -333,7 +334,11 @@ export class Gateway {
         // Bytes seeded by a scenario that do not decode: send them as they are.
       }
     }
-    return resourceToWire(r);
+    const w = resourceToWire(r);
+    const md = w['metadata'] as Record<string, unknown>;
+    md['labels'] = sortedKeys(r.metadata.labels);
+    md['annotations'] = sortedKeys(r.metadata.annotations);
+    return w;
   }
 
   private eventOut(e: SimEvent): Record<string, unknown> {
@@ -364,6 +369,10 @@ export class Gateway {
   }
 
   private async watch(req: IncomingMessage, res: ServerResponse, who: Identity, msg: Record<string, unknown>): Promise<void> {
+    if (msg['options'] === undefined && this.behaviour.watchWithoutOptionsPanics) {
+      this.sendStreamError(req, res, { code: GrpcCode.Internal, message: 'runtime error: invalid memory address or nil pointer dereference' });
+      return;
+    }
     const o = (msg['options'] ?? {}) as Record<string, unknown>;
     const params: WatchParams = {
       namespace: String(msg['namespace']),
@@ -425,6 +434,7 @@ export class Gateway {
   private startStream(req: IncomingMessage, res: ServerResponse): Body {
     res.statusCode = 200;
     res.setHeader('Content-Type', 'application/json');
+    res.setHeader(GRPC_CONTENT_TYPE[0], GRPC_CONTENT_TYPE[1]);
     this.streams.add(res);
     res.on('close', () => this.streams.delete(res));
     const body = new Body(res, this.encodingFor(req));

@@ -1,29 +1,38 @@
 // The sim's COSI state: an in-memory store with the semantics of omni-wire.md 2.4-2.6 and 3.2, and no
 // access rules (the identity argument is ignored; access.ts wraps this store with Omni's rules).
 //
-// Choices where Omni's backends differ (documented so tests can rely on them):
-// - Update check order is the in-memory backend's: exists -> owner -> version -> expected phase.
-// - Bookmarks are 16 bytes like the in-memory backend's: an 8-byte per-process cookie + an 8-byte
-//   big-endian event position. A restart (faults.ts) draws a new cookie, so every old bookmark fails.
+// Where Omni's backends differ (backend.ts), each kind answers as the backend Omni keeps it in:
+// etcd for most, memory for `ephemeral`, `meta` and provider health statuses. That decides the
+// wording of errors and the Update check order (etcd: exists -> version -> owner -> expected phase;
+// in memory: exists -> owner -> version -> expected phase).
+// Choices where the sim simplifies (documented so tests can rely on them):
+// - Bookmarks are the backend's: etcd's revision (8 bytes, big-endian; one counter for the whole
+//   store, as etcd's revision is), or the in-memory backend's per-process cookie + position (16
+//   bytes). etcd refuses a bookmark of the wrong length when the watch is asked for, and one older
+//   than its retained (compacted) history with an ERRORED event once the watch is established; a
+//   revision from the future waits for it. Memory refuses anything it did not issue, up front.
+// - A restart (faults.ts) behaves as a restart after which etcd's history is compacted: the revision
+//   moves on, every bookmark issued before is refused (etcd: ERRORED; memory: a new cookie).
 // - tail_events is served only for Omni's in-memory namespaces; elsewhere it fails like etcd does.
 // Everything goes in and out as deep copies: callers can never mutate stored state.
 
 import { randomBytes } from 'node:crypto';
 import type { Pointer, Resource } from '../omni-client/resource.js';
-import {
-  cloneResource, NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, NS_META, PHASE_TEARING_DOWN,
-  VERSION_UNDEFINED, newMetadata, pointerOf,
-} from '../omni-client/resource.js';
+import { cloneResource, PHASE_TEARING_DOWN, newMetadata, pointerOf } from '../omni-client/resource.js';
 import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
 import { EventType } from '../omni-client/wire.js';
 import type { Identity, Query, SimClock, SimEvent, StateApi, WatchBatches, WatchParams } from './api.js';
+import { backendMessage as msg, backendOf, goQuote, resourceString } from './backend.js';
 import { compileQuery, isEmptyQuery, type Matcher } from './query.js';
 
 export const DEFAULT_HISTORY_CAPACITY = 10_000;
-export const BOOKMARK_LENGTH = 16;
+/** The in-memory backend's bookmark: 8-byte process cookie + 8-byte position. */
+export const INMEM_BOOKMARK_LENGTH = 16;
+/** etcd's bookmark: the 8-byte revision. */
+export const ETCD_BOOKMARK_LENGTH = 8;
+/** etcd's answer to a watch from a revision it no longer has (clientv3's ErrCompacted). */
+export const ETCD_COMPACTED = 'etcdserver: mvcc: required revision has been compacted';
 const EPOCH = '1970-01-01T00:00:00Z';
-/** Namespaces Omni keeps in memory (tail_events works there, not on etcd). */
-const IN_MEMORY_NAMESPACES = new Set([NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, NS_META]);
 
 /** A Timestamp as protojson prints it: RFC 3339 UTC, fractional digits only when non-zero. */
 export function formatTimestamp(ms: number): string {
@@ -62,13 +71,10 @@ const keyOf = (p: Pointer) => `${p.namespace}\u0000${p.type}\u0000${p.id}`;
 const kindOf = (p: { namespace: string; type: string }) => `${p.namespace}\u0000${p.type}`;
 const byId = (a: Resource, b: Resource) => (a.metadata.id < b.metadata.id ? -1 : a.metadata.id > b.metadata.id ? 1 : 0);
 
-/** How COSI names a resource in errors: `Type(namespace/id@version)`. */
-export function resourceString(p: Pointer, version: string = VERSION_UNDEFINED): string {
-  return `${p.type}(${p.namespace}/${p.id}@${version})`;
-}
-
-function tombstone(p: { namespace: string; type: string; id?: string }): Resource {
-  return { metadata: newMetadata({ namespace: p.namespace, type: p.type, id: p.id ?? '' }), spec: { protoSpec: new Uint8Array(0) } };
+/** COSI's tombstone (markers, a missing watched resource): version `undefined`, created = updated = now, as NewMetadata makes it. */
+function tombstone(p: { namespace: string; type: string; id?: string }, nowMs: number): Resource {
+  const at = formatTimestamp(nowMs);
+  return { metadata: newMetadata({ namespace: p.namespace, type: p.type, id: p.id ?? '' }, { created: at, updated: at }), spec: { protoSpec: new Uint8Array(0) } };
 }
 
 const err = (code: number, message: string, resource?: Pointer) =>
@@ -78,6 +84,8 @@ interface Watcher {
   kind: string;
   id: string | undefined;
   queue: StoreEvent[];
+  /** Events up to this position are not this watch's (a resume from a future etcd revision). */
+  after: number;
   overrun: boolean;
   /** An ERRORED event to deliver next, after which the watch ends. */
   errored: string | undefined;
@@ -156,6 +164,9 @@ export class SimStore implements StateApi {
     this.cookie = randomBytes(8);
     this.history = [];
     this.historyHead = 0;
+    // Omni writes as it starts (its SysVersion, for one): the revision moves on, so that bookmarks of
+    // now resume and every older one is refused.
+    this.pos++;
     for (const w of this.watchers) {
       w.broken = new StreamBrokenError();
       w.wake?.();
@@ -170,9 +181,9 @@ export class SimStore implements StateApi {
     }
   }
 
-  /** The bookmark of the current position. */
-  currentBookmark(): Uint8Array {
-    return this.bookmark(this.pos);
+  /** The bookmark of the current position for a kind (default: an etcd-backed one). */
+  currentBookmark(kind: { namespace: string; type: string } = { namespace: 'default', type: '' }): Uint8Array {
+    return this.bookmark(kind, this.pos);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -180,7 +191,7 @@ export class SimStore implements StateApi {
 
   get(_who: Identity, p: Pointer): Resource {
     const r = this.resources.get(keyOf(p));
-    if (!r) throw err(GrpcCode.NotFound, `resource ${resourceString(p)} doesn't exist`, pointerOf(p));
+    if (!r) throw err(GrpcCode.NotFound, msg.notFound(backendOf(p), 'get', p), pointerOf(p));
     return cloneResource(r);
   }
 
@@ -208,7 +219,7 @@ export class SimStore implements StateApi {
       throw err(GrpcCode.Unknown, 'owner is already set', p);
     }
     if (this.resources.has(keyOf(p))) {
-      throw err(GrpcCode.AlreadyExists, `resource ${resourceString(p, r.metadata.version)} already exists`, p);
+      throw err(GrpcCode.AlreadyExists, msg.alreadyExists(backendOf(p), p, r.metadata.version), p);
     }
     const stored = cloneResource(r);
     stored.metadata.owner = owner;
@@ -223,17 +234,15 @@ export class SimStore implements StateApi {
   update(_who: Identity, r: Resource, owner: string, expectedPhase?: string): Resource {
     const p = pointerOf(r.metadata);
     const cur = this.resources.get(keyOf(p));
-    if (!cur) throw err(GrpcCode.NotFound, `resource ${resourceString(p)} doesn't exist`, p);
-    this.checkOwner(cur, owner);
+    const b = backendOf(p);
+    if (!cur) throw err(GrpcCode.NotFound, msg.notFound(b, 'update', p, r.metadata.version), p);
+    if (b === 'inmem') this.checkOwner(cur, owner, 'update');
     if (r.metadata.version !== cur.metadata.version) {
-      throw err(
-        GrpcCode.FailedPrecondition,
-        `resource ${resourceString(p, cur.metadata.version)} update conflict: expected version "${r.metadata.version}", actual version "${cur.metadata.version}"`,
-        p,
-      );
+      throw err(GrpcCode.FailedPrecondition, msg.versionConflict(b, p, cur.metadata.version, r.metadata.version), p);
     }
+    if (b === 'etcd') this.checkOwner(cur, owner, 'update');
     if (expectedPhase !== undefined && cur.metadata.phase !== expectedPhase) {
-      throw err(GrpcCode.InvalidArgument, `resource ${resourceString(p, cur.metadata.version)} is not in phase ${expectedPhase}`, p);
+      throw err(GrpcCode.InvalidArgument, msg.phaseConflict(b, p, cur.metadata.version, expectedPhase), p);
     }
     const next = cloneResource(r);
     next.metadata.version = String(BigInt(cur.metadata.version) + 1n);
@@ -247,14 +256,11 @@ export class SimStore implements StateApi {
 
   destroy(_who: Identity, p: Pointer, owner: string): void {
     const cur = this.resources.get(keyOf(p));
-    if (!cur) throw err(GrpcCode.NotFound, `resource ${resourceString(p)} doesn't exist`, pointerOf(p));
-    this.checkOwner(cur, owner);
+    const b = backendOf(p);
+    if (!cur) throw err(GrpcCode.NotFound, msg.notFound(b, 'destroy', p), pointerOf(p));
+    this.checkOwner(cur, owner, 'destroy');
     if (cur.metadata.finalizers.length > 0) {
-      throw err(
-        GrpcCode.FailedPrecondition,
-        `resource ${resourceString(p, cur.metadata.version)} has pending finalizers [${cur.metadata.finalizers.join(' ')}]`,
-        pointerOf(p),
-      );
+      throw err(GrpcCode.FailedPrecondition, msg.pendingFinalizers(b, p, cur.metadata.version, cur.metadata.finalizers), pointerOf(p));
     }
     this.remove(cur.metadata);
     this.emit(EventType.DESTROYED, cur);
@@ -325,23 +331,25 @@ export class SimStore implements StateApi {
     if (params.tailEvents > 0 && fromBookmark) {
       throw err(GrpcCode.Unknown, 'tail events and start from bookmark are mutually exclusive');
     }
-    if (params.tailEvents > 0 && !IN_MEMORY_NAMESPACES.has(params.namespace)) {
+    if (params.tailEvents > 0 && backendOf(params) !== 'inmem') {
       throw err(GrpcCode.Unknown, 'tail events are not supported by the persistent store');
     }
     const matcher = compileQuery(q);
-    const startPos = fromBookmark ? this.parseBookmark(params.startFromBookmark as Uint8Array) : this.pos;
+    const resume = fromBookmark ? this.resumeFrom(params, params.startFromBookmark as Uint8Array) : { pos: this.pos };
+    const startPos = resume.pos;
 
     const w: Watcher = {
       kind: kindOf(params),
       id: params.id,
       queue: [],
+      after: startPos,
       overrun: false,
-      errored: undefined,
+      errored: resume.errored,
       broken: undefined,
       wake: undefined,
     };
     // Replayed history (bookmark or tail) goes through the same queue as live events.
-    if (fromBookmark) w.queue.push(...this.retainedHistory().filter((e) => e.pos > startPos && this.concerns(w, e)));
+    if (fromBookmark && resume.errored === undefined) w.queue.push(...this.retainedHistory().filter((e) => e.pos > startPos && this.concerns(w, e)));
     if (params.tailEvents > 0) w.queue.push(...this.retainedHistory().filter((e) => this.concerns(w, e)).slice(-params.tailEvents));
 
     const initial = this.initialEvents(params, matcher);
@@ -355,13 +363,15 @@ export class SimStore implements StateApi {
     const convert = (e: StoreEvent): SimEvent | undefined => this.convert(e, matcher, isEmptyQuery(q));
     const keep = (e: SimEvent) => params.apiVersion > 0 || (e.eventType !== EventType.BOOTSTRAPPED && e.eventType !== EventType.ERRORED);
     const aggregated = params.aggregated;
-    const erroredEvent = (error: string): SimEvent => ({ eventType: EventType.ERRORED, resource: tombstone(params), error });
+    const erroredEvent = (error: string): SimEvent => ({ eventType: EventType.ERRORED, resource: tombstone(params, this.clock.now()), error });
 
     async function* batches(): AsyncGenerator<SimEvent[]> {
       try {
-        const first = initial.filter(keep);
-        if (aggregated && first.length > 0) yield first;
-        else for (const e of first) yield [e];
+        for (const group of initial) {
+          const first = group.filter(keep);
+          if (aggregated && first.length > 0) yield first;
+          else for (const e of first) yield [e];
+        }
         for (;;) {
           if (signal.aborted) return;
           if (w.broken) throw w.broken;
@@ -407,13 +417,10 @@ export class SimStore implements StateApi {
     this.resources.delete(keyOf(p));
   }
 
-  private checkOwner(cur: Resource, owner: string): void {
+  private checkOwner(cur: Resource, owner: string, op: 'update' | 'destroy'): void {
     if (cur.metadata.owner !== owner) {
-      throw err(
-        GrpcCode.PermissionDenied,
-        `resource ${resourceString(cur.metadata, cur.metadata.version)} is owned by "${cur.metadata.owner}"`,
-        pointerOf(cur.metadata),
-      );
+      const p = pointerOf(cur.metadata);
+      throw err(GrpcCode.PermissionDenied, msg.ownerConflict(backendOf(p), op, p, cur.metadata.version, cur.metadata.owner), p);
     }
   }
 
@@ -421,43 +428,67 @@ export class SimStore implements StateApi {
     return this.history.slice(this.historyHead);
   }
 
-  private bookmark(pos: number): Uint8Array {
-    const b = Buffer.alloc(BOOKMARK_LENGTH);
+  private bookmark(kind: { namespace: string; type: string }, pos: number): Uint8Array {
+    if (backendOf(kind) === 'etcd') {
+      const b = Buffer.alloc(ETCD_BOOKMARK_LENGTH);
+      b.writeBigUInt64BE(BigInt(pos));
+      return new Uint8Array(b);
+    }
+    const b = Buffer.alloc(INMEM_BOOKMARK_LENGTH);
     this.cookie.copy(b, 0);
     b.writeBigUInt64BE(BigInt(pos), 8);
     return new Uint8Array(b);
   }
 
-  private parseBookmark(bm: Uint8Array): number {
-    const invalid = (why: string) => err(GrpcCode.FailedPrecondition, `invalid watch bookmark: ${why}`);
-    if (bm.length !== BOOKMARK_LENGTH) throw invalid('unexpected length');
-    const b = Buffer.from(bm);
-    if (!b.subarray(0, 8).equals(this.cookie)) throw invalid('bookmark from another store instance');
-    const pos = Number(b.readBigUInt64BE(8));
-    if (pos > this.pos) throw invalid('bookmark is in the future');
+  /**
+   * Where a watch resumed from `bm` starts, with the ERRORED it gets instead of events when etcd no
+   * longer has that revision; refusals made before the watch is established are thrown.
+   */
+  private resumeFrom(params: WatchParams, bm: Uint8Array): { pos: number; errored?: string } {
+    // Events after the bookmark are all still known when the first retained one follows it.
     const oldest = this.history[this.historyHead]?.pos ?? this.pos + 1;
-    if (pos < oldest - 1) throw invalid('bookmark is too old');
-    return pos;
+    if (backendOf(params) === 'etcd') {
+      if (bm.length !== ETCD_BOOKMARK_LENGTH) {
+        const what = goQuote(resourceString({ namespace: params.namespace, type: params.type, id: params.id ?? '' }));
+        throw err(GrpcCode.FailedPrecondition, `failed to ${params.id !== undefined ? 'watch' : 'watchKind'} ${what}: invalid bookmark length: ${bm.length}`);
+      }
+      const pos = Number(Buffer.from(bm).readBigUInt64BE(0));
+      return pos < oldest - 1 ? { pos, errored: ETCD_COMPACTED } : { pos };
+    }
+    const invalid = () => err(GrpcCode.FailedPrecondition, 'invalid watch bookmark');
+    if (bm.length !== INMEM_BOOKMARK_LENGTH) throw invalid();
+    const b = Buffer.from(bm);
+    if (!b.subarray(0, 8).equals(this.cookie)) throw invalid();
+    const pos = Number(b.readBigUInt64BE(8));
+    if (pos > this.pos || pos < oldest - 1) throw invalid();
+    return { pos };
   }
 
-  private initialEvents(params: WatchParams, m: Matcher): SimEvent[] {
-    const out: SimEvent[] = [];
-    const bm = this.bookmark(this.pos);
+  /**
+   * What a watch sends before live events, in the batches an aggregated watch gets them in (etcd and
+   * memory backends alike; the recordings show it): a single-resource watch's current state (or a
+   * DESTROYED tombstone) with the bookmark of now; bootstrap contents as CREATED events without a
+   * bookmark, then the BOOTSTRAPPED marker with it, in one batch; the bootstrap bookmark's NOOP in a
+   * batch of its own.
+   */
+  private initialEvents(params: WatchParams, m: Matcher): SimEvent[][] {
+    const out: SimEvent[][] = [];
+    const bm = this.bookmark(params, this.pos);
+    const now = this.clock.now();
     if (params.id !== undefined && params.startFromBookmark === undefined && params.tailEvents <= 0) {
       const r = this.resources.get(keyOf({ namespace: params.namespace, type: params.type, id: params.id }));
-      out.push(
+      out.push([
         r && m(r.metadata)
           ? { eventType: EventType.CREATED, resource: cloneResource(r), bookmark: bm }
-          : { eventType: EventType.DESTROYED, resource: tombstone(params), bookmark: bm },
-      );
+          : { eventType: EventType.DESTROYED, resource: tombstone(params, now), bookmark: bm },
+      ]);
     }
     if (params.bootstrapContents) {
-      for (const r of this.list(INTERNAL_READER, params.namespace, params.type, params.query)) {
-        out.push({ eventType: EventType.CREATED, resource: r, bookmark: bm });
-      }
-      out.push({ eventType: EventType.BOOTSTRAPPED, resource: tombstone(params), bookmark: bm });
+      const contents: SimEvent[] = this.list(INTERNAL_READER, params.namespace, params.type, params.query)
+        .map((r) => ({ eventType: EventType.CREATED, resource: r }));
+      out.push([...contents, { eventType: EventType.BOOTSTRAPPED, resource: tombstone(params, now), bookmark: bm }]);
     }
-    if (params.bootstrapBookmark) out.push({ eventType: EventType.NOOP, resource: tombstone(params), bookmark: bm });
+    if (params.bootstrapBookmark) out.push([{ eventType: EventType.NOOP, resource: tombstone(params, now), bookmark: bm }]);
     return out;
   }
 
@@ -467,7 +498,7 @@ export class SimStore implements StateApi {
 
   /** A stored event as this watch sees it: query match transitions become CREATED/DESTROYED. */
   private convert(e: StoreEvent, m: Matcher, noQuery: boolean): SimEvent | undefined {
-    const bookmark = this.bookmark(e.pos);
+    const bookmark = this.bookmark(e.resource.metadata, e.pos);
     const out = (eventType: number, old?: Resource): SimEvent => ({
       eventType,
       resource: cloneResource(e.resource),
@@ -496,7 +527,7 @@ export class SimStore implements StateApi {
       this.historyHead = 0;
     }
     for (const w of this.watchers) {
-      if (!this.concerns(w, e) || w.overrun) continue;
+      if (!this.concerns(w, e) || w.overrun || e.pos <= w.after) continue;
       if (w.queue.length >= this.watchBufferCapacity) {
         w.overrun = true;
         w.queue = [];

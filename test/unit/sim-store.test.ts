@@ -68,13 +68,20 @@ describe('SimStore CRUD (omni-wire.md 2.4, 3.2)', () => {
     expect(() => store.create(who, res('a'), 'X')).toThrow(expect.objectContaining({ grpcCode: 6 }));
   });
 
-  it('Update: NotFound, then owner (7) before version (9) before phase (3)', () => {
+  it('Update (etcd-backed kinds): NotFound, then version (9) before owner (7) before phase (3)', () => {
     const { store } = makeStore();
     expect(() => store.update(who, res('nope'), '')).toThrow(expect.objectContaining({ grpcCode: 5 }));
     const c = store.create(who, res('a'), 'Ctrl');
     const stale = { ...c, metadata: { ...c.metadata, version: '7' } };
-    // wrong owner AND wrong version AND wrong phase: owner wins (in-memory order)
-    expect(() => store.update(who, stale, 'Other', 'tearingDown')).toThrow(expect.objectContaining({ grpcCode: 7 }));
+    // wrong owner AND wrong version AND wrong phase: the version wins (etcd's order)
+    expect(() => store.update(who, stale, 'Other', 'tearingDown')).toThrow(expect.objectContaining({
+      grpcCode: 9,
+      omniMessage: "failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) update conflict: expected version '\\a', actual version '\\x01'",
+    }));
+    expect(() => store.update(who, c, 'Other', 'tearingDown')).toThrow(expect.objectContaining({
+      grpcCode: 7,
+      omniMessage: 'failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) is owned by "Ctrl"',
+    }));
     expect(() => store.update(who, stale, 'Ctrl', 'tearingDown')).toThrow(expect.objectContaining({ grpcCode: 9 }));
     expect(() => store.update(who, { ...c, metadata: { ...c.metadata, version: 'undefined' } }, 'Ctrl')).toThrow(expect.objectContaining({ grpcCode: 9 }));
     expect(() => store.update(who, c, 'Ctrl', 'tearingDown')).toThrow(expect.objectContaining({ grpcCode: 3 }));
@@ -102,7 +109,10 @@ describe('SimStore CRUD (omni-wire.md 2.4, 3.2)', () => {
     expect(() => store.destroy(who, res('a').metadata, '')).toThrow(expect.objectContaining({ grpcCode: 5 }));
     store.create(who, res('a', { finalizers: ['f'] }), 'Ctrl');
     expect(() => store.destroy(who, res('a').metadata, 'x')).toThrow(expect.objectContaining({ grpcCode: 7 }));
-    expect(() => store.destroy(who, res('a').metadata, 'Ctrl')).toThrow(expect.objectContaining({ grpcCode: 9, omniMessage: expect.stringContaining('has pending finalizers') }));
+    expect(() => store.destroy(who, res('a').metadata, 'Ctrl')).toThrow(expect.objectContaining({
+      grpcCode: 9,
+      omniMessage: 'failed to destroy: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) has pending finalizers &[f]',
+    }));
     store.create(who, res('b'), 'Ctrl');
     store.destroy(who, res('b').metadata, 'Ctrl');
     expect(() => store.get(who, res('b').metadata)).toThrow(expect.objectContaining({ grpcCode: 5 }));
@@ -157,7 +167,7 @@ describe('SimStore CRUD (omni-wire.md 2.4, 3.2)', () => {
 });
 
 describe('SimStore watch (omni-wire.md 2.6)', () => {
-  it('kind watch with bootstrap contents: CREATED per resource, BOOTSTRAPPED tombstone with bookmark, then live events', async () => {
+  it('kind watch with bootstrap contents: CREATED per resource without a bookmark, BOOTSTRAPPED tombstone with one, then live events with one', async () => {
     const { store } = makeStore();
     store.create(who, res('b'), '');
     store.create(who, res('a'), '');
@@ -167,27 +177,33 @@ describe('SimStore watch (omni-wire.md 2.6)', () => {
     expect(types(first)).toEqual([[EventType.CREATED], [EventType.CREATED], [EventType.BOOTSTRAPPED]]);
     expect(first.map((b) => b[0]?.resource.metadata.id)).toEqual(['a', 'b', '']);
     expect(first[2]?.[0]?.resource.metadata.version).toBe('undefined');
-    expect(first[2]?.[0]?.bookmark?.length).toBe(16);
+    expect(first.map((b) => b[0]?.bookmark === undefined)).toEqual([true, true, false]);
+    // The marker is a COSI tombstone: created and updated both set, to the same time.
+    expect(first[2]?.[0]?.resource.metadata.created).toBe('2026-08-01T10:00:00Z');
+    expect(first[2]?.[0]?.resource.metadata.updated).toBe(first[2]?.[0]?.resource.metadata.created);
+    expect(first[2]?.[0]?.bookmark?.length).toBe(8); // etcd's revision
     const cur = store.get(who, res('a').metadata);
     store.update(who, cur, '');
     const [upd] = await take(it, 1);
     expect(upd?.[0]).toMatchObject({ eventType: EventType.UPDATED, old: { metadata: { version: '1' } }, resource: { metadata: { version: '2' } } });
-    expect(upd?.[0]?.bookmark?.length).toBe(16);
+    expect(upd?.[0]?.bookmark?.length).toBe(8);
     ac.abort();
     expect((await it.next()).done).toBe(true);
   });
 
-  it('aggregated: bootstrap in one batch; bootstrap_bookmark adds a NOOP; api_version 0 drops BOOTSTRAPPED', async () => {
+  it('aggregated: bootstrap in one batch; bootstrap_bookmark adds a NOOP batch of its own; api_version 0 drops BOOTSTRAPPED', async () => {
     const { store } = makeStore();
     store.create(who, res('a'), '');
     const ac = new AbortController();
     const it = store.watch(who, params({ bootstrapContents: true, aggregated: true, bootstrapBookmark: true }), ac.signal)[Symbol.asyncIterator]();
-    expect(types(await take(it, 1))).toEqual([[EventType.CREATED, EventType.BOOTSTRAPPED, EventType.NOOP]]);
+    const boot = await take(it, 2);
+    expect(types(boot)).toEqual([[EventType.CREATED, EventType.BOOTSTRAPPED], [EventType.NOOP]]);
+    expect(boot.flat().map((e) => e.bookmark !== undefined)).toEqual([false, true, true]);
     store.create(who, res('b'), '');
     store.create(who, res('c'), '');
     expect(types(await take(it, 1))).toEqual([[EventType.CREATED, EventType.CREATED]]);
     const it0 = store.watch(who, params({ bootstrapContents: true, aggregated: true, bootstrapBookmark: true, apiVersion: 0 }), ac.signal)[Symbol.asyncIterator]();
-    expect(types(await take(it0, 1))).toEqual([[EventType.CREATED, EventType.CREATED, EventType.CREATED, EventType.NOOP]]);
+    expect(types(await take(it0, 2))).toEqual([[EventType.CREATED, EventType.CREATED, EventType.CREATED], [EventType.NOOP]]);
     ac.abort();
   });
 
@@ -213,7 +229,7 @@ describe('SimStore watch (omni-wire.md 2.6)', () => {
     expect(() => store.watch(who, params({ namespace: 'ephemeral', tailEvents: 1 }), ac.signal)).not.toThrow();
   });
 
-  it('resumes from a bookmark, skipping the bookmarked event; bad or expired bookmarks are FailedPrecondition', async () => {
+  it('etcd kinds: resumes from a revision, skipping the bookmarked event; a bad length is FailedPrecondition, a compacted revision ERRORED', async () => {
     const { store } = makeStore({ historyCapacity: 5 });
     const ac = new AbortController();
     const it = store.watch(who, params(), ac.signal)[Symbol.asyncIterator]();
@@ -224,12 +240,51 @@ describe('SimStore watch (omni-wire.md 2.6)', () => {
     const bm = seen[0]?.[0]?.bookmark as Uint8Array;
     const resumed = store.watch(who, params({ startFromBookmark: bm }), ac.signal)[Symbol.asyncIterator]();
     expect((await take(resumed, 2)).map((b) => b[0]?.resource.metadata.id)).toEqual(['b', 'c']);
-    expect(() => store.watch(who, params({ startFromBookmark: new Uint8Array(3) }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    expect(() => store.watch(who, params({ startFromBookmark: new Uint8Array(3) }), ac.signal)).toThrow(expect.objectContaining({
+      grpcCode: 9,
+      omniMessage: `failed to watchKind "${TYPE}(${NS}/@undefined)": invalid bookmark length: 3`,
+    }));
+    expect(() => store.watch(who, params({ id: 'a', startFromBookmark: new Uint8Array(16) }), ac.signal)).toThrow(expect.objectContaining({
+      grpcCode: 9,
+      omniMessage: `failed to watch "${TYPE}(${NS}/a@undefined)": invalid bookmark length: 16`,
+    }));
+    // A revision from the future waits for it, as etcd does.
+    const future = new Uint8Array(8);
+    future[7] = 5; // after a, b, c: revision 5 is the next write but one
+    const waiting = store.watch(who, params({ startFromBookmark: future }), ac.signal)[Symbol.asyncIterator]();
+    for (const id of ['d', 'e', 'f', 'g', 'h']) store.create(who, res(id), '');
+    expect((await take(waiting, 3)).map((b) => b[0]?.resource.metadata.id)).toEqual(['f', 'g', 'h']);
+    // History kept: 5 events; b's bookmark needs c..h (6): compacted, refused once established.
+    const compacted = store.watch(who, params({ startFromBookmark: bm }), ac.signal)[Symbol.asyncIterator]();
+    expect((await take(compacted, 1))[0]).toMatchObject([{ eventType: EventType.ERRORED, error: 'etcdserver: mvcc: required revision has been compacted' }]);
+    expect((await compacted.next()).done).toBe(true);
+    ac.abort();
+  });
+
+  it('in-memory kinds: cookie + position; anything not issued by this process, too old or from the future is "invalid watch bookmark"', async () => {
+    const { store } = makeStore({ historyCapacity: 2 });
+    const ac = new AbortController();
+    const ep = { namespace: 'ephemeral' };
+    const eph = (id: string): Resource => {
+      const r = res(id);
+      r.metadata.namespace = 'ephemeral';
+      return r;
+    };
+    const it = store.watch(who, params(ep), ac.signal)[Symbol.asyncIterator]();
+    store.create(who, eph('a'), '');
+    const [first] = await take(it, 1);
+    const bm = first?.[0]?.bookmark as Uint8Array;
+    expect(bm.length).toBe(16);
+    const invalid = expect.objectContaining({ grpcCode: 9, omniMessage: 'invalid watch bookmark' });
+    expect(() => store.watch(who, params({ ...ep, startFromBookmark: new Uint8Array(8) }), ac.signal)).toThrow(invalid);
     const foreign = new Uint8Array(bm);
     foreign[0] = (foreign[0] ?? 0) ^ 0xff;
-    expect(() => store.watch(who, params({ startFromBookmark: foreign }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 9 }));
-    for (const id of ['d', 'e', 'f', 'g', 'h']) store.create(who, res(id), '');
-    expect(() => store.watch(who, params({ startFromBookmark: bm }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    expect(() => store.watch(who, params({ ...ep, startFromBookmark: foreign }), ac.signal)).toThrow(invalid);
+    const future = new Uint8Array(bm);
+    future[15] = (future[15] ?? 0) + 1;
+    expect(() => store.watch(who, params({ ...ep, startFromBookmark: future }), ac.signal)).toThrow(invalid);
+    for (const id of ['b', 'c', 'd']) store.create(who, eph(id), '');
+    expect(() => store.watch(who, params({ ...ep, startFromBookmark: bm }), ac.signal)).toThrow(invalid);
     ac.abort();
   });
 
@@ -244,7 +299,8 @@ describe('SimStore watch (omni-wire.md 2.6)', () => {
     // Bookmark i is the position right after event i; events i+1.. are replayed from it.
     const resumed = store.watch(who, params({ startFromBookmark: bookmarks[18] }), ac.signal)[Symbol.asyncIterator]();
     expect((await take(resumed, 4)).flat().map((e) => e.resource.metadata.id)).toEqual(['r19', 'r20', 'r21', 'r22']);
-    expect(() => store.watch(who, params({ startFromBookmark: bookmarks[16] }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    const old = store.watch(who, params({ startFromBookmark: bookmarks[16] }), ac.signal)[Symbol.asyncIterator]();
+    expect((await take(old, 1))[0]?.[0]?.eventType).toBe(EventType.ERRORED);
     ac.abort();
   });
 
@@ -287,7 +343,7 @@ describe('SimStore watch (omni-wire.md 2.6)', () => {
     expect(got).toHaveLength(1);
   });
 
-  it('restart breaks open watches and invalidates bookmarks; onEvent sees every change in order', async () => {
+  it('restart breaks open watches and refuses the bookmarks issued before it; onEvent sees every change in order', async () => {
     const { store } = makeStore();
     const seen: string[] = [];
     const off = store.onEvent((e) => {
@@ -304,7 +360,14 @@ describe('SimStore watch (omni-wire.md 2.6)', () => {
     const bm = (await take(it, 1))[0]?.[0]?.bookmark as Uint8Array;
     store.restart();
     await expect(it.next()).rejects.toMatchObject({ code: 'SIM_STREAM_BROKEN' });
-    expect(() => store.watch(who, params({ startFromBookmark: bm }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    // etcd's history before the restart is compacted: the old revision is refused once the watch is up,
+    // one issued after the restart resumes.
+    const old = store.watch(who, params({ startFromBookmark: bm }), ac.signal)[Symbol.asyncIterator]();
+    expect((await take(old, 1))[0]?.[0]).toMatchObject({ eventType: EventType.ERRORED, error: 'etcdserver: mvcc: required revision has been compacted' });
+    const fresh = store.watch(who, params({ startFromBookmark: store.currentBookmark() }), ac.signal)[Symbol.asyncIterator]();
+    store.create(who, res('c'), '');
+    expect((await take(fresh, 1))[0]?.[0]?.resource.metadata.id).toBe('c');
+    ac.abort();
     expect(store.get(who, res('b').metadata).metadata.version).toBe('1');
   });
 
