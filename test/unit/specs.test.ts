@@ -337,6 +337,13 @@ describe('spec codecs: plain objects for YAML', () => {
     expect(specToPlain(WipeStatusSpec, v, 'proto')).toEqual({ last_wipe_id: 'w', last_wipe_install_event_id: '12' });
     expect(specToPlain(WipeStatusSpec, v, 'omnictl')).toEqual({ lastwipeid: 'w', lastwipeinstalleventid: 12, initialwipedone: false, wipednodeuniquetoken: '' });
   });
+
+  it('protojson style names enums (numbers unknown to us stay numbers)', () => {
+    expect(specToPlain(MachineRequestStatusSpec, { id: '', stage: MachineRequestStage.FAILED, error: '', status: '' }, 'protojson')).toEqual({ stage: 'FAILED' });
+    expect(specToPlain(MachineRequestStatusSpec, { id: 'x', stage: 9, error: '', status: '' }, 'protojson')).toEqual({ id: 'x', stage: 9 });
+    expect(specToPlain(WipeStatusSpec, { last_wipe_id: '', last_wipe_install_event_id: 12n, initial_wipe_done: true, wiped_node_unique_token: '' }, 'protojson'))
+      .toEqual({ last_wipe_install_event_id: '12', initial_wipe_done: true });
+  });
 });
 
 function renderYamlFor(schema: AnySchema, value: unknown): string {
