@@ -79,6 +79,8 @@ describe('redfish-pxe-reboot', () => {
       expect(bmc.resets).toEqual(['ForceRestart']);
       expect(bmc.powerState).toBe('On');
       expect(bmc.requests.some((q) => q.method === 'PATCH' && q.path === '/redfish/v1/Systems/437XR1138R2' && q.auth === 'basic')).toBe(true);
+      // Its service root names no sessions: the password is not posted to a session URL it never named.
+      expect(bmc.requests.filter((q) => q.path.includes('SessionService'))).toEqual([]);
 
       const refused = await wipeOnce(opts('redfish-pxe-reboot', bmc.port), machine('not-it'));
       expect(refused).toMatchObject({ outcome: 'failed', reason: 'BMC refused the credentials' });
