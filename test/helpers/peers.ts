@@ -84,6 +84,14 @@ function hashFiles(dir: string, names: string[], extra: string): string {
 }
 
 /**
+ * Fetches the modules of test/go/<name> from the module proxy into the module cache (`go mod
+ * download`); a build does this by itself, .ci/run does it first so that a proxy failure says so.
+ */
+export async function downloadGoModules(name: string, go = process.env['GO'] ?? 'go'): Promise<void> {
+  await run(go, ['mod', 'download'], { cwd: join(REPO, 'test', 'go', name), timeoutMs: GO_BUILD_TIMEOUT_MS });
+}
+
+/**
  * Builds test/go/<name> once and answers the binary's path. Reads only go.mod, go.sum and the
  * module's top-level .go files; `-mod=readonly`, so a go.sum that does not cover the build fails
  * instead of asking the checksum database.
