@@ -80,6 +80,7 @@ async function main() {
   process.env.STUB_PROVIDER_SHARED_DIR = shared.sharedDir();
   process.env.STUB_PROVIDER_TEST_VENV = peers.venvDir();
 
+  const started = Date.now();
   const tree = mkdtempSync(join(tmpdir(), 'stub-provider-mutations-'));
   const report = join(tree, '.vitest-report.json');
   try {
@@ -118,7 +119,7 @@ async function main() {
         console.log(`  SURVIVED     ${m.name}: every golden test passed`);
       }
     }
-    console.log(`codec mutations caught: ${caught}/${MUTATIONS.length}`);
+    console.log(`codec mutations caught: ${caught}/${MUTATIONS.length} (in ${Math.round((Date.now() - started) / 1000)} s)`);
     return caught === MUTATIONS.length ? 0 : 1;
   } finally {
     rmSync(tree, { recursive: true, force: true });
