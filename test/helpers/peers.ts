@@ -25,9 +25,11 @@ const CACHE = join(REPO, 'node_modules', '.cache', 'stub-provider-peers');
 const REQUIREMENTS = join(REPO, 'test', 'python', 'requirements.txt');
 const STAMP = '.stub-provider-requirements';
 
-/** Go modules under test/go/ that the tests use. */
-export const GO_PEERS = ['specs-golden'] as const;
-export type GoPeerName = (typeof GO_PEERS)[number];
+/** The Go peers: every folder of test/go/ with a go.mod (a new peer needs nothing else). */
+export const GO_PEERS: readonly string[] = readdirSync(join(REPO, 'test', 'go'), { withFileTypes: true })
+  .filter((d) => d.isDirectory() && existsSync(join(REPO, 'test', 'go', d.name, 'go.mod')))
+  .map((d) => d.name)
+  .sort();
 
 const MINUTE = 60_000;
 /** A cold build (empty module and build caches) of specs-golden took about 1 min on 2 cores. */
@@ -173,9 +175,9 @@ function provided(): PeersContext {
 }
 
 /** In a test: the path of a Go peer's binary, or the reason it could not be built. */
-export function goPeer(name: GoPeerName): string {
+export function goPeer(name: string): string {
   const p = provided().go[name];
-  if (!p) throw new Error(`no Go peer ${name} was prepared`);
+  if (!p) throw new Error(`no Go peer ${name} was prepared (is there a test/go/${name}/go.mod?)`);
   if (!p.ok) throw new Error(p.error);
   return p.binary;
 }
