@@ -59,10 +59,11 @@ export class RedfishClient {
     this.agent = new Agent({ connect: { rejectUnauthorized: !o.insecureSkipTlsVerify }, pipelining: 0 });
   }
 
-  /** Authenticates: a Redfish session when the service offers one, basic auth otherwise. */
-  async login(sessionsPath: string): Promise<'session' | 'basic' | 'none'> {
+  /** Authenticates: a Redfish session at `sessionsPath` when given and the service makes one, basic auth otherwise. */
+  async login(sessionsPath: string | undefined): Promise<'session' | 'basic' | 'none'> {
     const { username, password } = this.o;
     if (!username) return 'none';
+    if (sessionsPath === undefined) return this.useBasicAuth();
     const res = await this.call('POST', sessionsPath, { UserName: username, Password: password ?? '' });
     const token = header(res.headers, 'x-auth-token');
     if (res.status >= 200 && res.status < 300 && token) {
@@ -76,7 +77,11 @@ export class RedfishClient {
     // Any other answer, 401 included (some BMCs answer 401 to every unknown path), means: try basic
     // auth; if the credentials are really wrong, the next request says so.
     this.o.logger.debug({ status: res.status }, 'no Redfish session; using basic auth');
-    this.auth = { authorization: `Basic ${Buffer.from(`${username}:${password ?? ''}`).toString('base64')}` };
+    return this.useBasicAuth();
+  }
+
+  private useBasicAuth(): 'basic' {
+    this.auth = { authorization: `Basic ${Buffer.from(`${this.o.username ?? ''}:${this.o.password ?? ''}`).toString('base64')}` };
     return 'basic';
   }
 

@@ -69,10 +69,10 @@ export class RedfishWipe implements WipeStrategy {
   private async run(client: RedfishClient, log: Logger): Promise<string> {
     // The service root is readable without credentials (DSP0266) and names the collections.
     const root = await client.tryGet(SERVICE_ROOT);
-    const rootBody = (root.status === 200 ? root.body : undefined) as
-      | { Systems?: { '@odata.id'?: string }; Links?: { Sessions?: { '@odata.id'?: string } } }
+    const rootBody = (root.status === 200 && isObject(root.body) ? root.body : undefined) as
+      | { Systems?: { '@odata.id'?: string }; SessionService?: unknown; Links?: { Sessions?: { '@odata.id'?: string } } }
       | undefined;
-    const auth = await client.login(rootBody?.Links?.Sessions?.['@odata.id'] ?? DEFAULT_SESSIONS);
+    const auth = await client.login(sessionsPath(rootBody));
     log.debug({ auth }, 'Redfish authenticated');
 
     const systemsPath = rootBody?.Systems?.['@odata.id'] ?? DEFAULT_SYSTEMS;
@@ -103,6 +103,23 @@ export class RedfishWipe implements WipeStrategy {
     await client.send('POST', target, { ResetType: type });
     return `one-time PXE boot set; ${type} accepted`;
   }
+}
+
+/**
+ * Where to ask for a session: the service root's Links.Sessions (DSP0266 has it there whenever the
+ * service has sessions), or the usual path when the root could not be read or names a SessionService
+ * without the link. A root that names no sessions at all means basic auth (undefined): the password is
+ * not posted to a URL the service never named (sushy-tools' emulator is such a service).
+ */
+function sessionsPath(root: { SessionService?: unknown; Links?: { Sessions?: { '@odata.id'?: string } } } | undefined): string | undefined {
+  if (!root) return DEFAULT_SESSIONS;
+  const linked = root.Links?.Sessions?.['@odata.id'];
+  if (typeof linked === 'string' && linked !== '') return linked;
+  return root.SessionService === undefined ? undefined : DEFAULT_SESSIONS;
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** The first preferred ResetType the system allows (all are allowed when it does not say). */

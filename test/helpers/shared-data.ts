@@ -1,6 +1,7 @@
 // Where the team's shared data lives: recordings of real Omni answers and golden vectors. It is read
 // from there, never copied into the repository (it is refreshed there): `../shared` beside the
-// checkout, or STUB_PROVIDER_SHARED_DIR. A missing folder fails the test that needs it, loudly.
+// checkout, or STUB_TEST_SHARED_DIR (not a STUB_PROVIDER_* name: the CLI reads those as flags). A
+// missing folder fails the test that needs it, loudly.
 
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -10,10 +11,10 @@ const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** The shared folder, or an error that says where it was looked for. */
 export function sharedDir(): string {
-  const fromEnv = process.env['STUB_PROVIDER_SHARED_DIR'];
+  const fromEnv = process.env['STUB_TEST_SHARED_DIR'];
   const dir = fromEnv !== undefined && fromEnv !== '' ? resolve(fromEnv) : resolve(REPO, '..', 'shared');
   if (!existsSync(dir)) {
-    throw new Error(`the shared data folder ${dir} does not exist: check out the team's shared/ beside the repository, or set STUB_PROVIDER_SHARED_DIR`);
+    throw new Error(`the shared data folder ${dir} does not exist: check out the team's shared/ beside the repository, or set STUB_TEST_SHARED_DIR`);
   }
   return dir;
 }

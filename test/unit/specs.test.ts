@@ -188,6 +188,18 @@ describe('spec codecs: known encodings', () => {
     expect(d.value).toEqual(v);
   });
 
+  it('merges a singular message field given twice, as protobuf (and Go) does', () => {
+    const w = new BinaryWriter();
+    w.tag(1, WireType.LengthDelimited).fork().tag(1, WireType.LengthDelimited).fork().tag(1, WireType.LengthDelimited).string('10.0.0.9').join().join();
+    w.tag(1, WireType.LengthDelimited).fork().tag(1, WireType.LengthDelimited).fork().tag(3, WireType.LengthDelimited).string('root').join().join();
+    expect(decodeSpec(BMCConfigSpec, w.finish()).value.config?.ipmi).toEqual({ address: '10.0.0.9', port: 0, username: 'root', password: '' });
+    // A timestamp too: the seconds of the first, the nanos of the second.
+    const t = new BinaryWriter();
+    t.tag(1, WireType.LengthDelimited).fork().tag(1, WireType.Varint).int64(60n).join();
+    t.tag(1, WireType.LengthDelimited).fork().tag(2, WireType.Varint).int32(5_000_000).join();
+    expect(decodeSpec(InfraProviderHealthStatusSpec, t.finish()).value.last_heartbeat_timestamp).toBe('1970-01-01T00:01:00.005Z');
+  });
+
   it('rejects malformed bytes and values of the wrong type with a typed error naming the field', () => {
     expect(() => decodeSpec(InfraProviderStatusSpec, new Uint8Array([0x0a, 0x05, 0x61]))).toThrow(
       expect.objectContaining({ code: 'STUB_SPEC_DECODE', message: expect.stringContaining('specs.InfraProviderStatusSpec') }),
@@ -324,6 +336,13 @@ describe('spec codecs: plain objects for YAML', () => {
     const v = decodeSpec(WipeStatusSpec, encodeSpec(WipeStatusSpec, { last_wipe_id: 'w', last_wipe_install_event_id: 12n, initial_wipe_done: false, wiped_node_unique_token: '' })).value;
     expect(specToPlain(WipeStatusSpec, v, 'proto')).toEqual({ last_wipe_id: 'w', last_wipe_install_event_id: '12' });
     expect(specToPlain(WipeStatusSpec, v, 'omnictl')).toEqual({ lastwipeid: 'w', lastwipeinstalleventid: 12, initialwipedone: false, wipednodeuniquetoken: '' });
+  });
+
+  it('protojson style names enums (numbers unknown to us stay numbers)', () => {
+    expect(specToPlain(MachineRequestStatusSpec, { id: '', stage: MachineRequestStage.FAILED, error: '', status: '' }, 'protojson')).toEqual({ stage: 'FAILED' });
+    expect(specToPlain(MachineRequestStatusSpec, { id: 'x', stage: 9, error: '', status: '' }, 'protojson')).toEqual({ id: 'x', stage: 9 });
+    expect(specToPlain(WipeStatusSpec, { last_wipe_id: '', last_wipe_install_event_id: 12n, initial_wipe_done: true, wiped_node_unique_token: '' }, 'protojson'))
+      .toEqual({ last_wipe_install_event_id: '12', initial_wipe_done: true });
   });
 });
 

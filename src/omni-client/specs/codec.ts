@@ -74,6 +74,9 @@ function decodeMessage(schema: AnySchema, bytes: Uint8Array): SpecValue {
   const unknown: UnknownField[] = [];
   const fields = fieldsByNumber(schema);
   const reader = new BinaryReader(bytes);
+  // A singular message field given more than once is the merge of all of them (protobuf's rule, and
+  // what Go does), which is the message read from their concatenation; read once all are seen.
+  let parts: Map<FieldSchema, Uint8Array[]> | undefined;
   while (reader.pos < reader.len) {
     const start = reader.pos;
     const [no, wireType] = reader.tag();
@@ -92,6 +95,13 @@ function decodeMessage(schema: AnySchema, bytes: Uint8Array): SpecValue {
       while (reader.pos < end) list.push(readScalar(reader, f));
       continue;
     }
+    if (!f.repeated && (f.kind === 'message' || f.kind === 'timestamp')) {
+      parts ??= new Map();
+      const seen = parts.get(f);
+      if (seen) seen.push(reader.bytes());
+      else parts.set(f, [reader.bytes()]);
+      continue;
+    }
     const v = readScalar(reader, f);
     if (f.repeated) (value[f.name] as unknown[]).push(v);
     else if (f.kind === 'map') {
@@ -99,7 +109,21 @@ function decodeMessage(schema: AnySchema, bytes: Uint8Array): SpecValue {
       (value[f.name] as Record<string, string>)[k] = mv;
     } else value[f.name] = v;
   }
+  for (const [f, p] of parts ?? []) {
+    const all = p.length === 1 ? p[0]! : concatBytes(p);
+    value[f.name] = f.kind === 'timestamp' ? readTimestamp(all) : decodeMessage(f.message!(), all);
+  }
   return attachUnknownFields(value, unknown);
+}
+
+function concatBytes(parts: Uint8Array[]): Uint8Array {
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 function readScalar(reader: BinaryReader, f: FieldSchema): unknown {

@@ -14,11 +14,14 @@ type AnySchema = MessageSchema<unknown>;
 /**
  * `proto`: proto names, zero values left out, uint64 as a decimal string, bytes as standard base64,
  * timestamps as RFC 3339 (protojson conventions).
+ * `protojson`: as `proto`, with enums by name (by number when the name is not known), which is
+ * protobuf's JSON mapping with proto names (Go's protojson with UseProtoNames); the golden tests
+ * compare with it.
  * `omnictl`: omnictl's keys, every field present (absent messages as null), uint64 as a number
  * (bigint above 2^53), timestamps as `{seconds, nanos}`: Omni renders specs with a Go YAML encoder
  * over the generated struct, which has no special case for Timestamp.
  */
-export type PlainStyle = 'proto' | 'omnictl';
+export type PlainStyle = 'proto' | 'protojson' | 'omnictl';
 
 const keyCache = new WeakMap<AnySchema, Map<string, FieldSchema>>();
 function fieldsByKey(schema: AnySchema): Map<string, FieldSchema> {
@@ -171,7 +174,7 @@ export function specToPlain<T>(schema: MessageSchema<T>, value: T, style: PlainS
 function messageToPlain(schema: AnySchema, value: SpecValue, style: PlainStyle): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const f of schema.fields) {
-    const key = style === 'proto' ? f.name : omnictlKey(f.name);
+    const key = style === 'omnictl' ? omnictlKey(f.name) : f.name;
     const v = value[f.name];
     if (f.repeated) {
       const list = (v ?? []) as unknown[];
@@ -182,7 +185,7 @@ function messageToPlain(schema: AnySchema, value: SpecValue, style: PlainStyle):
       if (style === 'omnictl') out[key] = f.kind === 'message' || f.kind === 'timestamp' ? null : scalarToPlain(f, zeroPlain(f), style);
       continue;
     }
-    if (style === 'proto' && isZeroScalar(f, v)) continue;
+    if (style !== 'omnictl' && isZeroScalar(f, v)) continue;
     out[key] = scalarToPlain(f, v, style);
   }
   return out;
@@ -213,17 +216,31 @@ function scalarToPlain(f: FieldSchema, v: unknown, style: PlainStyle): unknown {
   switch (f.kind) {
     case 'uint64': {
       const n = v as bigint;
-      if (style === 'proto') return n.toString();
+      if (style !== 'omnictl') return n.toString();
       return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
     }
     case 'bytes': return Buffer.from(v as Uint8Array).toString('base64');
     case 'timestamp': {
-      if (style === 'proto') return v;
+      if (style !== 'omnictl') return v;
       const t = parseTimestamp(v as string);
       return { seconds: Number(t.seconds), nanos: t.nanos };
     }
     case 'message': return messageToPlain(f.message!(), v as SpecValue, style);
     case 'map': return { ...(v as Record<string, string>) };
+    case 'enum': return style === 'protojson' ? enumName(f, v as number) : v;
     default: return v;
   }
+}
+
+const enumNames = new WeakMap<object, Map<number, string>>();
+function enumName(f: FieldSchema, n: number): string | number {
+  const e = f.enum!;
+  let names = enumNames.get(e);
+  if (!names) {
+    // The first name of a number, as protojson writes an aliased value.
+    names = new Map();
+    for (const [name, no] of Object.entries(e.values)) if (!names.has(no)) names.set(no, name);
+    enumNames.set(e, names);
+  }
+  return names.get(n) ?? n;
 }
