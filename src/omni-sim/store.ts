@@ -452,8 +452,11 @@ export class SimStore implements StateApi {
       );
     }
     if (params.bootstrapContents) {
+      // No bookmark on the contents (COSI's in-memory State and Omni over etcd alike): only the
+      // BOOTSTRAPPED marker after them says where the watch stands; resuming from the marker replays
+      // nothing of the contents.
       for (const r of this.list(INTERNAL_READER, params.namespace, params.type, params.query)) {
-        out.push({ eventType: EventType.CREATED, resource: r, bookmark: bm });
+        out.push({ eventType: EventType.CREATED, resource: r });
       }
       out.push({ eventType: EventType.BOOTSTRAPPED, resource: tombstone(params), bookmark: bm });
     }

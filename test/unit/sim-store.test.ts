@@ -168,6 +168,8 @@ describe('SimStore watch (omni-wire.md 2.6)', () => {
     expect(first.map((b) => b[0]?.resource.metadata.id)).toEqual(['a', 'b', '']);
     expect(first[2]?.[0]?.resource.metadata.version).toBe('undefined');
     expect(first[2]?.[0]?.bookmark?.length).toBe(16);
+    // The contents carry no bookmark: only the marker says where the watch stands.
+    expect(first.slice(0, 2).map((b) => b[0]?.bookmark)).toEqual([undefined, undefined]);
     const cur = store.get(who, res('a').metadata);
     store.update(who, cur, '');
     const [upd] = await take(it, 1);
