@@ -360,8 +360,14 @@ export class SimStore implements StateApi {
     async function* batches(): AsyncGenerator<SimEvent[]> {
       try {
         const first = initial.filter(keep);
-        if (aggregated && first.length > 0) yield first;
-        else for (const e of first) yield [e];
+        if (aggregated) {
+          // The contents and their BOOTSTRAPPED marker in one batch, the bootstrap bookmark's NOOP in
+          // a batch of its own after it (COSI's in-memory State and Omni over etcd alike).
+          const contents = first.filter((e) => e.eventType !== EventType.NOOP);
+          const noop = first.filter((e) => e.eventType === EventType.NOOP);
+          if (contents.length > 0) yield contents;
+          if (noop.length > 0) yield noop;
+        } else for (const e of first) yield [e];
         for (;;) {
           if (signal.aborted) return;
           if (w.broken) throw w.broken;
