@@ -19,7 +19,7 @@ export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const MODULE = join(REPO, 'test', 'go', 'cosi-state');
 const CACHE = join(REPO, 'node_modules', '.cache', 'stub-provider-peers');
 const MINUTE = 60_000;
-/** A cold build (empty module and build caches) took about 3 min on 2 cores (docs/architecture.md). */
+/** A cold build (empty module and build caches) takes 140 s of CPU, 1.5 to 5 min (docs/architecture.md). */
 const BUILD_TIMEOUT_MS = 10 * MINUTE;
 
 export interface CosiStateBinaries {
