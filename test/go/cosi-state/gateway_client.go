@@ -186,6 +186,9 @@ func openStream[T any, PT interface {
 		resp.Body.Close() //nolint:errcheck
 
 		s.done = statusFromBody(method, resp.StatusCode, data)
+		s.stop = func() bool { return false }
+
+		return s, nil
 	}
 
 	// A canceled context ends the read at once (the runtime's adapter cancels watches this way).

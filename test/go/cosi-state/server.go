@@ -51,9 +51,9 @@ var errInvalidSignature = status.Error(codes.Unauthenticated, "invalid signature
 type stateServer struct {
 	Handler http.Handler
 
-	grpc     *grpc.Server
-	listener *bufconn.Listener
-	conn     context.CancelFunc
+	grpc *grpc.Server
+	// stopGateway ends the gateway's connection to the gRPC server.
+	stopGateway context.CancelFunc
 }
 
 // newStateServer builds the server. Requests must be signed by one of keys (public PGP keys, looked up by
@@ -115,12 +115,12 @@ func newStateServer(keys []*pgp.Key) (*stateServer, error) {
 	h := http.NewServeMux()
 	h.Handle("/api/", compress(http.StripPrefix("/api", mux)))
 
-	return &stateServer{Handler: h, grpc: srv, listener: lis, conn: cancel}, nil
+	return &stateServer{Handler: h, grpc: srv, stopGateway: cancel}, nil
 }
 
 // Close stops the gRPC server (open streams included) and the gateway's connection.
 func (s *stateServer) Close() {
-	s.conn()
+	s.stopGateway()
 	s.grpc.Stop()
 }
 
