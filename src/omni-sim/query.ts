@@ -1,6 +1,6 @@
 // Label and ID queries with the semantics of omni-wire.md 2.5: label queries OR-ed, terms inside a
 // query AND-ed; EQUAL/LT* read value[0]; comparisons never match a missing or non-numeric label,
-// even inverted; the ID regexp is unanchored.
+// even inverted; *_NUMERIC read units as COSI does (numericValue); the ID regexp is unanchored.
 //
 // The errors are raised when a query is compiled, i.e. before any resource is looked at, as the COSI
 // server converts the whole query up front: an unknown operator is Unimplemented, EQUAL/LT* with an
@@ -64,10 +64,27 @@ export function compileIdRegexp(pattern: string): RegExp {
   }
 }
 
-/** A leading integer, unit suffix allowed ("10GiB" -> 10); undefined when there is none. */
-function leadingInt(s: string): number | undefined {
-  const m = /^\s*([+-]?\d+)/.exec(s);
-  return m ? Number(m[1]) : undefined;
+/** Unit suffixes COSI's numeric comparison understands: two-letter binary ones first, then decimal. */
+const BINARY_UNITS: Record<string, bigint> = { pi: 1n << 50n, ti: 1n << 40n, gi: 1n << 30n, mi: 1n << 20n, ki: 1n << 10n };
+const DECIMAL_UNITS: Record<string, bigint> = { p: 10n ** 15n, t: 10n ** 12n, g: 10n ** 9n, m: 10n ** 6n, k: 10n ** 3n };
+
+/**
+ * A label value as COSI's `*_NUMERIC` operators read it: the value trimmed, its leading run of digits
+ * and `-` parsed as a 64-bit integer, times the unit that follows (`Ki`..`Pi` binary, `k`..`p`
+ * decimal, case-insensitive, checked on the first two or one letters; nothing = 1). "10kg" is 10 000,
+ * "10GiB" 10 * 2^30. Undefined (never matches) when there are no digits, they do not parse ("1-2"),
+ * or the rest is not a unit ("5x").
+ */
+export function numericValue(s: string): bigint | undefined {
+  const v = s.trim();
+  const digits = /^[0-9-]*/.exec(v)?.[0] ?? '';
+  if (!/^-?[0-9]+$/.test(digits)) return undefined;
+  const n = BigInt(digits);
+  if (n < -(2n ** 63n) || n >= 2n ** 63n) return undefined;
+  const unit = v.slice(digits.length).trim().toLowerCase();
+  if (unit === '') return n;
+  const mult = BINARY_UNITS[unit.slice(0, 2)] ?? DECIMAL_UNITS[unit.slice(0, 1)];
+  return mult === undefined ? undefined : BigInt.asIntN(64, n * mult);
 }
 
 function compileTerm(t: LabelTermQ): Matcher {
@@ -87,9 +104,9 @@ function compileTerm(t: LabelTermQ): Matcher {
     return r === undefined ? false : r !== t.invert;
   };
   const numeric = (want: string, le: boolean) => {
-    const w = leadingInt(want);
+    const w = numericValue(want);
     return (v: string): boolean | undefined => {
-      const n = leadingInt(v);
+      const n = numericValue(v);
       if (n === undefined || w === undefined) return undefined;
       return le ? n <= w : n < w;
     };

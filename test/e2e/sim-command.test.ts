@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { parseScenario } from '../../src/omni-sim/scenario.js';
+import { startWithReadyLine, type Child } from '../helpers/child-process.js';
 import { signHeaders } from '../helpers/raw-client.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -28,36 +29,14 @@ afterEach(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-interface Running {
-  child: ChildProcessWithoutNullStreams;
+interface Running extends Child {
   ready: { endpoint: string; keys: Record<string, string> };
-  stderr: () => string;
-  exit: Promise<number | null>;
 }
 
 async function startSim(args: string[]): Promise<Running> {
-  const child = spawn(process.execPath, [MAIN, 'sim', ...args], { cwd: ROOT, env: { ...process.env, NO_COLOR: '1' } });
-  children.push(child);
-  let out = '';
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const exit = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const line = await new Promise<string>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error(`no ready line within 15 s; stderr: ${err}`)), 15_000);
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const i = out.indexOf('\n');
-      if (i >= 0) {
-        clearTimeout(t);
-        resolve(out.slice(0, i));
-      }
-    });
-    void exit.then((code) => {
-      clearTimeout(t);
-      reject(new Error(`sim exited ${code} before ready; stderr: ${err}`));
-    });
-  });
-  return { child, ready: JSON.parse(line) as Running['ready'], stderr: () => err, exit };
+  const sim = await startWithReadyLine(process.execPath, [MAIN, 'sim', ...args], { cwd: ROOT });
+  children.push(sim.child);
+  return sim as Running;
 }
 
 function keyFrom(serviceAccountKey: string) {
@@ -101,7 +80,7 @@ describe('stub-provider sim', () => {
     await expect(request(`${sim.ready.endpoint}/api/cosi.resource.State/Get`, { method: 'POST', body: '{}' })).rejects.toThrow();
 
     sim.child.kill('SIGTERM');
-    expect(await sim.exit).toBe(0);
+    expect(await sim.exited).toBe(0);
     const state = parseScenario(await readFile(dump, 'utf8'));
     const im = state.resources.find((r) => r.metadata.type === 'InfraMachines.omni.sidero.dev');
     expect(im?.metadata.version).toBe('8');
@@ -117,7 +96,7 @@ describe('stub-provider sim', () => {
     const sim = await startSim(['--scenario', join(ROOT, 'scenarios/machine-request-stuck.yaml'), '--dump', dump]);
     expect(sim.ready.endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     sim.child.kill('SIGINT');
-    expect(await sim.exit).toBe(0);
+    expect(await sim.exited).toBe(0);
     expect(parseScenario(await readFile(dump, 'utf8')).resources).toHaveLength(6);
   });
 

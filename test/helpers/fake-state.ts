@@ -1,13 +1,18 @@
-// A small in-memory State with COSI's storage rules (owner and version conflicts, no Destroy while
-// finalizers remain), a kind watch, call counting, injectable failures, and a few of Omni's
-// controllers (destroying released InfraMachines and MachineRequests, releasing its own finalizers
-// on teardown). For tests of src/provider without the simulated Omni.
+// The provider tests' in-memory State: the sim's COSI store seen through the client's interface
+// (store-state.ts), so its storage rules are the sim's (versions, owner, phase and finalizer rules,
+// timestamps, label and ID queries, watches with bootstrap, bookmarks and label transitions), plus
+// call counting, a log of writes, injectable failures, and a few of Omni's controllers (destroying
+// released InfraMachines and MachineRequests, releasing its own finalizers on teardown). No access
+// rules: for those, tests use the simulated Omni. The State conformance suite
+// (test/integration/state-conformance.test.ts) holds it to the same rules as the sim and the client.
 
 import type { Pointer, Resource } from '../../src/omni-client/resource.js';
-import { cloneResource, describePointer, newMetadata, PHASE_RUNNING, PHASE_TEARING_DOWN, T } from '../../src/omni-client/resource.js';
+import { cloneResource, PHASE_TEARING_DOWN, T } from '../../src/omni-client/resource.js';
 import type { CallOptions, OwnerOptions, QueryOptions, RemoveFinalizersOptions, RemoveFinalizersResult, State, UpdateOptions, WatchEvent, WatchKindOptions } from '../../src/omni-client/types.js';
-import { AlreadyExistsError, CanceledError, FailedPreconditionError, InvalidArgumentError, NotFoundError, OmniError, PermissionDeniedError } from '../../src/omni-client/errors.js';
+import { CanceledError, FailedPreconditionError, NotFoundError, PermissionDeniedError } from '../../src/omni-client/errors.js';
 import { observeWrite, type WriteIntent, type WriteObserver } from '../../src/omni-client/write-observer.js';
+import type { Identity } from '../../src/omni-sim/api.js';
+import { StoreState } from './store-state.js';
 
 type Method = 'get' | 'list' | 'create' | 'update' | 'destroy' | 'watch';
 
@@ -18,14 +23,12 @@ export interface FakeOmniBehaviour {
   destroysReleased: boolean;
 }
 
-const key = (p: Pointer) => `${p.namespace}\u0000${p.type}\u0000${p.id}`;
+/** Omni itself: writes without the client's rules (any owner, any version). */
+const OMNI: Identity = { name: 'omni', email: 'omni', role: 'Admin', internal: true };
 
-export class FakeState implements State {
-  readonly store = new Map<string, Resource>();
+export class FakeState extends StoreState implements State {
   readonly calls: Record<Method, number> = { get: 0, list: 0, create: 0, update: 0, destroy: 0, watch: 0 };
   readonly writes: { method: Method; pointer: Pointer; before?: Resource; after?: Resource }[] = [];
-  private version = 1;
-  readonly watchers = new Set<(e: WatchEvent) => void>();
   private readonly faults: { method: Method; error: () => Error; left: number; when?: (p: Pointer) => boolean }[] = [];
   readonly omni: FakeOmniBehaviour = {
     releasesOnTeardown: new Set(['MachineRequestStatusCleanupController', 'ConfigPatchRequestController', 'MachineStatusController']),
@@ -39,33 +42,31 @@ export class FakeState implements State {
   hideFromLists?: (r: Resource) => boolean;
 
   constructor(resources: Resource[] = []) {
+    super();
     for (const r of resources) this.put(r);
   }
 
-  /** Stores a resource as Omni itself would (no rules), returning the stored copy. */
+  /** Stores a resource as Omni itself would (no rules: owner and version as it likes), returning the stored copy. */
   put(r: Resource): Resource {
-    const c = cloneResource(r);
-    c.metadata.version = String(this.version++);
-    const old = this.store.get(key(c.metadata));
-    this.store.set(key(c.metadata), c);
-    this.emit({ type: old ? 'updated' : 'created', resource: cloneResource(c), ...(old ? { old } : {}) });
-    return cloneResource(c);
+    const cur = this.store.peek(r.metadata);
+    if (!cur) return this.store.create(OMNI, { ...r, metadata: { ...r.metadata, version: 'undefined' } }, r.metadata.owner);
+    return this.store.update(OMNI, { ...r, metadata: { ...r.metadata, version: cur.metadata.version } }, cur.metadata.owner);
   }
 
+  /** Removes a resource as Omni itself would, finalizers or not. */
   remove(p: Pointer): void {
-    const old = this.store.get(key(p));
-    if (!old) return;
-    this.store.delete(key(p));
-    this.emit({ type: 'destroyed', resource: old });
+    let cur = this.store.peek(p);
+    if (!cur) return;
+    if (cur.metadata.finalizers.length > 0) cur = this.put({ ...cur, metadata: { ...cur.metadata, finalizers: [] } });
+    this.store.destroy(OMNI, p, cur.metadata.owner);
   }
 
   find(p: Pointer): Resource | undefined {
-    const r = this.store.get(key(p));
-    return r ? cloneResource(r) : undefined;
+    return this.store.peek(p);
   }
 
   all(): Resource[] {
-    return [...this.store.values()].map(cloneResource);
+    return this.store.all();
   }
 
   fail(method: Method, error: () => Error, times = 1, when?: (p: Pointer) => boolean): void {
@@ -83,87 +84,70 @@ export class FakeState implements State {
     }
   }
 
-  async get(p: Pointer, opts?: CallOptions): Promise<Resource> {
+  override async get(p: Pointer, opts?: CallOptions): Promise<Resource> {
     await this.enter('get', p, opts);
-    const r = this.store.get(key(p));
-    if (!r) throw new NotFoundError(`${describePointer(p)} not found`);
-    return cloneResource(r);
+    return super.get(p, opts);
   }
 
-  async list(namespace: string, type: string, opts?: QueryOptions): Promise<Resource[]> {
+  override async list(namespace: string, type: string, opts?: QueryOptions): Promise<Resource[]> {
     await this.enter('list', { namespace, type, id: '' }, opts);
-    return [...this.store.values()].filter((r) => r.metadata.namespace === namespace && r.metadata.type === type && !this.hideFromLists?.(r)).map(cloneResource);
+    const rs = await super.list(namespace, type, opts);
+    return this.hideFromLists ? rs.filter((r) => !this.hideFromLists!(r)) : rs;
   }
 
   /** Runs a write between the observer's two calls, as GatewayState does. */
   private observed<T>(method: WriteIntent['method'], p: Pointer, opts: UpdateOptions | undefined, sent: Resource | undefined, run: () => Promise<T>): Promise<T> {
     const intent: WriteIntent = {
-      method, resource: { namespace: p.namespace, type: p.type, id: p.id }, owner: opts?.owner ?? (method === 'Update' ? sent?.metadata.owner ?? '' : ''),
+      method, resource: { namespace: p.namespace, type: p.type, id: p.id }, owner: opts?.owner ?? (sent?.metadata.owner ?? ''),
       ...(sent ? { sent } : {}), ...(opts?.before ? { before: opts.before } : {}), ...(opts?.expectedPhase ? { expectedPhase: opts.expectedPhase } : {}),
     };
     return observeWrite(this.onWrite, intent, () => run(), (v) => (v && typeof v === 'object' && 'metadata' in v ? (v as unknown as Resource) : undefined), opts?.signal);
   }
 
-  create(r: Resource, opts?: OwnerOptions): Promise<Resource> {
-    if (r.spec.omitted) return Promise.reject(new Error(`fake state: create of ${describePointer(r.metadata)} with a spec that was not kept`));
-    return this.observed('Create', r.metadata, opts, r, () => this.doCreate(r, opts));
-  }
-
-  private async doCreate(r: Resource, opts?: OwnerOptions): Promise<Resource> {
-    await this.enter('create', r.metadata, opts);
-    if (this.store.has(key(r.metadata))) throw new AlreadyExistsError(`${describePointer(r.metadata)} already exists`);
-    const c = cloneResource(r);
-    c.metadata.owner = opts?.owner ?? '';
-    const stored = this.put(c);
-    this.writes.push({ method: 'create', pointer: r.metadata, after: stored });
-    this.settle(stored);
-    return stored;
-  }
-
-  update(r: Resource, opts?: UpdateOptions): Promise<Resource> {
+  override async create(r: Resource, opts?: OwnerOptions): Promise<Resource> {
     // The real client refuses this too (state.ts): it would erase the spec in Omni.
-    if (r.spec.omitted) return Promise.reject(new Error(`fake state: update of ${describePointer(r.metadata)} with a spec that was not kept`));
-    return this.observed('Update', r.metadata, opts, r, () => this.doUpdate(r, opts));
+    if (r.spec.omitted) throw new Error('fake state: create with a spec that was not kept');
+    return this.observed('Create', r.metadata, opts, r, async () => {
+      await this.enter('create', r.metadata, opts);
+      const stored = await super.create(r, opts);
+      this.writes.push({ method: 'create', pointer: r.metadata, after: stored });
+      this.settle('create', stored);
+      return stored;
+    });
   }
 
-  private async doUpdate(r: Resource, opts?: UpdateOptions): Promise<Resource> {
-    await this.enter('update', r.metadata, opts);
-    const cur = this.store.get(key(r.metadata));
-    if (!cur) throw new NotFoundError(`${describePointer(r.metadata)} not found`);
-    if (cur.metadata.owner !== (opts?.owner ?? '')) throw new PermissionDeniedError(`owner conflict on ${describePointer(r.metadata)}`);
-    if (cur.metadata.version !== r.metadata.version) throw new FailedPreconditionError(`version conflict on ${describePointer(r.metadata)}`);
-    if (opts?.expectedPhase && cur.metadata.phase !== opts.expectedPhase) throw new InvalidArgumentError('phase conflict');
-    const before = cloneResource(cur);
-    const c = cloneResource(r);
-    c.metadata.owner = cur.metadata.owner;
-    const stored = this.put(c);
-    this.writes.push({ method: 'update', pointer: r.metadata, before, after: stored });
-    this.settle(stored);
-    return this.find(r.metadata) ?? stored;
+  override async update(r: Resource, opts?: UpdateOptions): Promise<Resource> {
+    if (r.spec.omitted) throw new Error('fake state: update with a spec that was not kept');
+    return this.observed('Update', r.metadata, opts, r, async () => {
+      await this.enter('update', r.metadata, opts);
+      const before = this.store.peek(r.metadata);
+      const stored = await super.update(r, opts);
+      this.writes.push({ method: 'update', pointer: r.metadata, ...(before ? { before } : {}), after: stored });
+      this.settle('update', stored);
+      return stored;
+    });
   }
 
-  destroy(p: Pointer, opts?: OwnerOptions): Promise<void> {
-    return this.observed('Destroy', p, opts, undefined, () => this.doDestroy(p, opts));
+  override async destroy(p: Pointer, opts?: OwnerOptions): Promise<void> {
+    return this.observed('Destroy', p, opts, undefined, async () => {
+      await this.enter('destroy', p, opts);
+      const before = this.store.peek(p);
+      await super.destroy(p, opts);
+      this.writes.push({ method: 'destroy', pointer: p, ...(before ? { before } : {}) });
+    });
   }
 
-  private async doDestroy(p: Pointer, opts?: OwnerOptions): Promise<void> {
-    await this.enter('destroy', p, opts);
-    const cur = this.store.get(key(p));
-    if (!cur) throw new NotFoundError(`${describePointer(p)} not found`);
-    if (cur.metadata.owner !== (opts?.owner ?? '')) throw new PermissionDeniedError(`owner conflict on ${describePointer(p)}`);
-    if (cur.metadata.finalizers.length > 0) throw new FailedPreconditionError(`${describePointer(p)} has pending finalizers`);
-    this.writes.push({ method: 'destroy', pointer: p, before: cloneResource(cur) });
-    this.remove(p);
-  }
-
-  async teardown(p: Pointer, opts?: CallOptions): Promise<boolean> {
-    // As the gateway client: NotFound only while no Get of this call found it.
+  /**
+   * Get + Update of the phase through the counted, fault-injectable calls, as the client does it:
+   * NotFound only while no Get of this call found it.
+   */
+  override async teardown(p: Pointer, opts?: CallOptions): Promise<boolean> {
     const cur = await this.get(p, opts);
     if (cur.metadata.phase === PHASE_TEARING_DOWN) return cur.metadata.finalizers.length === 0;
     const next = cloneResource(cur);
     next.metadata.phase = PHASE_TEARING_DOWN;
     try {
-      const after = await this.update(next, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING, before: cur });
+      const after = await this.update(next, { ...opts, owner: cur.metadata.owner, expectedPhase: 'running', before: cur });
       return after.metadata.finalizers.length === 0;
     } catch (e) {
       if (e instanceof NotFoundError) return true;
@@ -203,56 +187,27 @@ export class FakeState implements State {
     throw new FailedPreconditionError('too many conflicts');
   }
 
-  watchKind(namespace: string, type: string, opts: WatchKindOptions = {}): AsyncIterable<WatchEvent[]> {
-    const watch = (self: FakeState): AsyncIterable<WatchEvent[]> => ({
-      async *[Symbol.asyncIterator]() {
-        self.calls.watch++;
-        const queue: WatchEvent[] = [];
-        let wake: (() => void) | undefined;
-        const listener = (e: WatchEvent) => {
-          if (e.resource.metadata.namespace !== namespace || e.resource.metadata.type !== type) return;
-          queue.push(e);
-          wake?.();
-        };
-        self.watchers.add(listener);
-        const onAbort = () => wake?.();
-        opts.signal?.addEventListener('abort', onAbort);
-        try {
-          if (opts.bootstrapContents ?? true) {
-            const boot = [...self.store.values()].filter((r) => r.metadata.namespace === namespace && r.metadata.type === type)
-              .map((r): WatchEvent => ({ type: 'created', resource: cloneResource(r) }));
-            const tomb: WatchEvent = { type: 'bootstrapped', resource: { metadata: newMetadata({ namespace, type, id: '' }), spec: { protoSpec: new Uint8Array() } } };
-            yield [...boot, tomb];
-          }
-          while (!opts.signal?.aborted) {
-            if (queue.length === 0) await new Promise<void>((res) => { wake = res; });
-            wake = undefined;
-            if (opts.signal?.aborted) return;
-            if (queue.length > 0) yield queue.splice(0);
-          }
-        } finally {
-          self.watchers.delete(listener);
-          opts.signal?.removeEventListener('abort', onAbort);
-        }
+  override watchKind(namespace: string, type: string, opts: WatchKindOptions = {}): AsyncIterable<WatchEvent[]> {
+    const inner = super.watchKind(namespace, type, opts);
+    const calls = this.calls;
+    return {
+      [Symbol.asyncIterator]() {
+        calls.watch++;
+        return inner[Symbol.asyncIterator]();
       },
-    });
-    return watch(this);
+    };
   }
 
-  emit(e: WatchEvent): void {
-    for (const w of this.watchers) w(e);
-  }
-
-  /** Omni's controllers, run synchronously after a write of ours. */
-  private settle(r: Resource): void {
-    this.afterWrite?.(r.metadata.version === 'undefined' ? 'create' : 'update', r);
-    const cur = this.store.get(key(r.metadata));
+  /** Omni's controllers, run after a write of ours. */
+  private settle(method: Method, r: Resource): void {
+    this.afterWrite?.(method, r);
+    const cur = this.store.peek(r.metadata);
     if (!cur || cur.metadata.phase !== PHASE_TEARING_DOWN) return;
     const keep = cur.metadata.finalizers.filter((f) => !this.omni.releasesOnTeardown.has(f));
     if (keep.length !== cur.metadata.finalizers.length) {
       // Omni lets go a moment later, as its controller would.
       setTimeout(() => {
-        const now = this.store.get(key(r.metadata));
+        const now = this.store.peek(r.metadata);
         if (!now) return;
         this.put({ ...now, metadata: { ...now.metadata, finalizers: now.metadata.finalizers.filter((f) => !this.omni.releasesOnTeardown.has(f)) } });
       }, 1);
@@ -260,8 +215,4 @@ export class FakeState implements State {
     const omniDestroys: string[] = [T.InfraMachine, T.MachineRequest, T.BMCConfig];
     if (this.omni.destroysReleased && omniDestroys.includes(cur.metadata.type) && cur.metadata.finalizers.length === 0) this.remove(cur.metadata);
   }
-}
-
-export function isOmniErr(e: unknown): e is OmniError {
-  return e instanceof OmniError;
 }

@@ -48,7 +48,7 @@ export interface PythonEnv {
 }
 
 export interface PeersContext {
-  go: Record<string, Prepared<{ binary: string }>>;
+  go: Record<string, Prepared<GoPeerBinaries>>;
   python: Prepared<PythonEnv>;
   /** Seconds each step took, for .ci/run's log. */
   seconds: Record<string, number>;
@@ -93,29 +93,42 @@ export async function downloadGoModules(name: string, go = process.env['GO'] ?? 
   await run(go, ['mod', 'download'], { cwd: join(REPO, 'test', 'go', name), timeoutMs: GO_BUILD_TIMEOUT_MS });
 }
 
+/** A built Go peer: its program, and its test binary when the module has tests (`go test -c`). */
+export interface GoPeerBinaries {
+  binary: string;
+  testBinary?: string;
+}
+
 /**
- * Builds test/go/<name> once and answers the binary's path. Reads only go.mod, go.sum and the
- * module's top-level .go files; `-mod=readonly`, so a go.sum that does not cover the build fails
- * instead of asking the checksum database.
+ * Builds test/go/<name> once and answers the binaries' paths: the program, and with `_test.go` files
+ * the test binary too (one after the other: the second reuses the first's compiled packages, and 2
+ * cores are enough for one). Reads only go.mod, go.sum and the module's top-level .go files;
+ * `-mod=readonly`, so a go.sum that does not cover the build fails instead of asking the checksum
+ * database.
  */
-export async function buildGoPeer(name: string, go = process.env['GO'] ?? 'go'): Promise<string> {
+export async function buildGoPeer(name: string, go = process.env['GO'] ?? 'go'): Promise<GoPeerBinaries> {
   const dir = join(REPO, 'test', 'go', name);
   if (!existsSync(join(dir, 'go.mod'))) throw new Error(`test/go/${name}/go.mod is missing`);
-  const files = readdirSync(dir).filter((f) => f === 'go.mod' || f === 'go.sum' || (f.endsWith('.go') && !f.endsWith('_test.go'))).sort();
+  const files = readdirSync(dir).filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort();
+  const hasTests = files.some((f) => f.endsWith('_test.go'));
   const { stdout: version } = await run(go, ['env', 'GOVERSION', 'GOOS', 'GOARCH'], { timeoutMs: MINUTE });
   const key = `${name}-${hashFiles(dir, files, version)}`;
-  const binary = join(CACHE, key, name);
-  if (existsSync(binary)) return binary;
+  const out: GoPeerBinaries = { binary: join(CACHE, key, name), ...(hasTests ? { testBinary: join(CACHE, key, `${name}.test`) } : {}) };
+  if (existsSync(out.binary) && (!out.testBinary || existsSync(out.testBinary))) return out;
 
   mkdirSync(join(CACHE, key), { recursive: true });
   // Built beside the final path and renamed: a reader never sees half a binary, and two builds at
   // once (two vitest runs) both end with a whole one.
-  const partial = `${binary}.${process.pid}.partial`;
-  await run(go, ['build', '-mod=readonly', '-trimpath', '-o', partial, '.'], { cwd: dir, timeoutMs: GO_BUILD_TIMEOUT_MS });
-  renameSync(partial, binary);
+  const build = async (target: string, args: string[]): Promise<void> => {
+    const partial = `${target}.${process.pid}.partial`;
+    await run(go, [...args, '-mod=readonly', '-trimpath', '-o', partial, '.'], { cwd: dir, timeoutMs: GO_BUILD_TIMEOUT_MS });
+    renameSync(partial, target);
+  };
+  await build(out.binary, ['build']);
+  if (out.testBinary) await build(out.testBinary, ['test', '-c']);
   // Older builds of the same module are of no further use.
   for (const old of readdirSync(CACHE)) if (old.startsWith(`${name}-`) && old !== key) rmSync(join(CACHE, old), { recursive: true, force: true });
-  return binary;
+  return out;
 }
 
 export function venvDir(): string {
@@ -159,11 +172,11 @@ async function timed<T>(seconds: Record<string, number>, what: string, f: () => 
 /** Every peer, side by side; never throws (each failure is recorded for the tests that need it). */
 export async function preparePeers(): Promise<PeersContext> {
   const seconds: Record<string, number> = {};
-  const goHint = 'The golden tests need Go (see test/go/*/go.mod for the version) and the Go module proxy; .ci/run installs and prepares them.';
+  const goHint = 'The golden and COSI tests need Go (see test/go/*/go.mod for the version) and the Go module proxy; .ci/run installs and prepares them.';
   const [python, ...go] = await Promise.all([
     timed(seconds, 'Python virtual environment (test/python/requirements.txt)', ensurePythonVenv,
       'The sushy-tools tests need python3 with venv and PyPI; .ci/run installs and prepares them.'),
-    ...GO_PEERS.map((name) => timed(seconds, `Go peer test/go/${name}`, async () => ({ binary: await buildGoPeer(name) }), goHint)),
+    ...GO_PEERS.map((name) => timed(seconds, `Go peer test/go/${name}`, () => buildGoPeer(name), goHint)),
   ]);
   return { go: Object.fromEntries(GO_PEERS.map((n, i) => [n, go[i]!])), python: python!, seconds };
 }
@@ -174,12 +187,17 @@ function provided(): PeersContext {
   return peers;
 }
 
-/** In a test: the path of a Go peer's binary, or the reason it could not be built. */
-export function goPeer(name: string): string {
+/** In a test: a Go peer's binaries, or the reason they could not be built. */
+export function goPeerBinaries(name: string): GoPeerBinaries {
   const p = provided().go[name];
   if (!p) throw new Error(`no Go peer ${name} was prepared (is there a test/go/${name}/go.mod?)`);
   if (!p.ok) throw new Error(p.error);
-  return p.binary;
+  return p;
+}
+
+/** In a test: the path of a Go peer's program. */
+export function goPeer(name: string): string {
+  return goPeerBinaries(name).binary;
 }
 
 /** In a test: the Python virtual environment, or the reason it could not be made. */

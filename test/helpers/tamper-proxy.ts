@@ -37,15 +37,23 @@ export interface TamperProxy {
   seen: TamperRequest[];
   /** Replaces the rule for the requests that follow. */
   setRule(rule: TamperRule): void;
+  /** Forwards the requests that follow to another loopback server (like a restart behind a proxy). */
+  setUpstream(upstream: string): void;
+  /** Cuts every exchange in flight, streams included (what a proxy restart does to them). */
+  cut(): void;
   close(): Promise<void>;
 }
 
 /** Starts the proxy on 127.0.0.1:0 in front of `upstream` (an `http://127.0.0.1:PORT` endpoint). */
 export async function startTamperProxy(upstream: string, rule: TamperRule = () => undefined): Promise<TamperProxy> {
-  const up = new URL(upstream);
-  if (up.protocol !== 'http:' || !['127.0.0.1', 'localhost', '[::1]'].includes(up.hostname)) {
-    throw new Error(`the tamper proxy forwards to loopback http only, not ${upstream}`);
-  }
+  const loopback = (u: string): URL => {
+    const url = new URL(u);
+    if (url.protocol !== 'http:' || !['127.0.0.1', 'localhost', '[::1]'].includes(url.hostname)) {
+      throw new Error(`the tamper proxy forwards to loopback http only, not ${u}`);
+    }
+    return url;
+  };
+  let up = loopback(upstream);
   let current = rule;
   const seen: TamperRequest[] = [];
   const open = new Set<ServerResponse>();
@@ -124,6 +132,10 @@ export async function startTamperProxy(upstream: string, rule: TamperRule = () =
     endpoint: `http://127.0.0.1:${port}`,
     seen,
     setRule: (r) => { current = r; },
+    setUpstream: (u) => { up = loopback(u); },
+    cut: () => {
+      for (const r of open) r.destroy();
+    },
     close: async () => {
       for (const r of open) r.destroy();
       server.closeAllConnections();

@@ -162,7 +162,9 @@ describe('plan safety properties', () => {
       }
       // Resources of other providers are exactly as they were.
       const providerRecord = (r: Resource) => r.metadata.type === T.InfraProviderStatus || r.metadata.type === T.InfraProviderHealthStatus;
-      const foreign = (rs: Resource[]) => rs.filter((r) => !isOurResource(r.metadata, inp.target) && !providerRecord(r)).map((r) => JSON.stringify({ ...r.metadata, version: '' })).sort();
+      // Compared without what the store sets itself (version, timestamps).
+      const foreign = (rs: Resource[]) => rs.filter((r) => !isOurResource(r.metadata, inp.target) && !providerRecord(r))
+        .map((r) => JSON.stringify({ ...r.metadata, version: '', created: undefined, updated: undefined })).sort();
       const omniTouched = (r: Resource) => r.metadata.finalizers.some((f) => OMNI.includes(f));
       expect(foreign(state.all().filter((r) => !omniTouched(r)))).toEqual(foreign(resources.filter((r) => !omniTouched(r)).filter((r) => state.find(r.metadata))));
       const again = await planOf(state, inp);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { newMetadata, type Metadata } from '../../src/omni-client/resource.js';
 import { LabelTermOperation as Op } from '../../src/omni-client/wire.js';
-import { compileIdRegexp, compileQuery, queryFromWire } from '../../src/omni-sim/query.js';
+import { compileIdRegexp, compileQuery, numericValue, queryFromWire } from '../../src/omni-sim/query.js';
 import type { LabelTermQ } from '../../src/omni-sim/api.js';
 
 const md = (id: string, labels: Record<string, string> = {}): Metadata =>
@@ -44,10 +44,14 @@ describe('label terms (omni-wire.md 2.5)', () => {
     expect(q1(term('s', Op.LT, ['zzz'], true))(none)).toBe(false);
   });
 
-  it('*_NUMERIC parse a leading integer; non-numeric never matches, even inverted', () => {
+  it('*_NUMERIC parse an integer with a unit as COSI does; non-numeric never matches, even inverted', () => {
     expect(q1(term('a', Op.LT_NUMERIC, ['10']))(withA)).toBe(true); // "5" < "10" numerically, not as strings
     expect(q1(term('a', Op.LT, ['10']))(withA)).toBe(false);
-    expect(q1(term('size', Op.LTE_NUMERIC, ['10']))(withA)).toBe(true);
+    // COSI's conformance suite (TestLabels): "10kg" is 10 000, "20kg" 20 000; GiB is binary.
+    expect(q1(term('size', Op.LTE_NUMERIC, ['10']))(withA)).toBe(false);
+    expect(q1(term('size', Op.LTE_NUMERIC, ['10Gi']))(withA)).toBe(true);
+    expect(q1(term('size', Op.LT_NUMERIC, ['10737418240']))(withA)).toBe(false);
+    expect([' 10kg', '20kg', '1Mi', '-3', '5x', '1-2', '+5', 'k'].map(numericValue)).toEqual([10_000n, 20_000n, 1_048_576n, -3n, undefined, undefined, undefined, undefined]);
     expect(q1(term('s', Op.LT_NUMERIC, ['10']))(withA)).toBe(false);
     expect(q1(term('s', Op.LT_NUMERIC, ['10'], true))(withA)).toBe(false);
   });
