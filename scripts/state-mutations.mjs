@@ -18,7 +18,7 @@ const MUTATIONS = [
   { name: 'a watch drops every fifth event', file: STORE,
     from: '        w.queue.push(e);', to: '        if (e.pos % 5 !== 0) w.queue.push(e);' },
   { name: 'the owner is not checked', file: STORE,
-    from: '  private checkOwner(cur: Resource, owner: string): void {\n', to: '  private checkOwner(cur: Resource, owner: string): void {\n    if (owner !== \'\\u0000\') return;\n' },
+    from: "  private checkOwner(cur: Resource, owner: string, op: 'update' | 'destroy'): void {\n", to: "  private checkOwner(cur: Resource, owner: string, op: 'update' | 'destroy'): void {\n    if (owner !== '\\u0000') return;\n" },
   { name: 'Destroy ignores pending finalizers', file: STORE,
     from: '    if (cur.metadata.finalizers.length > 0) {', to: '    if (cur.metadata.finalizers.length < 0) {' },
   { name: 'a label-query update that stops a match stays an UPDATED', file: STORE,
