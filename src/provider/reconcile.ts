@@ -657,7 +657,13 @@ function tallyOf(status: ItemStatus): 'released' | 'blocked' | 'failed' {
   return status === 'interrupted' ? 'failed' : status;
 }
 
+/**
+ * An item's identity across passes. A machine-level item is its kind and ID, however many of its
+ * steps a later pass still plans (keyed by its last step's resource, a machine that failed in
+ * two passes was reported failed twice and counted twice); a leftover is the resource it destroys.
+ */
 function keyOf(item: PlanItem): string {
+  if (MACHINE_LEVEL.has(item.kind)) return `${item.kind}/${item.id}`;
   return `${item.kind}/${item.steps.length === 1 && item.steps[0]!.op !== 'wipe' ? describePointer(item.steps[0]!.target.metadata) : item.id}`;
 }
 

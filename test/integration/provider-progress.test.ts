@@ -10,7 +10,10 @@ import { createOmniClient } from '../../src/omni-client/index.js';
 import type { OmniClient } from '../../src/omni-client/index.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
-import { bareMetalMachine, generateScenario, machineUuid, provisionedRequest } from '../../src/omni-sim/generate.js';
+import { bareMetalMachine, generateScenario, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
+import { runReport } from '../../src/provider/report.js';
+import { startTamperProxy } from '../helpers/tamper-proxy.js';
+import type { TamperProxy } from '../helpers/tamper-proxy.js';
 import { reconcile } from '../../src/provider/reconcile.js';
 import { silentLogger } from '../../src/log.js';
 import { NS_INFRA_PROVIDER, T } from '../../src/omni-client/resource.js';
@@ -21,10 +24,13 @@ import type { ItemEnded, ReconcileProgress } from '../../src/provider/reconcile.
 
 let sim: Sim | undefined;
 let client: OmniClient | undefined;
+let proxy: TamperProxy | undefined;
 afterEach(async () => {
   await client?.close();
+  await proxy?.close();
   await sim?.close();
   client = undefined;
+  proxy = undefined;
   sim = undefined;
 });
 
@@ -107,3 +113,22 @@ it('an item blocked on every pass of --wait is shown once; a running machine cou
   expect(seen.at(-1)).toMatchObject({ released: 1, blocked: 1, running: 0, remaining: 0 });
 }, 10_000);
 
+it('a machine that fails in two passes is one failed machine: once in the report, once on the display, counted once', async () => {
+  sim = await createSim({ omniVersion: '1.3.4', identities: [{ name: 'infra-provider:kv', role: 'InfraProvider', publicKeys: [] }], resources: [...providerRegistration('kv'), ...bareMetalMachine('kv', machineUuid(0)), ...provisionedRequest('kv', 'r1')], faults: {} });
+  // Omni refuses the InfraMachine's finalizer removal; the request is released, so a second pass follows.
+  proxy = await startTamperProxy(sim.endpoint, (r) => {
+    const target = (r.body as { new_resource?: { metadata?: { type?: string } } } | undefined)?.new_resource?.metadata?.type;
+    if (r.rpc !== 'Update' || target !== T.InfraMachine) return undefined;
+    return { kind: 'respond', write: (res) => { res.writeHead(403, { 'content-type': 'application/json' }); res.end(JSON.stringify({ code: 7, message: 'refused' })); } };
+  });
+  client = await createOmniClient({ endpoint: proxy.endpoint, key: sim.keys['infra-provider:kv']! });
+  const seen: ReconcileProgress[] = [];
+  const ended: ItemEnded[] = [];
+  const r = await reconcile({ state: client.state, logger: silentLogger(), version: 'test', heartbeatMs: 60_000, progress: (p, e) => { seen.push(p); if (e) ended.push(e); } },
+    { providerId: 'kv', machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 10_000, omniWaitMs: 5_000, concurrency: 4 });
+  expect(r.passes).toBe(2);
+  const rep = runReport(r, { version: 'test', writes: {} });
+  expect(rep.failed.map((f) => f.id)).toEqual([machineUuid(0)]);
+  expect(ended.filter((e) => e.status === 'failed').map((e) => e.id)).toEqual([machineUuid(0)]);
+  expect(seen.at(-1)).toMatchObject({ released: 1, failed: 1, remaining: 0 });
+}, 20_000);
