@@ -160,7 +160,8 @@ class Reconciler {
   private readonly window: ItemWindow;
   private readonly waiter: FinalizerWaiter;
   private readonly monotonic: () => number;
-  private readonly deadline: number;
+  /** --timeout's end; the time a person takes to answer the confirmation is added (run). */
+  private deadline: number;
   private readonly outcomes = new Map<string, ItemOutcome>();
   /** Machine-level items planned so far and counts of their outcomes, kept up to date for progress. */
   private readonly tracked = new Set<string>();
@@ -211,7 +212,13 @@ class Reconciler {
       passes,
       ...extra,
     });
-    if (this.o.confirm && this.wouldAct(plan) && !(await this.o.confirm(plan))) return result({ declined: true }, 0);
+    if (this.o.confirm && this.wouldAct(plan)) {
+      const asked = this.monotonic();
+      const yes = await this.o.confirm(plan);
+      // --timeout is for the run: a person who read the plan for ten minutes did not use it up.
+      this.deadline += this.monotonic() - asked;
+      if (!yes) return result({ declined: true }, 0);
+    }
     let pass = 0;
     let timedOut = false;
     try {

@@ -132,3 +132,18 @@ it('a machine that fails in two passes is one failed machine: once in the report
   expect(ended.filter((e) => e.status === 'failed').map((e) => e.id)).toEqual([machineUuid(0)]);
   expect(seen.at(-1)).toMatchObject({ released: 1, failed: 1, remaining: 0 });
 }, 20_000);
+
+it('--timeout does not count the time spent at the confirmation prompt', async () => {
+  const U1 = '11111111-1111-1111-1111-111111111111';
+  const fake = new FakeState([fx.providerStatus('bm', true), ...fx.bareMetalMachine('bm', U1, { phase: 'running' })]);
+  const seen: ReconcileProgress[] = [];
+  const started = performance.now();
+  const r = await reconcile({ state: fake, logger: silentLogger(), version: 'test', heartbeatMs: 60_000, progress: (p) => seen.push(p) }, {
+    providerId: 'bm', machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: true, timeoutMs: 600, concurrency: 4,
+    confirm: async () => { await new Promise((res) => setTimeout(res, 700)); return true; },
+  });
+  expect(r.timedOut).toBe(true);
+  // Before, the deadline had passed at the prompt: the first count said 0 ms left.
+  expect(seen[0]!.timeLeftMs!).toBeGreaterThan(300);
+  expect(performance.now() - started).toBeGreaterThanOrEqual(1_200);
+}, 10_000);
