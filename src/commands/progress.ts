@@ -73,7 +73,9 @@ export class ProgressLine {
     this.startedAt ??= now;
     this.latest = { ...counts };
     this.latestAt = now;
-    if (ended && !this.closed) this.above(`${this.fit(itemLine(ended))}\n`);
+    // Interrupted items are not listed: Ctrl-C would print one line for each of the up to a few
+    // hundred under way, and the summary says the run was interrupted.
+    if (ended && ended.status !== 'interrupted' && !this.closed) this.above(`${this.fit(itemLine(ended))}\n`);
     this.dirty = true;
     this.plan();
   }

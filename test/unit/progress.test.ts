@@ -124,6 +124,7 @@ describe('ProgressLine', () => {
     p.update(counts(1, 1), { kind: 'InfraMachine', id: 'm-1', status: 'released' });
     p.update(counts(1, 0, { blocked: 1 }), { kind: 'MachineRequest', id: 'r-1\x1b[2J', status: 'blocked', reason: 'waits for Omni\'s own finalizer ClusterMachineRequestStatusController' });
     p.update(counts(1, 0, { blocked: 1, refused: 1 }), { kind: 'MachineRequest', id: 'new-1', status: 'refused' });
+    p.update(counts(1, 0, { blocked: 1, refused: 1 }), { kind: 'InfraMachine', id: 'm-2', status: 'interrupted' });
     p.update(counts(1, 0, { blocked: 1, refused: 1 }), { kind: 'deregistration', id: 'bm', status: 'released' });
     t.advance(200);
     const before = screen(tty.text());
