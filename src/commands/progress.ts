@@ -162,7 +162,9 @@ const STATUS_WORD: Record<ItemEnded['status'], string> = { released: 'released',
 export function itemLine(e: ItemEnded): string {
   if (e.kind === 'deregistration' && e.status === 'released') return escapeControl(`deregistered provider ${e.id}`);
   const word = STATUS_WORD[e.status].padEnd(8);
-  return escapeControl(`${word} ${e.kind} ${e.id}${e.reason ? `: ${e.reason}` : ''}`);
+  // A released item with a reason is held by someone else's finalizer (Omni's): say so.
+  const why = e.reason ? (e.status === 'released' ? `; still held by ${e.reason}` : `: ${e.reason}`) : '';
+  return escapeControl(`${word} ${e.kind} ${e.id}${why}`);
 }
 
 /** `42s`, `3m05s`, `1h02m`; rounded down, or up for a time left (never "0s left" before it is). */

@@ -162,6 +162,8 @@ describe('progress text', () => {
   it('item lines', () => {
     expect(itemLine({ kind: 'InfraMachine', id: 'm', status: 'failed', reason: 'Omni said\nno' })).toBe('failed   InfraMachine m: Omni said\\nno');
     expect(itemLine({ kind: 'InfraMachine', id: 'm', status: 'interrupted' })).toBe('interrupted InfraMachine m');
+    expect(itemLine({ kind: 'InfraMachine', id: 'm', status: 'released', reason: 'ClusterMachineController: the machine leaving its cluster' }))
+      .toBe('released InfraMachine m; still held by ClusterMachineController: the machine leaving its cluster');
   });
 });
 
