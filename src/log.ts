@@ -2,6 +2,8 @@
 // Secrets are redacted by path at construction, so a careless `log.info({ key })` cannot leak them.
 // Log lines carry what Omni, a BMC or a command said (IDs, error messages, output): design rule 13 is
 // applied here, once for every line, just before it is written (pino's streamWrite hook).
+// Pretty lines are one line per entry (pino-pretty's singleLine): a person scrolls past fewer lines,
+// and the progress line (commands/progress.ts) stays readable below them. Colour unless NO_COLOR.
 
 import pino from 'pino';
 import pretty from 'pino-pretty';
@@ -35,6 +37,16 @@ export interface LoggerOptions {
   format?: LogFormat;
   /** Where to write; stderr by default (stdout is for results). */
   destination?: NodeJS.WritableStream;
+  /** Colours in pretty lines; default: unless NO_COLOR is set (colorWanted). JSON never has any. */
+  color?: boolean;
+}
+
+/**
+ * Whether a person asked for no colour: NO_COLOR set to anything but the empty string
+ * (https://no-color.org). The CLI's --no-color lands in ConnectionConfig.color and wins over this.
+ */
+export function colorWanted(env: NodeJS.ProcessEnv = process.env): boolean {
+  return (env.NO_COLOR ?? '') === '';
 }
 
 export function createLogger(opts: LoggerOptions = {}): Logger {
@@ -44,7 +56,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   const base = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { name: 'stub-provider' } };
   if (format === 'pretty') {
     // pino-pretty as a stream in this process (no worker thread): simpler shutdown and flushing.
-    return pino({ ...base, hooks: { streamWrite: escapeForPretty } }, prettyStream(dest));
+    return pino({ ...base, hooks: { streamWrite: escapeForPretty } }, prettyStream(dest, opts.color ?? colorWanted()));
   }
   // JSON stays JSON for the programs that read it; what a terminal would act on is \uXXXX in it.
   const json = { ...base, hooks: { streamWrite: inertJson } };
@@ -67,8 +79,8 @@ function escapeForPretty(line: string): string {
   }
 }
 
-function prettyStream(dest: NodeJS.WritableStream): NodeJS.WritableStream {
-  return pretty({ destination: dest, colorize: true, sync: true, ignore: 'pid,hostname,name', translateTime: 'HH:MM:ss' });
+function prettyStream(dest: NodeJS.WritableStream, color: boolean): NodeJS.WritableStream {
+  return pretty({ destination: dest, colorize: color, singleLine: true, sync: true, ignore: 'pid,hostname,name', translateTime: 'HH:MM:ss' });
 }
 
 /** A logger that drops everything (tests, library use). */

@@ -5,7 +5,7 @@ import type { Argv, Options } from 'yargs';
 import { DEFAULT_READ_LIMITS, createOmniClient, loadServiceAccountKey } from '../omni-client/index.js';
 import type { OmniClient, WriteObserver } from '../omni-client/index.js';
 import { UsageError } from '../exit-codes.js';
-import { createLogger } from '../log.js';
+import { colorWanted, createLogger } from '../log.js';
 import type { Logger, LogFormat } from '../log.js';
 import { stateTypeProblem } from '../provider/profile.js';
 import type { ProfileOption } from '../provider/profile.js';
@@ -42,6 +42,8 @@ export interface ConnectionConfig {
   reportFile?: string;
   logLevel: string;
   logFormat?: LogFormat;
+  /** Colours on a terminal (NO_COLOR, --no-color); absent: colorWanted(env) decides (log.ts). */
+  color?: boolean;
 }
 
 export type Args = Record<string, unknown>;
@@ -114,7 +116,7 @@ export interface Io {
 }
 
 export function loggerFor(c: ConnectionConfig, io: Io): Logger {
-  return createLogger({ level: c.logLevel, ...(c.logFormat ? { format: c.logFormat } : {}), destination: io.stderr });
+  return createLogger({ level: c.logLevel, ...(c.logFormat ? { format: c.logFormat } : {}), destination: io.stderr, color: c.color ?? colorWanted(io.env) });
 }
 
 /** The client; `onWrite` hears of every write it sends (the audit log). */

@@ -38,10 +38,11 @@ export async function executeRun(a: Args, io: Io): Promise<Report> {
   const wipeOptions = wipeOptionsFromArgv(a);
   const outputs = openOutputs({ report: c.reportFile, auditLog: typeof a['audit-log'] === 'string' && a['audit-log'] !== '' ? a['audit-log'] : undefined, inputs: inputFiles(c) });
   try {
-    // On a terminal, log lines go through the progress line so that it stays below them.
+    // On a terminal, log lines go through the progress line so that it stays below them, and the
+    // per-write and per-item lines are debug: the progress line shows one short line per machine.
     const progress = progressFor(c, io);
     const log = progress ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream }) : loggerFor(c, io);
-    const audit = new Audit(outputs.auditSink, Date.now, log);
+    const audit = new Audit(outputs.auditSink, Date.now, log, undefined, progress ? { writeLogLevel: 'debug' } : {});
     const client = await connect(c, io, log, audit.observer);
     const sig = trapSignals(io);
     let failed = false;
@@ -54,7 +55,7 @@ export async function executeRun(a: Args, io: Io): Promise<Report> {
       log.info({ providerId: c.id, endpoint: client.endpoint, omniVersion: pre.omniVersion, mode: c.machines.length ? 'machines' : 'whole' }, 'preflight passed');
       const strategy = createWipeStrategy(wipeOptions, { logger: log });
       result = await reconcile(
-        { state: client.state, logger: log, version: VERSION, now, wipe: { strategy, options: wipeOptions }, ...(progress ? { progress: (p) => progress.update(p) } : {}) },
+        { state: client.state, logger: log, version: VERSION, now, wipe: { strategy, options: wipeOptions }, ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}) },
         {
           providerId: c.id, machines: c.machines, profile: c.profile, stateTypes: c.stateTypes, deregister, wait, timeoutMs, omniWaitMs: stepMs,
           concurrency: c.concurrency, signal: sig.signal, force: a.force === true,

@@ -63,16 +63,43 @@ export interface ReconcileDeps {
   timers?: Timers;
   heartbeatMs?: number;
   wipe?: { strategy: WipeStrategy; options: WipeOptions };
-  /** Called whenever a machine-level item (InfraMachine, MachineRequest, BMCConfig) starts or ends. */
-  progress?: (p: ReconcileProgress) => void;
+  /**
+   * Called whenever a machine-level item (InfraMachine, MachineRequest, BMCConfig) is planned or
+   * ends, a refusal is written, or what waits changes; `ended` names an item (a refusal, the
+   * deregistration) that ended, or ended otherwise than before (a blocked item released later).
+   */
+  progress?: (p: ReconcileProgress, ended?: ItemEnded) => void;
+  /**
+   * The level of the per-item log lines (released, cleaned up, blocked, failed, refused); absent:
+   * each its own (info, warn, error). `debug` where a person's display shows each item already (the
+   * progress line on a terminal, commands/progress.ts).
+   */
+  itemLogLevel?: 'debug';
 }
 
 /** Machine-level items of this run so far, by how they ended; `remaining` = planned, not ended yet. */
 export interface ReconcileProgress {
   released: number;
+  /** New MachineRequests refused (a FAILED status written) by this run. */
+  refused: number;
   blocked: number;
+  /** Items and refusals that failed (or were interrupted). */
   failed: number;
+  /** Machines in use that the latest plan leaves alone: with --wait, what the run waits for. */
+  running: number;
+  /** Items under way that wait for Omni to clear its own finalizers. */
+  waiting: number;
   remaining: number;
+  /** With --wait: how long until --timeout, when this was reported. */
+  timeLeftMs?: number;
+}
+
+/** One item as it ended, for a person's display. */
+export interface ItemEnded {
+  kind: string;
+  id: string;
+  status: ItemStatus | 'refused';
+  reason?: string;
 }
 
 export type ItemStatus = 'released' | 'blocked' | 'failed' | 'interrupted';
@@ -133,11 +160,14 @@ class Reconciler {
   private readonly window: ItemWindow;
   private readonly waiter: FinalizerWaiter;
   private readonly monotonic: () => number;
-  private readonly deadline: number;
+  /** --timeout's end; the time a person takes to answer the confirmation is added (run). */
+  private deadline: number;
   private readonly outcomes = new Map<string, ItemOutcome>();
   /** Machine-level items planned so far and counts of their outcomes, kept up to date for progress. */
   private readonly tracked = new Set<string>();
   private readonly tally = { released: 0, blocked: 0, failed: 0 };
+  /** Refusals written and refusals that failed, machines in use (latest plan), items waiting for Omni. */
+  private readonly others = { refused: 0, refusalsFailed: 0, running: 0, waiting: 0 };
   private readonly refusals = new Map<string, RefusalOutcome>();
   private readonly blockedKeys = new Set<string>();
   private heartbeat: Heartbeat | undefined;
@@ -182,7 +212,13 @@ class Reconciler {
       passes,
       ...extra,
     });
-    if (this.o.confirm && this.wouldAct(plan) && !(await this.o.confirm(plan))) return result({ declined: true }, 0);
+    if (this.o.confirm && this.wouldAct(plan)) {
+      const asked = this.monotonic();
+      const yes = await this.o.confirm(plan);
+      // --timeout is for the run: a person who read the plan for ten minutes did not use it up.
+      this.deadline += this.monotonic() - asked;
+      if (!yes) return result({ declined: true }, 0);
+    }
     let pass = 0;
     let timedOut = false;
     try {
@@ -252,7 +288,7 @@ class Reconciler {
   private async apply(plan: Plan, pass: number): Promise<Pointer[]> {
     const parents: Pointer[] = [];
     const items = plan.items.filter((it) => this.o.wait || pass === 1 || !this.blockedKeys.has(keyOf(it)));
-    this.track(items);
+    this.track(items, plan.running.length);
     await Promise.all([
       this.runWindowed(items, async (item) => {
         let released: boolean;
@@ -312,7 +348,7 @@ class Reconciler {
           Object.assign(outcome, { status: 'blocked', reason: r.reason, nextStep: r.nextStep, counts: r.counts });
           this.blockedKeys.add(key);
           this.record(key, outcome);
-          this.log.warn({ kind: item.kind, id: item.id, reason: r.reason, nextStep: r.nextStep }, 'blocked');
+          this.itemLog('warn', { kind: item.kind, id: item.id, reason: r.reason, nextStep: r.nextStep }, 'blocked');
           return false;
         }
       }
@@ -324,40 +360,68 @@ class Reconciler {
         if (others.length > 0) Object.assign(outcome, { heldBy: others, reason: describeForeign(others, this.id, item.id), nextStep: nextStepsFor(others, this.id, item.id) });
       }
       this.record(key, outcome);
-      this.log.info({ kind: item.kind, id: item.id }, item.kind === 'leftover' ? 'cleaned up' : 'released');
+      this.itemLog('info', { kind: item.kind, id: item.id }, item.kind === 'leftover' ? 'cleaned up' : 'released');
       return true;
     } catch (err) {
       const aborted = this.o.signal?.aborted === true;
       const nextStep = err instanceof NotFoundUnconfirmedError ? err.nextStep : 'run again; if it keeps failing, check the error and Omni\'s logs';
       Object.assign(outcome, { status: aborted ? 'interrupted' : 'failed', reason: (err as Error).message, nextStep: aborted ? 'run again' : nextStep });
       this.record(key, outcome);
-      if (!aborted) this.log.error({ kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
+      if (!aborted) this.itemLog('error', { kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
       return false;
     }
   }
 
-  /** Stores an item's outcome and keeps the progress counts in step (O(1) per item). */
+  /**
+   * Stores an item's outcome and keeps the progress counts in step (O(1) per item). A machine-level
+   * item or the deregistration is shown when it ends, and again only when it ends otherwise (with
+   * --wait a blocked item is tried again on every pass).
+   */
   private record(key: string, outcome: ItemOutcome): void {
-    if (this.tracked.has(key)) {
-      const prev = this.outcomes.get(key);
+    const prev = this.outcomes.get(key);
+    const tracked = this.tracked.has(key);
+    if (tracked) {
       if (prev) this.tally[tallyOf(prev.status)]--;
       this.tally[tallyOf(outcome.status)]++;
     }
     this.outcomes.set(key, outcome);
-    this.reportProgress();
+    const shown = (tracked || outcome.kind === 'deregistration') && prev?.status !== outcome.status;
+    this.reportProgress(shown ? { kind: outcome.kind, id: outcome.id, status: outcome.status, ...(outcome.reason ? { reason: outcome.reason } : {}) } : undefined);
   }
 
-  private track(items: PlanItem[]): void {
+  private track(items: PlanItem[], running: number): void {
     if (!this.deps.progress) return;
     for (const item of items) if (MACHINE_LEVEL.has(item.kind)) this.tracked.add(keyOf(item));
+    this.others.running = running;
     this.reportProgress();
   }
 
-  private reportProgress(): void {
+  private reportProgress(ended?: ItemEnded): void {
     const progress = this.deps.progress;
     if (!progress) return;
     const { released, blocked, failed } = this.tally;
-    progress({ released, blocked, failed, remaining: this.tracked.size - released - blocked - failed });
+    const { refused, refusalsFailed, running, waiting } = this.others;
+    progress({
+      released, refused, blocked, failed: failed + refusalsFailed, running, waiting, remaining: this.tracked.size - released - blocked - failed,
+      ...(this.o.wait ? { timeLeftMs: Math.max(0, this.deadline - this.monotonic()) } : {}),
+    }, ended);
+  }
+
+  /** A per-item log line, at its own level or at deps.itemLogLevel (debug where a display shows the items). */
+  private itemLog(level: 'info' | 'warn' | 'error', fields: Record<string, unknown>, msg: string): void {
+    this.log[this.deps.itemLogLevel ?? level](fields, msg);
+  }
+
+  /** Counts an item waiting for Omni while `fn` runs (the progress line's "waiting"). */
+  private async waitingFor<T>(fn: () => Promise<T>): Promise<T> {
+    this.others.waiting++;
+    this.reportProgress();
+    try {
+      return await fn();
+    } finally {
+      this.others.waiting--;
+      this.reportProgress();
+    }
   }
 
   private runStep(step: Step, outcome: ItemOutcome): Promise<StepResult> {
@@ -437,7 +501,7 @@ class Reconciler {
         }
         if (!ready) {
           const ms = this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS);
-          const w = await this.window.outside(() => this.waiter.wait(p, 'no-finalizers', ms, minVersion));
+          const w = await this.window.outside(() => this.waitingFor(() => this.waiter.wait(p, 'no-finalizers', ms, minVersion)));
           // A DESTROYED event (the watch named it), or the waiter's Get of its ID answering NotFound.
           if (w === 'gone') return notFound('a Get while waiting for Omni');
           if (w === 'aborted') throw this.o.signal?.reason ?? new Error('aborted');
@@ -474,7 +538,9 @@ class Reconciler {
     try {
       await this.limiter.run(() => this.state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: `${this.id}.${PROVISION_CONTROLLER}`, signal: this.o.signal }));
       this.refusals.set(key, { kind: r.kind, id: r.id, reason: r.reason, result: 'refused' });
-      this.log.info({ kind: r.kind, id: r.id }, 'refused new MachineRequest (FAILED status)');
+      this.others.refused++;
+      this.itemLog('info', { kind: r.kind, id: r.id }, 'refused new MachineRequest (FAILED status)');
+      this.reportProgress({ kind: r.kind, id: r.id, status: 'refused' });
     } catch (err) {
       if (isOmniError(err, AlreadyExistsError)) {
         this.refusals.set(key, { kind: r.kind, id: r.id, reason: 'a status appeared meanwhile', result: 'already-refused' });
@@ -482,7 +548,9 @@ class Reconciler {
       }
       if (this.o.signal?.aborted) throw err;
       this.refusals.set(key, { kind: r.kind, id: r.id, reason: r.reason, result: 'failed', error: (err as Error).message });
-      this.log.error({ kind: r.kind, id: r.id, err: (err as Error).message }, 'refusal failed');
+      this.others.refusalsFailed++;
+      this.itemLog('error', { kind: r.kind, id: r.id, err: (err as Error).message }, 'refusal failed');
+      this.reportProgress({ kind: r.kind, id: r.id, status: 'failed', reason: `refusal failed: ${(err as Error).message}` });
     }
   }
 
@@ -596,7 +664,13 @@ function tallyOf(status: ItemStatus): 'released' | 'blocked' | 'failed' {
   return status === 'interrupted' ? 'failed' : status;
 }
 
+/**
+ * An item's identity across passes. A machine-level item is its kind and ID, however many of its
+ * steps a later pass still plans (keyed by its last step's resource, a machine that failed in
+ * two passes was reported failed twice and counted twice); a leftover is the resource it destroys.
+ */
 function keyOf(item: PlanItem): string {
+  if (MACHINE_LEVEL.has(item.kind)) return `${item.kind}/${item.id}`;
   return `${item.kind}/${item.steps.length === 1 && item.steps[0]!.op !== 'wipe' ? describePointer(item.steps[0]!.target.metadata) : item.id}`;
 }
 

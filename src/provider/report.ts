@@ -48,7 +48,11 @@ export interface Report {
   failed: ReportEntry[];
   notFound: string[];
   waits: ReportEntry[];
-  deregistration: { status: string; reasons: string[]; lastStep?: string; warning?: string };
+  /**
+   * `lastStep`: what an admin runs now, given only once the provider was deregistered (deregistrationOf).
+   * `lastStepAfterRun` (plan): the same command, for after a run that deregisters.
+   */
+  deregistration: { status: string; reasons: string[]; lastStep?: string; lastStepAfterRun?: string; warning?: string };
   planned?: { writes: number; announce: boolean; items: { kind: string; id: string; reason: string; steps: PlannedStep[] }[] };
   writes: Record<string, number>;
   timedOut: boolean;
@@ -85,13 +89,24 @@ function describeStep(s: Step): PlannedStep {
   return { op: 'destroy', resource, ...(s.removeFinalizers.length ? { finalizers: s.removeFinalizers } : {}), ...(s.teardown ? { teardown: true } : {}), ...(s.waitFor.length ? { waitFor: s.waitFor } : {}), why: s.why };
 }
 
-function deregistrationOf(plan: Plan, deregistered: boolean) {
+/**
+ * The last step (`omnictl infraprovider delete <id>`) only once the deregistration happened: in this
+ * run, and the run finished, or in an earlier one (a plan that finds nothing of the provider left:
+ * `done`). Never after a declined, incomplete or interrupted run: deleting the registration deletes
+ * the provider's service account and keys with it, so the stub could not log in again to finish, and
+ * on Omni before 1.4 nothing else releases the machines. A plan whose run would deregister gives the
+ * command as `lastStepAfterRun`, for after that run.
+ */
+function deregistrationOf(plan: Plan, deregistered: boolean, result: ReportResult) {
   const d = plan.deregistration;
-  const showLast = deregistered || d.status === 'done' || d.status === 'ready' || d.status === 'after-releases';
+  const finished = result === 'done' || result === 'nothing-to-do';
+  const now = finished ? deregistered || d.status === 'done' : result === 'planned' && d.status === 'done';
+  const afterRun = result === 'planned' && (d.status === 'ready' || d.status === 'after-releases');
+  const warning = d.warning ? { warning: d.warning } : {};
   return {
     status: deregistered ? 'deregistered' : d.status,
     reasons: deregistered ? [] : d.reasons,
-    ...(showLast ? { lastStep: d.lastStep, ...(d.warning ? { warning: d.warning } : {}) } : {}),
+    ...(now ? { lastStep: d.lastStep, ...warning } : afterRun ? { lastStepAfterRun: d.lastStep, ...warning } : {}),
   };
 }
 
@@ -109,7 +124,7 @@ export function planReport(plan: Plan, c: Common): Report {
     failed: [],
     notFound: plan.notFound,
     waits: plan.waits.map(entry),
-    deregistration: deregistrationOf(plan, false),
+    deregistration: deregistrationOf(plan, false, 'planned'),
     planned: { writes: immediateWrites(plan), announce: plan.announce, items: items.map((i) => ({ kind: i.kind, id: i.id, reason: i.reason, steps: i.steps.map(describeStep) })) },
     writes: {},
     timedOut: false,
@@ -154,7 +169,7 @@ export function runReport(r: ReconcileResult, c: Common & { writes: Record<strin
     failed: [...failed.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' })), ...failedRefusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ?? '', nextStep: 'run again' }))],
     notFound: r.firstPlan.notFound,
     waits: [],
-    deregistration: deregistrationOf(plan, r.deregistered),
+    deregistration: deregistrationOf(plan, r.deregistered, result),
     writes: c.writes,
     timedOut: r.timedOut,
     interrupted: r.interrupted,
@@ -195,7 +210,7 @@ export function renderText(report: Report): string {
   const withNext = (x: ReportEntry) => `${x.kind} ${x.id}: ${x.reason ?? ''}${x.nextStep ? `\n      next: ${x.nextStep}` : ''}`;
   if (rep.planned) {
     out.push('', `Would write ${rep.planned.writes} change(s) now${rep.planned.announce ? ', announce stub mode and send heartbeats' : ''}.`);
-    section('Would release or clean', rep.planned.items.map((i) => ({ kind: i.kind, id: i.id, reason: `${i.reason}: ${i.steps.map((s) => `${s.op}${s.resource ? ` ${shortName(s.resource)}` : ''}${s.waitFor ? ` (waits for ${s.waitFor.join(', ')})` : ''}`).join(' → ')}` })), (x) => `${x.kind} ${x.id}: ${x.reason}`);
+    section('Would release or clean', rep.planned.items.map((i) => ({ kind: i.kind, id: i.id, reason: chain(i) })), (x) => `${x.kind} ${x.id}: ${x.reason}`);
     section('Will wait for Omni', rep.waits, withNext);
   }
   section('Released', rep.released, (x) => `${x.kind} ${x.id}`);
@@ -208,17 +223,68 @@ export function renderText(report: Report): string {
   if (rep.notFound.length) out.push('', `Not found (nothing to do): ${rep.notFound.join(', ')}`);
   const d = rep.deregistration;
   out.push('', `Deregistration: ${d.status}${d.reasons.length ? ` — ${d.reasons.slice(0, 5).join('; ')}${d.reasons.length > 5 ? `; … ${d.reasons.length - 5} more` : ''}` : ''}`);
-  if (d.lastStep) {
-    out.push(`Last step, for an admin: ${d.lastStep}`);
-    if (d.warning) out.push(`Warning: ${d.warning}`);
-  }
+  if (d.lastStep) out.push(`Last step, for an admin: ${d.lastStep}`);
+  else if (d.lastStepAfterRun) out.push(`Last step, for an admin, once a run has deregistered the provider (not before): ${d.lastStepAfterRun}`);
+  if (d.warning && (d.lastStep || d.lastStepAfterRun)) out.push(`Warning: ${d.warning}`);
   if (rep.timedOut) out.push('', 'Timed out before everything was released (--timeout).');
   if (rep.interrupted) out.push('', 'Interrupted: calls in flight were cancelled; run again to finish.');
+  out.push(...whatNext(rep));
   return `${out.join('\n')}\n`;
 }
 
-/** `namespace/Type.group/id` -> `Type/id`, for the terminal. */
-function shortName(resource: string): string {
-  const [, type = '', ...id] = resource.split('/');
-  return `${type.split('.')[0]}/${id.join('/')}`;
+/**
+ * What to do after a run that did not end with the last step (deregistrationOf says when it does):
+ * the next command, and why the registration must stay until a run has deregistered the provider.
+ */
+function whatNext(rep: Report): string[] {
+  if (rep.command !== 'run' || rep.deregistration.lastStep) return [];
+  const out: string[] = [];
+  const st = rep.deregistration.status;
+  if (rep.result === 'declined') out.push('', 'Next: nothing was changed; run again and answer y, or see `stub-provider plan`.');
+  else if (rep.result === 'incomplete') out.push('', 'Next: not everything was released (the reasons are above); run again: it carries on where this run stopped.');
+  else if (rep.result !== 'interrupted' && (st === 'ready' || st === 'after-releases')) out.push('', 'Next: run again to deregister (Omni had not yet destroyed what this run released).');
+  if (rep.mode === 'whole' && st !== 'disabled' && st !== 'done') {
+    out.push(
+      `Keep the registration until a run reports "Deregistration: deregistered": \`omnictl infraprovider delete ${rep.providerId}\` deletes`,
+      'the provider\'s service account and keys, so the stub could not log in again to finish (and before Omni 1.4 nothing else releases its machines).',
+    );
+  }
+  return out;
+}
+
+/** A plan line is one line up to this width; a longer step chain is wrapped below its item, indented. */
+const CHAIN_WIDTH = 120;
+const CHAIN_INDENT = '      ';
+
+/**
+ * A planned item's reason and its steps in order; a step on a resource of the item's own ID names
+ * only the type. A bare-metal machine's chain was one line of over 400 characters.
+ */
+function chain(i: NonNullable<Report['planned']>['items'][number]): string {
+  const steps = i.steps.map((s) => {
+    const name = s.resource ? shortName(s.resource, i.id) : '';
+    return `${s.op}${name ? ` ${name}` : ''}${s.waitFor ? ` (waits for ${s.waitFor.join(', ')})` : ''}`;
+  });
+  const one = `${i.reason}: ${steps.join(' → ')}`;
+  if (`  - ${i.kind} ${i.id}: ${one}`.length <= CHAIN_WIDTH) return one;
+  const lines: string[] = [];
+  for (const [n, st] of steps.entries()) {
+    const piece = n === 0 ? st : `→ ${st}`;
+    const last = lines.at(-1);
+    if (last !== undefined && CHAIN_INDENT.length + last.length + 1 + piece.length <= CHAIN_WIDTH) lines[lines.length - 1] = `${last} ${piece}`;
+    else lines.push(piece);
+  }
+  return `${i.reason}:${lines.map((l) => `\n${CHAIN_INDENT}${l}`).join('')}`;
+}
+
+/**
+ * `namespace/Type.group/id` -> `Type/id` (`Type` when the ID is the item's own), for the terminal;
+ * a wipe's resource is a machine ID (none shown when it is the item's own).
+ */
+function shortName(resource: string, itemId: string): string {
+  if (!resource.includes('/')) return resource === itemId ? '' : resource;
+  const [, type = '', ...rest] = resource.split('/');
+  const id = rest.join('/');
+  const short = type.split('.')[0] ?? type;
+  return id === itemId ? short : `${short}/${id}`;
 }

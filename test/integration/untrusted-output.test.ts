@@ -87,7 +87,8 @@ describe('untrusted text from Omni is inert on a terminal', () => {
     const stderr = fakeTty();
     const stdout = fakeTty();
     const io = ioFor(p.endpoint, s.keys[`infra-provider:${ID}`]!, { stderr, stdout });
-    const rep = await executeRun(args(), io);
+    // At debug, the per-write and per-item log lines too (on a terminal they are debug: issue 14).
+    const rep = await executeRun(args({ 'log-level': 'debug' }), io);
     emitReport(rep, connectionConfig(args(), io.env), io);
     // The hostile request was worked on and the refused Update reported, so both texts were shown.
     expect(JSON.stringify(rep)).toContain(JSON.stringify(HOSTILE_ID).slice(1, -1));
@@ -98,6 +99,8 @@ describe('untrusted text from Omni is inert on a terminal', () => {
     // Escaped, not dropped: the operator still sees what Omni sent.
     expect(stdout.text()).toContain('req-x\\x1b[2J\\x1b[H\\x1b]0;owned\\x07\\r\\nDeregistration: deregistered');
     expect(stderr.text()).toMatch(/refused\\+x1b\[2J/);
+    // The machine lines above the progress line show the hostile ID escaped, on one line each.
+    expect(stderr.text()).toContain('released MachineRequest req-x\\x1b[2J\\x1b[H\\x1b]0;owned\\x07\\r\\nDeregistration: deregistered');
   });
 
   it('the confirmation prompt shows the plan escaped', async () => {

@@ -15,12 +15,12 @@ const before: Resource = { metadata: newMetadata(P, { version: '5', phase: 'tear
 const sent: Resource = { metadata: { ...before.metadata, finalizers: ['Other'] }, spec: before.spec };
 const answered: Resource = { metadata: { ...sent.metadata, version: '6' }, spec: before.spec };
 
-function audit() {
+function audit(o: { writeLogLevel?: 'info' | 'debug'; level?: string } = {}) {
   const lines: string[] = [];
   const logs: Record<string, unknown>[] = [];
-  const logger = pino({ level: 'debug' }, new Writable({ write(c: Buffer, _e, cb) { logs.push(JSON.parse(c.toString()) as Record<string, unknown>); cb(); } }));
+  const logger = pino({ level: o.level ?? 'debug' }, new Writable({ write(c: Buffer, _e, cb) { logs.push(JSON.parse(c.toString()) as Record<string, unknown>); cb(); } }));
   let t = Date.parse('2026-01-02T03:04:05.000Z');
-  const a = new Audit((l) => lines.push(l), () => (t += 1000), logger, 'run-1');
+  const a = new Audit((l) => lines.push(l), () => (t += 1000), logger, 'run-1', o.writeLogLevel ? { writeLogLevel: o.writeLogLevel } : {});
   return { a, lines, logs, entries: () => lines.map((l) => JSON.parse(l) as AuditEntry) };
 }
 
@@ -70,6 +70,18 @@ describe('Audit', () => {
     expect(lines.every((l) => l.endsWith('\n') && !l.slice(0, -1).includes('\n'))).toBe(true);
     expect(lines.join('')).not.toMatch(/[\u009b\u202e\r]/);
     expect((JSON.parse(lines[0]!) as AuditEntry).resource.id).toBe(hostile.id);
+  });
+
+  it('writeLogLevel debug (a terminal): the line per applied write is debug, so not shown at info; the audit lines are the same', () => {
+    const shown = audit({ writeLogLevel: 'debug', level: 'info' });
+    shown.a.observer({ method: 'Update', resource: P, owner: 'InfraMachineController', sent, before })({ result: 'ok', after: answered });
+    shown.a.observer({ method: 'Destroy', resource: P, owner: 'x', before })({ result: 'unknown', error: new CanceledError('cancelled by the caller') });
+    // A write that may have been applied stays a warning wherever it is shown.
+    expect(shown.logs.map((l) => [l['level'], l['op']])).toEqual([[40, 'destroy']]);
+    const debug = audit({ writeLogLevel: 'debug' });
+    debug.a.observer({ method: 'Update', resource: P, owner: 'InfraMachineController', sent, before })({ result: 'ok', after: answered });
+    expect(debug.logs).toEqual([expect.objectContaining({ level: 20, msg: 'updated', finalizersRemoved: ['bm.A'] })]);
+    expect(debug.entries().map((e) => e.event)).toEqual(['intent', 'outcome']);
   });
 
   it('a sink that fails on the intent stops the write (the observer throws) and leaves nothing pending', () => {

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/log.js';
+import { colorWanted, createLogger } from '../../src/log.js';
 
 function capture(): { stream: PassThrough; text: () => string; lines: () => Record<string, unknown>[] } {
   const stream = new PassThrough();
@@ -53,5 +53,45 @@ describe('log lines carry untrusted text inertly (design rule 13)', () => {
     const line = JSON.parse(raw) as Record<string, unknown>;
     expect(line['msg']).toBe(HOSTILE);
     expect(line['resource']).toBe(HOSTILE);
+  });
+});
+
+describe('pretty lines for a person (issue 14 item 2)', () => {
+  const SGR = /\x1b\[[0-9;]*m/; // eslint-disable-line no-control-regex
+
+  it('one line per entry, whatever the fields', () => {
+    const c = capture();
+    const log = createLogger({ format: 'pretty', destination: c.stream, color: false });
+    log.info({ providerId: 'bare-metal', endpoint: 'https://omni.example.com', nested: { a: [1, 2] } }, 'preflight passed');
+    log.warn({ kind: 'InfraMachine', id: 'm-1', reason: 'waits for Omni' }, 'blocked');
+    const lines = c.text().trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: preflight passed \{"providerId":"bare-metal","endpoint":"https:\/\/omni.example.com","nested":\{"a":\[1,2\]\}\}$/);
+    expect(lines[1]).toMatch(/WARN: blocked \{"kind":"InfraMachine","id":"m-1","reason":"waits for Omni"\}$/);
+  });
+
+  it('colours unless NO_COLOR is set (to anything but the empty string) or color is false', () => {
+    const lineWith = (o: { color?: boolean }) => {
+      const c = capture();
+      createLogger({ format: 'pretty', destination: c.stream, ...o }).info('hello');
+      return c.text();
+    };
+    const saved = process.env.NO_COLOR;
+    try {
+      delete process.env.NO_COLOR;
+      expect(lineWith({})).toMatch(SGR);
+      process.env.NO_COLOR = '';
+      expect(lineWith({})).toMatch(SGR);
+      process.env.NO_COLOR = '1';
+      expect(lineWith({})).not.toMatch(SGR);
+      expect(lineWith({ color: true })).toMatch(SGR);
+      delete process.env.NO_COLOR;
+      expect(lineWith({ color: false })).not.toMatch(SGR);
+    } finally {
+      if (saved === undefined) delete process.env.NO_COLOR;
+      else process.env.NO_COLOR = saved;
+    }
+    expect(colorWanted({})).toBe(true);
+    expect(colorWanted({ NO_COLOR: 'yes' })).toBe(false);
   });
 });

@@ -7,7 +7,10 @@ import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, healthStatus, omniMachine, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
 import { takeSnapshot } from '../../src/provider/snapshot.js';
 import { buildPlan } from '../../src/provider/plan.js';
-import { planReport, renderText } from '../../src/provider/report.js';
+import { planReport, renderText, runReport } from '../../src/provider/report.js';
+import type { Report } from '../../src/provider/report.js';
+import type { Plan } from '../../src/provider/plan.js';
+import type { ReconcileResult } from '../../src/provider/reconcile.js';
 import type { Resource } from '../../src/omni-client/resource.js';
 import { NS_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
 import { SysVersionSpec, encodeSpec } from '../../src/omni-client/specs.js';
@@ -53,7 +56,11 @@ describe('deregistration in the plan', () => {
     expect(rep.deregistration.status).toBe('after-releases');
     expect(text).toMatch(/^Deregistration: .*follows once the releases above are done/m);
     expect(text).not.toMatch(/not-ready|still exist/);
-    expect(text).toContain(`Last step, for an admin: omnictl infraprovider delete ${ID}`);
+    // Not yet to be run: only after the run that deregisters (issue 14 item 1).
+    expect(rep.deregistration.lastStep).toBeUndefined();
+    expect(rep.deregistration.lastStepAfterRun).toBe(`omnictl infraprovider delete ${ID}`);
+    expect(text).not.toContain('Last step, for an admin: omnictl');
+    expect(text).toContain(`Last step, for an admin, once a run has deregistered the provider (not before): omnictl infraprovider delete ${ID}`);
   });
 
   it('the same for MachineRequests of a provisioning provider', async () => {
@@ -91,5 +98,144 @@ describe('untrusted text in the summary (design rule 13)', () => {
     expect(text).toContain('req-1\\x1b[2J\\x1b[H\\r\\nDeregistration: deregistered\\nstub-provider: done, nothing to do [OK]\\u202e');
     // The report object itself is left as it was: JSON output keeps the real values.
     expect(rep.failed.at(-1)?.id).toBe(`m${FORGED}`);
+  });
+});
+
+/** The plan of these resources, and the report of a run that ended with it as its last plan. */
+async function planOf(resources: Resource[], o: { machines?: string[]; deregister?: boolean } = {}): Promise<Plan> {
+  const snap = await takeSnapshot(new FakeState(resources), { providerId: ID, profile: 'auto', stateTypes: [] });
+  return buildPlan(snap, { providerId: ID, machines: o.machines ?? [], deregister: o.deregister ?? true, wipe: false });
+}
+
+function runOf(plan: Plan, r: Partial<ReconcileResult> = {}): { rep: Report; text: string } {
+  const result: ReconcileResult = { firstPlan: plan, lastPlan: plan, outcomes: [], refusals: [], announced: false, heartbeats: 0, deregistered: false, declined: false, timedOut: false, interrupted: false, passes: 1, ...r };
+  const rep = runReport(result, { version: 'test', writes: {}, ...(r.interrupted ? { interruptCode: 130 as const } : {}) });
+  return { rep, text: renderText(rep) };
+}
+
+const LAST = `omnictl infraprovider delete ${ID}`;
+const ready = () => planOf([sysVersion('v1.3.4'), providerStatus(ID, true), healthStatus(ID, 0, 'stub-provider: x')]);
+const withMachines = () => planOf([sysVersion('v1.3.4'), providerStatus(ID, true), ...bareMetalMachine(ID, U1), ...bareMetalMachine(ID, U2)]);
+const nothingLeft = () => planOf([sysVersion('v1.3.4')]);
+
+describe('the last step only once the provider was deregistered (issue 14 item 1)', () => {
+  it('a declined run: no last step; nothing was changed, run again and answer y, keep the registration', async () => {
+    for (const plan of [await ready(), await withMachines()]) {
+      const { rep, text } = runOf(plan, { declined: true, passes: 0 });
+      expect(rep.result).toBe('declined');
+      expect(rep.deregistration.lastStep).toBeUndefined();
+      expect(rep.deregistration.lastStepAfterRun).toBeUndefined();
+      expect(text).not.toContain('Last step');
+      expect(text).toContain('Next: nothing was changed; run again and answer y, or see `stub-provider plan`.');
+      expect(text).toContain(`Keep the registration until a run reports "Deregistration: deregistered": \`${LAST}\` deletes`);
+      // The command is named only as what not to run yet.
+      expect(text.split('\n').filter((l) => l.includes(LAST))).toHaveLength(1);
+    }
+  });
+
+  it('an incomplete run (a failed item, a timeout): no last step; run again, the reasons above', async () => {
+    const plan = await withMachines();
+    const failed = runOf(plan, { outcomes: [{ kind: 'InfraMachine', id: U1, status: 'failed', reason: 'Omni said no', nextStep: 'run again', counts: true }] });
+    const timedOut = runOf(plan, { timedOut: true });
+    for (const { rep, text } of [failed, timedOut]) {
+      expect(rep.result).toBe('incomplete');
+      expect(rep.deregistration.lastStep).toBeUndefined();
+      expect(text).not.toContain('Last step');
+      expect(text).toContain('Next: not everything was released (the reasons are above); run again: it carries on where this run stopped.');
+      expect(text).toContain('Keep the registration until a run reports "Deregistration: deregistered"');
+    }
+    expect(failed.text).toMatch(/^Failed \(1\):\n {2}- InfraMachine 1{8}-.*: Omni said no$/m);
+    expect(timedOut.text).toContain('Timed out before everything was released (--timeout).');
+  });
+
+  it('an incomplete run that did deregister still gives no last step: the next run, finding nothing left, does', async () => {
+    const { rep, text } = runOf(await ready(), { deregistered: true, timedOut: true });
+    expect(rep.result).toBe('incomplete');
+    expect(rep.deregistration.status).toBe('deregistered');
+    expect(rep.deregistration.lastStep).toBeUndefined();
+    expect(text).not.toContain('Last step');
+    const again = runOf(await nothingLeft());
+    expect(again.rep.result).toBe('nothing-to-do');
+    expect(again.rep.deregistration).toMatchObject({ status: 'done', lastStep: LAST });
+    expect(again.text).toContain(`Last step, for an admin: ${LAST}`);
+    expect(again.text).not.toMatch(/Next:|Keep the registration/);
+  });
+
+  it('an interrupted run: no last step', async () => {
+    const { rep, text } = runOf(await ready(), { interrupted: true });
+    expect(rep.result).toBe('interrupted');
+    expect(rep.deregistration.lastStep).toBeUndefined();
+    expect(text).not.toContain('Last step');
+    expect(text).toContain('Interrupted: calls in flight were cancelled; run again to finish.');
+  });
+
+  it('a run that deregistered: the last step (with the warning where Omni has one), and nothing else to do', async () => {
+    const { rep, text } = runOf(await ready(), { deregistered: true, announced: true });
+    expect(rep.result).toBe('done');
+    expect(rep.deregistration).toMatchObject({ status: 'deregistered', lastStep: LAST });
+    expect(text).toMatch(new RegExp(`^Deregistration: deregistered\nLast step, for an admin: ${LAST}$`, 'm'));
+    expect(text).not.toMatch(/Next:|Keep the registration/);
+    const v14 = await planOf([sysVersion('v1.4.2'), providerStatus(ID, true)]);
+    expect(runOf(v14, { deregistered: true }).text).toMatch(/^Last step, for an admin: .*\nWarning: On Omni 1\.4 and later, deleting the provider/m);
+  });
+
+  it('a finished run whose machines are still in use, or that released machines Omni has not destroyed yet: no last step, what to do instead', async () => {
+    const running = await planOf([sysVersion('v1.3.4'), providerStatus(ID, true), ...bareMetalMachine(ID, U2, { phase: 'running' })]);
+    const r1 = runOf(running);
+    expect(r1.rep.result).toBe('nothing-to-do');
+    expect(r1.rep.deregistration.lastStep).toBeUndefined();
+    expect(r1.text).toMatch(/^Deregistration: not-ready — 1 InfraMachine\(s\) of bare-metal still exist$/m);
+    expect(r1.text).toContain('Keep the registration until a run reports "Deregistration: deregistered"');
+    const released = runOf(await withMachines(), { outcomes: [{ kind: 'InfraMachine', id: U1, status: 'released', counts: true }] });
+    expect(released.rep.deregistration.status).toBe('after-releases');
+    expect(released.text).not.toContain('Last step');
+    expect(released.text).toContain('Next: run again to deregister (Omni had not yet destroyed what this run released).');
+  });
+
+  it('per-machine mode and --no-deregister never give the last step, nor tell to keep the registration', async () => {
+    const perMachine = runOf(await planOf([sysVersion('v1.3.4'), ...bareMetalMachine(ID, U1)], { machines: [U1] }), { outcomes: [{ kind: 'InfraMachine', id: U1, status: 'released', counts: true }] });
+    const kept = runOf(await planOf([sysVersion('v1.3.4'), providerStatus(ID, true)], { deregister: false }));
+    for (const { rep, text } of [perMachine, kept]) {
+      expect(rep.deregistration.lastStep).toBeUndefined();
+      expect(text).not.toMatch(/Last step|Keep the registration|omnictl infraprovider delete/);
+    }
+  });
+
+  it('plan: the last step when an earlier run deregistered, "once a run has deregistered" when a run would', async () => {
+    const done = planReport(await nothingLeft(), { version: 'test' });
+    expect(done.deregistration).toMatchObject({ status: 'done', lastStep: LAST });
+    expect(renderText(done)).toContain(`Last step, for an admin: ${LAST}`);
+    const wouldDeregister = planReport(await ready(), { version: 'test' });
+    expect(wouldDeregister.deregistration).toMatchObject({ status: 'ready', lastStepAfterRun: LAST });
+    expect(wouldDeregister.deregistration.lastStep).toBeUndefined();
+    expect(renderText(wouldDeregister)).toContain(`Last step, for an admin, once a run has deregistered the provider (not before): ${LAST}`);
+    const notReady = planReport(await planOf([sysVersion('v1.3.4'), providerStatus(ID, true), ...bareMetalMachine(ID, U2, { phase: 'running' })]), { version: 'test' });
+    expect(renderText(notReady)).not.toContain('Last step');
+  });
+});
+
+describe('step chains in the plan text (issue 14 item 2)', () => {
+  it('a bare-metal machine\'s chain is wrapped below it, in order, no line over 120 columns; its own ID is not repeated', async () => {
+    const rep = planReport(await withMachines(), { version: 'test' });
+    const text = renderText(rep);
+    const section = text.slice(text.indexOf('Would release or clean'), text.indexOf('\nDeregistration:'));
+    expect(section.split('\n').every((l) => l.length <= 120), section).toBe(true);
+    const block = /^ {2}- InfraMachine 1{8}-1{4}-1{4}-1{4}-1{12}: (.*):\n((?: {6}.*\n)+)/m.exec(text);
+    expect(block, text).not.toBeNull();
+    const steps = block![2]!.split('\n').filter(Boolean).map((l) => l.trim()).join(' ').split(/ ?→ /);
+    const planned = rep.planned!.items.find((i) => i.id === U1)!.steps;
+    expect(steps).toHaveLength(planned.length);
+    expect(steps.at(-1)).toBe('remove-finalizers InfraMachines');
+    expect(steps.map((s) => s.split(' ')[0])).toEqual(planned.map((s) => s.op));
+    expect(block![2]).not.toContain(U1);
+  });
+
+  it('a short chain stays on its item\'s line; a step on another ID names it', async () => {
+    const rep = planReport(await ready(), { version: 'test' });
+    rep.planned!.items = [{ kind: 'MachineRequest', id: 'req-1', reason: 'being deleted', steps: [
+      { op: 'destroy', resource: 'infra-provider/ConfigPatchRequests.omni.sidero.dev/cpr-9', why: '' },
+      { op: 'remove-finalizers', resource: 'infra-provider/MachineRequests.omni.sidero.dev/req-1', finalizers: ['bare-metal.ProvisionController'], why: '' },
+    ] }];
+    expect(renderText(rep)).toMatch(/^ {2}- MachineRequest req-1: being deleted: destroy ConfigPatchRequests\/cpr-9 → remove-finalizers MachineRequests$/m);
   });
 });
