@@ -35,6 +35,8 @@ export interface LoggerOptions {
   format?: LogFormat;
   /** Where to write; stderr by default (stdout is for results). */
   destination?: NodeJS.WritableStream;
+  /** Colour in pretty lines (default true); false for `--no-color` and NO_COLOR. */
+  color?: boolean;
 }
 
 export function createLogger(opts: LoggerOptions = {}): Logger {
@@ -44,7 +46,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   const base = { level, redact: { paths: REDACT_PATHS, censor: '[redacted]' }, base: { name: 'stub-provider' } };
   if (format === 'pretty') {
     // pino-pretty as a stream in this process (no worker thread): simpler shutdown and flushing.
-    return pino({ ...base, hooks: { streamWrite: escapeForPretty } }, prettyStream(dest));
+    return pino({ ...base, hooks: { streamWrite: escapeForPretty } }, prettyStream(dest, opts.color ?? true));
   }
   // JSON stays JSON for the programs that read it; what a terminal would act on is \uXXXX in it.
   const json = { ...base, hooks: { streamWrite: inertJson } };
@@ -67,8 +69,8 @@ function escapeForPretty(line: string): string {
   }
 }
 
-function prettyStream(dest: NodeJS.WritableStream): NodeJS.WritableStream {
-  return pretty({ destination: dest, colorize: true, sync: true, ignore: 'pid,hostname,name', translateTime: 'HH:MM:ss' });
+function prettyStream(dest: NodeJS.WritableStream, colorize: boolean): NodeJS.WritableStream {
+  return pretty({ destination: dest, colorize, sync: true, ignore: 'pid,hostname,name', translateTime: 'HH:MM:ss' });
 }
 
 /** A logger that drops everything (tests, library use). */
