@@ -20,8 +20,8 @@ import { emitReport, exitWith, inputFiles, openOutputs, processIo, trapSignals }
 const runOptions = {
   ...connectionOptions,
   wait: { type: 'boolean', default: false, describe: 'Keep watching and releasing until everything is released (and the provider deregistered) or --timeout', group: 'Run:' },
-  timeout: { type: 'string', default: '10m', describe: 'With --wait: give up after this long (e.g. 90s, 10m, 1h); exit 5', group: 'Run:' },
-  'step-timeout': { type: 'string', default: '60s', describe: 'Without --wait: how long to wait for Omni to clear its own finalizers after a teardown', group: 'Run:' },
+  timeout: { type: 'string', default: '10m', describe: 'With --wait: give up after this long (e.g. 90s, 10m, 1h30m; at most 596h), exit 5; 0: no limit, until everything is gone', group: 'Run:' },
+  'step-timeout': { type: 'string', default: '60s', describe: 'Without --wait: how long to wait for Omni to clear its own finalizers after a teardown (e.g. 60s, 2m30s)', group: 'Run:' },
   deregister: { type: 'boolean', default: true, describe: 'Once nothing of the ID is left, clean up and deregister (--no-deregister to keep the provider\'s statuses)', group: 'Run:' },
   yes: { type: 'boolean', default: false, alias: 'y', describe: 'Make the changes without asking (required when stdin is not a terminal)', group: 'Run:' },
   force: { type: 'boolean', default: false, describe: 'Run although a live provider with this ID sent a heartbeat in the last 60 s', group: 'Run:' },
@@ -32,7 +32,8 @@ const runOptions = {
 export async function executeRun(a: Args, io: Io): Promise<Report> {
   const c = connectionConfig(a, io.env);
   const wait = a.wait === true;
-  const timeoutMs = parseDuration(a.timeout ?? '10m', '--timeout');
+  // No limit (0) only with --wait: a stand-in left running until everything is gone.
+  const timeoutMs = parseDuration(a.timeout ?? '10m', '--timeout', { zeroMeansNone: true });
   const stepMs = parseDuration(a['step-timeout'] ?? '60s', '--step-timeout');
   const deregister = a.deregister !== false && !/^(1|true|yes)$/i.test(io.env.STUB_PROVIDER_NO_DEREGISTER ?? '');
   const wipeOptions = wipeOptionsFromArgv(a);
