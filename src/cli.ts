@@ -2,7 +2,7 @@
 
 import yargs from 'yargs';
 import { commands } from './commands/index.js';
-import { ExitCode, exitCodeFor } from './exit-codes.js';
+import { describeError, ExitCode, ResultExit } from './exit-codes.js';
 import { escapeControl } from './untrusted.js';
 import { VERSION } from './version.js';
 
@@ -28,15 +28,15 @@ export async function main(argv: string[]): Promise<number> {
     failure = err;
   }
   if (failure === undefined) return process.exitCode === undefined ? ExitCode.OK : Number(process.exitCode);
+  if (failure instanceof ResultExit) return failure.exitCode;
   if (failure instanceof UsageErrorMessage) {
     process.stderr.write(`stub-provider: ${escapeControl(failure.message)}\nRun 'stub-provider --help' for usage.\n`);
     return ExitCode.Usage;
   }
-  const code = exitCodeFor(failure);
-  const e = failure as { message?: string; code?: string };
+  const d = describeError(failure);
   // The message may quote Omni, a BMC or the command line: one line, control characters escaped (rule 13).
-  process.stderr.write(`stub-provider: ${escapeControl(`${e.message ?? String(failure)}${e.code ? ` [${e.code}]` : ''}`)}\n`);
-  return code;
+  process.stderr.write(`stub-provider: ${escapeControl(`${d.message} [${d.code}]`)}\n`);
+  return d.exitCode;
 }
 
 class UsageErrorMessage extends Error {}
