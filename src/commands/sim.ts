@@ -8,6 +8,7 @@ import { rename, writeFile } from 'node:fs/promises';
 import type { CommandModule } from 'yargs';
 import { UsageError } from '../exit-codes.js';
 import { createLogger } from '../log.js';
+import { colorOption } from './provider-options.js';
 
 interface SimArgs {
   scenario: string;
@@ -15,7 +16,16 @@ interface SimArgs {
   dump?: string;
   tls: boolean;
   'tls-ca-out'?: string;
+  color?: boolean;
 }
+
+export const simOptions = {
+  scenario: { type: 'string', demandOption: true, describe: 'Scenario YAML (scenario shape or omnictl -o yaml documents)' },
+  listen: { type: 'string', default: '127.0.0.1:0', describe: 'HOST:PORT to listen on (loopback unless told otherwise)' },
+  dump: { type: 'string', describe: 'Write the final state here (scenario shape) on SIGTERM/SIGINT' },
+  tls: { type: 'boolean', default: false, describe: 'Serve HTTPS with a freshly generated self-signed certificate' },
+  'tls-ca-out': { type: 'string', describe: 'With --tls: write the certificate (the CA to trust) here' },
+} as const;
 
 /** `HOST:PORT` or `[V6]:PORT`. */
 export function parseListen(text: string): { host: string; port: number } {
@@ -49,11 +59,7 @@ export const simCommand: CommandModule<object, SimArgs> = {
   describe: 'Serve a simulated Omni from a scenario file (for tests and rehearsals)',
   builder: (y) =>
     y
-      .option('scenario', { type: 'string', demandOption: true, describe: 'Scenario YAML (scenario shape or omnictl -o yaml documents)' })
-      .option('listen', { type: 'string', default: '127.0.0.1:0', describe: 'HOST:PORT to listen on (loopback unless told otherwise)' })
-      .option('dump', { type: 'string', describe: 'Write the final state here (scenario shape) on SIGTERM/SIGINT' })
-      .option('tls', { type: 'boolean', default: false, describe: 'Serve HTTPS with a freshly generated self-signed certificate' })
-      .option('tls-ca-out', { type: 'string', describe: 'With --tls: write the certificate (the CA to trust) here' })
+      .options(simOptions)
       .check((a) => {
         if (a['tls-ca-out'] !== undefined && !a.tls) throw new UsageError('--tls-ca-out needs --tls');
         return true;
@@ -73,7 +79,7 @@ export const simCommand: CommandModule<object, SimArgs> = {
       if (e instanceof ScenarioError) throw new UsageError(e.message, { cause: e });
       throw e;
     }
-    const log = createLogger();
+    const log = createLogger(colorOption(args, process.env));
     const tls = args.tls ? await generateSelfSignedCert() : undefined;
     if (tls && args['tls-ca-out']) await writeAtomically(args['tls-ca-out'], tls.cert);
     // Subscribe before announcing readiness: a signal right after the ready line must not kill us.
