@@ -14,6 +14,7 @@ import { parse as parseYaml } from 'yaml';
 import type { Resource } from '../../src/omni-client/resource.js';
 import { LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER_EPHEMERAL, newMetadata, T } from '../../src/omni-client/resource.js';
 import { encodeSpec, InfraProviderHealthStatusSpec } from '../../src/omni-client/specs.js';
+import { INTERNAL } from '../../src/omni-sim/api.js';
 import { bareMetalMachine, generateScenario, machineUuid } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { generateSelfSignedCert } from '../../src/omni-sim/tls.js';
@@ -162,6 +163,21 @@ describe('run: every exit has its result, on stdout (--output json) and in --rep
     await proxy.close();
     expectResult(term, 143, 'STUB_INTERRUPTED', /SIGTERM/);
     expect(term.stdout).toMatchObject({ command: 'run', providerId: ID, result: 'interrupted' });
+  }, 60_000);
+
+  it('--wait --timeout 0: no limit, the run stays until the machine in use is deleted, then finishes (exit 0)', async () => {
+    const busy = await simWith({ machines: 0, running: 1 });
+    const child = startCli([...runArgs(busy, ['--wait', '--timeout', '0']), '--output', 'json', '--log-format', 'json'], { env: envFor(busy) });
+    await child.stderrMatches(/announced stub mode/);
+    // Well past what a timer of "0" would have waited (it would fire at once): still waiting.
+    const early = await Promise.race([child.done.then(() => 'exited'), new Promise((r) => setTimeout(() => r('waiting'), 1500))]);
+    expect(early).toBe('waiting');
+    const uuid = machineUuid(0, 7);
+    const im = busy.store.peek({ namespace: 'infra-provider', type: T.InfraMachine, id: uuid })!;
+    busy.store.teardown(INTERNAL, im.metadata, im.metadata.owner);
+    const r = await child.done;
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ result: 'done', timedOut: false, released: [expect.objectContaining({ id: uuid })], deregistration: { status: 'deregistered' } });
   }, 60_000);
 
   it('--report alone: the file gets the failed result, stdout stays empty; --output yaml is the same result', async () => {
