@@ -9,6 +9,8 @@ export const ExitCode = {
   Preflight: 3,
   Auth: 4,
   Incomplete: 5,
+  /** `plan` only: a run would change something now (like `kubectl diff`'s 1, which here means an internal error). */
+  ChangesPending: 10,
   SigInt: 130,
   SigTerm: 143,
 } as const;
@@ -48,6 +50,17 @@ export class IncompleteError extends StubError {
 }
 
 /**
+ * An exit code that the result already explains (`plan`'s 10, changes pending): cli.ts exits with it
+ * and prints nothing more.
+ */
+export class ResultExit extends Error {
+  constructor(readonly exitCode: ExitCodeValue) {
+    super(`exit ${exitCode}`);
+    this.name = 'ResultExit';
+  }
+}
+
+/**
  * The client's errors that retrying cannot fix; every other one (transport, protocol, read limits)
  * is exit 5. A redirect is configuration (a proxy or ingress in the way, or the wrong URL); a clock
  * further from Omni's than the client adopts shows as Omni refusing the signature: exit 4 like any
@@ -70,4 +83,49 @@ export function exitCodeFor(err: unknown): ExitCodeValue {
   }
   if (err instanceof ClientError) return CLIENT_EXIT[err.code] ?? ExitCode.Incomplete;
   return ExitCode.Internal;
+}
+
+/** What a person and a report are told about an error: its stable code, message and exit code. */
+export interface ErrorDescription {
+  code: string;
+  message: string;
+  exitCode: ExitCodeValue;
+}
+
+export function describeError(err: unknown): ErrorDescription {
+  const e = err as { message?: unknown; code?: unknown };
+  const message = typeof e?.message === 'string' ? e.message : String(err);
+  // Our errors and the client's carry a stable code; anything else is unexpected (a bug).
+  const code = (err instanceof StubError || err instanceof ClientError || err instanceof KeyError || err instanceof OmniError) && typeof e.code === 'string' ? e.code : 'STUB_INTERNAL';
+  const hint = tlsHint(err);
+  return { code, message: hint ? `${message}. ${hint}` : message, exitCode: exitCodeFor(err) };
+}
+
+/** Node's codes (err.code) for a certificate it cannot trust, by what the operator can do about it. */
+const UNTRUSTED_CERT = new Set([
+  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_UNTRUSTED', 'CERT_SIGNATURE_FAILURE', 'CERT_CHAIN_TOO_LONG',
+]);
+const WRONG_HOST = new Set(['ERR_TLS_CERT_ALTNAME_INVALID', 'HOSTNAME_MISMATCH']);
+const EXPIRED_CERT = new Set(['CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID']);
+
+/**
+ * For a TLS failure anywhere in the error's cause chain, what to do: the flags that fix it. The
+ * transport's message names Node's code; this says which flag it calls for.
+ */
+export function tlsHint(err: unknown): string | undefined {
+  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+    const code = (e as { code?: unknown }).code;
+    if (typeof code !== 'string') continue;
+    if (UNTRUSTED_CERT.has(code)) {
+      return 'Omni\'s certificate is not signed by a CA this machine trusts (self-signed, or a private CA): pass --ca-file <the CA certificate, PEM>; only for a test server, --insecure-skip-tls-verify turns the check off';
+    }
+    if (WRONG_HOST.has(code)) {
+      return 'Omni\'s certificate does not name this host: use the host name the certificate names in --omni-api-endpoint (--ca-file cannot fix this); only for a test server, --insecure-skip-tls-verify turns the check off';
+    }
+    if (EXPIRED_CERT.has(code)) {
+      return 'Omni\'s certificate is expired or not valid yet (or this machine\'s clock is wrong): renew it or fix the clock (--ca-file cannot fix this); only for a test server, --insecure-skip-tls-verify turns the check off';
+    }
+  }
+  return undefined;
 }

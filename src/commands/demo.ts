@@ -4,25 +4,33 @@
 import type { CommandModule } from 'yargs';
 import { DEFAULT_DEMO_OMNI_VERSION } from '../demo/scenario.js';
 import { StubError, UsageError } from '../exit-codes.js';
+import { inertJson } from '../untrusted.js';
 import { parseVersion, VersionError } from '../omni-sim/version.js';
+import { colorOption, OUTPUT_FORMATS } from './provider-options.js';
+import type { OutputFormat } from './provider-options.js';
 import { untilSignal } from './sim.js';
 
 interface DemoArgs {
   'omni-version': string;
-  output: 'text' | 'json';
+  color?: boolean;
+  output: OutputFormat;
   keep: boolean;
   'log-level': string;
 }
+
+export const demoOptions = {
+  'omni-version': { type: 'string', default: DEFAULT_DEMO_OMNI_VERSION, describe: 'Omni version the simulated Omni behaves like (e.g. 1.3.4, 1.4.2)' },
+  output: { type: 'string', alias: 'o', choices: OUTPUT_FORMATS, default: 'text' as const, describe: 'text: narration; json or yaml: the steps, their reports and the checks' },
+  keep: { type: 'boolean', default: false, describe: 'Afterwards keep the simulated Omni running and print its endpoint and keys, until Ctrl-C' },
+  'log-level': { type: 'string', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, default: 'warn', describe: 'Level of the stub\'s own logs (stderr)' },
+} as const;
 
 export const demoCommand: CommandModule<object, DemoArgs> = {
   command: 'demo',
   describe: 'Run the whole flow (plan, release, refuse, deregister) against an embedded simulated Omni, narrated; nothing leaves this machine',
   builder: (y) =>
     y
-      .option('omni-version', { type: 'string', default: DEFAULT_DEMO_OMNI_VERSION, describe: 'Omni version the simulated Omni behaves like (e.g. 1.3.4, 1.4.2)' })
-      .option('output', { type: 'string', choices: ['text', 'json'] as const, default: 'text' as const, describe: 'text: narration; json: the steps, their reports and the checks' })
-      .option('keep', { type: 'boolean', default: false, describe: 'Afterwards keep the simulated Omni running and print its endpoint and keys, until Ctrl-C' })
-      .option('log-level', { type: 'string', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, default: 'warn', describe: 'Level of the stub\'s own logs (stderr)' })
+      .options(demoOptions)
       .check((a) => {
         try {
           parseVersion(a['omni-version']);
@@ -36,18 +44,20 @@ export const demoCommand: CommandModule<object, DemoArgs> = {
       .example('$0 demo --omni-version 1.4.2 --keep', 'The same with Omni 1.4 behaviour, then leave the simulated Omni running to try `stub-provider plan` against it')
       .epilogue('Exit codes: 0 every check passed; 1 the demo did not show what it should (a bug); 2 usage.'),
   handler: async (args) => {
-    const json = args.output === 'json';
+    const json = args.output !== 'text';
     // Loaded here, not with every command: the demo brings the simulated Omni (see sim.ts loadSim).
     const { runDemo } = await import('../demo/flow.js');
     const { result, sim } = await runDemo({
       omniVersion: args['omni-version'].trim().replace(/^v/, ''),
       logLevel: args['log-level'],
+      ...colorOption(args, process.env),
       say: json ? () => undefined : (text) => { process.stdout.write(`${text}\n`); },
       stderr: process.stderr,
       signals: process,
     });
     try {
-      if (json) process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+      if (args.output === 'json') process.stdout.write(`${inertJson(JSON.stringify(result, null, 2))}\n`);
+      if (args.output === 'yaml') process.stdout.write((await import('./yaml-output.js')).inertYaml(result));
       if (args.keep) {
         const signalled = untilSignal();
         const keys = Object.entries(sim.keys).map(([name, key]) => `  ${name}:\n    OMNI_SERVICE_ACCOUNT_KEY=${key}`).join('\n');

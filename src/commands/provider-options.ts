@@ -10,6 +10,15 @@ import type { Logger, LogFormat } from '../log.js';
 import { stateTypeProblem } from '../provider/profile.js';
 import type { ProfileOption } from '../provider/profile.js';
 
+/** What `--output` offers wherever a command prints a result. */
+export const OUTPUT_FORMATS = ['text', 'json', 'yaml'] as const;
+export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
+
+/** `--output` as given (yargs checked the choice), text when absent. */
+export function outputFormat(a: Args): OutputFormat {
+  return OUTPUT_FORMATS.find((f) => f === a.output) ?? 'text';
+}
+
 export const connectionOptions = {
   id: { type: 'string', demandOption: true, describe: 'The provider ID, exactly as registered (case-sensitive; e.g. bare-metal, BareMetal-IAD1)', group: 'Provider:' },
   'omni-api-endpoint': { type: 'string', describe: 'Omni API endpoint, e.g. https://omni.example.com (env OMNI_ENDPOINT)', group: 'Omni:' },
@@ -21,7 +30,7 @@ export const connectionOptions = {
   'state-type': { type: 'string', array: true, default: [] as string[], describe: 'Extra resource type in infra-provider:<id> (a short name like Machine means Machine.<id>.infraprovider.sidero.dev); repeatable', group: 'Provider:' },
   concurrency: { type: 'number', default: 16, describe: 'Calls to Omni in flight at most', group: 'Run:' },
   'max-list-items': { type: 'number', default: DEFAULT_READ_LIMITS.listItems, describe: 'Items one List answer may hold at most; more is refused (exit 5, STUB_LIST_TOO_LONG). Raise it only for a fleet that large', group: 'Omni:' },
-  output: { type: 'string', choices: ['text', 'json'] as const, default: 'text', describe: 'Result on stdout: text or json (the same JSON as --report)', group: 'Output:' },
+  output: { type: 'string', alias: 'o', choices: OUTPUT_FORMATS, default: 'text', describe: 'Result on stdout: text, json (the same JSON as --report) or yaml (the same, as YAML)', group: 'Output:' },
   report: { type: 'string', describe: 'Also write the JSON report to this file', group: 'Output:' },
   'log-level': { type: 'string', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, default: 'info', describe: 'Log level (logs go to stderr)', group: 'Output:' },
   'log-format': { type: 'string', choices: ['json', 'pretty'] as const, describe: 'Log format on stderr (default: pretty on a terminal, json otherwise)', group: 'Output:' },
@@ -38,11 +47,11 @@ export interface ConnectionConfig {
   stateTypes: string[];
   concurrency: number;
   maxListItems: number;
-  output: 'text' | 'json';
+  output: OutputFormat;
   reportFile?: string;
   logLevel: string;
   logFormat?: LogFormat;
-  /** Colours on a terminal (NO_COLOR, --no-color); absent: colorWanted(env) decides (log.ts). */
+  /** `--color`/`--no-color`, else false when NO_COLOR is set; undefined: the logger decides (colour on a terminal). */
   color?: boolean;
 }
 
@@ -51,12 +60,18 @@ export type Args = Record<string, unknown>;
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 const list = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).flatMap((x) => String(x).split(/[\s,]+/)).filter((x) => x !== '');
 
-export function connectionConfig(a: Args, env: NodeJS.ProcessEnv = process.env): ConnectionConfig {
+/**
+ * The options of `run` and `plan`, checked. `offline` (plan --from-dump): no endpoint is needed, and
+ * none may be given on the command line, where it would suggest that Omni is asked.
+ */
+export function connectionConfig(a: Args, env: NodeJS.ProcessEnv = process.env, o: { offline?: boolean } = {}): ConnectionConfig {
+  if (Array.isArray(a.id)) throw new UsageError(`--id is given ${a.id.length} times (${a.id.map(String).join(', ')}): give one provider ID`);
   const id = str(a.id);
   if (!id) throw new UsageError('--id is required: the provider ID, exactly as registered');
   if (/\s/.test(id)) throw new UsageError(`--id ${JSON.stringify(id)} contains white space`);
-  const endpoint = str(a['omni-api-endpoint']) ?? str(env.OMNI_ENDPOINT);
-  if (!endpoint) throw new UsageError('no Omni endpoint: pass --omni-api-endpoint or set OMNI_ENDPOINT');
+  if (o.offline && str(a['omni-api-endpoint'])) throw new UsageError('--from-dump plans from the dump alone: drop --omni-api-endpoint, or drop --from-dump to plan against that Omni');
+  const endpoint = o.offline ? '' : str(a['omni-api-endpoint']) ?? str(env.OMNI_ENDPOINT);
+  if (endpoint === undefined) throw new UsageError('no Omni endpoint: pass --omni-api-endpoint or set OMNI_ENDPOINT');
   const stateTypes = list(a['state-type']);
   for (const t of stateTypes) {
     const problem = stateTypeProblem(t, id);
@@ -78,11 +93,21 @@ export function connectionConfig(a: Args, env: NodeJS.ProcessEnv = process.env):
     stateTypes,
     concurrency,
     maxListItems,
-    output: a.output === 'json' ? 'json' : 'text',
+    output: outputFormat(a),
     ...(str(a.report) ? { reportFile: str(a.report) } : {}),
     logLevel: str(a['log-level']) ?? 'info',
     ...(fmt === 'json' || fmt === 'pretty' ? { logFormat: fmt } : {}),
+    ...colorOption(a, env),
   };
+}
+
+/**
+ * Colour: `--color` or `--no-color` (also STUB_PROVIDER_COLOR), else none when NO_COLOR is set to
+ * anything but "" (no-color.org), else left to the logger (colour on a terminal only).
+ */
+export function colorOption(a: Args, env: NodeJS.ProcessEnv): { color?: boolean } {
+  if (typeof a.color === 'boolean') return { color: a.color };
+  return colorWanted(env) ? {} : { color: false };
 }
 
 /**
@@ -91,17 +116,32 @@ export function connectionConfig(a: Args, env: NodeJS.ProcessEnv = process.env):
  */
 export const MAX_DURATION_MS = 2 ** 31 - 1;
 
-/** Seconds, or a duration like `90s`, `10m`, `1h`; at most MAX_DURATION_MS (about 24.8 days). */
-export function parseDuration(v: unknown, flag: string): number {
+const UNIT_MS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
+const FORMS = 'a duration like 90s, 10m, 1h30m or 5m30s (units h, m, s, ms; a bare number is seconds)';
+
+/**
+ * A duration as Go writes one (`1h30m`, `5m30s`, `1.5h`, `250ms`; units h, m, s, ms, summed), or a
+ * bare number of seconds; at most MAX_DURATION_MS (596h, about 24.8 days). Days are refused as Go
+ * refuses them (a day is not always 24 h, and `1d` read as something else would be worse): write
+ * `24h`. `0` is refused, unless `zeroMeansNone`: then it is no limit at all (Infinity).
+ */
+export function parseDuration(v: unknown, flag: string, o: { zeroMeansNone?: boolean } = {}): number {
   const s = String(v).trim();
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(s);
-  if (!m) throw new UsageError(`${flag} must be a duration like 90s, 10m or 1h (got ${JSON.stringify(s)})`);
-  const n = Number(m[1]);
-  const unit = m[2] ?? 's';
-  const ms = unit === 'ms' ? n : unit === 's' ? n * 1000 : unit === 'm' ? n * 60_000 : n * 3_600_000;
-  if (!(ms > 0)) throw new UsageError(`${flag} must be more than zero`);
-  if (ms > MAX_DURATION_MS) throw new UsageError(`${flag} ${s} is longer than a timer can wait: at most ${MAX_DURATION_MS} ms (596h, about 24.8 days)`);
-  return ms;
+  const none = o.zeroMeansNone ? ', or 0 for no limit' : '';
+  let ms: number;
+  if (/^\d+(?:\.\d+)?$/.test(s)) ms = Number(s) * 1000;
+  else if (/^(?:\d+(?:\.\d+)?(?:ms|h|m|s))+$/.test(s)) {
+    ms = 0;
+    for (const [, n, unit] of s.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)) ms += Number(n) * UNIT_MS[unit!]!;
+  } else if (/^\d+(?:\.\d+)?\s*(?:d|days?|w|weeks?)$/i.test(s)) {
+    throw new UsageError(`${flag} ${s}: days and weeks are not units here (as in Go's durations); write hours, e.g. 24h for a day${none}`);
+  } else {
+    throw new UsageError(`${flag} must be ${FORMS}${none} (got ${JSON.stringify(s)})`);
+  }
+  if (ms === 0 && o.zeroMeansNone) return Number.POSITIVE_INFINITY;
+  if (!(ms > 0)) throw new UsageError(`${flag} must be more than zero${none}`);
+  if (ms > MAX_DURATION_MS) throw new UsageError(`${flag} ${s} is longer than a timer can wait: at most ${MAX_DURATION_MS} ms (596h, about 24.8 days)${none}`);
+  return Math.max(1, Math.round(ms));
 }
 
 export interface Io {
@@ -115,8 +155,8 @@ export interface Io {
   signals?: NodeJS.EventEmitter;
 }
 
-export function loggerFor(c: ConnectionConfig, io: Io): Logger {
-  return createLogger({ level: c.logLevel, ...(c.logFormat ? { format: c.logFormat } : {}), destination: io.stderr, color: c.color ?? colorWanted(io.env) });
+export function loggerFor(c: Pick<ConnectionConfig, 'logLevel' | 'logFormat' | 'color'>, io: Pick<Io, 'stderr'>): Logger {
+  return createLogger({ level: c.logLevel, ...(c.logFormat ? { format: c.logFormat } : {}), ...(c.color !== undefined ? { color: c.color } : {}), destination: io.stderr });
 }
 
 /** The client; `onWrite` hears of every write it sends (the audit log). */

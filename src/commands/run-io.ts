@@ -5,11 +5,14 @@
 import { closeSync, constants, fstatSync, ftruncateSync, openSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import type { Stats } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
-import { ExitCode, StubError, UsageError } from '../exit-codes.js';
+import { describeError, ExitCode, ResultExit, StubError, UsageError } from '../exit-codes.js';
+import type { ExitCodeValue } from '../exit-codes.js';
 import type { Report } from '../provider/report.js';
 import { renderText } from '../provider/report.js';
 import { escapeControl, inertJson } from '../untrusted.js';
-import type { ConnectionConfig, Io } from './provider-options.js';
+import { VERSION } from '../version.js';
+import type { Args, Io, OutputFormat } from './provider-options.js';
+import { outputFormat } from './provider-options.js';
 
 export function processIo(): Io {
   return {
@@ -42,22 +45,156 @@ export async function askYesNo(input: NodeJS.ReadableStream, output: NodeJS.Writ
   }
 }
 
+/** Why a command ended with a non-zero exit code: the error's stable code and its message. */
+export interface ResultError {
+  code: string;
+  message: string;
+}
+
+/**
+ * What `plan --from-dump` could not see (the dump holds no provider namespace, kinds it holds nothing
+ * of), and what a plan against Omni would add.
+ */
+export interface OfflineNote {
+  dump: string;
+  /** Kinds in `infra-provider:<id>` that the plan read nothing of (omnictl cannot dump them). */
+  notSeen: string[];
+  /** Kinds of the shared namespaces the dump holds nothing of: none in Omni, or not dumped. */
+  emptyInDump: string[];
+  notes: string[];
+}
+
+/** The report of a command that got to a plan, with the error behind its exit code when it is not 0. */
+export type Result = Report & { error?: ResultError; offline?: OfflineNote };
+
+/**
+ * The result of a command that stopped before it had a report (a refused preflight, a refused key,
+ * Omni unreachable, an interruption, a usage error found after parsing): the same fields a program
+ * checks first, and the error.
+ */
+export interface FailedResult {
+  tool: 'stub-provider';
+  version: string;
+  command: 'run' | 'plan';
+  providerId?: string;
+  result: 'failed' | 'interrupted';
+  exitCode: number;
+  error: ResultError;
+}
+
+export type AnyResult = Result | FailedResult;
+
+export function failedResult(command: 'run' | 'plan', a: Args, err: unknown): FailedResult {
+  const d = describeError(err);
+  return {
+    tool: 'stub-provider',
+    version: VERSION,
+    command,
+    ...(typeof a.id === 'string' && a.id !== '' ? { providerId: a.id } : {}),
+    result: d.exitCode === ExitCode.SigInt || d.exitCode === ExitCode.SigTerm ? 'interrupted' : 'failed',
+    exitCode: d.exitCode,
+    error: { code: d.code, message: d.message },
+  };
+}
+
+/**
+ * The error a report's own exit code stands for (run: 5 incomplete, 130/143 interrupted), as the
+ * result carries it; a result that has one already keeps it.
+ */
+export function withError(rep: Result): Result {
+  if (rep.error || rep.exitCode === ExitCode.OK || rep.exitCode === ExitCode.ChangesPending) return rep;
+  const e = errorForExit(rep.exitCode);
+  return { ...rep, error: { code: e.code, message: e.message } };
+}
+
+function errorForExit(code: number): StubError {
+  if (code === ExitCode.Incomplete) return new StubError('STUB_INCOMPLETE', ExitCode.Incomplete, 'not everything could be released (see the report); run again');
+  if (code === ExitCode.SigInt || code === ExitCode.SigTerm) return new StubError('STUB_INTERRUPTED', code, 'interrupted; calls in flight were cancelled');
+  return new StubError('STUB_FAILED', code as ExitCodeValue, 'failed');
+}
+
 /** The report as JSON: programs read it, a person may print it, so C1 and bidi controls are \uXXXX. */
-function reportJson(rep: Report): string {
+function reportJson(rep: AnyResult): string {
   return `${inertJson(JSON.stringify(rep, null, 2))}\n`;
 }
 
-/** The result on stdout: JSON with `--output json`, the text summary otherwise (`--report` is Outputs'). */
-export function emitReport(rep: Report, c: ConnectionConfig, io: Io): void {
-  io.stdout.write(c.output === 'json' ? reportJson(rep) : renderText(rep));
+/**
+ * The result on stdout: JSON or YAML (`--output`), or the text summary. A failed result has no text
+ * form: the error line on stderr says it all.
+ */
+export async function emitResult(rep: AnyResult, format: OutputFormat, io: Io): Promise<void> {
+  if (format === 'json') io.stdout.write(reportJson(rep));
+  else if (format === 'yaml') io.stdout.write((await import('./yaml-output.js')).inertYaml(rep));
+  else if ('released' in rep) io.stdout.write(`${renderText(rep)}${offlineText(rep.offline)}`);
 }
+
+function offlineText(o: OfflineNote | undefined): string {
+  if (!o) return '';
+  const lines = ['', `Offline plan from ${escapeControl(o.dump)}: nothing was asked of Omni.`];
+  for (const n of o.notes) lines.push(`  - ${escapeControl(n)}`);
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * A command's handler around its work: the result goes to stdout in `--output`'s format whether the
+ * command got to a report or stopped with an error (then the error's result), and the exit code is
+ * the result's. The report file is written by the command itself (see `withOutputs`).
+ */
+export async function handleResult(command: 'run' | 'plan', a: Args, io: Io, work: () => Promise<Result>): Promise<void> {
+  const format = outputFormat(a);
+  let rep: Result;
+  try {
+    rep = await work();
+  } catch (err) {
+    if (format !== 'text') await emitResult(failedResult(command, a, err), format, io);
+    throw err;
+  }
+  await emitResult(rep, format, io);
+  if (rep.error) throw new StubError(rep.error.code, rep.exitCode as ExitCodeValue, rep.error.message);
+  if (rep.exitCode !== ExitCode.OK) throw new ResultExit(rep.exitCode as ExitCodeValue);
+}
+
+/**
+ * Runs a command's work with `--report` (and `--audit-log`) open from before anything else, and the
+ * signals trapped from the start: whatever ends the work (a report, an error, SIGINT or SIGTERM),
+ * the report file gets its result (issue 14 item 5); a file that cannot be opened is the one case
+ * without (exit 2, on stdout with --output json).
+ */
+export async function withOutputs(
+  command: 'run' | 'plan',
+  a: Args,
+  io: Io,
+  o: { auditLog?: string | undefined },
+  work: (outputs: Outputs, sig: Signals) => Promise<Result>,
+): Promise<Result> {
+  const sig = trapSignals(io);
+  try {
+    const outputs = openOutputs({ report: str(a.report), auditLog: o.auditLog, inputs: inputFilesOf(a) });
+    try {
+      const rep = withError(await work(outputs, sig));
+      outputs.writeReport(rep, io);
+      return rep;
+    } catch (err) {
+      // An error that a signal caused is the interruption, whatever the call it broke said.
+      const e: unknown = sig.code() && sig.signal.aborted ? sig.signal.reason : err;
+      outputs.writeReport(failedResult(command, a, e), io);
+      throw e;
+    } finally {
+      outputs.close();
+    }
+  } finally {
+    sig.release();
+  }
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 
 /** `--report` and `--audit-log`, open from before the first call to Omni until the end of the command. */
 export interface Outputs {
   /** Appends one line to the audit log, synchronously (a run stopped by a signal loses none); absent without `--audit-log`. */
   auditSink?: (line: string) => void;
-  /** Puts the report into `--report` in place of what the file held; nothing without one. */
-  writeReport(rep: Report, io: Io): void;
+  /** Puts the result into `--report` in place of what the file held; nothing without one. */
+  writeReport(rep: AnyResult, io: Io): void;
   close(): void;
 }
 
@@ -113,9 +250,9 @@ export function openOutputs(o: { report?: string | undefined; auditLog?: string 
   };
 }
 
-/** Files an output must not be (it would overwrite them): the key file and the CA file. */
-export function inputFiles(c: Pick<ConnectionConfig, 'keyFile' | 'caFile'>): { flag: string; path: string | undefined }[] {
-  return [{ flag: '--service-account-key-file', path: c.keyFile }, { flag: '--ca-file', path: c.caFile }];
+/** Files an output must not be (it would overwrite them): the key file, the CA file, a dump. */
+function inputFilesOf(a: Args): { flag: string; path: string | undefined }[] {
+  return ['service-account-key-file', 'ca-file', 'from-dump'].map((f) => ({ flag: `--${f}`, path: str(a[f]) }));
 }
 
 function openOutput(flag: string, path: string, flags: string | number): OutputFile {
@@ -142,8 +279,14 @@ function statOrUndefined(path: string): Stats | undefined {
   }
 }
 
+export interface Signals {
+  signal: AbortSignal;
+  code: () => 130 | 143 | undefined;
+  release: () => void;
+}
+
 /** SIGINT/SIGTERM abort the run; the exit code says which (130/143). */
-export function trapSignals(io: Io): { signal: AbortSignal; code: () => 130 | 143 | undefined; release: () => void } {
+export function trapSignals(io: Io): Signals {
   const ac = new AbortController();
   let code: 130 | 143 | undefined;
   const onInt = () => { code ??= ExitCode.SigInt; ac.abort(new StubError('STUB_INTERRUPTED', ExitCode.SigInt, 'interrupted (SIGINT)')); };
@@ -158,12 +301,4 @@ export function trapSignals(io: Io): { signal: AbortSignal; code: () => 130 | 14
       io.signals?.off('SIGTERM', onTerm);
     },
   };
-}
-
-/** A non-zero exit code as the error cli.ts maps back to it (the report was already printed). */
-export function exitWith(code: number): void {
-  if (code === ExitCode.OK) return;
-  if (code === ExitCode.Incomplete) throw new StubError('STUB_INCOMPLETE', ExitCode.Incomplete, 'not everything could be released (see the report); run again');
-  if (code === ExitCode.SigInt || code === ExitCode.SigTerm) throw new StubError('STUB_INTERRUPTED', code, 'interrupted; calls in flight were cancelled');
-  throw new StubError('STUB_FAILED', code as 1, 'failed');
 }

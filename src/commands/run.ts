@@ -9,19 +9,19 @@ import { Audit } from '../provider/audit.js';
 import { preflight } from '../provider/preflight.js';
 import { reconcile } from '../provider/reconcile.js';
 import { planReport, renderText, runReport } from '../provider/report.js';
-import type { Report } from '../provider/report.js';
 import type { PreflightResult } from '../provider/preflight.js';
 import type { ReconcileResult } from '../provider/reconcile.js';
 import { addExamples, checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor, parseDuration } from './provider-options.js';
 import type { Args, Io } from './provider-options.js';
 import { progressFor } from './progress.js';
-import { emitReport, exitWith, inputFiles, openOutputs, processIo, trapSignals } from './run-io.js';
+import { handleResult, processIo, withOutputs } from './run-io.js';
+import type { Result } from './run-io.js';
 
-const runOptions = {
+export const runOptions = {
   ...connectionOptions,
   wait: { type: 'boolean', default: false, describe: 'Keep watching and releasing until everything is released (and the provider deregistered) or --timeout', group: 'Run:' },
-  timeout: { type: 'string', default: '10m', describe: 'With --wait: give up after this long (e.g. 90s, 10m, 1h); exit 5', group: 'Run:' },
-  'step-timeout': { type: 'string', default: '60s', describe: 'Without --wait: how long to wait for Omni to clear its own finalizers after a teardown', group: 'Run:' },
+  timeout: { type: 'string', default: '10m', describe: 'With --wait: give up after this long (e.g. 90s, 10m, 1h30m; at most 596h), exit 5; 0: no limit, until everything is gone', group: 'Run:' },
+  'step-timeout': { type: 'string', default: '60s', describe: 'Without --wait: how long to wait for Omni to clear its own finalizers after a teardown (e.g. 60s, 2m30s)', group: 'Run:' },
   deregister: { type: 'boolean', default: true, describe: 'Once nothing of the ID is left, clean up and deregister (--no-deregister to keep the provider\'s statuses)', group: 'Run:' },
   yes: { type: 'boolean', default: false, alias: 'y', describe: 'Make the changes without asking (required when stdin is not a terminal)', group: 'Run:' },
   force: { type: 'boolean', default: false, describe: 'Run although a live provider with this ID sent a heartbeat in the last 60 s', group: 'Run:' },
@@ -29,22 +29,26 @@ const runOptions = {
   ...wipeCliOptions,
 } as const;
 
-export async function executeRun(a: Args, io: Io): Promise<Report> {
-  const c = connectionConfig(a, io.env);
-  const wait = a.wait === true;
-  const timeoutMs = parseDuration(a.timeout ?? '10m', '--timeout');
-  const stepMs = parseDuration(a['step-timeout'] ?? '60s', '--step-timeout');
-  const deregister = a.deregister !== false && !/^(1|true|yes)$/i.test(io.env.STUB_PROVIDER_NO_DEREGISTER ?? '');
-  const wipeOptions = wipeOptionsFromArgv(a);
-  const outputs = openOutputs({ report: c.reportFile, auditLog: typeof a['audit-log'] === 'string' && a['audit-log'] !== '' ? a['audit-log'] : undefined, inputs: inputFiles(c) });
-  try {
+/**
+ * `run`: the outputs opened and the signals trapped first, then everything else (withOutputs). The
+ * result is the report, or an error with its result in `--report`.
+ */
+export async function executeRun(a: Args, io: Io): Promise<Result> {
+  const auditLog = typeof a['audit-log'] === 'string' && a['audit-log'] !== '' ? a['audit-log'] : undefined;
+  return withOutputs('run', a, io, { auditLog }, async (outputs, sig) => {
+    const c = connectionConfig(a, io.env);
+    const wait = a.wait === true;
+    // No limit (0) only with --wait: a stand-in left running until everything is gone.
+    const timeoutMs = parseDuration(a.timeout ?? '10m', '--timeout', { zeroMeansNone: true });
+    const stepMs = parseDuration(a['step-timeout'] ?? '60s', '--step-timeout');
+    const deregister = a.deregister !== false;
+    const wipeOptions = wipeOptionsFromArgv(a);
     // On a terminal, log lines go through the progress line so that it stays below them, and the
     // per-write and per-item lines are debug: the progress line shows one short line per machine.
     const progress = progressFor(c, io);
     const log = progress ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream }) : loggerFor(c, io);
     const audit = new Audit(outputs.auditSink, Date.now, log, undefined, progress ? { writeLogLevel: 'debug' } : {});
     const client = await connect(c, io, log, audit.observer);
-    const sig = trapSignals(io);
     let failed = false;
     let pre: PreflightResult;
     let result: ReconcileResult;
@@ -69,11 +73,9 @@ export async function executeRun(a: Args, io: Io): Promise<Report> {
       );
     } catch (err) {
       failed = true;
-      if (sig.code() && sig.signal.aborted) throw sig.signal.reason as Error;
       throw err;
     } finally {
       progress?.done();
-      sig.release();
       // Closing the client cancels what is still in flight; the audit log then gives each write
       // still unanswered its outcome (unknown) before the report counts them.
       await client.close();
@@ -82,12 +84,8 @@ export async function executeRun(a: Args, io: Io): Promise<Report> {
     }
     const interruptCode = sig.code();
     if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
-    const rep = runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, ...(interruptCode ? { interruptCode } : {}) });
-    outputs.writeReport(rep, io);
-    return rep;
-  } finally {
-    outputs.close();
-  }
+    return runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, ...(interruptCode ? { interruptCode } : {}) });
+  });
 }
 
 export const runCommand: CommandModule<object, Args> = {
@@ -103,12 +101,11 @@ export const runCommand: CommandModule<object, Args> = {
       ['$0 plan --id bare-metal', 'Show what a run would change, without changing anything'],
     ],
   ).epilogue('Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider); 4 authentication; 5 incomplete (retry); 130/143 interrupted. ' +
+    'With --output json or yaml, and in --report, every exit has its result, with the error\'s code and message. ' +
     'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).'),
   handler: async (argv) => {
     const io = processIo();
-    const rep = await executeRun(argv, io);
-    emitReport(rep, connectionConfig(argv, io.env), io);
-    exitWith(rep.exitCode);
+    await handleResult('run', argv, io, () => executeRun(argv, io));
   },
 };
 

@@ -2,12 +2,15 @@
 // the final state. Prints one JSON line on stdout when ready, for scripts and tests to read:
 //   {"endpoint":"http://127.0.0.1:PORT","keys":{"<identity>":"<OMNI_SERVICE_ACCOUNT_KEY>"}}
 // (keys only for the identities whose key pair the sim generated; stdout is the result channel, so
-// the keys go there and never to the logs).
+// the keys go there and never to the logs). `--keys-dir` also writes them one file each, for a shell.
 
-import { rename, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { CommandModule } from 'yargs';
 import { UsageError } from '../exit-codes.js';
 import { createLogger } from '../log.js';
+import { colorOption } from './provider-options.js';
+import { resolveScenarioFile, shippedScenarios } from './scenario-file.js';
 
 interface SimArgs {
   scenario: string;
@@ -15,7 +18,18 @@ interface SimArgs {
   dump?: string;
   tls: boolean;
   'tls-ca-out'?: string;
+  'keys-dir'?: string;
+  color?: boolean;
 }
+
+export const simOptions = {
+  scenario: { type: 'string', demandOption: true, describe: `Scenario YAML (the scenario shape, or \`omnictl get -o yaml\` documents), or the name of a shipped example (${shippedScenarios().join(', ')})` },
+  listen: { type: 'string', default: '127.0.0.1:0', describe: 'HOST:PORT to listen on (loopback unless told otherwise)' },
+  dump: { type: 'string', describe: 'Write the final state here (scenario shape) on SIGTERM/SIGINT' },
+  tls: { type: 'boolean', default: false, describe: 'Serve HTTPS with a freshly generated self-signed certificate' },
+  'tls-ca-out': { type: 'string', describe: 'With --tls: write the certificate (the CA to trust) here' },
+  'keys-dir': { type: 'string', describe: 'Also write DIR/endpoint and each generated key to its own file (DIR/<provider-id>.key for infra-provider:<id>), before the ready line; for OMNI_SERVICE_ACCOUNT_KEY=$(cat DIR/<id>.key) or --service-account-key-file' },
+} as const;
 
 /** `HOST:PORT` or `[V6]:PORT`. */
 export function parseListen(text: string): { host: string; port: number } {
@@ -26,10 +40,22 @@ export function parseListen(text: string): { host: string; port: number } {
 }
 
 /** Writes via a temporary file and a rename, so a reader never sees half a dump. */
-async function writeAtomically(path: string, text: string): Promise<void> {
-  const tmp = `${path}.${process.pid}.tmp`;
+async function writeAtomically(file: string, text: string): Promise<void> {
+  const tmp = `${file}.${process.pid}.tmp`;
   await writeFile(tmp, text, { mode: 0o600 });
-  await rename(tmp, path);
+  await rename(tmp, file);
+}
+
+/** The file name of an identity's key: `<id>.key` for `infra-provider:<id>`, else the name made safe for a file. */
+export function keyFileName(identity: string): string {
+  const base = identity.startsWith('infra-provider:') ? identity.slice('infra-provider:'.length) : identity;
+  return `${base.replace(/[^A-Za-z0-9._@+-]/g, '_').replace(/^\./, '_')}.key`;
+}
+
+async function writeKeys(dir: string, endpoint: string, keys: Record<string, string>): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  await writeAtomically(path.join(dir, 'endpoint'), `${endpoint}\n`);
+  for (const [name, key] of Object.entries(keys)) await writeAtomically(path.join(dir, keyFileName(name)), key);
 }
 
 export function untilSignal(): Promise<NodeJS.Signals> {
@@ -46,39 +72,49 @@ export function untilSignal(): Promise<NodeJS.Signals> {
 
 export const simCommand: CommandModule<object, SimArgs> = {
   command: 'sim',
-  describe: 'Serve a simulated Omni from a scenario file (for tests and rehearsals)',
+  describe: 'Serve a simulated Omni from a scenario file or a dump of your Omni (for tests and rehearsals)',
   builder: (y) =>
     y
-      .option('scenario', { type: 'string', demandOption: true, describe: 'Scenario YAML (scenario shape or omnictl -o yaml documents)' })
-      .option('listen', { type: 'string', default: '127.0.0.1:0', describe: 'HOST:PORT to listen on (loopback unless told otherwise)' })
-      .option('dump', { type: 'string', describe: 'Write the final state here (scenario shape) on SIGTERM/SIGINT' })
-      .option('tls', { type: 'boolean', default: false, describe: 'Serve HTTPS with a freshly generated self-signed certificate' })
-      .option('tls-ca-out', { type: 'string', describe: 'With --tls: write the certificate (the CA to trust) here' })
+      .options(simOptions)
       .check((a) => {
         if (a['tls-ca-out'] !== undefined && !a.tls) throw new UsageError('--tls-ca-out needs --tls');
         return true;
       })
-      .example('$0 sim --scenario scenarios/bare-metal-stuck.yaml', 'Serve a stuck bare-metal machine on a free loopback port; the first stdout line has the endpoint and the provider\'s key')
-      .example('$0 sim --scenario scenarios/machine-request-stuck.yaml --listen 127.0.0.1:8099 --dump final.yaml', 'Serve on a fixed port; on Ctrl-C or SIGTERM write the final state to final.yaml')
-      .example('$0 sim --scenario scenarios/bare-metal-stuck.yaml --tls --tls-ca-out ca.pem', 'Serve HTTPS; pass ca.pem to stub-provider --ca-file')
+      .example('$0 sim --scenario bare-metal-stuck', 'Serve the shipped example of a stuck bare-metal machine on a free loopback port; the first stdout line has the endpoint and the provider\'s key')
+      .example('$0 sim --scenario bare-metal-stuck --keys-dir ./sim', 'The same, and write ./sim/endpoint and ./sim/bare-metal.key for another shell')
+      .example('$0 sim --scenario machine-request-stuck --listen 127.0.0.1:8099 --dump final.yaml', 'Serve on a fixed port; on Ctrl-C or SIGTERM write the final state to final.yaml')
+      .example('$0 sim --scenario omni-dump.yaml', 'Rehearse on a dump of your own Omni (`omnictl get ... -o yaml`, see the operator guide)')
+      .example('$0 sim --scenario bare-metal-stuck --tls --tls-ca-out ca.pem', 'Serve HTTPS; pass ca.pem to stub-provider --ca-file')
       .epilogue('Then run stub-provider against it: OMNI_ENDPOINT=<endpoint> OMNI_SERVICE_ACCOUNT_KEY=<key> stub-provider plan --id <provider-id>. Exit codes: 0 stopped by a signal (state dumped); 2 usage or an invalid scenario.'),
   handler: async (args) => {
     const listenOn = parseListen(args.listen);
+    const file = resolveScenarioFile(args.scenario, '--scenario');
     // The simulated Omni is loaded only by the commands that serve it (see loadSim).
-    const { createSim, loadScenarioFile, ScenarioError, generateSelfSignedCert } = await loadSim();
+    const { createSim, loadScenarioFile, ScenarioError, generateSelfSignedCert, summarizeDump } = await loadSim();
     let scenario;
     try {
-      scenario = await loadScenarioFile(args.scenario);
+      scenario = await loadScenarioFile(file);
     } catch (e) {
       if (e instanceof ScenarioError) throw new UsageError(e.message, { cause: e });
       throw e;
     }
-    const log = createLogger();
+    const log = createLogger(colorOption(args, process.env));
+    // Nobody could log in to a sim without identities: a dump without its InfraProviders.
+    if (scenario.identities.length === 0) {
+      throw new UsageError(`--scenario ${args.scenario}: nobody could log in: the file has no \`identities:\` and no InfraProviders (a provider's key is made for each InfraProvider). ` +
+        'For a dump of your Omni add `omnictl get infraproviders -o yaml` (the operator guide lists every command)');
+    }
+    const identities = new Set(scenario.identities.map((i) => i.name));
+    const keyless = summarizeDump(scenario).named.filter((id) => !identities.has(`infra-provider:${id}`));
+    if (keyless.length > 0) {
+      log.warn({ providers: keyless }, `resources of provider(s) ${keyless.join(', ')} but no InfraProvider or identity for them: no key was made, and a run as them is refused as not registered. For a dump, add \`omnictl get infraproviders -o yaml\``);
+    }
     const tls = args.tls ? await generateSelfSignedCert() : undefined;
     if (tls && args['tls-ca-out']) await writeAtomically(args['tls-ca-out'], tls.cert);
     // Subscribe before announcing readiness: a signal right after the ready line must not kill us.
     const signalled = untilSignal();
     const sim = await createSim(scenario, { host: listenOn.host, port: listenOn.port, ...(tls ? { tls } : {}) });
+    if (args['keys-dir']) await writeKeys(args['keys-dir'], sim.endpoint, sim.keys);
     log.info({ endpoint: sim.endpoint, omniVersion: sim.omniVersion, resources: scenario.resources.length }, 'simulated Omni ready');
     process.stdout.write(`${JSON.stringify({ endpoint: sim.endpoint, keys: sim.keys })}\n`);
     const sig = await signalled;
@@ -94,6 +130,6 @@ export const simCommand: CommandModule<object, SimArgs> = {
  * it: `run` and `plan` do not, and loading it with every command added ~16 MB to their resident memory.
  */
 export async function loadSim() {
-  const [index, scenario, tls] = await Promise.all([import('../omni-sim/index.js'), import('../omni-sim/scenario.js'), import('../omni-sim/tls.js')]);
-  return { createSim: index.createSim, loadScenarioFile: scenario.loadScenarioFile, ScenarioError: scenario.ScenarioError, generateSelfSignedCert: tls.generateSelfSignedCert };
+  const [index, scenario, tls, dump] = await Promise.all([import('../omni-sim/index.js'), import('../omni-sim/scenario.js'), import('../omni-sim/tls.js'), import('../omni-sim/dump-state.js')]);
+  return { createSim: index.createSim, loadScenarioFile: scenario.loadScenarioFile, ScenarioError: scenario.ScenarioError, generateSelfSignedCert: tls.generateSelfSignedCert, summarizeDump: dump.summarizeDump };
 }

@@ -21,6 +21,8 @@ export interface DemoOptions {
   omniVersion: string;
   /** Log level of the stub's own logs (stderr). */
   logLevel: string;
+  /** Colour in those logs (`--no-color`, NO_COLOR); absent: on a terminal. */
+  color?: boolean;
   /** Receives the narration (text mode); nothing in JSON mode. */
   say: (text: string) => void;
   stderr: NodeJS.WritableStream;
@@ -109,7 +111,7 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   });
   const args = (id: string, extra: Args = {}): Args => ({
     id, machine: [], 'state-type': [], profile: 'auto', concurrency: 16, output: 'text', 'log-level': o.logLevel,
-    yes: true, wait: false, timeout: '60s', 'step-timeout': '20s', deregister: true, force: false, wipe: 'none', ...extra,
+    yes: true, wait: false, timeout: '60s', 'step-timeout': '20s', deregister: true, force: false, wipe: 'none', ...(o.color !== undefined ? { color: o.color } : {}), ...extra,
   });
   const showReport = (s: DemoStep, rep: Report) => {
     s.report = rep;

@@ -10,9 +10,9 @@
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { Resource } from '../omni-client/resource.js';
-import { bytesEqual, isValidPhase, newMetadata, T } from '../omni-client/resource.js';
+import { bytesEqual, isValidPhase, newMetadata, NS_EPHEMERAL, T } from '../omni-client/resource.js';
 import {
-  decodeSpec, encodeSpec, formatTimestamp, OMNI_SPEC_SCHEMAS, parseTimestamp, specFromPlain, specSchemaForType, specToPlain,
+  decodeSpec, encodeSpec, formatTimestamp, OMNI_SPEC_SCHEMAS, parseTimestamp, specFromPlain, specSchemaForType, specToPlain, SysVersionSpec,
 } from '../omni-client/specs.js';
 import { ROLE_RANK, type Role } from './api.js';
 import { type FaultConfig, faultConfigFromPlain, faultConfigToPlain } from './faults.js';
@@ -220,7 +220,7 @@ export function parseScenario(text: string, source = 'scenario'): Scenario {
     if (header) ctx.fail('(document)', `a second scenario header (the first is document ${header.ctx.doc})`);
     header = { ctx, raw };
   });
-  let omniVersion = DEFAULT_OMNI_VERSION;
+  let omniVersion: string | undefined;
   let identities: ScenarioIdentity[] | undefined;
   let faults: FaultConfig = {};
   if (header) {
@@ -262,6 +262,8 @@ export function parseScenario(text: string, source = 'scenario'): Scenario {
       ctx.fail('faults', (e as Error).message.replace(/^faults[.:]\s*/, ''));
     }
   }
+  // No version in a header: a dump's SysVersion (`omnictl get sysversions -o yaml`) says which Omni it came from.
+  omniVersion ??= resources.map(sysVersionOf).find((v) => v !== undefined) ?? DEFAULT_OMNI_VERSION;
   const seen = new Set<string>();
   for (const r of resources) {
     const k = resourceKey(r);
@@ -274,6 +276,18 @@ export function parseScenario(text: string, source = 'scenario'): Scenario {
     .filter((r) => r.metadata.type === T.InfraProvider)
     .map((r) => ({ name: `${PROVIDER_PREFIX}${r.metadata.id}`, role: 'InfraProvider' as Role, publicKeys: [] }));
   return { omniVersion, identities, resources, faults };
+}
+
+/** The Omni version a SysVersion resource (`ephemeral/current`) names, e.g. `v1.9.3`; undefined for anything else. */
+export function sysVersionOf(r: Resource): string | undefined {
+  if (r.metadata.namespace !== NS_EPHEMERAL || r.metadata.type !== T.SysVersion) return undefined;
+  try {
+    const v = decodeSpec(SysVersionSpec, r.spec.protoSpec).value.backend_version.trim();
+    parseVersion(v);
+    return v;
+  } catch {
+    return undefined;
+  }
 }
 
 export async function loadScenarioFile(path: string): Promise<Scenario> {

@@ -201,7 +201,8 @@ export class FinalizerWaiter {
           reject(e);
         },
       };
-      timer.t = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs));
+      // No limit (`--wait --timeout 0`): no timer; setTimeout fires at once for what it cannot hold.
+      if (Number.isFinite(timeoutMs)) timer.t = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs));
       this.pending.add(finish);
       let set = k.waiters.get(p.id);
       if (!set) k.waiters.set(p.id, (set = new Set()));

@@ -120,7 +120,8 @@ describe('outputs first: exit 2 before anything is asked of Omni', () => {
   it('plan --report and run --report write the report file, the audit log beside it', async () => {
     const s = await recordingSim(2);
     const plan = stub(s, ['plan', '--id', ID, '--output', 'json', '--log-format', 'json', '--report', join(dir, 'plan.json')]);
-    expect(await plan.code, plan.stderr()).toBe(0);
+    // Exit 10: changes pending (plan predicts run's work, issue 14 item 6).
+    expect(await plan.code, plan.stderr()).toBe(10);
     expect(JSON.parse(await readFile(join(dir, 'plan.json'), 'utf8'))).toEqual(JSON.parse(plan.stdout()));
     const run = stub(s, ['--id', ID, '--yes', '--output', 'json', '--log-format', 'json', '--report', join(dir, 'run.json'), '--audit-log', join(dir, 'audit.ndjson')]);
     expect(await run.code, run.stderr()).toBe(0);

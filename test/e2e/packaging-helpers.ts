@@ -58,7 +58,7 @@ export function scratchDir(prefix: string): string {
 }
 
 /** What a build needs from the repository, never node_modules/ or dist/ (they are made from these). */
-export const SOURCE_ENTRIES = ['package.json', 'package-lock.json', 'README.md', 'docs', 'src', 'scripts', 'tsconfig.json', 'tsconfig.build.json'];
+export const SOURCE_ENTRIES = ['package.json', 'package-lock.json', 'README.md', 'docs', 'src', 'scripts', 'scenarios', 'tsconfig.json', 'tsconfig.build.json'];
 
 export function copySources(into: string): void {
   for (const e of SOURCE_ENTRIES) {

@@ -12,8 +12,7 @@ import { PassThrough } from 'node:stream';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { executeRun } from '../../src/commands/run.js';
 import type { Args, Io } from '../../src/commands/provider-options.js';
-import { emitReport } from '../../src/commands/run-io.js';
-import { connectionConfig } from '../../src/commands/provider-options.js';
+import { emitResult } from '../../src/commands/run-io.js';
 import { T } from '../../src/omni-client/resource.js';
 import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
@@ -89,7 +88,7 @@ describe('untrusted text from Omni is inert on a terminal', () => {
     const io = ioFor(p.endpoint, s.keys[`infra-provider:${ID}`]!, { stderr, stdout });
     // At debug, the per-write and per-item log lines too (on a terminal they are debug: issue 14).
     const rep = await executeRun(args({ 'log-level': 'debug' }), io);
-    emitReport(rep, connectionConfig(args(), io.env), io);
+    await emitResult(rep, 'text', io);
     // The hostile request was worked on and the refused Update reported, so both texts were shown.
     expect(JSON.stringify(rep)).toContain(JSON.stringify(HOSTILE_ID).slice(1, -1));
     // Omni's message reaches the report as the client words its error: already escaped (design rule 13).
@@ -120,7 +119,7 @@ describe('untrusted text from Omni is inert on a terminal', () => {
     const stdout = fakeTty();
     const io = ioFor(p.endpoint, s.keys[`infra-provider:${ID}`]!, { stderr: new PassThrough().resume(), stdout });
     const rep = await executeRun(args({ output: 'json', 'log-level': 'silent' }), io);
-    emitReport(rep, connectionConfig(args({ output: 'json' }), io.env), io);
+    await emitResult(rep, 'json', io);
     expect(stdout.text()).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]/); // eslint-disable-line no-control-regex
     expect(JSON.parse(stdout.text())).toEqual(JSON.parse(JSON.stringify(rep)));
   });

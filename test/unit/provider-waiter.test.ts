@@ -130,3 +130,14 @@ describe('FinalizerWaiter: absence from the bootstrap', () => {
     w.close();
   });
 });
+
+describe('FinalizerWaiter without a limit (--wait --timeout 0)', () => {
+  it('an infinite timeout never times out: held, it waits; released later, it is released', async () => {
+    const gets = { n: 0 };
+    const state = watchOnly([[{ type: 'created', resource: res('3', ['MachineRequestStatusCleanupController']) }], [], [], [], [], [], [], [], [], [], [{ type: 'updated', resource: res('4', []) }]], () => res('3', ['MachineRequestStatusCleanupController']), gets);
+    const w = new FinalizerWaiter(state);
+    // setTimeout cannot hold Infinity and would fire after 1 ms: "timeout" at once.
+    await expect(w.wait(ptr, 'no-finalizers', Number.POSITIVE_INFINITY, '3')).resolves.toBe('released');
+    w.close();
+  });
+});

@@ -1,0 +1,109 @@
+// Issue 14 item 7, the small things, with the built CLI: `completion`, "did you mean" for commands
+// and flags, --dry-run pointing to plan, the environment as flags (STUB_PROVIDER_NO_<FLAG>, an
+// unknown variable named as one, the command line winning), and colour (NO_COLOR, --no-color).
+
+import { existsSync } from 'node:fs';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { generateScenario } from '../../src/omni-sim/generate.js';
+import { createSim, type Sim } from '../../src/omni-sim/index.js';
+import { cleanEnv, MAIN, runCli } from '../helpers/cli-process.js';
+
+const ID = 'bm';
+const sims: Sim[] = [];
+beforeAll(() => {
+  expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
+});
+afterEach(async () => {
+  for (const s of sims.splice(0)) await s.close();
+});
+
+async function sim(): Promise<Sim> {
+  const s = await createSim(generateScenario({ providerId: ID, machines: 1, omniVersion: '1.3.4' }));
+  sims.push(s);
+  await s.controllers?.idle();
+  return s;
+}
+
+const ESC = '\x1b[';
+
+describe('completion', () => {
+  it('`stub-provider completion` prints a bash/zsh completion script, not a run', async () => {
+    const r = await runCli(['completion']);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/###-begin-stub-provider-completions-###/);
+    expect(r.stdout).toMatch(/stub-provider --get-yargs-completions/);
+  });
+
+  it('the script\'s call completes commands and a command\'s flags', async () => {
+    const cmds = await runCli(['--get-yargs-completions', 'stub-provider', 'pl']);
+    expect(cmds.code).toBe(0);
+    expect(cmds.stdout.split('\n')).toContain('plan');
+    const flags = await runCli(['--get-yargs-completions', 'stub-provider', 'plan', '--for']);
+    expect(flags.stdout.split('\n')).toContain('--force');
+  });
+});
+
+describe('did you mean', () => {
+  it.each([
+    [['plna'], /unknown command "plna": did you mean plan\?/],
+    [['--id', ID, '--machines', 'x'], /unknown flag --machines: did you mean --machine\?/],
+    [['--id', ID, '--dry-run'], /--dry-run: there is no such flag; `stub-provider plan` \(same --id and flags\) is the dry run/],
+    [['plan', '--id', ID, '--wait'], /--wait is a flag of `stub-provider run`, not of `stub-provider plan`/],
+    [['plan', 'bare-metal'], /stub-provider plan takes no argument "bare-metal": values go after their flag, e.g. --id bare-metal/],
+    [['--id', 'a', '--id', 'b', '--omni-api-endpoint', 'http://127.0.0.1:1'], /--id is given 2 times \(a, b\)/],
+  ])('%j', async (args, message) => {
+    const r = await runCli(args);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stderr).toMatch(message);
+    expect(r.stderr).not.toMatch(/Missing required argument/);
+  });
+});
+
+describe('the environment as flags', () => {
+  it('STUB_PROVIDER_NO_DEREGISTER=true is --no-deregister (the --help example)', async () => {
+    const s = await sim();
+    const r = await runCli(['plan', '--id', ID, '--omni-api-endpoint', s.endpoint, '-o', 'json'], { env: cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`]!, STUB_PROVIDER_NO_DEREGISTER: 'true' }) });
+    expect(r.code, r.stderr).toBe(10);
+    expect(JSON.parse(r.stdout)).toMatchObject({ deregistration: { status: 'disabled' } });
+  });
+
+  it('the command line wins over the environment; a variable of another command\'s flag is left alone', async () => {
+    const s = await sim();
+    const env = cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`]!, STUB_PROVIDER_OUTPUT: 'yaml', STUB_PROVIDER_WAIT: 'true', STUB_PROVIDER_ID: 'not-this' });
+    const r = await runCli(['plan', '--id', ID, '--omni-api-endpoint', s.endpoint, '--output', 'json'], { env });
+    expect(r.code, r.stderr).toBe(10);
+    expect(JSON.parse(r.stdout)).toMatchObject({ providerId: ID });
+  });
+
+  it('an unknown STUB_PROVIDER_ variable is named as an environment variable, with the nearest one', async () => {
+    const foo = await runCli(['plan', '--id', ID], { env: cleanEnv({ STUB_PROVIDER_FOO: '1' }) });
+    expect(foo.code).toBe(2);
+    expect(foo.stderr).toMatch(/environment variable STUB_PROVIDER_FOO matches no flag of stub-provider/);
+    expect(foo.stderr).not.toMatch(/Unknown argument/);
+    const typo = await runCli(['plan', '--id', ID], { env: cleanEnv({ STUB_PROVIDER_MAX_LIST_ITEM: '5' }) });
+    expect(typo.stderr).toMatch(/did you mean STUB_PROVIDER_MAX_LIST_ITEMS \(--max-list-items\)\?/);
+    const bad = await runCli(['plan', '--id', ID], { env: cleanEnv({ STUB_PROVIDER_FORCE: 'maybe' }) });
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toMatch(/STUB_PROVIDER_FORCE="maybe": expected true or false/);
+  });
+});
+
+describe('colour', () => {
+  const run = async (s: Sim, extraArgs: string[], extraEnv: NodeJS.ProcessEnv) => {
+    const env = { ...cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`]! }), ...extraEnv };
+    if (!('NO_COLOR' in extraEnv)) delete env.NO_COLOR;
+    return runCli(['--id', ID, '--yes', '--omni-api-endpoint', s.endpoint, '--log-format', 'pretty', ...extraArgs], { env });
+  };
+
+  it('pretty logs have colour with --color, none with NO_COLOR or --no-color (and --no-color wins over --color in the environment)', async () => {
+    const s = await sim();
+    const coloured = await run(s, ['--color'], {});
+    expect(coloured.stderr).toContain(ESC);
+    for (const [args, env] of [[[], { NO_COLOR: '1' }], [['--no-color'], {}], [['--no-color'], { STUB_PROVIDER_COLOR: 'true' }]] as [string[], NodeJS.ProcessEnv][]) {
+      const r = await run(s, args, env);
+      expect(r.stderr.length, JSON.stringify([args, env])).toBeGreaterThan(0);
+      expect(r.stderr, JSON.stringify([args, env])).not.toContain(ESC);
+    }
+  });
+});
