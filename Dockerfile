@@ -33,6 +33,8 @@ WORKDIR /app
 COPY --from=build /app/package.json ./package.json
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist/src ./dist/src
+# The shipped example scenarios, by name: `sim --scenario bare-metal-stuck`, `plan --from-dump ...`.
+COPY scenarios ./scenarios
 # uid/gid 1000 is the image's `node` user; numeric so that Kubernetes can check runAsNonRoot.
 USER 1000:1000
 ENTRYPOINT ["/usr/bin/tini", "--", "node", "/app/dist/src/main.js"]

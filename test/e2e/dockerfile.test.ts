@@ -264,8 +264,10 @@ describe('Dockerfile', () => {
     expect(built.entrypoint).toEqual(['/usr/bin/tini', '--', 'node', '/app/dist/src/main.js']);
   });
 
-  it('ships the compiled CLI and runtime dependencies only', () => {
+  it('ships the compiled CLI, the example scenarios and runtime dependencies only', () => {
     expect(existsSync(path.join(runtimeRoot, 'app/dist/src/main.js'))).toBe(true);
+    // `sim --scenario bare-metal-stuck` finds the shipped example by name, as from the npm package.
+    expect(existsSync(path.join(runtimeRoot, 'app/scenarios/bare-metal-stuck.yaml'))).toBe(true);
     expect(existsSync(path.join(runtimeRoot, 'app/src'))).toBe(false);
     expect(existsSync(path.join(runtimeRoot, 'app/node_modules/typescript'))).toBe(false);
     expect(existsSync(path.join(runtimeRoot, 'app/node_modules/vitest'))).toBe(false);
