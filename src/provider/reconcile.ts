@@ -21,11 +21,12 @@ import type { WipeOptions, WipeResult, WipeStrategy } from '../wipe/index.js';
 import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';
 import type { Timers } from './announce.js';
 import { ChangeFeed } from './change-feed.js';
-import { describeForeign, nextStepsFor } from './explain.js';
+import { describeDuration, describeHolds, nextStepsOf, predictHolds } from './explain.js';
+import type { HoldFacts } from './explain.js';
 import { Limiter } from './limiter.js';
-import { ourFinalizers } from './ownership.js';
+import { isOurFinalizer, ourFinalizers } from './ownership.js';
 import type { DisposeStep, Plan, PlanItem, Refusal, ReleaseStep, Step } from './plan.js';
-import { STUB_MARKER, buildPlan, immediateWrites } from './plan.js';
+import { STUB_MARKER, buildPlan, immediateWrites, releasesCompletely } from './plan.js';
 import type { ProfileOption } from './profile.js';
 import { PROVISION_CONTROLLER } from './profile.js';
 import { takeSnapshot } from './snapshot.js';
@@ -261,11 +262,10 @@ class Reconciler {
         } finally {
           this.window.leave();
         }
-        if (released && (item.kind === 'InfraMachine' || item.kind === 'MachineRequest')) {
-          const last = item.steps.at(-1);
-          // Only what Omni destroys at once (no finalizer of anyone else left) is worth waiting for.
-          if (last?.op === 'release' && last.target.metadata.finalizers.every((f) => last.finalizers.includes(f))) parents.push(pointerOf(last.target));
-        }
+        // Only what Omni destroys at once (no finalizer of anyone else left, or only Omni's that let
+        // go by themselves) is worth waiting for.
+        const last = item.steps.at(-1);
+        if (released && last?.op === 'release' && releasesCompletely(item)) parents.push(pointerOf(last.target));
         // Its steps hold the resources as read (specs included); nothing needs them once the item has
         // its outcome, and keeping them kept the whole snapshot alive until the end of the run.
         item.steps = [];
@@ -318,10 +318,10 @@ class Reconciler {
       }
       this.blockedKeys.delete(key);
       const last = steps.at(-1);
-      if (last?.op === 'release') {
+      if (last?.op === 'release' && last.holds) {
         // Released by us, but someone else's finalizer still holds it: say who and why.
-        const others = last.target.metadata.finalizers.filter((f) => !last.finalizers.includes(f));
-        if (others.length > 0) Object.assign(outcome, { heldBy: others, reason: describeForeign(others, this.id, item.id), nextStep: nextStepsFor(others, this.id, item.id) });
+        const holds = predictHolds(last.holds);
+        Object.assign(outcome, { heldBy: [...last.holds.remaining], reason: describeHolds(holds), nextStep: nextStepsOf(holds) });
       }
       this.record(key, outcome);
       this.log.info({ kind: item.kind, id: item.id }, item.kind === 'leftover' ? 'cleaned up' : 'released');
@@ -442,7 +442,8 @@ class Reconciler {
           if (w === 'gone') return notFound('a Get while waiting for Omni');
           if (w === 'aborted') throw this.o.signal?.reason ?? new Error('aborted');
           if (w === 'timeout') {
-            return { done: false, reason: `${describePointer(p)} waits for ${describeForeign(foreign, this.id, p.id)}`, nextStep: nextStepsFor(foreign, this.id, p.id), counts: true };
+            const holds = this.holdsNow(p, step.holds ?? { providerId: this.id, remaining: foreign, uuid: p.id });
+            return { done: false, reason: `${describePointer(p)} still held after ${describeDuration(ms)} by ${describeHolds(holds)}`, nextStep: nextStepsOf(holds), counts: true };
           }
         }
       }
@@ -461,6 +462,13 @@ class Reconciler {
       }
     }
     throw lastErr;
+  }
+
+  /** The holds of what a watch of this run saw on the resource last (or, unseen, of `facts`), ours left out. */
+  private holdsNow(p: Pointer, facts: HoldFacts): ReturnType<typeof predictHolds> {
+    const now = this.waiter.finalizersOf(p);
+    const remaining = Array.isArray(now) ? now.filter((f) => !isOurFinalizer(f, this.id)) : facts.remaining;
+    return predictHolds({ ...facts, remaining });
   }
 
   private async refuse(r: Refusal): Promise<void> {

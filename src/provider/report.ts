@@ -47,7 +47,12 @@ export interface Report {
   leftBehind: ReportEntry[];
   failed: ReportEntry[];
   notFound: string[];
+  /** plan: finalizers of others that will keep holding what a run releases or destroys (what holds them was read). */
   waits: ReportEntry[];
+  /** plan: Omni's finalizers that will let go by themselves (what their controllers wait for is absent). */
+  lettingGo: ReportEntry[];
+  /** plan: Omni's finalizers whose hold the provider's account cannot see, and what decides it. */
+  unseen: ReportEntry[];
   deregistration: { status: string; reasons: string[]; lastStep?: string; warning?: string };
   planned?: { writes: number; announce: boolean; items: { kind: string; id: string; reason: string; steps: PlannedStep[] }[] };
   writes: Record<string, number>;
@@ -109,6 +114,8 @@ export function planReport(plan: Plan, c: Common): Report {
     failed: [],
     notFound: plan.notFound,
     waits: plan.waits.map(entry),
+    lettingGo: plan.lettingGo.map(entry),
+    unseen: plan.unseen.map(entry),
     deregistration: deregistrationOf(plan, false),
     planned: { writes: immediateWrites(plan), announce: plan.announce, items: items.map((i) => ({ kind: i.kind, id: i.id, reason: i.reason, steps: i.steps.map(describeStep) })) },
     writes: {},
@@ -154,6 +161,8 @@ export function runReport(r: ReconcileResult, c: Common & { writes: Record<strin
     failed: [...failed.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' })), ...failedRefusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ?? '', nextStep: 'run again' }))],
     notFound: r.firstPlan.notFound,
     waits: [],
+    lettingGo: [],
+    unseen: [],
     deregistration: deregistrationOf(plan, r.deregistered),
     writes: c.writes,
     timedOut: r.timedOut,

@@ -58,8 +58,14 @@ describe('deregistration in the plan', () => {
 
   it('the same for MachineRequests of a provisioning provider', async () => {
     const { rep } = await reportOf([sysVersion('v1.4.2'), ...provisionedRequest('kubevirt', 'req-1', { withCpr: false })], { id: 'kubevirt' });
-    // Omni's own finalizer stays on this request after our release: Omni does not destroy it at once.
-    expect(rep.deregistration.status).toBe('not-ready');
+    // Omni's ClusterMachineRequestStatusController stays on this request after our release, but lets
+    // go as soon as it is alone on it: Omni then destroys the request.
+    expect(rep.deregistration.status).toBe('after-releases');
+    const held = provisionedRequest('kubevirt', 'req-3', { withCpr: false });
+    held[0]!.metadata.finalizers.push('other.ProvisionController');
+    const { rep: rep3 } = await reportOf([sysVersion('v1.4.2'), ...held], { id: 'kubevirt' });
+    // Another provider's finalizer stays on it: nothing lets it go, so deregistration cannot follow.
+    expect(rep3.deregistration.status).toBe('not-ready');
     const mine = provisionedRequest('kubevirt', 'req-2', { withCpr: false });
     mine[0]!.metadata.finalizers = ['kubevirt.ProvisionController'];
     const { rep: rep2, text } = await reportOf([sysVersion('v1.4.2'), ...mine], { id: 'kubevirt' });
