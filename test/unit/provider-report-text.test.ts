@@ -7,7 +7,9 @@ import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, healthStatus, omniMachine, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
 import { takeSnapshot } from '../../src/provider/snapshot.js';
 import { buildPlan } from '../../src/provider/plan.js';
-import { planReport, renderText } from '../../src/provider/report.js';
+import type { Plan } from '../../src/provider/plan.js';
+import { planReport, renderText, runReport } from '../../src/provider/report.js';
+import type { ItemOutcome, ReconcileResult } from '../../src/provider/reconcile.js';
 import type { Resource } from '../../src/omni-client/resource.js';
 import { NS_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
 import { SysVersionSpec, encodeSpec } from '../../src/omni-client/specs.js';
@@ -97,5 +99,51 @@ describe('untrusted text in the summary (design rule 13)', () => {
     expect(text).toContain('req-1\\x1b[2J\\x1b[H\\r\\nDeregistration: deregistered\\nstub-provider: done, nothing to do [OK]\\u202e');
     // The report object itself is left as it was: JSON output keeps the real values.
     expect(rep.failed.at(-1)?.id).toBe(`m${FORGED}`);
+  });
+});
+
+describe('the run report: the settle after the last write, and the header', () => {
+  const KV = 'kubevirt';
+  async function planOf(resources: Resource[]) {
+    const snap = await takeSnapshot(new FakeState(resources), { providerId: KV, profile: 'auto', stateTypes: [] });
+    return buildPlan(snap, { providerId: KV, machines: [], deregister: true, wipe: false });
+  }
+  const result = (over: Partial<ReconcileResult>, first: Plan, last: Plan): ReconcileResult => ({
+    firstPlan: first, lastPlan: last, outcomes: [], refusals: [], announced: true, heartbeats: 1, deregistered: false, declined: false,
+    timedOut: false, interrupted: false, passes: 2, settle: { ms: 5000, items: 0, gone: 0, held: 0 }, ...over,
+  });
+
+  it('the header shows the profile of the first pass, not of a later one that no longer sees what it released', async () => {
+    const first = await planOf([providerStatus(KV, false), ...provisionedRequest(KV, 'r1')]);
+    const last = await planOf([providerStatus(KV, false)]);
+    expect(first.profile.reason).not.toBe(last.profile.reason);
+    const rep = runReport(result({}, first, last), { version: 'test', writes: {} });
+    expect(rep.profile.reason).toBe(first.profile.reason);
+    expect(renderText(rep)).toContain(`; profile ${first.profile.reason}`);
+  });
+
+  it('released and still held: Blocked says which came last; gone within the settle time: only Released', async () => {
+    const plan = await planOf([providerStatus(KV, false)]);
+    const held: ItemOutcome = { kind: 'MachineRequest', id: 'r1', status: 'released', counts: true, heldBy: ['ClusterMachineRequestStatusController'], reason: 'ClusterMachineRequestStatusController: Omni\'s ClusterMachineRequestStatusController holds it until X is gone, then lets go', nextStep: 'do something', settle: { ms: 5000, outcome: 'held' } };
+    const gone: ItemOutcome = { kind: 'MachineRequest', id: 'r2', status: 'released', counts: true, settle: { ms: 5000, outcome: 'gone' } };
+    const rep = runReport(result({ outcomes: [held, gone], settle: { ms: 5000, items: 2, gone: 1, held: 1 } }, plan, plan), { version: 'test', writes: {} });
+    expect(rep.released.map((x) => x.id)).toEqual(['r1', 'r2']);
+    expect(rep.blocked).toEqual([{ kind: 'MachineRequest', id: 'r1', reason: `released by stub-provider; still held after 5 s by ${held.reason}`, nextStep: 'do something', counts: false }]);
+    expect(rep.settle).toEqual({ ms: 5000, items: 2, gone: 1, held: 1 });
+  });
+
+  it('--settle 0: not watched, and both the entry and the summary say so', async () => {
+    const plan = await planOf([providerStatus(KV, false)]);
+    const held: ItemOutcome = { kind: 'MachineRequest', id: 'r1', status: 'released', counts: true, heldBy: ['ClusterMachineRequestStatusController'], reason: 'ClusterMachineRequestStatusController: lets go', nextStep: 'nothing to do', settle: { ms: 0, outcome: 'not-watched' } };
+    const rep = runReport(result({ outcomes: [held], settle: { ms: 0, items: 1, gone: 0, held: 0 } }, plan, plan), { version: 'test', writes: {} });
+    expect(rep.blocked[0]!.reason).toBe('released by stub-provider; still held when last read by ClusterMachineRequestStatusController: lets go (--settle 0: not watched after the last write)');
+  });
+
+  it('a deletion left to Omni and still held after the settle time is Blocked as such, not as released', async () => {
+    const plan = await planOf([providerStatus(KV, false)]);
+    const left: ItemOutcome = { kind: 'MachineRequest', id: 'r1', status: 'blocked', counts: false, heldBy: ['ClusterMachineRequestStatusController'], reason: 'ClusterMachineRequestStatusController: x', nextStep: 'y', settle: { ms: 2000, outcome: 'held' } };
+    const rep = runReport(result({ outcomes: [left] }, plan, plan), { version: 'test', writes: {} });
+    expect(rep.blocked).toEqual([{ kind: 'MachineRequest', id: 'r1', reason: 'being deleted, nothing of ours left on it; still held after 2 s by ClusterMachineRequestStatusController: x', nextStep: 'y', counts: false }]);
+    expect(rep.released).toEqual([]);
   });
 });
