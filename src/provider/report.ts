@@ -230,10 +230,14 @@ export function renderText(report: Report): string {
     out.push('', `Would write ${rep.planned.writes} change(s) now${rep.planned.announce ? ', announce stub mode and send heartbeats' : ''}.`);
     section('Would release or clean', rep.planned.items.map((i) => ({ kind: i.kind, id: i.id, reason: `${i.reason}: ${i.steps.map((s) => `${s.op}${s.resource ? ` ${shortName(s.resource)}` : ''}${s.waitFor ? ` (waits for ${s.waitFor.join(', ')})` : ''}`).join(' → ')}` })), (x) => `${x.kind} ${x.id}: ${x.reason}`);
     section('Will wait for Omni', rep.waits, withNext);
+    section('Omni lets go by itself', rep.lettingGo, withNext);
+    section('Cannot be seen with the provider\'s account (Omni decides)', rep.unseen, withNext);
   }
   section('Released', rep.released, (x) => `${x.kind} ${x.id}`);
   if (rep.cleaned > 0) out.push('', `Cleaned up ${rep.cleaned} leftover resource(s) whose machine or request was already gone.`);
   section('Refused', rep.refused, (x) => `${x.kind} ${x.id}: ${x.reason}`);
+  const st = rep.settle;
+  if (st && st.items > 0) out.push('', st.ms > 0 ? `Watched for up to ${describeDuration(st.ms)} after the last write (--settle) the ${st.items} item(s) others still held: ${st.gone} gone, ${st.held} still held.` : `Not watched after the last write (--settle 0): ${st.items} item(s) others still held are reported as last read.`);
   section('Blocked', rep.blocked, withNext);
   section('Failed', rep.failed, withNext);
   section('Still running (untouched)', rep.running, withNext);

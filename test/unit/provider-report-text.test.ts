@@ -102,6 +102,24 @@ describe('untrusted text in the summary (design rule 13)', () => {
   });
 });
 
+describe('what Omni\'s own finalizers will do, in the plan', () => {
+  it('a request scaled down before its machine joined: "Omni lets go by itself", no "Will wait for Omni"', async () => {
+    const { rep, text } = await reportOf([sysVersion('v1.9.3'), providerStatus('kubevirt', false), ...provisionedRequest('kubevirt', 'req-1')], { id: 'kubevirt' });
+    expect(rep.waits).toEqual([]);
+    expect(rep.lettingGo.map((e) => e.kind)).toEqual(['ConfigPatchRequests', 'MachineRequestStatuses', 'MachineRequests']);
+    expect(text).toMatch(/^Omni lets go by itself \(3\):$/m);
+    expect(text).not.toMatch(/Will wait for Omni|holds it until the MachineSetNode/);
+  });
+
+  it('a request whose machine is still in Omni: said plainly that it cannot be seen, and what decides it', async () => {
+    const { rep, text } = await reportOf([sysVersion('v1.9.3'), providerStatus('kubevirt', false), ...provisionedRequest('kubevirt', 'req-1', { machineUuid: U1 }), omniMachine('kubevirt', U1)], { id: 'kubevirt' });
+    expect(rep.unseen).toEqual([expect.objectContaining({ kind: 'MachineRequestStatuses', id: 'req-1' })]);
+    expect(text).toMatch(/^Cannot be seen with the provider's account \(Omni decides\) \(1\):$/m);
+    expect(text).toContain(`waits while machine ${U1} is in a cluster`);
+    expect(text).not.toMatch(/Will wait for Omni/);
+  });
+});
+
 describe('the run report: the settle after the last write, and the header', () => {
   const KV = 'kubevirt';
   async function planOf(resources: Resource[]) {
@@ -130,6 +148,10 @@ describe('the run report: the settle after the last write, and the header', () =
     expect(rep.released.map((x) => x.id)).toEqual(['r1', 'r2']);
     expect(rep.blocked).toEqual([{ kind: 'MachineRequest', id: 'r1', reason: `released by stub-provider; still held after 5 s by ${held.reason}`, nextStep: 'do something', counts: false }]);
     expect(rep.settle).toEqual({ ms: 5000, items: 2, gone: 1, held: 1 });
+    const text = renderText(rep);
+    expect(text).toContain('Watched for up to 5 s after the last write (--settle) the 2 item(s) others still held: 1 gone, 1 still held.');
+    expect(text).toMatch(/^ {2}- MachineRequest r1: released by stub-provider; still held after 5 s by ClusterMachineRequestStatusController/m);
+    expect(text).not.toMatch(/MachineRequest r2:/);
   });
 
   it('--settle 0: not watched, and both the entry and the summary say so', async () => {
@@ -137,6 +159,7 @@ describe('the run report: the settle after the last write, and the header', () =
     const held: ItemOutcome = { kind: 'MachineRequest', id: 'r1', status: 'released', counts: true, heldBy: ['ClusterMachineRequestStatusController'], reason: 'ClusterMachineRequestStatusController: lets go', nextStep: 'nothing to do', settle: { ms: 0, outcome: 'not-watched' } };
     const rep = runReport(result({ outcomes: [held], settle: { ms: 0, items: 1, gone: 0, held: 0 } }, plan, plan), { version: 'test', writes: {} });
     expect(rep.blocked[0]!.reason).toBe('released by stub-provider; still held when last read by ClusterMachineRequestStatusController: lets go (--settle 0: not watched after the last write)');
+    expect(renderText(rep)).toContain('Not watched after the last write (--settle 0): 1 item(s) others still held are reported as last read.');
   });
 
   it('a deletion left to Omni and still held after the settle time is Blocked as such, not as released', async () => {
