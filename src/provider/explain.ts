@@ -135,6 +135,19 @@ export function predictHolds(f: HoldFacts): Hold[] {
   return f.remaining.map((x) => predictHold(x, f));
 }
 
+/**
+ * What still holds a resource after a wait for it: a finalizer predicted to let go by itself that did
+ * not is said so (and is a wait now), instead of being predicted to let go again.
+ */
+export function stillHolding(holds: readonly Hold[]): Hold[] {
+  return holds.map((h) => (h.prediction !== 'lets-go' ? h : {
+    ...h,
+    prediction: 'waits' as const,
+    why: `had not let go as expected: ${h.why}`,
+    nextStep: 'check that Omni is healthy (its logs name this controller), then run again',
+  }));
+}
+
 /** The prediction for the resource: it waits if one hold waits, is unseen if one is, else lets go. */
 export function predictionOf(holds: readonly Hold[]): Prediction {
   if (holds.some((h) => h.prediction === 'waits')) return 'waits';

@@ -21,7 +21,7 @@ import type { WipeOptions, WipeResult, WipeStrategy } from '../wipe/index.js';
 import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';
 import type { Timers } from './announce.js';
 import { ChangeFeed } from './change-feed.js';
-import { describeDuration, describeHolds, nextStepsOf, predictHolds } from './explain.js';
+import { describeDuration, describeHolds, nextStepsOf, predictHolds, stillHolding } from './explain.js';
 import type { HoldFacts } from './explain.js';
 import { Limiter } from './limiter.js';
 import { isOurFinalizer, ourFinalizers } from './ownership.js';
@@ -502,11 +502,14 @@ class Reconciler {
     throw lastErr;
   }
 
-  /** The holds of what a watch of this run saw on the resource last (or, unseen, of `facts`), ours left out. */
+  /**
+   * After a wait: the holds of what a watch of this run saw on the resource last (or, unseen, of
+   * `facts`), ours left out; what was to let go by itself and did not is said so.
+   */
   private holdsNow(p: Pointer, facts: HoldFacts): ReturnType<typeof predictHolds> {
     const now = this.waiter.finalizersOf(p);
     const remaining = Array.isArray(now) ? now.filter((f) => !isOurFinalizer(f, this.id)) : facts.remaining;
-    return predictHolds({ ...facts, remaining });
+    return stillHolding(predictHolds({ ...facts, remaining }));
   }
 
   /**

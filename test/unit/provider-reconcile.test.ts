@@ -286,6 +286,9 @@ describe('reconcile: the settle after the last write (what others still held whe
     fake.omni.releasesWhenAlone.clear(); // an Omni whose controller is stuck
     const r = await run(fake, { providerId: KV, settleMs: 200 });
     expect(r.outcomes).toEqual([expect.objectContaining({ kind: 'MachineRequest', id: 'w-1', status: 'blocked', counts: false, settle: { ms: 200, outcome: 'held' } })]);
+    // Predicted to let go by itself, it did not: said so, not predicted again.
+    expect(r.outcomes[0]!.reason).toMatch(/^ClusterMachineRequestStatusController: had not let go as expected: Omni's ClusterMachineRequestStatusController lets go as soon as/);
+    expect(r.outcomes[0]!.nextStep).toContain('check that Omni is healthy');
     // ...and one that Omni lets go of while it is watched is not reported at all.
     const fake2 = new FakeState([providerStatus(KV, false), ...rs]);
     const watchKind = fake2.watchKind.bind(fake2);
