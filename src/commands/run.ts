@@ -22,6 +22,7 @@ export const runOptions = {
   wait: { type: 'boolean', default: false, describe: 'Keep watching and releasing until everything is released (and the provider deregistered) or --timeout', group: 'Run:' },
   timeout: { type: 'string', default: '10m', describe: 'With --wait: give up after this long (e.g. 90s, 10m, 1h30m; at most 596h), exit 5; 0: no limit, until everything is gone', group: 'Run:' },
   'step-timeout': { type: 'string', default: '60s', describe: 'Without --wait: how long to wait for Omni to clear its own finalizers after a teardown (e.g. 60s, 2m30s)', group: 'Run:' },
+  settle: { type: 'string', default: '5s', describe: 'After the last write: how long to watch what finalizers of others still held when it was released, for Omni\'s own controllers to let go (0: do not watch); Blocked lists what is still held then', group: 'Run:' },
   deregister: { type: 'boolean', default: true, describe: 'Once nothing of the ID is left, clean up and deregister (--no-deregister to keep the provider\'s statuses)', group: 'Run:' },
   yes: { type: 'boolean', default: false, alias: 'y', describe: 'Make the changes without asking (required when stdin is not a terminal)', group: 'Run:' },
   force: { type: 'boolean', default: false, describe: 'Run although a live provider with this ID sent a heartbeat in the last 60 s', group: 'Run:' },
@@ -41,6 +42,7 @@ export async function executeRun(a: Args, io: Io): Promise<Result> {
     // No limit (0) only with --wait: a stand-in left running until everything is gone.
     const timeoutMs = parseDuration(a.timeout ?? '10m', '--timeout', { zeroMeansNone: true });
     const stepMs = parseDuration(a['step-timeout'] ?? '60s', '--step-timeout');
+    const settleMs = settleMsOf(a.settle ?? '5s');
     const deregister = a.deregister !== false;
     const wipeOptions = wipeOptionsFromArgv(a);
     // On a terminal, log lines go through the progress line so that it stays below them, and the
@@ -61,7 +63,7 @@ export async function executeRun(a: Args, io: Io): Promise<Result> {
       result = await reconcile(
         { state: client.state, logger: log, version: VERSION, now, wipe: { strategy, options: wipeOptions }, ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}) },
         {
-          providerId: c.id, machines: c.machines, profile: c.profile, stateTypes: c.stateTypes, deregister, wait, timeoutMs, omniWaitMs: stepMs,
+          providerId: c.id, machines: c.machines, profile: c.profile, stateTypes: c.stateTypes, deregister, wait, timeoutMs, omniWaitMs: stepMs, settleMs,
           concurrency: c.concurrency, signal: sig.signal, force: a.force === true,
           confirm: async (plan) => {
             if (a.yes === true) return true;
@@ -86,6 +88,12 @@ export async function executeRun(a: Args, io: Io): Promise<Result> {
     if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
     return runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, ...(interruptCode ? { interruptCode } : {}) });
   });
+}
+
+/** `--settle`: a duration as parseDuration reads it, or zero in any unit (`0`, `0s`): do not watch. */
+function settleMsOf(v: unknown): number {
+  const s = String(v).trim();
+  return /^(?:0+(?:\.0+)?(?:ms|s|m|h)?)+$/.test(s) ? 0 : parseDuration(s, '--settle');
 }
 
 export const runCommand: CommandModule<object, Args> = {

@@ -188,8 +188,11 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   step(`The operator deletes the refused request (omnictl delete machinerequest ${DEMO.newRequest})`);
   const req = find(sim, NS_INFRA_PROVIDER, T.MachineRequest, DEMO.newRequest);
   if (req) {
+    // omnictl delete tears down, then destroys once Omni's own finalizers have let go.
     sim.store.teardown(INTERNAL, req.metadata, req.metadata.owner);
-    sim.store.destroy(INTERNAL, req.metadata, req.metadata.owner);
+    await controllers.idle();
+    const torn = find(sim, NS_INFRA_PROVIDER, T.MachineRequest, DEMO.newRequest);
+    if (torn) sim.store.destroy(INTERNAL, torn.metadata, torn.metadata.owner);
   }
   await controllers.idle();
   view(kv);

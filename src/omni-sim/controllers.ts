@@ -7,8 +7,10 @@
 // Emulated, by version:
 //   all        InfraMachine / MachineRequest / Link / Machine destroyed by their owners once torn down and
 //              free of finalizers; a torn-down Link tears down its InfraMachine and Machine; Omni's own
-//              finalizers (MachineRequestStatusCleanupController, ConfigPatchRequestController, ...) are
-//              added to Running resources and released after teardown.
+//              finalizers (ClusterMachineRequestStatusController, MachineRequestStatusCleanupController,
+//              ConfigPatchRequestController, ...) are added to Running resources and released after
+//              teardown once what each waits for in Omni is gone (cluster_machine_request_status.go,
+//              machine_request_cleanup.go, infra_provider_config_patch.go at v1.3.4 and v1.9.3).
 //   0.50+      deleting infra.Provider: statuses with owner "" destroyed, service account deleted.
 //   1.0+       ... and ProviderJoinConfig destroyed.
 //   1.4+       InfraMachineController finalizer on static machines' Links; InfraMachine finalizers
@@ -52,6 +54,12 @@ export const C = {
   ProviderJoinConfig: 'ProviderJoinConfigController',
   InfraProviderStatus: 'InfraProviderStatusController',
 } as const;
+
+/** Kinds of `default` that Omni's MachineRequestStatusCleanupController waits for (by the status's machine ID). */
+const MACHINE_SET_NODE = 'MachineSetNodes.omni.sidero.dev';
+const CLUSTER_MACHINE = 'ClusterMachines.omni.sidero.dev';
+/** Before 1.4, ClusterMachineRequestStatusController also let go past this one (a ClusterMachine finalizer). */
+const CLUSTER_MACHINE_ENCRYPTION_KEY = 'ClusterMachineEncryptionKeyController';
 
 /** Omni finalizers on a Machine whose controllers finish right away in the sim (no Talos to reset). */
 const MACHINE_FINALIZERS = new Set(['MachineStatusController', 'MachineCleanupController', 'MachineTeardownController', 'MachineSetNodeController']);
@@ -233,6 +241,13 @@ class Controllers implements OmniControllers {
       const set = labels[LABEL_MACHINE_REQUEST_SET];
       if (set !== undefined) this.enqueue(`set:${set}`);
     } else if (namespace === NS_INFRA_PROVIDER && type === T.MachineRequestStatus) this.enqueue(`mrs:${id}`);
+    else if (namespace === NS_DEFAULT && (type === MACHINE_SET_NODE || type === CLUSTER_MACHINE)) {
+      // MachineRequestStatusCleanupController waits on the MachineSetNode and ClusterMachine of a
+      // status's machine: a change to one may let a status being torn down go.
+      for (const mrs of this.store.viewKind(NS_INFRA_PROVIDER, T.MachineRequestStatus)) {
+        if (mrs.metadata.phase === PHASE_TEARING_DOWN && mrs.metadata.finalizers.includes(C.MachineRequestStatusCleanup)) this.enqueue(`mrs:${mrs.metadata.id}`);
+      }
+    }
     else if (namespace === NS_INFRA_PROVIDER && type === T.ConfigPatchRequest) this.enqueue(`cpr:${id}`);
     else if (namespace === NS_DEFAULT && type === T.MachineRequestSet) this.enqueue(`set:${id}`);
     else if (namespace === NS_INFRA_PROVIDER && type === T.InfraProvider) {
@@ -397,18 +412,36 @@ class Controllers implements OmniControllers {
     else this.destroyIfReady(im);
   }
 
-  /** MachineRequestSetStatusController (and ClusterMachineRequestStatusController) on a torn-down request. */
+  /**
+   * MachineRequestSetStatusController and ClusterMachineRequestStatusController on a torn-down
+   * request. The latter (cluster_machine_request_status.go, a qtransform with
+   * WithIgnoreTeardownUntil) treats the request as running while any other finalizer is on it (before
+   * 1.4: other than ClusterMachineEncryptionKeyController); then it destroys its own
+   * ClusterMachineRequestStatus, which no controller holds, and lets go at once.
+   */
   private reconcileMachineRequest(id: string): void {
     const mr = this.peek(ptr(NS_INFRA_PROVIDER, T.MachineRequest, id));
-    if (!mr || mr.metadata.phase !== PHASE_TEARING_DOWN) return;
-    const inSet = mr.metadata.labels[LABEL_MACHINE_REQUEST_SET] !== undefined;
+    if (!mr) return;
+    if (mr.metadata.phase === PHASE_RUNNING) {
+      // A qtransform adds its finalizer to every running input, before its transform runs.
+      this.addFinalizer(mr, C.ClusterMachineRequestStatus);
+      return;
+    }
+    let cur = this.removeFinalizers(mr, (f) => f === C.MachineRequestSetStatus);
+    const ignored = new Set<string>([C.ClusterMachineRequestStatus, ...(atLeast(this.v, '1.4') ? [] : [CLUSTER_MACHINE_ENCRYPTION_KEY])]);
+    if (cur.metadata.finalizers.every((f) => ignored.has(f))) cur = this.removeFinalizers(cur, (f) => f === C.ClusterMachineRequestStatus);
+    const inSet = cur.metadata.labels[LABEL_MACHINE_REQUEST_SET] !== undefined;
     // A standalone request (1.7+, owner "") is destroyed by whoever tore it down (TeardownAndDestroy).
-    if (!inSet && mr.metadata.owner === '') return;
-    const cur = this.removeFinalizers(mr, (f) => f === C.MachineRequestSetStatus || f === C.ClusterMachineRequestStatus);
+    if (!inSet && cur.metadata.owner === '') return;
     this.destroyIfReady(cur);
   }
 
-  /** MachineRequestStatusCleanupController: holds the status until its teardown, then tears down the machine's Link. */
+  /**
+   * MachineRequestStatusCleanupController (machine_request_cleanup.go, 1.3.4 and 1.9.3): once the
+   * status is torn down, a MachineSetNode of its machine is waited for while a controller owns it
+   * and torn down and destroyed when a user does; then it waits while the machine's ClusterMachine
+   * exists; then it tears down the machine's Link and lets go. Nothing of it: it lets go at once.
+   */
   private reconcileMachineRequestStatus(id: string): void {
     const mrs = this.peek(ptr(NS_INFRA_PROVIDER, T.MachineRequestStatus, id));
     if (!mrs) return;
@@ -424,6 +457,9 @@ class Controllers implements OmniControllers {
       // An undecodable status names no machine.
     }
     if (uuid !== '') {
+      const node = this.peek(ptr(NS_DEFAULT, MACHINE_SET_NODE, uuid));
+      if (node && (node.metadata.owner !== '' || !this.teardownAndDestroy(node))) return;
+      if (this.peek(ptr(NS_DEFAULT, CLUSTER_MACHINE, uuid))) return;
       const link = this.peek(ptr(NS_DEFAULT, T.Link, uuid));
       if (link) this.teardown(link);
     }

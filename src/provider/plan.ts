@@ -5,11 +5,12 @@
 // Positive evidence only (design rules 4 and 10): a leftover is what names a parent that a Get of
 // its ID did not find, and every step says whether its target was read by its ID.
 
-import type { Resource } from '../omni-client/resource.js';
-import { LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, PHASE_RUNNING, PHASE_TEARING_DOWN, T, describePointer, providerType } from '../omni-client/resource.js';
+import type { Pointer, Resource } from '../omni-client/resource.js';
+import { LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, PHASE_RUNNING, PHASE_TEARING_DOWN, T, describePointer, pointerOf, providerType } from '../omni-client/resource.js';
 import { decodeSpec, MachineRequestStatusSpec as MachineRequestStatusSpecSchema } from '../omni-client/specs.js';
 import type { MachineRequestStatusSpec } from '../omni-client/specs.js';
-import { describeForeign, nextStepsFor } from './explain.js';
+import { describeHolds, nextStepsOf, predictHolds, predictionOf } from './explain.js';
+import type { HoldFacts, MachinePresence } from './explain.js';
 import { foreignFinalizers, ourFinalizers } from './ownership.js';
 import type { ResolvedProfile } from './profile.js';
 import { parentsOf } from './snapshot.js';
@@ -47,6 +48,8 @@ export interface DisposeStep {
   why: string;
   /** The target was read by a Get of its ID, not only listed: a NotFound for it means done (rule 4). */
   foundById: boolean;
+  /** What decides whether Omni keeps holding it once ours are gone (set when `waitFor` is not empty). */
+  holds?: HoldFacts;
 }
 
 /** One Update removing all our finalizers from a resource we may not otherwise change. */
@@ -57,6 +60,8 @@ export interface ReleaseStep {
   why: string;
   /** As for DisposeStep. */
   foundById: boolean;
+  /** Set when finalizers of others stay on it: what decides whether they hold it after the release. */
+  holds?: HoldFacts;
 }
 
 export type Step = WipeStep | DisposeStep | ReleaseStep;
@@ -86,6 +91,8 @@ export interface Note {
   id: string;
   reason: string;
   nextStep: string;
+  /** A deletion under way held only by others' finalizers: the resource, and what decides their hold. */
+  heldByOthers?: { target: Pointer; facts: HoldFacts };
 }
 
 /** `after-releases`: only what this plan releases stands in the way; Omni destroys it, then deregistration follows. */
@@ -112,8 +119,12 @@ export interface Plan {
   running: Note[];
   /** Deletions under way that only others can finish (Omni's finalizers, another provider's). */
   blocked: Note[];
-  /** Steps that will wait for Omni's own finalizers once we tore the resource down. */
+  /** Finalizers of others that will keep holding what we release or destroy: what holds them was read. */
   waits: Note[];
+  /** Omni's finalizers that will let go by themselves: what their controllers wait for is absent. */
+  lettingGo: Note[];
+  /** Omni's finalizers whose hold the provider's account cannot see, with what decides it. */
+  unseen: Note[];
   leftBehind: Note[];
   /** `--machine` values that match nothing. */
   notFound: string[];
@@ -148,12 +159,16 @@ class Planner {
   private readonly running: Note[] = [];
   private readonly blocked: Note[] = [];
   private readonly waits: Note[] = [];
+  private readonly lettingGo: Note[] = [];
+  private readonly unseen: Note[] = [];
   private readonly leftBehind: Note[] = [];
   private readonly imById: Map<string, Resource>;
   private readonly mrById: Map<string, Resource>;
   private readonly imsById: Map<string, Resource>;
   private readonly mrsById: Map<string, Resource>;
   private readonly bmcById: Map<string, Resource>;
+  private machineIds: Set<string> | undefined;
+  private readonly machinesUnreadable: boolean;
   private readonly nsById = new Map<string, Resource[]>();
   private readonly cprByRequest = new Map<string, Resource[]>();
 
@@ -166,6 +181,7 @@ class Planner {
     this.imsById = byId(s.infraMachineStatuses);
     this.mrsById = byId(s.machineRequestStatuses);
     this.bmcById = byId(s.bmcConfigs);
+    this.machinesUnreadable = s.unreadable.some((u) => u.type === T.Machine);
     for (const type of s.profile.namespaceTypes) {
       for (const r of s.namespace[type] ?? []) push(this.nsById, r.metadata.id, r);
     }
@@ -193,6 +209,8 @@ class Planner {
       running: this.running,
       blocked: this.blocked,
       waits: this.waits,
+      lettingGo: this.lettingGo,
+      unseen: this.unseen,
       leftBehind: this.leftBehind,
       notFound: this.o.machines.filter((m) => !this.matched.has(m)),
       deregistration,
@@ -210,14 +228,44 @@ class Planner {
   private dispose(r: Resource, why: string, uuid?: string): DisposeStep {
     const mine = ourFinalizers(r.metadata, this.id);
     const foreign = foreignFinalizers(r.metadata, this.id);
-    if (foreign.length > 0) {
-      this.waits.push({ kind: kindOf(r), id: r.metadata.id, reason: describeForeign(foreign, this.id, uuid), nextStep: nextStepsFor(foreign, this.id, uuid) });
-    }
-    return { op: 'dispose', target: r, removeFinalizers: mine, teardown: foreign.length > 0 && r.metadata.phase === PHASE_RUNNING, waitFor: foreign, why, foundById: this.foundById(r) };
+    const holds = foreign.length > 0 ? this.holdFacts(r, foreign, uuid) : undefined;
+    if (holds) this.predict(r, holds, '');
+    return { op: 'dispose', target: r, removeFinalizers: mine, teardown: foreign.length > 0 && r.metadata.phase === PHASE_RUNNING, waitFor: foreign, why, foundById: this.foundById(r), ...(holds ? { holds } : {}) };
   }
 
-  private release(r: Resource, finalizers: string[], why: string): ReleaseStep {
-    return { op: 'release', target: r, finalizers, why, foundById: this.foundById(r) };
+  private release(r: Resource, finalizers: string[], why: string, uuid?: string): ReleaseStep {
+    // Nothing but ours on it (every machine of a normal run): no list of others is made.
+    const others = r.metadata.finalizers.length === finalizers.length ? [] : r.metadata.finalizers.filter((f) => !finalizers.includes(f));
+    const holds = others.length > 0 ? this.holdFacts(r, others, uuid) : undefined;
+    if (holds) this.predict(r, holds, 'once our finalizers are removed: ');
+    return { op: 'release', target: r, finalizers, why, foundById: this.foundById(r), ...(holds ? { holds } : {}) };
+  }
+
+  /** What the snapshot shows about the finalizers of others that stay on `r`. */
+  private holdFacts(r: Resource, remaining: string[], uuid: string | undefined): HoldFacts {
+    const facts: HoldFacts = { providerId: this.id, remaining, ...(uuid ? { uuid } : {}) };
+    if (r.metadata.type !== T.MachineRequestStatus) return facts;
+    const statusMachine = statusSpecOf(r)?.id;
+    if (statusMachine === undefined) return facts;
+    this.machineIds ??= new Set(this.s.machines.map((m) => m.metadata.id));
+    const machine: MachinePresence = this.machinesUnreadable ? 'unreadable' : this.machineIds.has(statusMachine) ? 'present' : 'absent';
+    return { ...facts, statusMachine, ...(statusMachine !== '' ? { machine } : {}) };
+  }
+
+  /** A note under what Omni will do with the finalizers of others on `r`. */
+  private predict(r: Resource, facts: HoldFacts, prefix: string): void {
+    const holds = predictHolds(facts);
+    const note = { kind: kindOf(r), id: r.metadata.id, reason: `${prefix}${describeHolds(holds)}`, nextStep: nextStepsOf(holds) };
+    const p = predictionOf(holds);
+    (p === 'waits' ? this.waits : p === 'lets-go' ? this.lettingGo : this.unseen).push(note);
+  }
+
+  /** A deletion under way that nothing of ours holds any more: blocked, unless Omni lets go by itself. */
+  private heldByOthers(kind: string, r: Resource, foreign: string[], uuid: string | undefined): void {
+    const facts = this.holdFacts(r, foreign, uuid);
+    const holds = predictHolds(facts);
+    const note: Note = { kind, id: r.metadata.id, reason: `being deleted, nothing of ours left on it; ${describeHolds(holds)}`, nextStep: nextStepsOf(holds), heldByOthers: { target: pointerOf(r), facts } };
+    (predictionOf(holds) === 'lets-go' ? this.lettingGo : this.blocked).push(note);
   }
 
   private foundById(r: Resource): boolean {
@@ -266,15 +314,13 @@ class Planner {
     for (const r of outputs) steps.push(this.dispose(r, 'per-machine state of the provider', uuid));
     const ims = this.imsById.get(uuid);
     if (ims) steps.push(this.dispose(ims, 'the provider\'s InfraMachineStatus of a machine being deleted', uuid));
-    if (mine.length > 0) steps.push(this.release(im, mine, 'the InfraMachine is being deleted; Omni destroys it once our finalizers are gone'));
+    if (mine.length > 0) steps.push(this.release(im, mine, 'the InfraMachine is being deleted; Omni destroys it once our finalizers are gone', uuid));
     if (steps.length > 0 && steps.some((st) => st.op !== 'wipe')) {
       this.items.push({ kind: 'InfraMachine', id: uuid, reason: 'InfraMachine being deleted', steps });
       return;
     }
     const foreign = foreignFinalizers(im.metadata, this.id);
-    if (foreign.length > 0) {
-      this.blocked.push({ kind: 'InfraMachine', id: uuid, reason: `being deleted, nothing of ours left on it; ${describeForeign(foreign, this.id, uuid)}`, nextStep: nextStepsFor(foreign, this.id, uuid) });
-    }
+    if (foreign.length > 0) this.heldByOthers('InfraMachine', im, foreign, uuid);
   }
 
   /** The machine's resources in `infra-provider:<id>`, BMCConfiguration last: a wipe or a retry may still need it. */
@@ -312,7 +358,7 @@ class Planner {
     const stateTypes = new Set(this.s.profile.stateTypes);
     const states = (this.nsById.get(rid) ?? []).filter((r) => stateTypes.has(r.metadata.type));
     for (const st of states) steps.push(this.dispose(st, 'the provider\'s per-request state', machineUuid));
-    if (mine.length > 0) steps.push(this.release(mr, mine, 'the request is being deleted; Omni destroys it once the finalizers are gone'));
+    if (mine.length > 0) steps.push(this.release(mr, mine, 'the request is being deleted; Omni destroys it once the finalizers are gone', machineUuid));
     if (steps.length > 0) {
       this.items.push({ kind: 'MachineRequest', id: rid, reason: 'MachineRequest being deleted', steps });
       if (mine.length > 0) {
@@ -324,9 +370,7 @@ class Planner {
       return;
     }
     const foreign = foreignFinalizers(mr.metadata, this.id);
-    if (foreign.length > 0) {
-      this.blocked.push({ kind: 'MachineRequest', id: rid, reason: `being deleted, nothing of ours left on it; ${describeForeign(foreign, this.id, machineUuid)}`, nextStep: nextStepsFor(foreign, this.id, machineUuid) });
-    }
+    if (foreign.length > 0) this.heldByOthers('MachineRequest', mr, foreign, machineUuid);
   }
 
   /** A BMCConfig being deleted whose InfraMachine is not (legacy bare-metal finalizers, lifecycle 2.3). */
@@ -469,11 +513,14 @@ export function atLeast(version: string, major: number, minor: number): boolean 
   return ma > major || (ma === major && mi >= minor);
 }
 
-/** An InfraMachine or MachineRequest item whose last step leaves no finalizer at all on it. */
-function releasesCompletely(item: PlanItem): boolean {
+/**
+ * An InfraMachine or MachineRequest item whose last step leaves it to Omni to destroy at once: no
+ * finalizer of anyone else stays on it, or only Omni's that let go by themselves (`lettingGo`).
+ */
+export function releasesCompletely(item: PlanItem): boolean {
   if (item.kind !== 'InfraMachine' && item.kind !== 'MachineRequest') return false;
   const last = item.steps.at(-1);
-  return last?.op === 'release' && last.target.metadata.finalizers.every((f) => last.finalizers.includes(f));
+  return last?.op === 'release' && (!last.holds || predictionOf(predictHolds(last.holds)) === 'lets-go');
 }
 
 function byId(rs: Resource[]): Map<string, Resource> {

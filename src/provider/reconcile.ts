@@ -21,11 +21,12 @@ import type { WipeOptions, WipeResult, WipeStrategy } from '../wipe/index.js';
 import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';
 import type { Timers } from './announce.js';
 import { ChangeFeed } from './change-feed.js';
-import { describeForeign, nextStepsFor } from './explain.js';
+import { describeDuration, describeHolds, nextStepsOf, predictHolds, stillHolding } from './explain.js';
+import type { HoldFacts } from './explain.js';
 import { Limiter } from './limiter.js';
-import { ourFinalizers } from './ownership.js';
+import { isOurFinalizer, ourFinalizers } from './ownership.js';
 import type { DisposeStep, Plan, PlanItem, Refusal, ReleaseStep, Step } from './plan.js';
-import { STUB_MARKER, buildPlan, immediateWrites } from './plan.js';
+import { STUB_MARKER, buildPlan, immediateWrites, releasesCompletely } from './plan.js';
 import type { ProfileOption } from './profile.js';
 import { PROVISION_CONTROLLER } from './profile.js';
 import { takeSnapshot } from './snapshot.js';
@@ -43,6 +44,11 @@ export interface ReconcileOptions {
   timeoutMs: number;
   /** Without --wait: how long one pass waits for Omni to clear its own finalizers after a teardown. */
   omniWaitMs?: number;
+  /**
+   * After the last write: how long to watch what was released while finalizers of others still held
+   * it, for Omni's own controllers to let go (default DEFAULT_SETTLE_MS); 0: not watched.
+   */
+  settleMs?: number;
   concurrency: number;
   signal?: AbortSignal;
   /** --force: a live provider's heartbeat showing up during the run does not stop it (design rule 7). */
@@ -111,10 +117,32 @@ export interface ItemOutcome {
   reason?: string;
   nextStep?: string;
   wipe?: WipeResult;
-  /** Released, but these finalizers of others still hold it (reason and nextStep explain them). */
+  /**
+   * Released, but these finalizers of others still hold it (reason and nextStep explain them): when
+   * it was released, or after the settle time if `settle` says so.
+   */
   heldBy?: string[];
+  /** What watching it after the last write showed (only for what others still held when released). */
+  settle?: ItemSettle;
   /** Whether a non-released outcome means the stub's own work is unfinished (exit 5). */
   counts: boolean;
+}
+
+export interface ItemSettle {
+  /** How long it was watched (0: --settle 0, not watched). */
+  ms: number;
+  /** gone: destroyed within that time; held: still there after it; not-watched; watch-failed (`error`). */
+  outcome: 'gone' | 'held' | 'not-watched' | 'watch-failed';
+  error?: string;
+}
+
+/** What the settle after the last write watched, and what it found. */
+export interface SettleSummary {
+  ms: number;
+  /** What there was to watch: released while others held it, or left to Omni to let go (counted with ms 0 too). */
+  items: number;
+  gone: number;
+  held: number;
 }
 
 export interface RefusalOutcome {
@@ -138,9 +166,12 @@ export interface ReconcileResult {
   timedOut: boolean;
   interrupted: boolean;
   passes: number;
+  settle: SettleSummary;
 }
 
 const DEFAULT_OMNI_WAIT_MS = 60_000;
+/** Omni's controllers let go within the same second when nothing holds them (issue 16): a few seconds. */
+export const DEFAULT_SETTLE_MS = 5_000;
 const RECHECK_MS = 30_000;
 
 export async function reconcile(deps: ReconcileDeps, o: ReconcileOptions): Promise<ReconcileResult> {
@@ -170,6 +201,9 @@ class Reconciler {
   private readonly others = { refused: 0, refusalsFailed: 0, running: 0, waiting: 0 };
   private readonly refusals = new Map<string, RefusalOutcome>();
   private readonly blockedKeys = new Set<string>();
+  /** Items released while finalizers of others stayed on them: what to watch after the last write. */
+  private readonly heldAtRelease = new Map<string, { target: Pointer; facts: HoldFacts }>();
+  private settled: SettleSummary;
   private heartbeat: Heartbeat | undefined;
   private feed: ChangeFeed | undefined;
   private announced = false;
@@ -188,6 +222,7 @@ class Reconciler {
     this.waiter = new FinalizerWaiter(this.state, o.signal);
     this.monotonic = deps.monotonic ?? (() => performance.now());
     this.deadline = this.monotonic() + o.timeoutMs;
+    this.settled = { ms: o.settleMs ?? DEFAULT_SETTLE_MS, items: 0, gone: 0, held: 0 };
   }
 
   private async planNow(): Promise<Plan> {
@@ -210,6 +245,7 @@ class Reconciler {
       timedOut: false,
       interrupted: false,
       passes,
+      settle: this.settled,
       ...extra,
     });
     if (this.o.confirm && this.wouldAct(plan)) {
@@ -244,6 +280,7 @@ class Reconciler {
         plan = await this.planNow();
       }
       if (this.o.wait && !timedOut && !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister)) timedOut = true;
+      await this.settle(plan);
     } catch (err) {
       if (!this.o.signal?.aborted) throw err;
       for (const oc of this.outcomes.values()) if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
@@ -297,11 +334,10 @@ class Reconciler {
         } finally {
           this.window.leave();
         }
-        if (released && (item.kind === 'InfraMachine' || item.kind === 'MachineRequest')) {
-          const last = item.steps.at(-1);
-          // Only what Omni destroys at once (no finalizer of anyone else left) is worth waiting for.
-          if (last?.op === 'release' && last.target.metadata.finalizers.every((f) => last.finalizers.includes(f))) parents.push(pointerOf(last.target));
-        }
+        // Only what Omni destroys at once (no finalizer of anyone else left, or only Omni's that let
+        // go by themselves) is worth waiting for.
+        const last = item.steps.at(-1);
+        if (released && last?.op === 'release' && releasesCompletely(item)) parents.push(pointerOf(last.target));
         // Its steps hold the resources as read (specs included); nothing needs them once the item has
         // its outcome, and keeping them kept the whole snapshot alive until the end of the run.
         item.steps = [];
@@ -354,10 +390,12 @@ class Reconciler {
       }
       this.blockedKeys.delete(key);
       const last = steps.at(-1);
-      if (last?.op === 'release') {
-        // Released by us, but someone else's finalizer still holds it: say who and why.
-        const others = last.target.metadata.finalizers.filter((f) => !last.finalizers.includes(f));
-        if (others.length > 0) Object.assign(outcome, { heldBy: others, reason: describeForeign(others, this.id, item.id), nextStep: nextStepsFor(others, this.id, item.id) });
+      if (last?.op === 'release' && last.holds) {
+        // Released by us, but someone else's finalizer still holds it: say who and why, and watch it
+        // after the last write (settle).
+        const holds = predictHolds(last.holds);
+        Object.assign(outcome, { heldBy: [...last.holds.remaining], reason: describeHolds(holds), nextStep: nextStepsOf(holds) });
+        this.heldAtRelease.set(key, { target: pointerOf(last.target), facts: last.holds });
       }
       this.record(key, outcome);
       this.itemLog('info', { kind: item.kind, id: item.id }, item.kind === 'leftover' ? 'cleaned up' : 'released');
@@ -506,7 +544,8 @@ class Reconciler {
           if (w === 'gone') return notFound('a Get while waiting for Omni');
           if (w === 'aborted') throw this.o.signal?.reason ?? new Error('aborted');
           if (w === 'timeout') {
-            return { done: false, reason: `${describePointer(p)} waits for ${describeForeign(foreign, this.id, p.id)}`, nextStep: nextStepsFor(foreign, this.id, p.id), counts: true };
+            const holds = this.holdsNow(p, step.holds ?? { providerId: this.id, remaining: foreign, uuid: p.id });
+            return { done: false, reason: `${describePointer(p)} still held after ${describeDuration(ms)} by ${describeHolds(holds)}`, nextStep: nextStepsOf(holds), counts: true };
           }
         }
       }
@@ -525,6 +564,76 @@ class Reconciler {
       }
     }
     throw lastErr;
+  }
+
+  /**
+   * After a wait: the holds of what a watch of this run saw on the resource last (or, unseen, of
+   * `facts`), ours left out; what was to let go by itself and did not is said so.
+   */
+  private holdsNow(p: Pointer, facts: HoldFacts): ReturnType<typeof predictHolds> {
+    const now = this.waiter.finalizersOf(p);
+    const remaining = Array.isArray(now) ? now.filter((f) => !isOurFinalizer(f, this.id)) : facts.remaining;
+    return stillHolding(predictHolds({ ...facts, remaining }));
+  }
+
+  /**
+   * After the last write: watch, for at most `settleMs` and through the shared kind watches, each item
+   * that finalizers of others still held when it was released (issue 16: Omni's controllers let go
+   * within the same second when nothing holds them). Gone: plainly released. Still there: held by
+   * what the watch saw on it last. Also the deletions of the last plan that only Omni's finalizers
+   * hold and that it should let go by itself: still there at the end, they are reported blocked.
+   * Nothing here writes or decides anything; it is what the report says.
+   */
+  private async settle(plan: Plan): Promise<void> {
+    const held = [...this.heldAtRelease].flatMap(([key, h]) => {
+      const o = this.outcomes.get(key);
+      return o?.status === 'released' && o.heldBy ? [{ o, ...h }] : [];
+    });
+    // Deletions that nothing of ours held, left to Omni (plan.lettingGo): blocked only if still held.
+    const reported = new Set([...this.outcomes.values()].map((o) => `${o.kind}/${o.id}`));
+    for (const n of plan.lettingGo) {
+      const key = `${n.kind}/${n.id}`;
+      if (!n.heldByOthers || reported.has(key)) continue;
+      const holds = predictHolds(n.heldByOthers.facts);
+      const o: ItemOutcome = { kind: n.kind as ItemOutcome['kind'], id: n.id, status: 'blocked', reason: describeHolds(holds), nextStep: nextStepsOf(holds), heldBy: [...n.heldByOthers.facts.remaining], counts: false };
+      this.outcomes.set(key, o);
+      held.push({ o, ...n.heldByOthers });
+    }
+    const ms = this.settled.ms;
+    this.settled.items = held.length;
+    if (held.length === 0) return;
+    if (ms <= 0) {
+      for (const { o } of held) o.settle = { ms: 0, outcome: 'not-watched' };
+      return;
+    }
+    this.log.debug({ items: held.length, ms }, 'settle: watching what others still held when released');
+    const ends = await Promise.all(held.map(({ target }) => this.waiter.wait(target, 'gone', ms).catch((err: unknown) => err as Error)));
+    held.forEach(({ o, target, facts }, i) => {
+      const end = ends[i]!;
+      if (end === 'aborted') return;
+      if (end instanceof Error) {
+        o.settle = { ms, outcome: 'watch-failed', error: end.message };
+        return;
+      }
+      if (end === 'gone' || this.waiter.finalizersOf(target) === 'gone') {
+        this.settled.gone++;
+        // Left to Omni and gone: nothing to report. Released and gone: plainly released.
+        if (o.status === 'blocked') this.outcomes.delete(`${o.kind}/${o.id}`);
+        o.settle = { ms, outcome: 'gone' };
+        delete o.heldBy;
+        delete o.reason;
+        delete o.nextStep;
+        return;
+      }
+      const holds = this.holdsNow(target, facts);
+      o.settle = { ms, outcome: 'held' };
+      o.heldBy = holds.map((h) => h.finalizer);
+      o.reason = holds.length > 0 ? describeHolds(holds) : `no finalizer left on ${describePointer(target)}, but Omni had not destroyed it`;
+      o.nextStep = holds.length > 0 ? nextStepsOf(holds) : 'check Omni\'s logs, and run again';
+      this.settled.held++;
+      this.log.warn({ kind: o.kind, id: o.id, heldBy: o.heldBy, afterMs: ms }, 'still held after the settle time');
+    });
+    if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
   }
 
   private async refuse(r: Refusal): Promise<void> {

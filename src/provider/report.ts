@@ -8,7 +8,8 @@ import { escapeControlIn } from '../untrusted.js';
 import type { Note, Plan, Step } from './plan.js';
 import { immediateWrites } from './plan.js';
 import type { PreflightResult } from './preflight.js';
-import type { ReconcileResult } from './reconcile.js';
+import type { ItemOutcome, ReconcileResult } from './reconcile.js';
+import { describeDuration } from './explain.js';
 
 export interface ReportEntry {
   kind: string;
@@ -47,7 +48,17 @@ export interface Report {
   leftBehind: ReportEntry[];
   failed: ReportEntry[];
   notFound: string[];
+  /** plan: finalizers of others that will keep holding what a run releases or destroys (what holds them was read). */
   waits: ReportEntry[];
+  /** plan: Omni's finalizers that will let go by themselves (what their controllers wait for is absent). */
+  lettingGo: ReportEntry[];
+  /** plan: Omni's finalizers whose hold the provider's account cannot see, and what decides it. */
+  unseen: ReportEntry[];
+  /**
+   * run: how long it watched, after its last write, what others still held when it was released or
+   * what it left to Omni (`--settle`; ms 0: not watched), how many, how many went, how many stayed.
+   */
+  settle?: { ms: number; items: number; gone: number; held: number };
   /**
    * `lastStep`: what an admin runs now, given only once the provider was deregistered (deregistrationOf).
    * `lastStepAfterRun` (plan): the same command, for after a run that deregisters.
@@ -124,6 +135,8 @@ export function planReport(plan: Plan, c: Common): Report {
     failed: [],
     notFound: plan.notFound,
     waits: plan.waits.map(entry),
+    lettingGo: plan.lettingGo.map(entry),
+    unseen: plan.unseen.map(entry),
     deregistration: deregistrationOf(plan, false, 'planned'),
     planned: { writes: immediateWrites(plan), announce: plan.announce, items: items.map((i) => ({ kind: i.kind, id: i.id, reason: i.reason, steps: i.steps.map(describeStep) })) },
     writes: {},
@@ -152,23 +165,27 @@ export function runReport(r: ReconcileResult, c: Common & { writes: Record<strin
   else if (incomplete) [result, exitCode] = ['incomplete', ExitCode.Incomplete];
   else [result, exitCode] = [anything ? 'done' : 'nothing-to-do', ExitCode.OK];
   // Blockers of the last plan that the run did not already report (Omni's own, Machines in use).
-  const seen = new Set(blocked.map((b) => `${b.kind}/${b.id}`));
-  const seenHeld = new Set(held.map((b) => `${b.kind}/${b.id}`));
+  // What the run released and watched afterwards has the settle's word, which came later.
+  const seen = new Set([...blocked, ...released.filter((o) => o.heldBy || o.settle)].map((b) => `${b.kind}/${b.id}`));
   return {
-    ...base(plan, c, 'run'),
+    // The header's profile is what the first pass found: later passes no longer see what it released.
+    ...base(r.firstPlan, c, 'run'),
     cleaned,
     released: released.map((o) => ({ kind: o.kind, id: o.id, ...(o.wipe ? { wipe: { strategy: o.wipe.strategy, outcome: o.wipe.outcome, ...(o.wipe.reason ? { reason: o.wipe.reason } : {}) } } : {}) })),
     refused: [...r.refusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ? `${x.reason}: ${x.error}` : x.reason, result: x.result }))],
     blocked: [
-      ...blocked.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '', counts: o.counts })),
-      ...held.filter((o) => !seen.has(`${o.kind}/${o.id}`)).map((o) => ({ kind: o.kind, id: o.id, reason: `released by stub-provider; still held by ${o.reason ?? ''}`, nextStep: o.nextStep ?? '', counts: false })),
-      ...plan.blocked.filter((n) => !seen.has(`${n.kind}/${n.id}`) && !seenHeld.has(`${n.kind}/${n.id}`)).map((n) => ({ ...entry(n), counts: false })),
+      ...blocked.map((o) => ({ kind: o.kind, id: o.id, reason: blockedReason(o), nextStep: o.nextStep ?? '', counts: o.counts })),
+      ...held.map((o) => ({ kind: o.kind, id: o.id, reason: blockedReason(o), nextStep: o.nextStep ?? '', counts: false })),
+      ...plan.blocked.filter((n) => !seen.has(`${n.kind}/${n.id}`)).map((n) => ({ ...entry(n), counts: false })),
     ],
     running: plan.running.map(entry),
     leftBehind: dedupe([...r.firstPlan.leftBehind, ...plan.leftBehind].map(entry)),
     failed: [...failed.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' })), ...failedRefusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ?? '', nextStep: 'run again' }))],
     notFound: r.firstPlan.notFound,
     waits: [],
+    lettingGo: [],
+    unseen: [],
+    settle: r.settle,
     deregistration: deregistrationOf(plan, r.deregistered, result),
     writes: c.writes,
     timedOut: r.timedOut,
@@ -176,6 +193,22 @@ export function runReport(r: ReconcileResult, c: Common & { writes: Record<strin
     result,
     exitCode,
   };
+}
+
+/**
+ * Why an item is in Blocked. For what the run released while others still held it, which came last:
+ * the release, then what the settle saw after it (or that it did not watch).
+ */
+function blockedReason(o: ItemOutcome): string {
+  const why = o.reason ?? '';
+  const s = o.settle;
+  const after = !s ? `still held by ${why}`
+    : s.outcome === 'held' ? `still held after ${describeDuration(s.ms)} by ${why}`
+      : s.outcome === 'not-watched' ? `still held when last read by ${why} (--settle 0: not watched after the last write)`
+        : s.outcome === 'watch-failed' ? `still held when last read by ${why} (watching it after the last write failed: ${s.error ?? 'unknown error'})`
+          : why;
+  if (o.status === 'released') return `released by stub-provider; ${after}`;
+  return o.heldBy ? `being deleted, nothing of ours left on it; ${after}` : why;
 }
 
 function dedupe(xs: ReportEntry[]): ReportEntry[] {
@@ -212,10 +245,14 @@ export function renderText(report: Report): string {
     out.push('', `Would write ${rep.planned.writes} change(s) now${rep.planned.announce ? ', announce stub mode and send heartbeats' : ''}.`);
     section('Would release or clean', rep.planned.items.map((i) => ({ kind: i.kind, id: i.id, reason: chain(i) })), (x) => `${x.kind} ${x.id}: ${x.reason}`);
     section('Will wait for Omni', rep.waits, withNext);
+    section('Omni lets go by itself', rep.lettingGo, withNext);
+    section('Cannot be seen with the provider\'s account (Omni decides)', rep.unseen, withNext);
   }
   section('Released', rep.released, (x) => `${x.kind} ${x.id}`);
   if (rep.cleaned > 0) out.push('', `Cleaned up ${rep.cleaned} leftover resource(s) whose machine or request was already gone.`);
   section('Refused', rep.refused, (x) => `${x.kind} ${x.id}: ${x.reason}`);
+  const st = rep.settle;
+  if (st && st.items > 0) out.push('', st.ms > 0 ? `Watched for up to ${describeDuration(st.ms)} after the last write (--settle) the ${st.items} item(s) others still held: ${st.gone} gone, ${st.held} still held.` : `Not watched after the last write (--settle 0): ${st.items} item(s) others still held are reported as last read.`);
   section('Blocked', rep.blocked, withNext);
   section('Failed', rep.failed, withNext);
   section('Still running (untouched)', rep.running, withNext);

@@ -11,7 +11,8 @@ export type WaitUntil = 'no-finalizers' | 'gone';
 
 interface Seen {
   version: bigint;
-  finalizers: number;
+  /** Shared between resources holding the same finalizers (a fleet has a few such lists). */
+  finalizers: readonly string[];
   /** Named by a live event (not the bootstrap's contents) or found by a Get of its ID. */
   byId: boolean;
 }
@@ -29,6 +30,9 @@ interface Waiter {
  */
 export const BOOTSTRAP_FALLBACK_MS = 1_000;
 
+const NO_FINALIZERS: readonly string[] = Object.freeze([]);
+const MAX_FINALIZER_LISTS = 1024;
+
 /**
  * What one kind watch tells about the resources of its type. Its bootstrap is a List by another
  * name: a resource missing from it is an absence, not evidence (design rule 10). A `no-finalizers`
@@ -45,6 +49,8 @@ class KindWatch {
   readonly notFound = new Set<string>();
   readonly waiters = new Map<string, Set<Waiter>>();
   private readonly reading = new Set<string>();
+  /** One array per distinct list of finalizers seen, bounded by MAX_FINALIZER_LISTS. */
+  private readonly lists = new Map<string, readonly string[]>();
   bootstrapped = false;
   failure: unknown;
 
@@ -71,7 +77,7 @@ class KindWatch {
     } else {
       const version = safeVersion(r.metadata.version);
       const cur = this.seen.get(id);
-      if (!cur || cur.version < version) this.seen.set(id, { version, finalizers: r.metadata.finalizers.length, byId: true });
+      if (!cur || cur.version < version) this.seen.set(id, { version, finalizers: this.shared(r.metadata.finalizers), byId: true });
       else cur.byId = true;
     }
     this.check(id);
@@ -118,9 +124,30 @@ class KindWatch {
       this.notFound.delete(id);
       // The bootstrap's contents are CREATED events before BOOTSTRAPPED: listed, not named by ID.
       const byId = e.type === 'updated' || this.bootstrapped || this.seen.get(id)?.byId === true;
-      this.seen.set(id, { version: safeVersion(e.resource.metadata.version), finalizers: e.resource.metadata.finalizers.length, byId });
+      this.seen.set(id, { version: safeVersion(e.resource.metadata.version), finalizers: this.shared(e.resource.metadata.finalizers), byId });
     } else return;
     this.check(id);
+  }
+
+  /**
+   * The same array for the same finalizers: a kind watch holds one entry per resource of the kind
+   * (every InfraMachine of a fleet), and their finalizers repeat. A list never seen before is kept
+   * as it came once the pool is full.
+   */
+  private shared(fs: string[]): readonly string[] {
+    if (fs.length === 0) return NO_FINALIZERS;
+    const key = fs.join('\u0000');
+    const known = this.lists.get(key);
+    if (known) return known;
+    if (this.lists.size < MAX_FINALIZER_LISTS) this.lists.set(key, fs);
+    return fs;
+  }
+
+  /** The finalizers of the resource as this watch saw it last; 'gone' once it is known gone. */
+  current(id: string): readonly string[] | 'gone' | undefined {
+    const s = this.seen.get(id);
+    if (s) return s.finalizers;
+    return this.destroyed.has(id) || this.notFound.has(id) ? 'gone' : undefined;
   }
 
   check(id: string): void {
@@ -134,7 +161,7 @@ class KindWatch {
     for (const w of [...set]) {
       let out: WaitOutcome | undefined;
       if (s) {
-        if (w.until === 'no-finalizers' && s.finalizers === 0 && s.version >= w.minVersion) out = 'released';
+        if (w.until === 'no-finalizers' && s.finalizers.length === 0 && s.version >= w.minVersion) out = 'released';
       } else if (gone || w.until === 'gone') {
         out = 'gone';
       } else {
@@ -227,6 +254,14 @@ export class FinalizerWaiter {
    */
   sawById(p: Pointer): boolean {
     return this.kinds.get(kindKeyOf(p))?.sawById(p.id) ?? false;
+  }
+
+  /**
+   * The resource's finalizers as a watch of this run saw them last, 'gone' when it saw it go, or
+   * undefined when no watch of its kind has seen it.
+   */
+  finalizersOf(p: Pointer): readonly string[] | 'gone' | undefined {
+    return this.kinds.get(kindKeyOf(p))?.current(p.id);
   }
 
   close(): void {

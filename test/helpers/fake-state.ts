@@ -19,9 +19,14 @@ type Method = 'get' | 'list' | 'create' | 'update' | 'destroy' | 'watch';
 export interface FakeOmniBehaviour {
   /** Omni's finalizers that Omni removes by itself once the resource is tearing down. */
   releasesOnTeardown: Set<string>;
+  /** Omni's finalizers that Omni removes once no other finalizer is left on the torn-down resource. */
+  releasesWhenAlone: Set<string>;
   /** Destroy InfraMachines / MachineRequests / BMCConfigs that are tearing down without finalizers. */
   destroysReleased: boolean;
 }
+
+/** What Omni destroys once it is torn down and free of finalizers. */
+const OMNI_DESTROYS: string[] = [T.InfraMachine, T.MachineRequest, T.BMCConfig];
 
 /** Omni itself: writes without the client's rules (any owner, any version). */
 const OMNI: Identity = { name: 'omni', email: 'omni', role: 'Admin', internal: true };
@@ -32,6 +37,7 @@ export class FakeState extends StoreState implements State {
   private readonly faults: { method: Method; error: () => Error; left: number; when?: (p: Pointer) => boolean }[] = [];
   readonly omni: FakeOmniBehaviour = {
     releasesOnTeardown: new Set(['MachineRequestStatusCleanupController', 'ConfigPatchRequestController', 'MachineStatusController']),
+    releasesWhenAlone: new Set(['ClusterMachineRequestStatusController']),
     destroysReleased: true,
   };
   /** Hook run after every write (for concurrent-writer tests). */
@@ -212,7 +218,16 @@ export class FakeState extends StoreState implements State {
         this.put({ ...now, metadata: { ...now.metadata, finalizers: now.metadata.finalizers.filter((f) => !this.omni.releasesOnTeardown.has(f)) } });
       }, 1);
     }
-    const omniDestroys: string[] = [T.InfraMachine, T.MachineRequest, T.BMCConfig];
-    if (this.omni.destroysReleased && omniDestroys.includes(cur.metadata.type) && cur.metadata.finalizers.length === 0) this.remove(cur.metadata);
+    const alone = this.omni.releasesWhenAlone;
+    if (cur.metadata.finalizers.length > 0 && cur.metadata.finalizers.every((f) => alone.has(f))) {
+      // ClusterMachineRequestStatusController: it lets go once nothing else holds the request.
+      setTimeout(() => {
+        const now = this.store.peek(r.metadata);
+        if (!now || !now.metadata.finalizers.every((f) => alone.has(f))) return;
+        const freed = this.put({ ...now, metadata: { ...now.metadata, finalizers: [] } });
+        if (this.omni.destroysReleased && OMNI_DESTROYS.includes(freed.metadata.type)) this.remove(freed.metadata);
+      }, 1);
+    }
+    if (this.omni.destroysReleased && OMNI_DESTROYS.includes(cur.metadata.type) && cur.metadata.finalizers.length === 0) this.remove(cur.metadata);
   }
 }

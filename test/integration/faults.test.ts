@@ -51,7 +51,7 @@ async function runStub(s: Sim): Promise<ReconcileResult> {
   try {
     return await reconcile(
       { state: client.state, logger: silentLogger(), version: 'test', now: () => Date.now() + client.serverClockOffsetMs() },
-      { providerId: ID, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 30_000, omniWaitMs: 10_000, concurrency: 8 },
+      { providerId: ID, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 30_000, omniWaitMs: 10_000, settleMs: 500, concurrency: 8 },
     );
   } finally {
     await client.close();

@@ -120,11 +120,11 @@ describe.each(['1.3.4', '1.4.2'])('Omni %s', (version) => {
     const rs = bareMetalMachine('bare-metal', U1);
     rs[0]!.metadata.finalizers.push('MachineSetNodeController');
     const s = await sim(version, [providerStatus('bare-metal', true), ...rs, ...bareMetalMachine('bare-metal', U2, { phase: 'running' })]);
-    const rep = await executeRun(args('bare-metal'), io(s, 'bare-metal'));
+    const rep = await executeRun(args('bare-metal', { settle: '1s' }), io(s, 'bare-metal'));
     expect(rep.exitCode).toBe(0);
     expect(find(s, NS_INFRA_PROVIDER, T.InfraMachine, U1)!.metadata.finalizers).toEqual(['MachineSetNodeController']);
     expect(rep.running).toEqual([expect.objectContaining({ kind: 'InfraMachine', id: U2 })]);
-    expect(rep.blocked).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'InfraMachine', id: U1, counts: false })]));
+    expect(rep.blocked).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'InfraMachine', id: U1, counts: false, reason: expect.stringMatching(/^released by stub-provider; still held after 1 s by MachineSetNodeController: /) })]));
     expect(rep.deregistration.status).toBe('not-ready');
     expect(find(s, NS_INFRA_PROVIDER, T.InfraMachine, U2)!.metadata.finalizers).toHaveLength(6);
   });
@@ -139,7 +139,8 @@ describe.each(['1.3.4', '1.4.2'])('Omni %s', (version) => {
     const st = find(s, NS_INFRA_PROVIDER, T.MachineRequestStatus, 'workers-cccccc')!;
     expect(st.metadata.owner).toBe(`${id}.ProvisionController`);
     expect(decodeSpec(MachineRequestStatusSpec, st.spec.protoSpec).value).toMatchObject({ stage: 3, error: expect.stringMatching(/^stub-provider/) });
-    expect(find(s, NS_INFRA_PROVIDER, T.MachineRequest, 'workers-cccccc')!.metadata.finalizers).toEqual([]);
+    // No finalizer of ours: only Omni's own, which it puts on every running request.
+    expect(find(s, NS_INFRA_PROVIDER, T.MachineRequest, 'workers-cccccc')!.metadata.finalizers).toEqual(['ClusterMachineRequestStatusController']);
     expect(find(s, 'infra-provider-ephemeral', T.InfraProviderHealthStatus, id)).toBeDefined();
   });
 });

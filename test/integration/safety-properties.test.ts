@@ -113,7 +113,7 @@ async function runStub(sim: Sim, id: string, machines: string[]): Promise<Reconc
   try {
     return await reconcile(
       { state: client.state, logger: silentLogger(), version: 'test' },
-      { providerId: id, machines, profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 20_000, omniWaitMs: 5_000, concurrency: 4 },
+      { providerId: id, machines, profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 20_000, omniWaitMs: 5_000, settleMs: 100, concurrency: 4 },
     );
   } finally {
     await client.close();

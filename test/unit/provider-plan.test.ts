@@ -9,6 +9,9 @@ import { NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../src
 import { isOurFinalizer, isOurResource } from '../../src/provider/ownership.js';
 import { resolveProfile, resolveStateType, stateTypeProblem } from '../../src/provider/profile.js';
 import { MachineRequestStage } from '../../src/omni-client/specs.js';
+import { PermissionDeniedError } from '../../src/omni-client/errors.js';
+import { predictHold, predictHolds, predictionOf } from '../../src/provider/explain.js';
+import type { HoldFacts } from '../../src/provider/explain.js';
 
 const ID = 'bare-metal';
 const U1 = '11111111-1111-1111-1111-111111111111';
@@ -94,11 +97,12 @@ describe('plan: bare-metal', () => {
     for (const s of plan.items.flatMap((i) => i.steps)) if (s.op !== 'wipe') expect(s.target.metadata.id).not.toBe(U1);
   });
 
-  it('leaves foreign finalizers: Omni before 1.3 holds the InfraMachineStatus and the plan waits for it', async () => {
+  it('leaves foreign finalizers: Omni before 1.3 holds the InfraMachineStatus; the run waits for it, and Omni lets go by itself', async () => {
     const plan = await planFor(bareMetalMachine(ID, U1, { omniOnStatus: true }));
     const ims = plan.items[0]!.steps.find((s) => s.op === 'dispose' && s.target.metadata.type === T.InfraMachineStatus)!;
     expect(ims).toMatchObject({ teardown: true, waitFor: ['MachineStatusController'], removeFinalizers: [] });
-    expect(plan.waits[0]!.reason).toMatch(/MachineStatusController/);
+    expect(plan.waits).toEqual([]);
+    expect(plan.lettingGo[0]!.reason).toMatch(/MachineStatusController lets go by itself/);
   });
 
   it('removes only our finalizers from an InfraMachine that also carries others', async () => {
@@ -181,11 +185,12 @@ describe('plan: provisioning', () => {
     expect(plan.notFound).toEqual([]);
   });
 
-  it('explains a request held only by Omni\'s ClusterMachineRequestStatusController', async () => {
+  it('a request held only by Omni\'s ClusterMachineRequestStatusController is not blocked: Omni lets go by itself', async () => {
     const rs = provisionedRequest('kubevirt', 'r1', { withStatus: false, withCpr: false });
     rs[0]!.metadata.finalizers = ['ClusterMachineRequestStatusController'];
     const plan = await planFor(rs, { id: 'kubevirt' });
-    expect(plan.blocked[0]!.reason).toMatch(/left its cluster/);
+    expect(plan.blocked).toEqual([]);
+    expect(plan.lettingGo).toEqual([expect.objectContaining({ kind: 'MachineRequest', id: 'r1', reason: expect.stringMatching(/lets go as soon as no other finalizer is on the request/) })]);
   });
 });
 
@@ -249,5 +254,105 @@ describe('plan: leftovers and deregistration', () => {
     const plan = await planFor(rs, { id: 'kubevirt' });
     expect(plan.refusals).toEqual([expect.objectContaining({ id: 'r1', done: true })]);
     expect(plan.running).toEqual([]);
+  });
+});
+
+describe('plan: what Omni\'s own finalizers will do (only what the provider can read predicts a wait)', () => {
+  const KV = 'kubevirt';
+  const notes = (plan: Plan) => ({
+    waits: plan.waits.map((n) => `${n.kind}/${n.id}`),
+    lettingGo: plan.lettingGo.map((n) => `${n.kind}/${n.id}`),
+    unseen: plan.unseen.map((n) => `${n.kind}/${n.id}`),
+  });
+
+  it('a scaled-down request whose status names no machine: Omni lets go of the status, the patch and the request by itself', async () => {
+    const plan = await planFor([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { machineUuid: '' })], { id: KV });
+    expect(notes(plan)).toEqual({ waits: [], lettingGo: ['ConfigPatchRequests/w-1-patch', 'MachineRequestStatuses/w-1', 'MachineRequests/w-1'], unseen: [] });
+    const status = plan.lettingGo.find((n) => n.kind === 'MachineRequestStatuses')!;
+    expect(status.reason).toMatch(/MachineRequestStatusCleanupController: .*lets go by itself: the status names no machine/);
+    expect(status.reason).not.toMatch(/holds it until/);
+    expect(plan.lettingGo.find((n) => n.kind === 'MachineRequests')!.reason).toMatch(/^once our finalizers are removed: ClusterMachineRequestStatusController: .*lets go as soon as no other finalizer is on the request/);
+    // What this plan releases and only Omni's self-releasing finalizers keep: deregistration follows.
+    expect(plan.deregistration.status).toBe('after-releases');
+  });
+
+  it('a status naming a machine no longer in Omni: lets go by itself (its MachineSetNode and ClusterMachine went before it)', async () => {
+    const plan = await planFor([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { machineUuid: U1 })], { id: KV });
+    expect(notes(plan).lettingGo).toContain('MachineRequestStatuses/w-1');
+    expect(plan.lettingGo.find((n) => n.kind === 'MachineRequestStatuses')!.reason).toContain(`no Machine ${U1} of this provider is left in Omni`);
+  });
+
+  it('a status naming a machine still in Omni: cannot be seen (MachineSetNodes and ClusterMachines need the Reader role), never predicted as a wait', async () => {
+    const plan = await planFor([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { machineUuid: U1 }), omniMachine(KV, U1, { request: 'w-1' })], { id: KV });
+    expect(notes(plan)).toEqual({ waits: [], lettingGo: ['ConfigPatchRequests/w-1-patch', 'MachineRequests/w-1'], unseen: ['MachineRequestStatuses/w-1'] });
+    const n = plan.unseen[0]!;
+    expect(n.reason).toMatch(new RegExp(`waits while machine ${U1} is in a cluster .*machine ${U1} is still in Omni, and this provider's account cannot read that \\(it needs the Reader role\\), so whether Omni waits cannot be seen from here`));
+    expect(n.nextStep).toContain(`omnictl get machinesetnodes,clustermachines ${U1}`);
+    // The run still waits for it before the Destroy (rule 5): only the prediction changed.
+    const st = plan.items[0]!.steps.find((s) => s.op === 'dispose' && s.target.metadata.type === T.MachineRequestStatus);
+    expect(st).toMatchObject({ teardown: true, waitFor: ['MachineRequestStatusCleanupController'] });
+  });
+
+  it('Machines unreadable: whether the machine is still in Omni is said to be unknown too', async () => {
+    const fake = new FakeState([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { machineUuid: U1 })]);
+    fake.fail('list', () => new PermissionDeniedError('no access is permitted'), 1, (p) => p.type === T.Machine);
+    const snap = await takeSnapshot(fake, { providerId: KV, profile: 'auto', stateTypes: [] });
+    const plan = buildPlan(snap, { providerId: KV, machines: [], deregister: true, wipe: false });
+    expect(plan.unseen.map((n) => n.kind)).toEqual(['MachineRequestStatuses']);
+    expect(plan.unseen[0]!.reason).toContain(`whether machine ${U1} is still in Omni could not be read either`);
+  });
+
+  it('another finalizer on the request: ClusterMachineRequestStatusController waits for it, and deregistration cannot follow', async () => {
+    const rs = provisionedRequest(KV, 'w-1', { withCpr: false });
+    rs[0]!.metadata.finalizers.push('other.ProvisionController');
+    const plan = await planFor([providerStatus(KV, false), ...rs], { id: KV });
+    expect(notes(plan).waits).toEqual(['MachineRequests/w-1']);
+    expect(plan.waits[0]!.reason).toContain('ClusterMachineRequestStatusController: Omni\'s ClusterMachineRequestStatusController holds it until other.ProvisionController is gone');
+    expect(plan.waits[0]!.reason).toContain('other.ProvisionController: other.ProvisionController belongs to another provider');
+    expect(plan.deregistration.status).toBe('not-ready');
+  });
+
+  it('an Omni finalizer stub-provider does not know, left on a released machine: unseen, not a wait', async () => {
+    const rs = bareMetalMachine(ID, U1);
+    rs[0]!.metadata.finalizers.push('MachineSetNodeController');
+    const plan = await planFor([providerStatus(ID, true), ...rs]);
+    expect(notes(plan)).toEqual({ waits: [], lettingGo: [], unseen: ['InfraMachines/' + U1] });
+    expect(plan.deregistration.status).toBe('not-ready');
+  });
+
+  it('nothing of ours left: blocked only when the hold is not Omni letting go by itself', async () => {
+    const rs = provisionedRequest(KV, 'r1', { withStatus: false, withCpr: false });
+    rs[0]!.metadata.finalizers = ['ClusterMachineRequestStatusController', 'other.ProvisionController'];
+    const plan = await planFor(rs, { id: KV });
+    expect(plan.lettingGo).toEqual([]);
+    expect(plan.blocked).toEqual([expect.objectContaining({ kind: 'MachineRequest', id: 'r1', reason: expect.stringMatching(/^being deleted, nothing of ours left on it; ClusterMachineRequestStatusController: .*holds it until other.ProvisionController is gone/) })]);
+  });
+});
+
+describe('explain: predictHold', () => {
+  const f = (remaining: string[], extra: Partial<HoldFacts> = {}): HoldFacts => ({ providerId: 'kv', remaining, ...extra });
+  it.each([
+    ['ClusterMachineRequestStatusController', f(['ClusterMachineRequestStatusController']), 'lets-go'],
+    ['ClusterMachineRequestStatusController', f(['ClusterMachineRequestStatusController', 'X']), 'waits'],
+    ['MachineRequestStatusCleanupController', f(['MachineRequestStatusCleanupController'], { statusMachine: '' }), 'lets-go'],
+    ['MachineRequestStatusCleanupController', f(['MachineRequestStatusCleanupController'], { statusMachine: 'm', machine: 'absent' }), 'lets-go'],
+    ['MachineRequestStatusCleanupController', f(['MachineRequestStatusCleanupController'], { statusMachine: 'm', machine: 'present' }), 'unseen'],
+    ['MachineRequestStatusCleanupController', f(['MachineRequestStatusCleanupController'], { statusMachine: 'm', machine: 'unreadable' }), 'unseen'],
+    ['MachineRequestStatusCleanupController', f(['MachineRequestStatusCleanupController']), 'unseen'], // spec not readable
+    ['ConfigPatchRequestController', f(['ConfigPatchRequestController']), 'lets-go'],
+    ['MachineStatusController', f(['MachineStatusController']), 'lets-go'],
+    ['BMCConfigController', f(['BMCConfigController']), 'unseen'],
+    ['SomethingNewController', f(['SomethingNewController']), 'unseen'],
+    ['other.ProvisionController', f(['other.ProvisionController']), 'waits'],
+    ['kv.Leftover', f(['kv.Leftover']), 'waits'],
+  ] as const)('%s (%j): %s', (fin, facts, want) => {
+    expect(predictHold(fin, facts).prediction).toBe(want);
+  });
+
+  it('a resource waits if one hold waits, is unseen if one is, and lets go only if all do', () => {
+    const hs = (...fs: string[]) => predictHolds(f(fs));
+    expect(predictionOf(hs('ConfigPatchRequestController'))).toBe('lets-go');
+    expect(predictionOf(hs('ConfigPatchRequestController', 'SomethingNewController'))).toBe('unseen');
+    expect(predictionOf(hs('SomethingNewController', 'other.X'))).toBe('waits');
   });
 });

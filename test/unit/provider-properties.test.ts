@@ -137,7 +137,7 @@ describe('plan safety properties', () => {
       const running = runningParents(resources, inp.target);
       await reconcile({ state, logger: silentLogger(), version: 't' }, {
         providerId: inp.target, machines: inp.perMachine ?? [], profile: 'auto', stateTypes: [], deregister: inp.deregister,
-        wait: false, timeoutMs: 1000, omniWaitMs: 20, concurrency: 4,
+        wait: false, timeoutMs: 1000, omniWaitMs: 20, settleMs: 20, concurrency: 4,
       });
       for (const w of state.writes) {
         const md = (w.before ?? w.after)!.metadata;

@@ -84,15 +84,16 @@ describe('reconcile against an in-memory State', () => {
     const id = 'kubevirt';
     const fake = new FakeState([providerStatus(id, false), ...provisionedRequest(id, 'w-1')]);
     const r = await run(fake, { providerId: id });
-    expect(r.outcomes[0]).toMatchObject({ kind: 'MachineRequest', id: 'w-1', status: 'released' });
-    const req = fake.find({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: 'w-1' })!;
-    expect(req.metadata.finalizers).toEqual(['ClusterMachineRequestStatusController']);
+    expect(r.outcomes[0]).toMatchObject({ kind: 'MachineRequest', id: 'w-1', status: 'released', settle: { outcome: 'gone' } });
+    expect(r.outcomes[0]!.heldBy).toBeUndefined();
+    // ClusterMachineRequestStatusController let go once ours were gone, and Omni destroyed it.
+    expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: 'w-1' })).toBeUndefined();
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus, id: 'w-1' })).toBeUndefined();
     expect(fake.find({ namespace: providerNamespace(id), type: providerType('Machine', id), id: 'w-1' })).toBeUndefined();
     const order = fake.writes.filter((w) => w.method !== 'create' && w.pointer.namespace !== NS_INFRA_PROVIDER_EPHEMERAL && w.pointer.type !== T.InfraProviderStatus).map((w) => `${w.method} ${w.pointer.type.split('.')[0]}`);
     expect(order).toEqual(['update ConfigPatchRequests', 'destroy ConfigPatchRequests', 'update MachineRequestStatuses', 'destroy MachineRequestStatuses', 'destroy Machine', 'update MachineRequests']);
-    expect(r.deregistered).toBe(false);
-    expect(r.lastPlan.deregistration.status).toBe('not-ready');
+    // The pass waited for Omni to destroy the request, then deregistered.
+    expect(r.deregistered).toBe(true);
   });
 
   it('stops at an Omni finalizer that does not clear, reports it blocked, and touches nothing after it', async () => {
@@ -223,5 +224,81 @@ describe('reconcile against an in-memory State', () => {
     await run(fake);
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id: U1 })).toBeUndefined();
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id: U2 })).toBeDefined();
+  });
+});
+
+describe('reconcile: the settle after the last write (what others still held when it was released)', () => {
+  const KV = 'kubevirt';
+  const heldRequest = () => {
+    const rs = provisionedRequest(KV, 'w-1', { withCpr: false });
+    rs[0]!.metadata.finalizers.push('other.ProvisionController');
+    return rs;
+  };
+
+  it('Omni lets go within the settle time: released, not held, and the pass waited for it before deregistering', async () => {
+    const fake = new FakeState([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { withCpr: false })]);
+    const r = await run(fake, { providerId: KV, settleMs: 2_000 });
+    expect(r.outcomes.find((o) => o.kind === 'MachineRequest')).toMatchObject({ status: 'released', settle: { ms: 2_000, outcome: 'gone' } });
+    expect(r.settle).toEqual({ ms: 2_000, items: 1, gone: 1, held: 0 });
+    expect(r.deregistered).toBe(true);
+  });
+
+  it('still held at the end: held by what the watch saw last, named and explained, after the settle time', async () => {
+    const fake = new FakeState([providerStatus(KV, false), ...heldRequest()]);
+    const started = performance.now();
+    const r = await run(fake, { providerId: KV, settleMs: 300 });
+    expect(performance.now() - started).toBeGreaterThanOrEqual(290);
+    const o = r.outcomes.find((x) => x.kind === 'MachineRequest')!;
+    expect(o).toMatchObject({ status: 'released', settle: { ms: 300, outcome: 'held' }, heldBy: ['ClusterMachineRequestStatusController', 'other.ProvisionController'] });
+    expect(o.reason).toContain('ClusterMachineRequestStatusController: Omni\'s ClusterMachineRequestStatusController holds it until other.ProvisionController is gone');
+    expect(o.nextStep).toContain('run stub-provider with that provider\'s own ID');
+    expect(r.settle).toEqual({ ms: 300, items: 1, gone: 0, held: 1 });
+    // One watch per kind waited on, no Get: the settle reads nothing else.
+    expect(fake.calls.watch).toBe(2); // the status's teardown wait, and the request's settle
+  });
+
+  it('the watch shows what holds it at the end, not what held it when released', async () => {
+    const fake = new FakeState([providerStatus(KV, false), ...heldRequest()]);
+    fake.afterWrite = (method, r) => {
+      if (method !== 'update' || r.metadata.type !== T.MachineRequest || r.metadata.finalizers.includes(`${KV}.ProvisionController`)) return;
+      // Someone else lets go of theirs after our release; Omni's own is then alone and goes too.
+      setTimeout(() => {
+        const cur = fake.find(r.metadata)!;
+        fake.put({ ...cur, metadata: { ...cur.metadata, finalizers: ['ClusterMachineRequestStatusController', 'SomethingNewController'] } });
+      }, 20);
+    };
+    const r = await run(fake, { providerId: KV, settleMs: 300 });
+    expect(r.outcomes.find((x) => x.kind === 'MachineRequest')).toMatchObject({ settle: { outcome: 'held' }, heldBy: ['ClusterMachineRequestStatusController', 'SomethingNewController'] });
+  });
+
+  it('settle 0: not watched, and the outcome says so', async () => {
+    const fake = new FakeState([providerStatus(KV, false), ...heldRequest()]);
+    const r = await run(fake, { providerId: KV, settleMs: 0 });
+    expect(r.outcomes.find((x) => x.kind === 'MachineRequest')).toMatchObject({ status: 'released', settle: { ms: 0, outcome: 'not-watched' }, heldBy: ['ClusterMachineRequestStatusController', 'other.ProvisionController'] });
+    expect(r.settle).toEqual({ ms: 0, items: 1, gone: 0, held: 0 });
+    expect(fake.calls.watch).toBe(1); // the status's teardown wait only
+  });
+
+  it('a deletion left to Omni (nothing of ours on it) that Omni does not let go: blocked at the end, after the settle time', async () => {
+    const rs = provisionedRequest(KV, 'w-1', { withStatus: false, withCpr: false });
+    rs[0]!.metadata.finalizers = ['ClusterMachineRequestStatusController'];
+    const fake = new FakeState([providerStatus(KV, false), ...rs]);
+    fake.omni.releasesWhenAlone.clear(); // an Omni whose controller is stuck
+    const r = await run(fake, { providerId: KV, settleMs: 200 });
+    expect(r.outcomes).toEqual([expect.objectContaining({ kind: 'MachineRequest', id: 'w-1', status: 'blocked', counts: false, settle: { ms: 200, outcome: 'held' } })]);
+    // Predicted to let go by itself, it did not: said so, not predicted again.
+    expect(r.outcomes[0]!.reason).toMatch(/^ClusterMachineRequestStatusController: had not let go as expected: Omni's ClusterMachineRequestStatusController lets go as soon as/);
+    expect(r.outcomes[0]!.nextStep).toContain('check that Omni is healthy');
+    // ...and one that Omni lets go of while it is watched is not reported at all.
+    const fake2 = new FakeState([providerStatus(KV, false), ...rs]);
+    const watchKind = fake2.watchKind.bind(fake2);
+    fake2.watchKind = (ns, type, o) => {
+      setTimeout(() => fake2.remove(rs[0]!.metadata), 20);
+      return watchKind(ns, type, o);
+    };
+    const r2 = await run(fake2, { providerId: KV, settleMs: 2_000 });
+    expect(r2.lastPlan.lettingGo.map((n) => n.id)).toEqual(['w-1']);
+    expect(r2.outcomes).toEqual([]);
+    expect(r2.settle).toMatchObject({ items: 1, gone: 1, held: 0 });
   });
 });

@@ -7,10 +7,10 @@ import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, healthStatus, omniMachine, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
 import { takeSnapshot } from '../../src/provider/snapshot.js';
 import { buildPlan } from '../../src/provider/plan.js';
-import { planReport, renderText, runReport } from '../../src/provider/report.js';
 import type { Report } from '../../src/provider/report.js';
 import type { Plan } from '../../src/provider/plan.js';
-import type { ReconcileResult } from '../../src/provider/reconcile.js';
+import { planReport, renderText, runReport } from '../../src/provider/report.js';
+import type { ItemOutcome, ReconcileResult } from '../../src/provider/reconcile.js';
 import type { Resource } from '../../src/omni-client/resource.js';
 import { NS_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
 import { SysVersionSpec, encodeSpec } from '../../src/omni-client/specs.js';
@@ -65,8 +65,14 @@ describe('deregistration in the plan', () => {
 
   it('the same for MachineRequests of a provisioning provider', async () => {
     const { rep } = await reportOf([sysVersion('v1.4.2'), ...provisionedRequest('kubevirt', 'req-1', { withCpr: false })], { id: 'kubevirt' });
-    // Omni's own finalizer stays on this request after our release: Omni does not destroy it at once.
-    expect(rep.deregistration.status).toBe('not-ready');
+    // Omni's ClusterMachineRequestStatusController stays on this request after our release, but lets
+    // go as soon as it is alone on it: Omni then destroys the request.
+    expect(rep.deregistration.status).toBe('after-releases');
+    const held = provisionedRequest('kubevirt', 'req-3', { withCpr: false });
+    held[0]!.metadata.finalizers.push('other.ProvisionController');
+    const { rep: rep3 } = await reportOf([sysVersion('v1.4.2'), ...held], { id: 'kubevirt' });
+    // Another provider's finalizer stays on it: nothing lets it go, so deregistration cannot follow.
+    expect(rep3.deregistration.status).toBe('not-ready');
     const mine = provisionedRequest('kubevirt', 'req-2', { withCpr: false });
     mine[0]!.metadata.finalizers = ['kubevirt.ProvisionController'];
     const { rep: rep2, text } = await reportOf([sysVersion('v1.4.2'), ...mine], { id: 'kubevirt' });
@@ -108,7 +114,7 @@ async function planOf(resources: Resource[], o: { machines?: string[]; deregiste
 }
 
 function runOf(plan: Plan, r: Partial<ReconcileResult> = {}): { rep: Report; text: string } {
-  const result: ReconcileResult = { firstPlan: plan, lastPlan: plan, outcomes: [], refusals: [], announced: false, heartbeats: 0, deregistered: false, declined: false, timedOut: false, interrupted: false, passes: 1, ...r };
+  const result: ReconcileResult = { firstPlan: plan, lastPlan: plan, outcomes: [], refusals: [], announced: false, heartbeats: 0, deregistered: false, declined: false, timedOut: false, interrupted: false, passes: 1, settle: { ms: 5000, items: 0, gone: 0, held: 0 }, ...r };
   const rep = runReport(result, { version: 'test', writes: {}, ...(r.interrupted ? { interruptCode: 130 as const } : {}) });
   return { rep, text: renderText(rep) };
 }
@@ -237,5 +243,74 @@ describe('step chains in the plan text (issue 14 item 2)', () => {
       { op: 'remove-finalizers', resource: 'infra-provider/MachineRequests.omni.sidero.dev/req-1', finalizers: ['bare-metal.ProvisionController'], why: '' },
     ] }];
     expect(renderText(rep)).toMatch(/^ {2}- MachineRequest req-1: being deleted: destroy ConfigPatchRequests\/cpr-9 → remove-finalizers MachineRequests$/m);
+  });
+});
+
+describe('what Omni\'s own finalizers will do, in the plan', () => {
+  it('a request scaled down before its machine joined: "Omni lets go by itself", no "Will wait for Omni"', async () => {
+    const { rep, text } = await reportOf([sysVersion('v1.9.3'), providerStatus('kubevirt', false), ...provisionedRequest('kubevirt', 'req-1')], { id: 'kubevirt' });
+    expect(rep.waits).toEqual([]);
+    expect(rep.lettingGo.map((e) => e.kind)).toEqual(['ConfigPatchRequests', 'MachineRequestStatuses', 'MachineRequests']);
+    expect(text).toMatch(/^Omni lets go by itself \(3\):$/m);
+    expect(text).not.toMatch(/Will wait for Omni|holds it until the MachineSetNode/);
+  });
+
+  it('a request whose machine is still in Omni: said plainly that it cannot be seen, and what decides it', async () => {
+    const { rep, text } = await reportOf([sysVersion('v1.9.3'), providerStatus('kubevirt', false), ...provisionedRequest('kubevirt', 'req-1', { machineUuid: U1 }), omniMachine('kubevirt', U1)], { id: 'kubevirt' });
+    expect(rep.unseen).toEqual([expect.objectContaining({ kind: 'MachineRequestStatuses', id: 'req-1' })]);
+    expect(text).toMatch(/^Cannot be seen with the provider's account \(Omni decides\) \(1\):$/m);
+    expect(text).toContain(`waits while machine ${U1} is in a cluster`);
+    expect(text).not.toMatch(/Will wait for Omni/);
+  });
+});
+
+describe('the run report: the settle after the last write, and the header', () => {
+  const KV = 'kubevirt';
+  async function planOf(resources: Resource[]) {
+    const snap = await takeSnapshot(new FakeState(resources), { providerId: KV, profile: 'auto', stateTypes: [] });
+    return buildPlan(snap, { providerId: KV, machines: [], deregister: true, wipe: false });
+  }
+  const result = (over: Partial<ReconcileResult>, first: Plan, last: Plan): ReconcileResult => ({
+    firstPlan: first, lastPlan: last, outcomes: [], refusals: [], announced: true, heartbeats: 1, deregistered: false, declined: false,
+    timedOut: false, interrupted: false, passes: 2, settle: { ms: 5000, items: 0, gone: 0, held: 0 }, ...over,
+  });
+
+  it('the header shows the profile of the first pass, not of a later one that no longer sees what it released', async () => {
+    const first = await planOf([providerStatus(KV, false), ...provisionedRequest(KV, 'r1')]);
+    const last = await planOf([providerStatus(KV, false)]);
+    expect(first.profile.reason).not.toBe(last.profile.reason);
+    const rep = runReport(result({}, first, last), { version: 'test', writes: {} });
+    expect(rep.profile.reason).toBe(first.profile.reason);
+    expect(renderText(rep)).toContain(`; profile ${first.profile.reason}`);
+  });
+
+  it('released and still held: Blocked says which came last; gone within the settle time: only Released', async () => {
+    const plan = await planOf([providerStatus(KV, false)]);
+    const held: ItemOutcome = { kind: 'MachineRequest', id: 'r1', status: 'released', counts: true, heldBy: ['ClusterMachineRequestStatusController'], reason: 'ClusterMachineRequestStatusController: Omni\'s ClusterMachineRequestStatusController holds it until X is gone, then lets go', nextStep: 'do something', settle: { ms: 5000, outcome: 'held' } };
+    const gone: ItemOutcome = { kind: 'MachineRequest', id: 'r2', status: 'released', counts: true, settle: { ms: 5000, outcome: 'gone' } };
+    const rep = runReport(result({ outcomes: [held, gone], settle: { ms: 5000, items: 2, gone: 1, held: 1 } }, plan, plan), { version: 'test', writes: {} });
+    expect(rep.released.map((x) => x.id)).toEqual(['r1', 'r2']);
+    expect(rep.blocked).toEqual([{ kind: 'MachineRequest', id: 'r1', reason: `released by stub-provider; still held after 5 s by ${held.reason}`, nextStep: 'do something', counts: false }]);
+    expect(rep.settle).toEqual({ ms: 5000, items: 2, gone: 1, held: 1 });
+    const text = renderText(rep);
+    expect(text).toContain('Watched for up to 5 s after the last write (--settle) the 2 item(s) others still held: 1 gone, 1 still held.');
+    expect(text).toMatch(/^ {2}- MachineRequest r1: released by stub-provider; still held after 5 s by ClusterMachineRequestStatusController/m);
+    expect(text).not.toMatch(/MachineRequest r2:/);
+  });
+
+  it('--settle 0: not watched, and both the entry and the summary say so', async () => {
+    const plan = await planOf([providerStatus(KV, false)]);
+    const held: ItemOutcome = { kind: 'MachineRequest', id: 'r1', status: 'released', counts: true, heldBy: ['ClusterMachineRequestStatusController'], reason: 'ClusterMachineRequestStatusController: lets go', nextStep: 'nothing to do', settle: { ms: 0, outcome: 'not-watched' } };
+    const rep = runReport(result({ outcomes: [held], settle: { ms: 0, items: 1, gone: 0, held: 0 } }, plan, plan), { version: 'test', writes: {} });
+    expect(rep.blocked[0]!.reason).toBe('released by stub-provider; still held when last read by ClusterMachineRequestStatusController: lets go (--settle 0: not watched after the last write)');
+    expect(renderText(rep)).toContain('Not watched after the last write (--settle 0): 1 item(s) others still held are reported as last read.');
+  });
+
+  it('a deletion left to Omni and still held after the settle time is Blocked as such, not as released', async () => {
+    const plan = await planOf([providerStatus(KV, false)]);
+    const left: ItemOutcome = { kind: 'MachineRequest', id: 'r1', status: 'blocked', counts: false, heldBy: ['ClusterMachineRequestStatusController'], reason: 'ClusterMachineRequestStatusController: x', nextStep: 'y', settle: { ms: 2000, outcome: 'held' } };
+    const rep = runReport(result({ outcomes: [left] }, plan, plan), { version: 'test', writes: {} });
+    expect(rep.blocked).toEqual([{ kind: 'MachineRequest', id: 'r1', reason: 'being deleted, nothing of ours left on it; still held after 2 s by ClusterMachineRequestStatusController: x', nextStep: 'y', counts: false }]);
+    expect(rep.released).toEqual([]);
   });
 });

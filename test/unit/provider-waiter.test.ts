@@ -141,3 +141,23 @@ describe('FinalizerWaiter without a limit (--wait --timeout 0)', () => {
     w.close();
   });
 });
+
+describe('FinalizerWaiter.finalizersOf: what the watch saw last (the settle names what still holds a resource)', () => {
+  it('the finalizers of the last event, gone after a DESTROYED event, unknown for a kind not watched', async () => {
+    const gets = { n: 0 };
+    const other: Pointer = { ...ptr, id: 'r2' };
+    const state = watchOnly([
+      [{ type: 'created', resource: res('3', ['A', 'B']) }, { type: 'created', resource: { ...res('3', ['A', 'B']), metadata: { ...res('3', ['A', 'B']).metadata, id: 'r2' } } }],
+      [{ type: 'updated', resource: res('4', ['B']) }],
+      [{ type: 'destroyed', resource: { ...res('5', []), metadata: { ...res('5', []).metadata, id: 'r2' } } }],
+    ], () => undefined, gets);
+    const w = new FinalizerWaiter(state);
+    expect(w.finalizersOf(ptr)).toBeUndefined();
+    await expect(w.wait(ptr, 'gone', 200)).resolves.toBe('timeout');
+    expect(w.finalizersOf(ptr)).toEqual(['B']);
+    expect(w.finalizersOf(other)).toBe('gone');
+    expect(w.finalizersOf({ ...ptr, type: 'Other.omni.sidero.dev' })).toBeUndefined();
+    expect(gets.n).toBe(0);
+    w.close();
+  });
+});

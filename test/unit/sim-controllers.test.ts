@@ -223,6 +223,69 @@ describe('MachineRequests and their sets', () => {
     store.destroy(INTERNAL, p, 'bare-metal.ProvisionController');
   });
 
+  for (const v of ['1.3.4', '1.9.3']) {
+    it(`${v}: ClusterMachineRequestStatusController holds a request while any other finalizer is on it, and lets go at once after`, async () => {
+      const { store, omni } = setup(v);
+      const { requests } = omni.createMachineRequestSet({ id: 'set', providerId: 'bare-metal', machineCount: 1 });
+      const r = requests[0]!.metadata;
+      await omni.idle();
+      expect(peek(store, r)?.metadata.finalizers).toEqual([C.ClusterMachineRequestStatus]); // on every running request
+      providerFinalizes(store, r, ['bare-metal.ProvisionController']);
+      omni.scaleDown('set', 0);
+      await omni.idle();
+      expect(peek(store, r)?.metadata).toMatchObject({ phase: 'tearingDown', finalizers: [C.ClusterMachineRequestStatus, 'bare-metal.ProvisionController'] });
+      providerReleases(store, r);
+      await omni.idle();
+      expect(peek(store, r)).toBeUndefined();
+    });
+
+    it(`${v}: MachineRequestStatusCleanupController holds a status while its machine's ClusterMachine or controller-owned MachineSetNode exists`, async () => {
+      const { store, omni } = setup(v);
+      omni.registerStaticMachine('bare-metal', UUID);
+      const owner = 'bare-metal.ProvisionController';
+      const status = (id: string, machine: string) => {
+        const p = { namespace: 'infra-provider', type: T.MachineRequestStatus, id };
+        store.create(INTERNAL, { metadata: newMetadata(p, { owner, labels: { [L]: 'bare-metal' } }), spec: { protoSpec: encodeSpec(MachineRequestStatusSpec, { id: machine, stage: 2, error: '', status: '' }) } }, owner);
+        return p;
+      };
+      const node = { namespace: 'default', type: 'MachineSetNodes.omni.sidero.dev', id: UUID };
+      const cm = { namespace: 'default', type: 'ClusterMachines.omni.sidero.dev', id: UUID };
+      store.create(INTERNAL, res(node, { owner: 'MachineSetNodeController' }), 'MachineSetNodeController');
+      store.create(INTERNAL, res(cm, { owner: 'MachineSetStatusController' }), 'MachineSetStatusController');
+      const held = status('req-1', UUID);
+      const none = status('req-2', '');
+      await omni.idle();
+      store.teardown(INTERNAL, held, owner);
+      store.teardown(INTERNAL, none, owner);
+      await omni.idle();
+      // Naming no machine, there is nothing to wait for: it lets go at once.
+      expect(peek(store, none)?.metadata.finalizers).toEqual([]);
+      expect(peek(store, held)?.metadata.finalizers).toEqual([C.MachineRequestStatusCleanup]);
+      store.destroy(INTERNAL, node, 'MachineSetNodeController');
+      await omni.idle();
+      expect(peek(store, held)?.metadata.finalizers).toEqual([C.MachineRequestStatusCleanup]); // the ClusterMachine still
+      expect(peek(store, LINK)?.metadata.phase).toBe('running');
+      store.destroy(INTERNAL, cm, 'MachineSetStatusController');
+      await omni.idle();
+      expect(peek(store, held)?.metadata.finalizers).toEqual([]);
+      expect(peek(store, LINK)).toBeUndefined(); // then it tears the machine's Link down
+    });
+
+    it(`${v}: MachineRequestStatusCleanupController destroys a user-owned MachineSetNode of the machine itself`, async () => {
+      const { store, omni } = setup(v);
+      const owner = 'bare-metal.ProvisionController';
+      const p = { namespace: 'infra-provider', type: T.MachineRequestStatus, id: 'req-1' };
+      const node = { namespace: 'default', type: 'MachineSetNodes.omni.sidero.dev', id: UUID };
+      store.create(INTERNAL, res(node), '');
+      store.create(INTERNAL, { metadata: newMetadata(p, { owner, labels: { [L]: 'bare-metal' } }), spec: { protoSpec: encodeSpec(MachineRequestStatusSpec, { id: UUID, stage: 2, error: '', status: '' }) } }, owner);
+      await omni.idle();
+      store.teardown(INTERNAL, p, owner);
+      await omni.idle();
+      expect(peek(store, node)).toBeUndefined();
+      expect(peek(store, p)?.metadata.finalizers).toEqual([]);
+    });
+  }
+
   it("ConfigPatchRequest: Omni's finalizer clears once the request is torn down", async () => {
     const { store, omni } = setup('1.4');
     const p = { namespace: 'infra-provider', type: T.ConfigPatchRequest, id: 'cpr-1' };
