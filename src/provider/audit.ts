@@ -80,7 +80,8 @@ export class Audit {
     if (this.closed !== undefined) throw new Error(`refusing to write ${describePointer(intent.resource)} to Omni: the audit log was closed (${this.closed})`);
     const w = writeOf(intent, this.run, ++this.seq);
     // Written before the write is sent; if it cannot be written, the write is not sent (it throws).
-    this.write({ ...this.head(w, 'intent'), ...intended(intent) } satisfies AuditIntent);
+    // Without a file no line is built at all: at 10 000 machines that is 190 000 objects and dates.
+    if (this.sink) this.write({ ...this.head(w, 'intent'), ...intended(intent) } satisfies AuditIntent);
     this.pending.set(w.seq, w);
     return (outcome) => this.outcome(w, outcome);
   };
@@ -105,12 +106,13 @@ export class Audit {
     const k = `${w.op}:${o.result}`;
     this.counts[k] = (this.counts[k] ?? 0) + 1;
     this.log(w, o);
+    if (!this.sink) return;
     const answered = o.result === 'ok' ? after(o.after) : failure(o.error);
     this.write({ ...this.head(w, 'outcome'), result: o.result, ...answered } satisfies AuditOutcome);
   }
 
   private write(e: AuditEntry): void {
-    this.sink?.(`${inertJson(JSON.stringify(e))}\n`);
+    this.sink!(`${inertJson(JSON.stringify(e))}\n`);
   }
 
   /** The fields every line starts with, in the order a person reads them. */
@@ -156,7 +158,8 @@ function writeOf(i: WriteIntent, run: string, seq: number): AuditWrite {
     resource: { namespace: i.resource.namespace, type: i.resource.type, id: i.resource.id },
     owner: i.owner,
     ...(version !== undefined ? { versionBefore: version } : {}),
-    ...(b ? { finalizersBefore: [...b.finalizers], phaseBefore: b.phase } : {}),
+    // The resource as read is never changed in place (writes send a copy): no copy of its list.
+    ...(b ? { finalizersBefore: b.finalizers, phaseBefore: b.phase } : {}),
   };
 }
 
