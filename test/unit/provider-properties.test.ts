@@ -107,17 +107,25 @@ describe('plan safety properties', () => {
       const resources = build(inp.machines, inp.orphans);
       const plan = await planOf(new FakeState(resources), inp);
       const running = runningParents(resources, inp.target);
-      const steps = [...plan.items, ...(plan.deregistration.item ? [plan.deregistration.item] : [])].flatMap((i) => i.steps);
-      for (const s of steps) {
-        if (s.op === 'wipe') continue;
-        const md = s.target.metadata;
+      const d = plan.deregistration.item;
+      const ops = [...plan.items, ...(d ? [...d.cleanup, d] : [])].flatMap((i) => i.ops);
+      const read = new Map(resources.map((r) => [`${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id}`, r]));
+      for (const s of ops) {
+        if (s.op === 'wipe' || s.op === 'get') continue;
+        const r = read.get(`${s.target.namespace}/${s.target.type}/${s.target.id}`);
+        if (!r && (s.target.type === T.InfraProviderHealthStatus || s.target.type === T.InfraProviderStatus)) continue;
+        const md = r!.metadata;
         expect(isOurResource(md, inp.target)).toBe(true);
-        const removed = s.op === 'release' ? s.finalizers : s.removeFinalizers;
-        for (const f of removed) {
-          expect(isOurFinalizer(f, inp.target)).toBe(true);
-          expect(md.finalizers).toContain(f);
+        if (s.op === 'remove-finalizers') {
+          // As read: at its version, in its phase.
+          expect([s.version, s.phase]).toEqual([md.version, md.phase]);
+          for (const f of s.finalizers) {
+            expect(isOurFinalizer(f, inp.target)).toBe(true);
+            expect(md.finalizers).toContain(f);
+          }
         }
-        if (md.type === T.InfraMachine || md.type === T.MachineRequest) expect(md.phase).toBe('tearingDown');
+        if (s.op === 'destroy' || s.op === 'teardown') expect(s.owner).toBe(md.owner);
+        if (md.type === T.InfraMachine || md.type === T.MachineRequest) expect([s.op, md.phase]).toEqual(['remove-finalizers', 'tearingDown']);
         const parent = md.labels[LABEL_MACHINE_REQUEST] ?? md.id;
         expect(running.has(parent)).toBe(false);
         if (inp.perMachine) expect((inp.perMachine as readonly string[]).includes(parent) || md.type === T.BMCConfig).toBe(true);
