@@ -87,6 +87,8 @@ export interface ReconcileDeps {
    * progress line on a terminal, commands/progress.ts).
    */
   itemLogLevel?: 'debug';
+  /** Called with the plan of every pass before it is applied (what `plan` would print at that moment). */
+  planned?: (plan: Plan) => void;
 }
 
 export interface ReconcileResult {
@@ -174,7 +176,9 @@ class Reconciler {
     const snap = await takeSnapshot(this.state, { providerId: this.id, profile: this.o.profile, stateTypes: this.o.stateTypes, signal: this.o.signal, checkParents: this.whole, concurrency: this.o.concurrency });
     this.pass = snap;
     this.reads.reset(snap);
-    return buildPlan(snap, this.planOptions);
+    const plan = buildPlan(snap, this.planOptions);
+    this.deps.planned?.(plan);
+    return plan;
   }
 
   async run(): Promise<ReconcileResult> {
