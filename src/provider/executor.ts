@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { ExitCode, StubError } from '../exit-codes.js';
 import type { Pointer, Resource } from '../omni-client/resource.js';
-import { describePointer, versionNumber } from '../omni-client/resource.js';
+import { NS_INFRA_PROVIDER, T, describePointer, versionNumber } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import { getIfExists } from '../omni-client/read.js';
 import { FailedPreconditionError, NotFoundError, PermissionDeniedError, isOmniError } from '../omni-client/errors.js';
@@ -81,6 +81,7 @@ export class Executor {
       if ('end' in r) return { ...r.end, ...(run.wipe ? { wipe: run.wipe } : {}) };
       // The answer was not the one planned for: the same planner, on what is known now.
       if (++replans > MAX_REPLANS) throw new StubError('STUB_CHANGING', ExitCode.Incomplete, `${describePointer(r.replan)} kept changing while being released (${MAX_REPLANS} times)`);
+      await this.knowMain(item);
       const again = replanItem(itemSnapshot(this.pass, this.d.reads, item, r.replan), { ...this.planOptions, wipe: this.planOptions.wipe && !wiped }, item, targetOfItem(item));
       this.d.log.debug({ kind: item.kind, id: item.id, resource: describePointer(r.replan), ops: again.item?.ops.length ?? 0 }, 'planned again after an answer that showed a change');
       if (!again.item) return { ...this.ended(again.note, again.lettingGo), ...(run.wipe ? { wipe: run.wipe } : {}) };
@@ -92,6 +93,18 @@ export class Executor {
     // themselves) is worth waiting for before the next pass.
     const parent = last && last.op === 'remove-finalizers' && releasesCompletely({ ...item, ops }) ? { releasedParent: last.target } : {};
     return { status: 'released', counts: true, ...this.heldAt(last), ...(run.wipe ? { wipe: run.wipe } : {}), ...parent };
+  }
+
+  /**
+   * The item's machine, request or resource, as the planner will need it: read by its ID first when
+   * nothing this run holds says what it is now (it left its cache without a DESTROYED event).
+   */
+  private async knowMain(item: PlanItem): Promise<void> {
+    const p = mainOf(item);
+    if (!p || this.d.reads.current(p) || this.d.reads.isGone(p)) return;
+    const fresh = await this.d.limiter.run(() => getIfExists(this.d.state, p, { signal: this.d.signal }));
+    if (fresh) this.d.reads.observe(fresh);
+    else this.notFound({ target: p, foundById: item.ops.some((o) => o.op !== 'wipe' && o.op !== 'get' && 'foundById' in o && o.foundById && sameTarget(o.target, p)) }, 'Get');
   }
 
   /** Nothing of the item left to do after a re-plan: why, from the planner's note. */
@@ -239,6 +252,21 @@ export function holdsNow(reads: Reads, providerId: string, p: Pointer, facts: Ho
   const now = reads.finalizersOf(p);
   const remaining = Array.isArray(now) ? now.filter((f) => !isOurFinalizer(f, providerId)) : facts.remaining;
   return stillHolding(predictHolds({ ...facts, remaining }));
+}
+
+/** What an item is about: its machine, request or BMCConfig, or the one resource of a leftover. */
+function mainOf(item: PlanItem): Pointer | undefined {
+  switch (item.kind) {
+    case 'InfraMachine': return { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: item.id };
+    case 'MachineRequest': return { namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: item.id };
+    case 'BMCConfig': return { namespace: NS_INFRA_PROVIDER, type: T.BMCConfig, id: item.id };
+    case 'leftover': return targetOfItem(item);
+    case 'deregistration': return undefined;
+  }
+}
+
+function sameTarget(a: Pointer, b: Pointer): boolean {
+  return a.namespace === b.namespace && a.type === b.type && a.id === b.id;
 }
 
 /** The one resource a leftover (or a clean-up) item is about. */

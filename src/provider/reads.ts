@@ -7,7 +7,9 @@ import { LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_INFRA_PROVIDER, T } from '../omni
 import type { PlanItem } from './plan.js';
 import { statusMachineId } from './plan-facts.js';
 import type { Snapshot } from './snapshot.js';
-import type { FinalizerWaiter, WaitOutcome, WaitUntil } from './waiter.js';
+
+export type WaitOutcome = 'released' | 'gone' | 'timeout' | 'aborted';
+export type WaitUntil = 'no-finalizers' | 'gone';
 
 export interface Reads {
   /** The resource as last known: read, written by this run, or seen by a watch; undefined when not known. */
@@ -106,88 +108,4 @@ function listFor(s: Snapshot, r: Resource): Resource[] | undefined {
     case T.ConfigPatchRequest: return s.configPatchRequests;
     default: return s.namespace[r.metadata.type];
   }
-}
-
-/**
- * Reads over a pass's snapshot: the resources as listed or read there, then what this run's calls
- * answered; waits and what they saw through the shared kind watches of `FinalizerWaiter`.
- */
-export class PassReads implements Reads, ItemSource {
-  private readonly byKey = new Map<string, Resource>();
-  private readonly cprs = new Map<string, Resource[]>();
-  private readonly overlay = new Map<string, Resource | null>();
-  private readonly byId = new Set<string>();
-
-  constructor(private readonly waiter: FinalizerWaiter) {}
-
-  /** A new pass: its snapshot is what is known now (what earlier passes learned by ID is kept). */
-  reset(s: Snapshot): void {
-    this.byKey.clear();
-    this.cprs.clear();
-    this.overlay.clear();
-    const all = [...s.infraMachines, ...s.infraMachineStatuses, ...s.bmcConfigs, ...s.machineRequests, ...s.machineRequestStatuses, ...s.configPatchRequests, ...s.machines, ...Object.values(s.namespace).flat(), ...(s.healthStatus ? [s.healthStatus] : []), ...(s.providerStatus ? [s.providerStatus] : [])];
-    for (const r of all) {
-      this.byKey.set(keyOf(r.metadata), r);
-      if (s.foundById.has(r)) this.byId.add(keyOf(r.metadata));
-    }
-    for (const r of s.configPatchRequests) {
-      const req = r.metadata.labels[LABEL_MACHINE_REQUEST];
-      if (req === undefined) continue;
-      const xs = this.cprs.get(req);
-      if (xs) xs.push(r);
-      else this.cprs.set(req, [r]);
-    }
-  }
-
-  get(p: Pointer): Resource | undefined {
-    return this.current(p);
-  }
-
-  configPatchRequestsOf(requestId: string): Resource[] {
-    return (this.cprs.get(requestId) ?? []).flatMap((r) => {
-      const now = this.current(r.metadata);
-      return now ? [now] : [];
-    });
-  }
-
-  current(p: Pointer): Resource | undefined {
-    const k = keyOf(p);
-    const o = this.overlay.get(k);
-    if (o !== undefined) return o ?? undefined;
-    return this.byKey.get(k);
-  }
-
-  observe(r: Resource): void {
-    const k = keyOf(r.metadata);
-    this.overlay.set(k, r);
-    this.byId.add(k);
-  }
-
-  readById(p: Pointer): void {
-    this.byId.add(keyOf(p));
-  }
-
-  gone(p: Pointer): void {
-    this.overlay.set(keyOf(p), null);
-  }
-
-  isGone(p: Pointer): boolean {
-    return this.overlay.get(keyOf(p)) === null || this.waiter.finalizersOf(p) === 'gone';
-  }
-
-  namedById(p: Pointer): boolean {
-    return this.byId.has(keyOf(p)) || this.waiter.sawById(p);
-  }
-
-  wait(p: Pointer, until: WaitUntil, timeoutMs: number, minVersion?: string): Promise<WaitOutcome> {
-    return this.waiter.wait(p, until, timeoutMs, minVersion);
-  }
-
-  finalizersOf(p: Pointer): readonly string[] | 'gone' | undefined {
-    return this.waiter.finalizersOf(p);
-  }
-}
-
-function keyOf(p: Pointer): string {
-  return `${p.namespace}\u0000${p.type}\u0000${p.id}`;
 }

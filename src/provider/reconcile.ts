@@ -3,18 +3,19 @@
 // through the run's watches; refuses new registrations (refusals.ts) and announces stub mode
 // (announce.ts) in whole-provider mode only; deregisters once nothing of the ID is left
 // (deregister.ts); after the last write, watches what others still held for --settle (settle.ts).
-// Without --wait a run plans again only after Omni destroyed what it released; with --wait, on
-// every change its watches see, until everything is released or --timeout passed.
+// Every read of Omni's collections is a query on the run's caches (cache.ts: one List and one
+// Watch per kind). Without --wait a run plans again only after Omni destroyed what it released;
+// with --wait, on every change its caches see, until everything is released or --timeout passed.
 
 import type { Logger } from 'pino';
 import type { Pointer } from '../omni-client/resource.js';
-import { NS_DEFAULT, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../omni-client/resource.js';
+import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import { getIfExists } from '../omni-client/read.js';
 import type { WipeOptions, WipeStrategy } from '../wipe/index.js';
 import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';
 import type { Timers } from './announce.js';
-import { ChangeFeed } from './change-feed.js';
+import { ProviderCache } from './cache.js';
 import { deregister } from './deregister.js';
 import type { HoldFacts } from './explain.js';
 import { Executor, holdsNow, NotFoundUnconfirmedError } from './executor.js';
@@ -25,13 +26,11 @@ import type { ItemEnded, ItemOutcome, ReconcileProgress, RefusalOutcome } from '
 import type { Plan, PlanItem, PlanOptions } from './plan.js';
 import { buildPlan, immediateWrites } from './plan.js';
 import type { ProfileOption } from './profile.js';
-import { PassReads } from './reads.js';
 import { refuse } from './refusals.js';
 import { settle } from './settle.js';
 import type { SettleSummary } from './settle.js';
 import { takeSnapshot } from './snapshot.js';
 import type { Snapshot } from './snapshot.js';
-import { FinalizerWaiter } from './waiter.js';
 
 export type { ItemEnded, ItemOutcome, ItemSettle, ItemStatus, ReconcileProgress, RefusalOutcome } from './outcomes.js';
 export type { SettleSummary } from './settle.js';
@@ -130,8 +129,8 @@ class Reconciler {
   private readonly limiter: Limiter;
   private readonly wipeLimiter: Limiter;
   private readonly window: ItemWindow;
-  private readonly waiter: FinalizerWaiter;
-  private readonly reads: PassReads;
+  /** The run's caches of Omni's collections, and what its own calls answered. */
+  private readonly reads: ProviderCache;
   private readonly monotonic: () => number;
   private readonly planOptions: PlanOptions;
   /** --timeout's end; the time a person takes to answer the confirmation is added (run). */
@@ -144,7 +143,6 @@ class Reconciler {
   /** The snapshot the current plan was made from (the planner's input again when an item is planned anew). */
   private pass: Snapshot | undefined;
   private heartbeat: Heartbeat | undefined;
-  private feed: ChangeFeed | undefined;
   private announced = false;
   private deregistered = false;
   /** Set when a heartbeat on the interval found that the real provider is back: the run stops. */
@@ -158,8 +156,7 @@ class Reconciler {
     this.limiter = new Limiter(o.concurrency);
     this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
     this.window = new ItemWindow(o.concurrency);
-    this.waiter = new FinalizerWaiter(this.state, o.signal);
-    this.reads = new PassReads(this.waiter);
+    this.reads = new ProviderCache(this.state, { providerId: this.id, live: true, ...(o.signal ? { signal: o.signal } : {}) });
     this.monotonic = deps.monotonic ?? (() => performance.now());
     this.deadline = this.monotonic() + o.timeoutMs;
     this.settled = { ms: o.settleMs ?? DEFAULT_SETTLE_MS, items: 0, gone: 0, held: 0 };
@@ -173,15 +170,25 @@ class Reconciler {
   }
 
   private async planNow(): Promise<Plan> {
-    const snap = await takeSnapshot(this.state, { providerId: this.id, profile: this.o.profile, stateTypes: this.o.stateTypes, signal: this.o.signal, checkParents: this.whole, concurrency: this.o.concurrency });
-    this.pass = snap;
-    this.reads.reset(snap);
+    const snap = await takeSnapshot(this.state, { providerId: this.id, profile: this.o.profile, stateTypes: this.o.stateTypes, signal: this.o.signal, checkParents: this.whole, limiter: this.limiter, cache: this.reads });
     const plan = buildPlan(snap, this.planOptions);
+    // What planning an item again needs of the pass (its profile, its evidence); its resources are
+    // in the caches, which drop each as it goes.
+    this.pass = { ...snap, infraMachines: [], infraMachineStatuses: [], bmcConfigs: [], machineRequests: [], machineRequestStatuses: [], configPatchRequests: [], machines: [], namespace: {}, missedByList: [], foundById: new Set() };
     this.deps.planned?.(plan);
     return plan;
   }
 
   async run(): Promise<ReconcileResult> {
+    try {
+      return await this.passes();
+    } finally {
+      // The caches' watches end with the run, whatever ended it (a declined plan too).
+      this.reads.close();
+    }
+  }
+
+  private async passes(): Promise<ReconcileResult> {
     let plan = await this.planNow();
     const firstPlan = plan;
     const result = (extra: Partial<ReconcileResult>, passes: number): ReconcileResult => ({
@@ -209,7 +216,6 @@ class Reconciler {
     let pass = 0;
     let timedOut = false;
     try {
-      if (this.o.wait) this.feed = new ChangeFeed(this.state, watchedKinds(), this.o.signal);
       for (pass = 1; ; pass++) {
         this.log.debug({ pass, items: plan.items.length, refusals: plan.refusals.length, deregistration: plan.deregistration.status }, 'pass');
         if (this.liveProvider) throw this.liveProvider;
@@ -232,7 +238,7 @@ class Reconciler {
         if (finishedWaiting(plan, this.whole, this.o.deregister)) break;
         const left = this.deadline - this.monotonic();
         if (left <= 0) { timedOut = true; break; }
-        await this.feed!.next(Math.min(left, RECHECK_MS));
+        await this.reads.changed(Math.min(left, RECHECK_MS));
         if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
         plan = await this.planNow();
       }
@@ -243,8 +249,6 @@ class Reconciler {
       for (const oc of this.outcomes.items.values()) if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
       return result({ interrupted: true }, pass);
     } finally {
-      this.feed?.close();
-      this.waiter.close();
       await this.heartbeat?.stop();
     }
     return result({ timedOut }, pass);
@@ -375,14 +379,4 @@ function finishedWaiting(plan: Plan, whole: boolean, deregister: boolean): boole
   if (!whole) return true;
   if (deregister) return plan.deregistration.status === 'done';
   return plan.refusals.every((r) => r.done) && !plan.deregistration.reasons.some((r) => /InfraMachine|MachineRequest|Machine /.test(r));
-}
-
-function watchedKinds() {
-  return [
-    { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine },
-    { namespace: NS_INFRA_PROVIDER, type: T.MachineRequest },
-    { namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus },
-    { namespace: NS_INFRA_PROVIDER, type: T.BMCConfig },
-    { namespace: NS_DEFAULT, type: T.Machine },
-  ];
 }
