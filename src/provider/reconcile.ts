@@ -20,7 +20,7 @@ import { deregister } from './deregister.js';
 import type { HoldFacts } from './explain.js';
 import { Executor, holdsNow, NotFoundUnconfirmedError } from './executor.js';
 import type { ItemEnd } from './executor.js';
-import { ItemWindow, Limiter } from './limiter.js';
+import { Limiter } from './limiter.js';
 import { Outcomes, keyOf } from './outcomes.js';
 import type { ItemEnded, ItemOutcome, ReconcileProgress, RefusalOutcome } from './outcomes.js';
 import type { Plan, PlanItem, PlanOptions } from './plan.js';
@@ -128,7 +128,8 @@ class Reconciler {
   private readonly whole: boolean;
   private readonly limiter: Limiter;
   private readonly wipeLimiter: Limiter;
-  private readonly window: ItemWindow;
+  /** Plan items under way at once. */
+  private readonly items: Limiter;
   /** The run's caches of Omni's collections, and what its own calls answered. */
   private readonly reads: ProviderCache;
   private readonly monotonic: () => number;
@@ -155,7 +156,7 @@ class Reconciler {
     this.whole = o.machines.length === 0;
     this.limiter = new Limiter(o.concurrency);
     this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
-    this.window = new ItemWindow(o.concurrency);
+    this.items = Limiter.forItems(o.concurrency);
     this.reads = new ProviderCache(this.state, { providerId: this.id, live: true, ...(o.signal ? { signal: o.signal } : {}) });
     this.monotonic = deps.monotonic ?? (() => performance.now());
     this.deadline = this.monotonic() + o.timeoutMs;
@@ -285,7 +286,7 @@ class Reconciler {
     this.outcomes.track(items, plan.running.length);
     const executor = this.executor();
     await Promise.all([
-      this.window.each(items, async (item) => {
+      this.items.each(items, async (item) => {
         const end = await this.runItem(executor, item);
         if (end?.releasedParent) parents.push(end.releasedParent);
       }),
@@ -314,7 +315,7 @@ class Reconciler {
       ...(this.deps.wipe ? { wipe: this.deps.wipe } : {}),
       ...(this.o.signal ? { signal: this.o.signal } : {}),
       waitMs: () => (this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)),
-      outside: (fn, forOmni) => this.window.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
+      outside: (fn, forOmni) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
     }, this.pass!, this.planOptions);
   }
 
