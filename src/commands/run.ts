@@ -11,7 +11,8 @@ import { reconcile } from '../provider/reconcile.js';
 import { planReport, renderText, runReport } from '../provider/report.js';
 import type { PreflightResult } from '../provider/preflight.js';
 import type { ReconcileResult } from '../provider/reconcile.js';
-import { addExamples, checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor, parseDuration } from './provider-options.js';
+import { parseDuration, parseDurationOrZero } from './durations.js';
+import { addExamples, checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { Args, Io } from './provider-options.js';
 import { progressFor } from './progress.js';
 import { handleResult, processIo, withOutputs } from './run-io.js';
@@ -40,9 +41,9 @@ export async function executeRun(a: Args, io: Io): Promise<Result> {
     const c = connectionConfig(a, io.env);
     const wait = a.wait === true;
     // No limit (0) only with --wait: a stand-in left running until everything is gone.
-    const timeoutMs = parseDuration(a.timeout ?? '10m', '--timeout', { zeroMeansNone: true });
-    const stepMs = parseDuration(a['step-timeout'] ?? '60s', '--step-timeout');
-    const settleMs = settleMsOf(a.settle ?? '5s');
+    const timeoutMs = parseDuration(String(a.timeout ?? '10m'), '--timeout', { zeroMeansNone: true });
+    const stepMs = parseDuration(String(a['step-timeout'] ?? '60s'), '--step-timeout');
+    const settleMs = parseDurationOrZero(String(a.settle ?? '5s'), '--settle');
     const deregister = a.deregister !== false;
     const wipeOptions = wipeOptionsFromArgv(a);
     // On a terminal, log lines go through the progress line so that it stays below them, and the
@@ -88,12 +89,6 @@ export async function executeRun(a: Args, io: Io): Promise<Result> {
     if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
     return runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, ...(interruptCode ? { interruptCode } : {}) });
   });
-}
-
-/** `--settle`: a duration as parseDuration reads it, or zero in any unit (`0`, `0s`): do not watch. */
-function settleMsOf(v: unknown): number {
-  const s = String(v).trim();
-  return /^(?:0+(?:\.0+)?(?:ms|s|m|h)?)+$/.test(s) ? 0 : parseDuration(s, '--settle');
 }
 
 export const runCommand: CommandModule<object, Args> = {
