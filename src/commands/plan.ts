@@ -32,8 +32,8 @@ export const planOptions = {
 /** What `plan` runs with: the command line parsed once (parsePlan), every value checked. */
 export interface PlanConfig extends ConnectionConfig {
   deregister: boolean;
-  /** `--wipe` other than none: each machine's chain starts with a wipe step. */
-  wipe: boolean;
+  /** `--wipe` other than none: each machine's chain starts with a wipe step (run's RunConfig.wipe holds the strategy). */
+  wipeStep: boolean;
   force: boolean;
   /** `--from-dump`: the value as given (a file or a shipped example's name) and the file it names. */
   fromDump?: { value: string; file: string };
@@ -47,7 +47,7 @@ export function parsePlan(given: Given<typeof planOptions>, env: NodeJS.ProcessE
   return {
     ...c,
     deregister: a.deregister,
-    wipe: a.wipe !== 'none',
+    wipeStep: a.wipe !== 'none',
     force: a.force,
     ...(dump !== undefined ? { fromDump: { value: dump, file: resolveScenarioFile(dump, '--from-dump') } } : {}),
   };
@@ -76,7 +76,7 @@ async function planOn(state: State, c: PlanConfig, log: Logger, sig: Signals, o:
   const live = pre.forced && !c.force;
   if (pre.forced && c.force) log.warn({ providerId: c.id }, 'a live provider with this ID was detected; planned as `run --force` would run');
   const snap = await takeSnapshot(state, { providerId: c.id, profile: c.profile, stateTypes: c.stateTypes, signal: sig.signal });
-  const plan = buildPlan(snap, { providerId: c.id, machines: c.machines, deregister: c.deregister, wipe: c.wipe });
+  const plan = buildPlan(snap, { providerId: c.id, machines: c.machines, deregister: c.deregister, wipe: c.wipeStep });
   checkMachinesMatched(c, plan.notFound, log, { strict: true });
   // `forced` is what --force did: without it, nothing was forced.
   const rep = planReport(plan, { version: VERSION, preflight: { ...pre, forced: pre.forced && c.force } });

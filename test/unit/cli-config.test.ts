@@ -69,8 +69,8 @@ describe('plan', () => {
   });
 
   it('--wipe only says whether each chain starts with a wipe step', () => {
-    expect(planConfigFrom(base).wipe).toBe(false);
-    expect(planConfigFrom([...base, '--wipe', 'redfish-power-off']).wipe).toBe(true);
+    expect(planConfigFrom(base).wipeStep).toBe(false);
+    expect(planConfigFrom([...base, '--wipe', 'redfish-power-off']).wipeStep).toBe(true);
   });
 });
 
