@@ -12,7 +12,7 @@ import type { WipeOptions, WipeStrategy } from './types.js';
 export type { BmcFacts, MachineFacts, WipeOutcome, WipeResult, WipeStrategy, WipeOptions, WipeStrategyName } from './types.js';
 export { WIPE_STRATEGIES, Reason } from './types.js';
 export { runWipes, type RunWipesOptions } from './run.js';
-export { wipeCliOptions, wipeOptionsFromArgv, wipeBlocksRelease, DEFAULT_WIPE_TIMEOUT_S, DEFAULT_WIPE_CONCURRENCY } from './options.js';
+export { wipeCliOptions, wipeOptionsFrom, wipeBlocksRelease, DEFAULT_WIPE_TIMEOUT_S, DEFAULT_WIPE_CONCURRENCY, type WipeFlags } from './options.js';
 export { machineFactsFromBmc, bmcFactsFromSpec, type AnyBmcSpec, type BmcSpecLike } from './facts.js';
 export { scrubSecrets } from './result.js';
 export { IPMITOOL_MISSING } from './ipmi.js';

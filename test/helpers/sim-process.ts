@@ -9,7 +9,9 @@ import { createInterface } from 'node:readline';
 import type { Resource } from '../../src/omni-client/resource.js';
 import { dumpScenario, parseScenario, type Scenario } from '../../src/omni-sim/scenario.js';
 
-export const MAIN = join(process.cwd(), 'dist/src/main.js');
+import { MAIN } from './cli-process.js';
+
+export { MAIN };
 
 export interface SimProcess {
   endpoint: string;
