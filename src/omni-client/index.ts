@@ -14,7 +14,7 @@ export {
   type KeySource,
   type ServiceAccountKey,
 } from './auth.js';
-export { GatewayState, WatchErroredError, type GatewayStateOptions, type StateTransport } from './state.js';
+export { GatewayState, type GatewayStateOptions, type StateTransport } from './state.js';
 export { DEFAULT_READ_LIMITS, type ReadLimits } from './body.js';
 export { observeWrite, outcomeOf, type WriteIntent, type WriteObserver, type WriteOutcome } from './write-observer.js';
 export { Transport, MAX_ADOPTED_OFFSET_MS, normalizeEndpoint, jitteredBackoff, type CallContext, type DelayFn, type Endpoint, type OpenStream, type TransportOptions } from './transport.js';

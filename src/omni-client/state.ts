@@ -7,19 +7,15 @@
 import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
 import {
+  CanceledError,
   FailedPreconditionError,
   InvalidArgumentError,
   NotFoundError,
-  OmniError,
   PermissionDeniedError,
+  SpecOmittedError,
   TransportError,
-  UnavailableError,
-  DeadlineExceededError,
-  AbortedError,
-  CanceledError,
-  ClientError,
-  GrpcCode,
-  type OmniErrorContext,
+  WatchErroredError,
+  brokeInTransit,
 } from './errors.js';
 import type { Phase, Pointer, Resource } from './resource.js';
 import { PHASE_RUNNING, PHASE_TEARING_DOWN, VERSION_UNDEFINED, cloneResource, describePointer, pointerOf } from './resource.js';
@@ -75,14 +71,6 @@ export interface GatewayStateOptions {
   watchMaxReconnects?: number;
   /** Told of every Create, Update and Destroy before it is sent and of its outcome (the audit log). */
   onWrite?: WriteObserver;
-}
-
-/** An ERRORED watch event (e.g. "buffer overrun"): the watch cannot go on. */
-export class WatchErroredError extends OmniError {
-  override readonly code = 'OMNI_WATCH_ERRORED';
-  constructor(message: string, ctx: OmniErrorContext = {}) {
-    super(GrpcCode.Unknown, message, ctx);
-  }
 }
 
 const DECODE = { strict: false } as const;
@@ -315,7 +303,7 @@ export class GatewayState implements State {
         bookmark = undefined;
         deliveredSinceStart = false;
         opts.onReset?.();
-      } else if (isBrokenStream(failure)) {
+      } else if (brokeInTransit(failure)) {
         if (!bookmark && deliveredSinceStart) {
           // Events were delivered but there is nothing to resume from: the consumer must rebuild.
           deliveredSinceStart = false;
@@ -361,7 +349,7 @@ function encode(schema: MessageSchema, obj: Record<string, unknown>): Record<str
 /** A resource read without its spec (Spec.omitted) would erase the spec in Omni if written back. */
 function refuseOmittedSpec(r: Resource, method: 'Create' | 'Update'): void {
   if (r.spec.omitted) {
-    throw new ClientError('CLIENT_SPEC_OMITTED', `refusing to ${method.toLowerCase()} ${describePointer(r.metadata)}: its spec was not kept when it was read; read it again first`);
+    throw new SpecOmittedError(`refusing to ${method.toLowerCase()} ${describePointer(r.metadata)}: its spec was not kept when it was read; read it again first`);
   }
 }
 
@@ -460,15 +448,4 @@ function decodeEvents(msg: unknown, kind: Expected): WatchEvent[] {
     if (e['bookmark'] instanceof Uint8Array) out.bookmark = e['bookmark'];
     return out;
   });
-}
-
-/** A broken stream worth resuming (as opposed to a refusal that will repeat). */
-function isBrokenStream(e: unknown): boolean {
-  return (
-    e instanceof TransportError ||
-    e instanceof UnavailableError ||
-    e instanceof DeadlineExceededError ||
-    e instanceof AbortedError ||
-    e instanceof CanceledError
-  );
 }

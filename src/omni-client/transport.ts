@@ -26,15 +26,16 @@ import {
   CanceledError,
   ClientError,
   ClockSkewError,
+  ConfigError,
   DeadlineExceededError,
-  OmniError,
   ProtocolError,
   RedirectError,
   TransportError,
   UnauthenticatedError,
-  UnavailableError,
   errorFromStatus,
+  hasCode,
   httpStatusFromGrpcCode,
+  type OmniError,
   type OmniErrorContext,
 } from './errors.js';
 import { onAbort } from './abort.js';
@@ -57,11 +58,11 @@ export function normalizeEndpoint(raw: string): Endpoint {
   try {
     url = new URL(raw.trim());
   } catch {
-    throw new ClientError('STUB_CONFIG', `invalid Omni endpoint "${raw}": expected https://host[:port], http://host[:port] or grpc://host:port`);
+    throw new ConfigError(`invalid Omni endpoint "${raw}": expected https://host[:port], http://host[:port] or grpc://host:port`);
   }
   const scheme = url.protocol.replace(/:$/, '').toLowerCase();
   if (!['https', 'http', 'grpc'].includes(scheme) || url.hostname === '') {
-    throw new ClientError('STUB_CONFIG', `invalid Omni endpoint "${raw}": expected https://host[:port], http://host[:port] or grpc://host:port`);
+    throw new ConfigError(`invalid Omni endpoint "${raw}": expected https://host[:port], http://host[:port] or grpc://host:port`);
   }
   const isTls = scheme === 'https';
   const port = url.port !== '' ? url.port : isTls ? '443' : '80';
@@ -155,9 +156,7 @@ const RETRIABLE_CAUSES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'Z_BUF_ERROR',
 ]);
-const retriable = new WeakSet<Error>();
 const STREAM_METHODS = new Set<MethodName>(['List', 'Watch']);
-const serverDates = new WeakMap<Error, string>();
 const USER_AGENT = `stub-provider/${VERSION}`;
 
 /** One call's cancellation: the caller's signal, the deadline, and close(). */
@@ -407,11 +406,7 @@ export class Transport {
           discard(res.body);
           throw e;
         }
-        if (r.done) {
-          const e = new TransportError(`${where(method, ctx)}: the stream ended before its first message`);
-          retriable.add(e);
-          throw e;
-        }
+        if (r.done) throw new TransportError(`${where(method, ctx)}: the stream ended before its first message`, { retriable: true });
         try {
           return { first: map(r.value), it, res };
         } catch (e) {
@@ -429,7 +424,7 @@ export class Transport {
       res.body.destroy();
       scope.dispose();
     };
-    const classify = (e: unknown): Error => this.#classify(method, ctx, scope, e);
+    const classify = (e: unknown): ClientError => this.#classify(method, ctx, scope, e);
     return {
       first,
       close,
@@ -510,14 +505,14 @@ export class Transport {
       } catch (raw) {
         const e = this.#classify(method, ctx, scope, raw);
         if (scope.signal.aborted) throw e;
-        if (e instanceof UnauthenticatedError && /invalid signature/i.test(e.omniMessage)) {
-          if (!skewRetried && (this.#offsetMs !== signedWithOffset || this.#adoptServerClock(method, serverDates.get(e)))) {
+        if (hasCode(e, 'OMNI_UNAUTHENTICATED') && /invalid signature/i.test(e.omniMessage)) {
+          if (!skewRetried && (this.#offsetMs !== signedWithOffset || this.#adoptServerClock(method, e.serverDate))) {
             skewRetried = true;
             continue;
           }
           throw this.#refused(method, ctx, e);
         }
-        if (!retriable.has(e) || retries >= this.#retries) throw e;
+        if (!e.retriable || retries >= this.#retries) throw e;
         ctx.onRetry?.();
         const ms = jitteredBackoff(retries++, this.#backoff, this.#random);
         this.#log.debug({ method, attempt: retries, delayMs: ms, err: e.message }, 'retrying an Omni call');
@@ -530,17 +525,17 @@ export class Transport {
     }
   }
 
-  #classify(method: MethodName, ctx: CallContext, scope: Scope, raw: unknown): Error {
+  #classify(method: MethodName, ctx: CallContext, scope: Scope, raw: unknown): ClientError {
     if (scope.signal.aborted) return scope.abortError();
-    if (raw instanceof OmniError || raw instanceof ClientError) return raw;
+    if (raw instanceof ClientError) return raw;
     if (raw instanceof WireError) {
-      return new ProtocolError(raw.code, `${where(method, ctx)}: bad answer from Omni at ${this.endpoint.origin}: ${escapeControl(raw.message)}`);
+      return new ProtocolError(raw.code, `${where(method, ctx)}: bad answer from Omni at ${this.endpoint.origin}: ${escapeControl(raw.message)}`, errCtx(method, ctx));
     }
     const err = raw as NodeJS.ErrnoException;
     const code = typeof err?.code === 'string' ? err.code : undefined;
-    const e = new TransportError(`${where(method, ctx)}: cannot reach Omni at ${this.endpoint.origin}: ${code ? `${code} ` : ''}${escapeControl(err?.message ?? String(raw))}`, { cause: raw });
-    if (code && RETRIABLE_CAUSES.has(code)) retriable.add(e);
-    return e;
+    return new TransportError(`${where(method, ctx)}: cannot reach Omni at ${this.endpoint.origin}: ${code ? `${code} ` : ''}${escapeControl(err?.message ?? String(raw))}`, {
+      ...errCtx(method, ctx), cause: raw, retriable: code !== undefined && RETRIABLE_CAUSES.has(code),
+    });
   }
 
   /**
@@ -634,19 +629,15 @@ export class Transport {
     const raw = await this.#readBody(res);
     const st = parseStatusBody(raw);
     if (st && httpStatusFromGrpcCode(st.code) === http) {
-      const e = errorFromStatus(st.code, st.message, { ...errCtx(method, ctx), httpStatus: http });
-      if (e instanceof UnavailableError) retriable.add(e);
+      // Omni's Date header goes with the error: a refused signature may call for adopting its clock.
       const date = res.headers['date'];
-      if (typeof date === 'string') serverDates.set(e, date);
-      return e;
+      return errorFromStatus(st.code, st.message, { ...errCtx(method, ctx), httpStatus: http, ...(typeof date === 'string' ? { serverDate: date } : {}) });
     }
     const what = `${where(method, ctx)}: ${this.endpoint.origin} answered HTTP ${http} without a gRPC status (google.rpc.Status) for it: ${snippet(raw)}`;
     if (http === 502 || http === 503 || http === 504) {
-      const e = new TransportError(`${what}; a proxy or load balancer in front of Omni could not reach it`);
-      retriable.add(e);
-      return e;
+      return new TransportError(`${what}; a proxy or load balancer in front of Omni could not reach it`, { ...errCtx(method, ctx), retriable: true });
     }
-    return new ProtocolError('STUB_HTTP_STATUS', what);
+    return new ProtocolError('STUB_HTTP_STATUS', what, errCtx(method, ctx));
   }
 
   /** The `result` of each NDJSON line; an `{"error":..}` line (after a 200) becomes the typed error. */
@@ -659,9 +650,7 @@ export class Transport {
       if (o.error !== undefined && o.error !== null) {
         const st = statusOf(o.error);
         if (!st) throw new WireError(`a stream error line without a gRPC status: ${snippet(line)}`);
-        const e = errorFromStatus(st.code, st.message, { ...errCtx(method, ctx), httpStatus: res.statusCode });
-        if (e instanceof UnavailableError) retriable.add(e);
-        throw e;
+        throw errorFromStatus(st.code, st.message, { ...errCtx(method, ctx), httpStatus: res.statusCode });
       }
       if (!isObject(o.result)) throw new WireError(`a stream line without a result object: ${snippet(line)}`);
       yield o.result;
@@ -708,9 +697,9 @@ function tlsOptions(opts: TransportOptions): tls.ConnectionOptions {
     try {
       pem = readFileSync(opts.caFile, 'utf8');
     } catch (e) {
-      throw new ClientError('STUB_CONFIG', `cannot read the CA file ${opts.caFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new ConfigError(`cannot read the CA file ${opts.caFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
     }
-    if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ClientError('STUB_CONFIG', `the CA file ${opts.caFile} holds no PEM certificate`);
+    if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError(`the CA file ${opts.caFile} holds no PEM certificate`);
     out.ca = [...base(), pem];
   } else if (typeof getCAs === 'function') {
     out.ca = base();
