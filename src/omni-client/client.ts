@@ -3,7 +3,8 @@
 import { silentLogger } from '../log.js';
 import { loadServiceAccountKey, parseServiceAccountKey, Signer, type ServiceAccountKey } from './auth.js';
 import { GatewayState } from './state.js';
-import { Transport, type DispatcherKind, type TransportOptions } from './transport.js';
+import type { DispatcherKind } from './dispatcher.js';
+import { Transport, type TransportOptions } from './transport.js';
 import type { State } from './types.js';
 import type { WriteObserver } from './write-observer.js';
 

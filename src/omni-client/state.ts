@@ -19,7 +19,9 @@ import {
 } from './errors.js';
 import type { Phase, Pointer, Resource } from './resource.js';
 import { PHASE_RUNNING, PHASE_TEARING_DOWN, VERSION_UNDEFINED, cloneResource, describePointer, pointerOf } from './resource.js';
-import { defaultDelay, jitteredBackoff, type BackoffOptions, type CallContext, type DelayFn, type OpenStream, type Transport } from './transport.js';
+import type { CallContext } from './call.js';
+import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './retry.js';
+import type { OpenStream, Transport } from './transport.js';
 import { observeWrite, type WriteObserver } from './write-observer.js';
 import type {
   CallOptions,

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { GatewayState, type StateTransport } from '../../src/omni-client/state.js';
-import type { CallContext } from '../../src/omni-client/transport.js';
+import type { CallContext } from '../../src/omni-client/call.js';
 import type { MethodName } from '../../src/omni-client/wire.js';
 import { CanceledError, FailedPreconditionError, NotFoundError, TransportError, UnavailableError } from '../../src/omni-client/errors.js';
 import { NS_INFRA_PROVIDER, T, newMetadata } from '../../src/omni-client/resource.js';
