@@ -15,6 +15,7 @@ export {
   type ServiceAccountKey,
 } from './auth.js';
 export { GatewayState, type GatewayStateOptions, type StateTransport } from './state.js';
+export { wrapCore, type ConflictPolicy } from './wrap.js';
 export { DEFAULT_READ_LIMITS, type ReadLimits } from './body.js';
 export { observeWrite, outcomeOf, type WriteIntent, type WriteObserver, type WriteOutcome } from './write-observer.js';
 export { Transport, type OpenStream, type TransportOptions } from './transport.js';
