@@ -113,7 +113,7 @@ export const simCommand: CommandModule<object, SimArgs> = {
     if (tls && args['tls-ca-out']) await writeAtomically(args['tls-ca-out'], tls.cert);
     // Subscribe before announcing readiness: a signal right after the ready line must not kill us.
     const signalled = untilSignal();
-    const sim = await createSim(scenario, { host: listenOn.host, port: listenOn.port, ...(tls ? { tls } : {}) });
+    const sim = await createSim(scenario, { host: listenOn.host, port: listenOn.port, ...(tls ? { tls } : {}), onControllerError: (f) => log.error({ task: f.task, err: f.cause }, f.message) });
     if (args['keys-dir']) await writeKeys(args['keys-dir'], sim.endpoint, sim.keys);
     log.info({ endpoint: sim.endpoint, omniVersion: sim.omniVersion, resources: scenario.resources.length }, 'simulated Omni ready');
     process.stdout.write(`${JSON.stringify({ endpoint: sim.endpoint, keys: sim.keys })}\n`);
