@@ -35,8 +35,9 @@ export class RequestHeaders {
       headers = {
         'content-type': 'application/json',
         accept: 'application/json',
-        // Omni's gzip handler picks only a bare `gzip` token; its `deflate` is raw DEFLATE.
-        // No header at all (not `identity`) when gzip is not wanted: Omni then answers uncompressed.
+        // Omni's gzip handler picks only a bare `gzip` token; its `deflate` is raw DEFLATE
+        // (docs/omni-behaviour.md, "Resources and routes"). No header at all (not `identity`) when
+        // gzip is not wanted: Omni then answers uncompressed.
         ...(this.gzipUnary || STREAM_METHODS.has(method) ? { 'accept-encoding': 'gzip' } : {}),
         'user-agent': USER_AGENT,
         ...signed,

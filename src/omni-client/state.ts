@@ -106,7 +106,7 @@ export class GatewayState implements CoreState {
 
   async create(r: Resource, opts: OwnerOptions = {}): Promise<Resource> {
     refuseOmittedSpec(r, 'Create');
-    // Omni refuses a metadata owner that differs from the option (omni-wire.md 2.4): default to it.
+    // Omni refuses a metadata owner that differs from the option (docs/cosi-semantics.md, "Owners"): default to it.
     const owner = opts.owner ?? r.metadata.owner;
     const body = encode(CreateRequestSchema, { resource: resourceToWire(r), options: { owner } });
     const intent = { method: 'Create', resource: pointerOf(r), owner, sent: r } as const;
@@ -155,7 +155,7 @@ export class GatewayState implements CoreState {
         // Every message is decoded as it arrives: a malformed one ends the watch with a ProtocolError
         // (not a broken stream: reconnecting would only read it again).
         stream = await this.#t.openStream('Watch', body, { signal, timeoutMs: opts.timeoutMs, resource: kind }, (msg) => decodeEvents(msg, { namespace, type }));
-        // The first message only says that the watch is established (omni-wire.md 2.6); dropped.
+        // The first message only says that the watch is established (docs/cosi-semantics.md, "Watches"); dropped.
         const batches: AsyncIterable<WatchEvent[]> = stream;
         for await (const events of batches) {
           failures = 0;
@@ -296,7 +296,7 @@ function queryOptions(opts: QueryOptions): Record<string, unknown> {
   return out;
 }
 
-/** How much of a resource each event type must carry (omni-wire.md 2.6). */
+/** How much of a resource each event type must carry (docs/design.md, "What an answer must be"). */
 const EVENT_RESOURCE: Record<WatchEventType, Kept | undefined> = {
   created: 'stored',
   updated: 'stored',

@@ -22,12 +22,12 @@ export interface LabelTerm {
   invert?: boolean;
 }
 
-/** Terms inside one query are AND-ed; the queries of a list are OR-ed (omni-wire.md 2.5). */
+/** Terms inside one query are AND-ed; the queries of a list are OR-ed (docs/cosi-semantics.md, "List"). */
 export type LabelQuery = LabelTerm[];
 
 export interface QueryOptions extends CallOptions {
   labelQueries?: LabelQuery[];
-  /** RE2, unanchored (omni-wire.md 2.5). */
+  /** RE2, unanchored (docs/cosi-semantics.md, "List"). */
   idRegexp?: string;
 }
 
