@@ -134,7 +134,7 @@ async function serve(c: SimConfig): Promise<void> {
   if (tls && c.tlsCaOut) await writeAtomically(c.tlsCaOut, tls.cert);
   // Subscribe before announcing readiness: a signal right after the ready line must not kill us.
   const signalled = untilSignal();
-  const sim = await createSim(scenario, { host: c.listen.host, port: c.listen.port, ...(tls ? { tls } : {}) });
+  const sim = await createSim(scenario, { host: c.listen.host, port: c.listen.port, ...(tls ? { tls } : {}), onControllerError: (f) => log.error({ task: f.task, err: f.cause }, f.message) });
   if (c.keysDir) await writeKeys(c.keysDir, sim.endpoint, sim.keys);
   log.info({ endpoint: sim.endpoint, omniVersion: sim.omniVersion, resources: scenario.resources.length }, 'simulated Omni ready');
   process.stdout.write(`${JSON.stringify({ endpoint: sim.endpoint, keys: sim.keys })}\n`);
