@@ -1,4 +1,4 @@
-// Exit codes of design.md ("Exit codes"), and the errors that carry them.
+// Exit codes of docs/design.md ("Exit codes"), and the errors that carry them.
 
 import { ClientError, OmniError } from './omni-client/errors.js';
 
@@ -66,7 +66,7 @@ export class ResultExit extends Error {
  * is 2; a refused signature or operation is 4, and so is a clock further from Omni's than the client
  * adopts, which shows as Omni refusing the signature; an overloaded Omni or a deadline is 5. Any other
  * gRPC status is one the stub did not expect (1); any other code of the client's (transport, protocol,
- * read limits) is 5: the run can be repeated (design.md, Exit codes).
+ * read limits) is 5: the run can be repeated (docs/design.md, "Exit codes").
  */
 const EXIT_BY_CODE: Record<string, ExitCodeValue> = {
   STUB_CONFIG: ExitCode.Usage,

@@ -1,5 +1,5 @@
 // `stub-provider [run]` (the default command): release what is being deleted, refuse new machines,
-// deregister. See issue 4 and design.md; the work is in src/provider.
+// deregister. See docs/design.md; the work is in src/provider.
 
 import { ExitCode, UsageError } from '../exit-codes.js';
 import { VERSION } from '../version.js';

@@ -1,4 +1,4 @@
-// Reading answer bodies within limits (design.md rule 12): a unary body and what it inflates to are
+// Reading answer bodies within limits (docs/design.md rule 12): a unary body and what it inflates to are
 // capped and refused while they arrive, never after they were buffered whole (a stream's lines:
 // ndjson.ts); bytes must be UTF-8 (decoded strictly: a replaced byte would turn one ID into another)
 // and JSON. Problems are WireErrors with a stable code; the transport names the call and the endpoint.

@@ -202,7 +202,7 @@ export class KeyError extends fixedCode('STUB_KEY_INVALID') {}
 export class TransportError extends fixedCode('STUB_TRANSPORT') {}
 
 /**
- * Stable codes of answers that are not what the protocol says (design.md rule 11) or that exceed a
+ * Stable codes of answers that are not what the protocol says (docs/design.md rule 11) or that exceed a
  * read limit (rule 12); each has a row in docs/operator-guide.md.
  */
 export type ProtocolCode =

@@ -1,5 +1,5 @@
 // NDJSON streams (List, Watch): the answer decoded as its bytes arrive (gzip inflated incrementally,
-// as Omni sync-flushes per line), split into lines within the line limit (design.md rule 12), and
+// as Omni sync-flushes per line), split into lines within the line limit (docs/design.md rule 12), and
 // each line read as one message: `{"result":...}`, or `{"error":{...}}` (Omni's error after a 200).
 
 import { isUtf8 } from 'node:buffer';

@@ -1,6 +1,6 @@
 // The COSI core State (types.ts `CoreState`) over the gateway transport; wrap.ts makes it a State.
 // Requests are built with the wire.ts schemas (proto names, zero values omitted, optional fields
-// present only when set); every answer is validated (design.md rule 11).
+// present only when set); every answer is validated (docs/design.md rule 11).
 //
 // There is no Teardown here: wrap.ts tears down with Get + Update of the phase, never the Teardown
 // RPC, which Omni before 1.8 has no gateway route for (404 code 5, indistinguishable from a missing
@@ -89,7 +89,7 @@ export class GatewayState implements CoreState {
     return this.#t.unary('Get', body, ctx(opts, ptr), answerAbout(ptr));
   }
 
-  /** Every line a resource of this namespace and type, each ID once (design.md rules 11, 12). */
+  /** Every line a resource of this namespace and type, each ID once (docs/design.md rules 11, 12). */
   async list(namespace: string, type: string, opts: QueryOptions = {}): Promise<Resource[]> {
     const body = encode(ListRequestSchema, { namespace, type, options: queryOptions(opts) });
     const kind = { namespace, type };
@@ -254,7 +254,7 @@ function emptyAnswer(answer: unknown): void {
 }
 
 /**
- * The `resource` of a Get/Create/Update answer or a List line, validated (design.md rule 11): present,
+ * The `resource` of a Get/Create/Update answer or a List line, validated (docs/design.md rule 11): present,
  * the strict metadata rules of wire.ts, a stored version (a number), a non-empty ID, of the namespace
  * and type asked for, and the ID asked for. Unknown fields (a newer Omni) are ignored.
  */

@@ -1,4 +1,4 @@
-// What Omni does by itself, for the scenario's Omni version (omni-lifecycle.md 2, 3, 4.2, 5), acting
+// What Omni does by itself, for the scenario's Omni version (docs/omni-lifecycle.md 3.2, 4, 6, 7.3 and 8), acting
 // on the store as Omni's internal actor. Each controller is level-triggered and idempotent: a store
 // event queues the objects it concerns, a drain (on the next macrotask, never synchronously inside
 // a caller's write) reconciles each of them from the current state, and a pass that finds nothing to
@@ -557,7 +557,7 @@ class Controllers implements OmniControllers {
     if (!done) return false;
     for (const mrs of this.list(NS_INFRA_PROVIDER, T.MachineRequestStatus, labelled)) done = this.teardownAndDestroy(mrs) && done;
     if (!done) return false;
-    // Every user-owned set, whatever provider it uses (omni-lifecycle.md 5.1, step 7).
+    // Every user-owned set, whatever provider it uses (docs/omni-lifecycle.md 7.3, handler 6).
     for (const set of this.list(NS_DEFAULT, T.MachineRequestSet)) {
       if (set.metadata.owner === '') done = this.teardownAndDestroy(set) && done;
     }

@@ -1,4 +1,4 @@
-// src/wipe: best-effort wipe strategies behind one interface (design.md, "src/wipe"; issue 5).
+// src/wipe: best-effort wipe strategies behind one interface (docs/design.md, "Layout"; docs/wipe.md).
 // None of them erases disks: they power a machine off or send it to PXE, or run the operator's program.
 
 import type { Logger } from '../log.js';

@@ -1,5 +1,5 @@
 // The client's errors have one root (ClientError): each a stable code, whether it is retriable, and
-// the exit code that code maps to (design.md, "Exit codes"; docs/operator-guide.md lists the codes).
+// the exit code that code maps to (docs/design.md, "Exit codes"; docs/operator-guide.md lists the codes).
 
 import { describe, expect, it } from 'vitest';
 import * as errors from '../../src/omni-client/errors.js';
