@@ -1,4 +1,5 @@
-// Review findings on src/commands, through the `run` and `plan` commands' code against the simulated Omni.
+// --machine values that match nothing, some or all, through the `run` and `plan` commands' code against
+// the simulated Omni.
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Sim } from '../../src/omni-sim/index.js';
@@ -20,7 +21,7 @@ async function sim(): Promise<Sim> {
   return s;
 }
 
-describe('review 6c: --machine values that match nothing', () => {
+describe('--machine values that match nothing', () => {
   it('none matched: plan exits 2 naming them; run writes nothing, exits 0 and lists them as not found (a re-run stays 0)', async () => {
     const s = await sim();
     const before = JSON.stringify(s.store.all().map((r) => r.metadata));
