@@ -7,7 +7,7 @@
 import type { Resource } from '../omni-client/resource.js';
 import { versionNumber } from '../omni-client/resource.js';
 import type { State, WatchEvent } from '../omni-client/types.js';
-import { NotFoundError } from '../omni-client/errors.js';
+import { hasCode } from '../omni-client/errors.js';
 import { ExitCode, StubError } from '../exit-codes.js';
 import type { WaitOutcome, WaitUntil } from './reads.js';
 
@@ -337,7 +337,7 @@ export class KindCache {
       (r) => { this.reading.delete(id); this.observe(r); },
       (err: unknown) => {
         this.reading.delete(id);
-        if (err instanceof NotFoundError) this.observeNotFound(id);
+        if (hasCode(err, 'OMNI_NOT_FOUND')) this.observeNotFound(id);
       },
     );
   }

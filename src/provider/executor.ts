@@ -11,7 +11,7 @@ import type { Pointer, Resource } from '../omni-client/resource.js';
 import { NS_INFRA_PROVIDER, T, describePointer, versionNumber } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import { getIfExists } from '../omni-client/read.js';
-import { FailedPreconditionError, NotFoundError, PermissionDeniedError, isOmniError } from '../omni-client/errors.js';
+import { hasCode } from '../omni-client/errors.js';
 import { BMCConfigSpec, BMCConfigurationSpec, decodeSpec } from '../omni-client/specs.js';
 import type { MessageSchema } from '../omni-client/specs.js';
 import { machineFactsFromBmc, runWipes, wipeBlocksRelease } from '../wipe/index.js';
@@ -195,7 +195,7 @@ export class Executor {
       ready = await this.d.limiter.run(() => this.d.state.teardown(op.target, { signal: this.d.signal }));
     } catch (err) {
       // Thrown only when its Get found nothing (state.ts).
-      if (isOmniError(err, NotFoundError)) return this.notFound(op, 'Get');
+      if (hasCode(err, 'OMNI_NOT_FOUND')) return this.notFound(op, 'Get');
       throw err;
     }
     // Its Get found it: read by its ID.
@@ -226,12 +226,12 @@ export class Executor {
       this.d.reads.gone(op.target);
       return NEXT;
     } catch (err) {
-      if (isOmniError(err, NotFoundError)) {
+      if (hasCode(err, 'OMNI_NOT_FOUND')) {
         const r = this.notFound(op, 'Destroy');
         return 'replan' in r ? NEXT : r;
       }
       // Finalizers added or the owner changed since it was read: read it again, plan again.
-      if (!isOmniError(err, FailedPreconditionError) && !isOmniError(err, PermissionDeniedError)) throw err;
+      if (!hasCode(err, 'OMNI_FAILED_PRECONDITION') && !hasCode(err, 'OMNI_PERMISSION_DENIED')) throw err;
       return this.reread(op);
     }
   }

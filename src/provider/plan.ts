@@ -1,5 +1,5 @@
 // The plan: what a run does, as data. A snapshot of Omni plus the operator's options -> items, each
-// a list of fully specified operations (operations.ts) in the order of design.md rule 5, with a
+// a list of fully specified operations (operations.ts) in the order of docs/design.md rule 5, with a
 // reason for every one; refusals; what blocks what, with next steps; what stays behind; the
 // deregistration. `planner.ts` decides (pure: no I/O, no clock); `executor.ts` performs exactly
 // these operations, and after a conflict asks the same planner for that item again (`replanItem`).

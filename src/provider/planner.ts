@@ -1,5 +1,5 @@
 // PURE: the planner behind plan.ts. A snapshot of Omni plus the operator's options -> each item's
-// operations, in the order of design.md rule 5, with a reason for every one; what blocks what, with
+// operations, in the order of docs/design.md rule 5, with a reason for every one; what blocks what, with
 // next steps; what stays behind. No I/O, no clock. Never plans anything on a running InfraMachine or
 // MachineRequest (or on their outputs), never adds a finalizer, and removes only our finalizers,
 // all of them in one Update. Positive evidence only (design rules 4 and 10): a leftover is what names

@@ -1,6 +1,6 @@
 // A run: plans (snapshot.ts, plan.ts) and applies them (executor.ts), per machine in the order of
-// design.md rule 5, all machines at once with at most `concurrency` calls in flight; waits for Omni
-// through the run's watches; refuses new registrations (refusals.ts) and announces stub mode
+// docs/design.md rule 5, all machines at once with at most `concurrency` calls in flight; waits for
+// Omni through the run's caches; refuses new registrations (refusals.ts) and announces stub mode
 // (announce.ts) in whole-provider mode only; deregisters once nothing of the ID is left
 // (deregister.ts); after the last write, watches what others still held for --settle (settle.ts).
 // Every read of Omni's collections is a query on the run's caches (cache.ts: one List and one

@@ -4,7 +4,7 @@
 import type { Logger } from 'pino';
 import { newMetadata } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
-import { AlreadyExistsError, isOmniError } from '../omni-client/errors.js';
+import { hasCode } from '../omni-client/errors.js';
 import { MachineRequestStage, MachineRequestStatusSpec, encodeSpec } from '../omni-client/specs.js';
 import type { Limiter } from './limiter.js';
 import type { Outcomes } from './outcomes.js';
@@ -39,7 +39,7 @@ export async function refuse(d: RefuseDeps, r: Refusal): Promise<void> {
     out.itemLog('info', { kind: r.kind, id: r.id }, 'refused new MachineRequest (FAILED status)');
     out.refusal(key, { kind: r.kind, id: r.id, reason: r.reason, result: 'refused' }, { kind: r.kind, id: r.id, status: 'refused' });
   } catch (err) {
-    if (isOmniError(err, AlreadyExistsError)) {
+    if (hasCode(err, 'OMNI_ALREADY_EXISTS')) {
       out.refusal(key, { kind: r.kind, id: r.id, reason: 'a status appeared meanwhile', result: 'already-refused' });
       return;
     }

@@ -11,8 +11,7 @@ import {
 } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import { getIfExists } from '../omni-client/read.js';
-import { PermissionDeniedError, isOmniError } from '../omni-client/errors.js';
-import type { OmniError } from '../omni-client/errors.js';
+import { hasCode } from '../omni-client/errors.js';
 import { ProviderCache } from './cache.js';
 import { isOurResource, ourFinalizers } from './ownership.js';
 import { Limiter } from './limiter.js';
@@ -119,13 +118,13 @@ async function readSnapshot(state: State, cache: ProviderCache, opts: SnapshotOp
   const [shared, machines, providerStatus, healthStatus, sysVersion] = await Promise.all([
     Promise.all(SHARED_LISTS.map(([, type]) => list(NS_INFRA_PROVIDER, type))),
     list(NS_DEFAULT, T.Machine).catch((err: unknown) => {
-      if (!isOmniError(err, PermissionDeniedError)) throw err;
-      unreadable.push({ namespace: NS_DEFAULT, type: T.Machine, error: (err as OmniError).omniMessage });
+      if (!hasCode(err, 'OMNI_PERMISSION_DENIED')) throw err;
+      unreadable.push({ namespace: NS_DEFAULT, type: T.Machine, error: err.omniMessage });
       return [] as Resource[];
     }),
     record({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id }),
     record({ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id }),
-    // Readable with any valid signature (omni-wire.md 5.4); an older Omni may not have it.
+    // Readable with any valid signature (docs/omni-wire.md 4.6); an older Omni may not have it.
     getIfExists(state, { namespace: NS_EPHEMERAL, type: T.SysVersion, id: 'current' }, call).catch(() => undefined),
   ]);
   const byName = Object.fromEntries(SHARED_LISTS.map(([name], i) => [name, shared[i] ?? []])) as Record<(typeof SHARED_LISTS)[number][0], Resource[]>;
