@@ -1,5 +1,5 @@
-// Announce stub mode (issue item 2, lifecycle "step by step" 2): upsert the ProviderStatus keeping
-// its labels (above all the static label, lifecycle 8.11) and schema, and send ProviderHealthStatus
+// Announce stub mode (docs/omni-lifecycle.md 7.1): upsert the ProviderStatus keeping its labels
+// (above all the static label, docs/omni-lifecycle.md 1) and schema, and send ProviderHealthStatus
 // heartbeats every 30 s whose error says the provider is being decommissioned. Everything written
 // here starts with `stub-provider`, so a re-run recognises its own heartbeat (design rule 7).
 

@@ -10,7 +10,7 @@ import type { PlanItem } from './plan.js';
 /** The marker that every error text and description the stub writes starts with (design rule 7). */
 export const STUB_MARKER = 'stub-provider';
 
-/** Omni 1.4.0 added the cleanup that also tears down user-owned MachineRequestSets (lifecycle 5.1, 5.3). */
+/** Omni 1.4.0 added the cleanup that also tears down user-owned MachineRequestSets (docs/omni-lifecycle.md 9). */
 const DELETE_EFFECT = 'deleting the provider also tears down every user-owned MachineRequestSet, of every provider, not only this one: check `omnictl get machinerequestsets` first.';
 export const DELETE_WARNING = `On Omni 1.4 and later, ${DELETE_EFFECT}`;
 /** When Omni's version could not be read: the operator knows it, we do not. */

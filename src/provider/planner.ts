@@ -295,7 +295,7 @@ export class Planner {
     if (foreign.length > 0) this.heldByOthers('MachineRequest', mr, foreign, machineUuid);
   }
 
-  /** A BMCConfig being deleted whose InfraMachine is not (legacy bare-metal finalizers, lifecycle 2.3). */
+  /** A BMCConfig being deleted whose InfraMachine is not (legacy bare-metal finalizers, docs/omni-lifecycle.md 3.1). */
   private planBmcConfig(bmc: Resource): void {
     const uuid = bmc.metadata.id;
     const im = this.imById.get(uuid);
@@ -312,9 +312,10 @@ export class Planner {
   }
 
   /**
-   * Resources of ours whose InfraMachine or MachineRequest is gone (lifecycle 8.8 and step 4): gone
-   * means a Get of its ID answered NotFound in this pass (`goneById`), never that a List left it
-   * out. A parent that Get found is planned above like any other.
+   * Resources of ours whose InfraMachine or MachineRequest is gone (Omni never cleans them:
+   * docs/omni-lifecycle.md 8): gone means a Get of its ID answered NotFound in this pass
+   * (`goneById`), never that a List left it out. A parent that Get found is planned above like any
+   * other.
    */
   private planLeftovers(): void {
     for (const r of this.perItem()) {
