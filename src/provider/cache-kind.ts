@@ -9,6 +9,7 @@ import { versionNumber } from '../omni-client/resource.js';
 import type { State, WatchEvent } from '../omni-client/types.js';
 import { hasCode } from '../omni-client/errors.js';
 import { ExitCode, StubError } from '../exit-codes.js';
+import type { Limiter } from './limiter.js';
 import type { WaitOutcome, WaitUntil } from './reads.js';
 
 export interface CacheOptions {
@@ -20,6 +21,8 @@ export interface CacheOptions {
   establishMs?: number;
   /** Resources kept of one kind at most, and events held while its List is read (design rule 12). */
   maxPerKind?: number;
+  /** The run's call limiter, for the Gets of a wait (a watch holds no slot). */
+  limiter?: Limiter;
 }
 
 export const ESTABLISH_FALLBACK_MS = 1_000;
@@ -333,7 +336,8 @@ export class KindCache {
   private read(id: string): void {
     if (this.reading.has(id) || this.c.o.signal?.aborted) return;
     this.reading.add(id);
-    this.c.state.get({ namespace: this.namespace, type: this.type, id }, { signal: this.c.o.signal }).then(
+    const get = () => this.c.state.get({ namespace: this.namespace, type: this.type, id }, { signal: this.c.o.signal });
+    (this.c.o.limiter ? this.c.o.limiter.run(get) : get()).then(
       (r) => { this.reading.delete(id); this.observe(r); },
       (err: unknown) => {
         this.reading.delete(id);

@@ -157,7 +157,7 @@ class Reconciler {
     this.limiter = new Limiter(o.concurrency);
     this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
     this.items = Limiter.forItems(o.concurrency);
-    this.reads = new ProviderCache(this.state, { providerId: this.id, live: true, ...(o.signal ? { signal: o.signal } : {}) });
+    this.reads = new ProviderCache(this.state, { providerId: this.id, live: true, limiter: this.limiter, ...(o.signal ? { signal: o.signal } : {}) });
     this.monotonic = deps.monotonic ?? (() => performance.now());
     this.deadline = this.monotonic() + o.timeoutMs;
     this.settled = { ms: o.settleMs ?? DEFAULT_SETTLE_MS, items: 0, gone: 0, held: 0 };
