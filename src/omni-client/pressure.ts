@@ -395,7 +395,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
       switch (createVerdict(r, owner, cur)) {
         case 'applied': return { applied: cur! };
         case 'not-applied': return 'resend';
-        case 'changed': throw new AlreadyExistsError(`${describePointer(ptr)} exists with other content than this Create sent, whose answer was lost`, { method: '/cosi.resource.State/Create', resource: ptr });
+        case 'changed': throw new AlreadyExistsError(`${describePointer(ptr)} exists with other content than this Create sent, whose outcome was unknown`, { method: '/cosi.resource.State/Create', resource: ptr });
       }
     });
   }
