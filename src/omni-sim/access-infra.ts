@@ -1,8 +1,8 @@
-// Layer 2 of Omni's access rules (access.ts): the infra-provider state (`infraprovider/state.go`)
-// in front of the namespaces `infra-provider`, `infra-provider-ephemeral` and `infra-provider:*`:
-// which types it manages and how (read-only for providers but for their finalizers, ID = provider
-// ID, admins only), the namespace and type-suffix rules, and the provider label that filters reads
-// and watches in the shared namespaces (docs/omni-wire.md 4.2 to 4.5).
+// Layer 2 of Omni's access rules (access.ts): Omni's infra-provider state, in front of the
+// namespaces `infra-provider`, `infra-provider-ephemeral` and `infra-provider:*`: which types it
+// manages and how (read-only for providers but for their finalizers, ID = provider ID, admins
+// only), the namespace and type-suffix rules, and the provider label that filters reads and
+// watches in the shared namespaces (docs/omni-wire.md 4.2 to 4.5).
 
 import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
 import type { Resource } from '../omni-client/resource.js';

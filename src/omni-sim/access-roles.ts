@@ -1,8 +1,8 @@
 // Layer 1 of Omni's access rules (access.ts): the generic role checks of Omni's API state
-// (`state_access.go`: filterAccess, then filterAccessByType), for the types that matter here, by
-// role: what needs only a valid signature, Reader to read and Operator to write, Admin, and the
-// few types an InfraProvider account may read outside its namespaces (docs/omni-wire.md 3.4, 4.6).
-// The infra-provider state's own rules (layer 2) are access-infra.ts.
+// (filterAccess, then filterAccessByType), for the types that matter here, by role: what needs
+// only a valid signature, Reader to read and Operator to write, Admin, and the few types an
+// InfraProvider account may read outside its namespaces (docs/omni-wire.md 3.4, 4.6). The
+// infra-provider state's own rules (layer 2) are access-infra.ts.
 
 import { errorFromStatus, GrpcCode, OmniError } from '../omni-client/errors.js';
 import { T } from '../omni-client/resource.js';

@@ -2,7 +2,7 @@
 // a MachineRequest's spec never changes, and (1.4+) an infra provider with running machines cannot
 // be torn down or destroyed (docs/omni-lifecycle.md 7.3). Omni runs them, and its role checks, as
 // validations of its API state, so a refusal reads "failed to validate: 1 error occurred: ..." with
-// a gRPC status's code kept (docs/omni-wire.md 1.5 and 4.6; the recordings show it).
+// a gRPC status's code kept (docs/omni-wire.md 1.5 and 4.6).
 
 import { errorFromStatus, GrpcCode, grpcCodeName, type OmniError } from '../omni-client/errors.js';
 import type { Pointer, Resource } from '../omni-client/resource.js';
