@@ -61,6 +61,13 @@ export class KindCache {
   private readonly missed = new Set<string>();
   /** Destroyed by this run and its DESTROYED event not seen yet: older events of it are stale. */
   private readonly destroyedByUs = new Set<string>();
+  /**
+   * What a DESTROYED event showed last of an ID (its creation time and version), until the watch
+   * shows that ID again. A Get's or a write's answer may arrive after the watch's DESTROYED event of
+   * the same resource (the owner destroyed it as soon as our write let go): such an answer is older
+   * than the event and must not bring the resource back.
+   */
+  private readonly destroyedAt = new Map<string, { created: string | undefined; version: bigint }>();
   readonly waiters = new Map<string, Set<Waiter>>();
   private readonly reading = new Set<string>();
   /** Events that came while the List was read, applied over it; undefined once listed. */
@@ -199,12 +206,15 @@ export class KindCache {
     if (e.type === 'destroyed') {
       this.destroyedByUs.delete(id);
       this.goneIds.add(id);
+      if (this.destroyedAt.size < 4 * this.max()) this.destroyedAt.set(id, { created: e.resource.metadata.created, version: safeVersion(e.resource.metadata.version) });
       const had = this.entries.delete(id);
       this.check(id);
       return had;
     }
     // Our Destroy came first: an event of it from before that is stale.
     if (this.destroyedByUs.has(id)) return false;
+    // The watch is in order: what it shows after a DESTROYED event is the ID created anew.
+    this.destroyedAt.delete(id);
     const changed = this.put(e.resource);
     this.check(id);
     return changed;
@@ -237,6 +247,12 @@ export class KindCache {
   /** A Get of this run found it, or a write of this run answered it: read by its ID. */
   observe(r: Resource): void {
     this.remember(r.metadata.id);
+    const d = this.destroyedAt.get(r.metadata.id);
+    // An answer from before the DESTROYED event the watch already showed: stale, still gone.
+    if (d && r.metadata.created === d.created && safeVersion(r.metadata.version) <= d.version) {
+      this.check(r.metadata.id);
+      return;
+    }
     this.destroyedByUs.delete(r.metadata.id);
     this.put(r);
     this.check(r.metadata.id);

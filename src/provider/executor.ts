@@ -207,8 +207,12 @@ export class Executor {
   private async wait(op: WaitOp, run: RunState): Promise<OpResult> {
     // The teardown's answer already showed nothing holding it.
     if (run.ready.has(describePointer(op.target))) return NEXT;
-    const known = this.d.reads.current(op.target)?.metadata.version;
-    const minVersion = known === undefined ? '0' : String(safeVersion(known) + 1n);
+    // What the cache holds may already be Omni letting go (its event came before this step): tearing
+    // down with no finalizer left is released at that version. Anything else is a version from before
+    // Omni let go, so only a later one can show it.
+    const cur = this.d.reads.current(op.target);
+    const letGo = cur !== undefined && cur.metadata.phase === 'tearingDown' && cur.metadata.finalizers.length === 0;
+    const minVersion = cur === undefined ? '0' : letGo ? cur.metadata.version : String(safeVersion(cur.metadata.version) + 1n);
     const ms = this.d.waitMs();
     const w = await this.d.outside(() => this.d.reads.wait(op.target, 'no-finalizers', ms, minVersion), true);
     if (w === 'released') return NEXT;

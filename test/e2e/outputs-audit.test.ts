@@ -8,7 +8,6 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { readFile, symlink, writeFile } from 'node:fs/promises';
-import { request as httpRequest, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -21,7 +20,7 @@ import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import type { AuditEntry, AuditIntent, AuditOutcome } from '../../src/provider/audit.js';
 import type { Report } from '../../src/provider/report.js';
 import { MAIN, requireBuiltCli, scratchDirEachTest } from '../helpers/cli-process.js';
-import { startTamperProxy, type Tamper, type TamperProxy, type TamperRequest } from '../helpers/tamper-proxy.js';
+import { forward, startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';
 
 const ID = 'bm';
 
@@ -127,25 +126,6 @@ describe('outputs first: exit 2 before anything is asked of Omni', () => {
     expect(Object.values(rep.writes).reduce((a, b) => a + b, 0)).toBe(applied.length);
   }, 60_000);
 });
-
-/** Forwards the request to the sim; `answer` decides what the client gets (a late answer, none). */
-function forward(upstream: string, r: TamperRequest, answer: (res: ServerResponse, status: number, headers: IncomingHttpHeaders, body: Buffer) => void): Tamper {
-  return {
-    kind: 'respond',
-    write: (res) => new Promise<void>((resolve) => {
-      const u = new URL(upstream);
-      const headers = { ...r.headers, host: u.host };
-      delete headers['content-length'];
-      const req = httpRequest({ host: u.hostname, port: u.port, method: 'POST', path: r.path, headers }, (up) => {
-        const chunks: Buffer[] = [];
-        up.on('data', (c: Buffer) => chunks.push(c));
-        up.on('end', () => { answer(res, up.statusCode ?? 502, up.headers, Buffer.concat(chunks)); resolve(); });
-      });
-      req.on('error', () => { res.destroy(); resolve(); });
-      req.end(JSON.stringify(r.body));
-    }),
-  };
-}
 
 const WRITES = new Set(['Create', 'Update', 'Destroy']);
 

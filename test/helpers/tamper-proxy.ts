@@ -182,3 +182,22 @@ export function writeEndlessly(res: ServerResponse, chunk: Buffer, max = 64 * 10
     pump();
   });
 }
+
+/** Forwards the request upstream itself; `answer` decides what the client gets of the answer (a late one, none). */
+export function forward(upstream: string, r: TamperRequest, answer: (res: ServerResponse, status: number, headers: IncomingHttpHeaders, body: Buffer) => void): Tamper {
+  return {
+    kind: 'respond',
+    write: (res) => new Promise<void>((resolve) => {
+      const u = new URL(upstream);
+      const headers = { ...r.headers, host: u.host };
+      delete headers['content-length'];
+      const req = httpRequest({ host: u.hostname, port: u.port, method: 'POST', path: r.path, headers }, (up) => {
+        const chunks: Buffer[] = [];
+        up.on('data', (c: Buffer) => chunks.push(c));
+        up.on('end', () => { answer(res, up.statusCode ?? 502, up.headers, Buffer.concat(chunks)); resolve(); });
+      });
+      req.on('error', () => { res.destroy(); resolve(); });
+      req.end(JSON.stringify(r.body));
+    }),
+  };
+}

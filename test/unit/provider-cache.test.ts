@@ -243,6 +243,24 @@ describe('the cache: evidence (design rules 4 and 10)', () => {
     c.close();
   });
 
+  it('an answer older than a DESTROYED event the watch showed (a write answered late) does not bring it back; the ID created anew does', async () => {
+    const s = new Scripted();
+    s.listed = () => [res('3', ['kv.X'])];
+    const c = cacheOn(s);
+    s.push([noop]);
+    await c.list(ptr.namespace, ptr.type);
+    s.push([{ type: 'destroyed', resource: res('4', []) }]);
+    await tick();
+    c.observe(res('4', []));
+    expect(c.current(ptr)).toBeUndefined();
+    expect(c.isGone(ptr)).toBe(true);
+    await expect(c.wait(ptr, 'gone', 1_000)).resolves.toBe('gone');
+    s.push([{ type: 'created', resource: res('1', ['kv.X']) }]);
+    await tick();
+    expect(c.current(ptr)?.metadata.version).toBe('1');
+    c.close();
+  });
+
   it('this run\'s Destroy: gone at once, and an event of it from before (its finalizer removal) does not bring it back', async () => {
     const s = new Scripted();
     s.listed = () => [res('3', ['kv.X'])];
