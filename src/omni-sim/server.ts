@@ -114,10 +114,12 @@ class Body {
     socket.end();
     setTimeout(() => socket.destroy(), 1000).unref();
   }
-  end(s?: string): void {
+  /** Ends the body; the last write's sync flush is kept (Omni flushes it before closing its gzip writer; zlib would fold it into the finish). */
+  end(): void {
     if (this.res.destroyed) return;
-    if (this.z) this.z.end(s);
-    else this.res.end(s);
+    const z = this.z;
+    if (z) z.flush(zlib.constants.Z_SYNC_FLUSH, () => z.end());
+    else this.res.end();
   }
 }
 
