@@ -21,6 +21,7 @@ import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
 import { escapeControl } from '../untrusted.js';
 import { VERSION } from '../version.js';
+import { gzipChoice, type CompressionPolicy, type GzipChoice } from './compression.js';
 import { DEFAULT_READ_LIMITS, ReadBudget, discard, encodingOf, ndjsonLines, parseJson, parseJsonText, readBody, snippet, streamOf, type Encoding, type ReadLimits } from './body.js';
 import {
   CanceledError,
@@ -108,13 +109,8 @@ export interface TransportOptions {
   random?: () => number;
   /** Where proxy variables are read from; default process.env. */
   env?: NodeJS.ProcessEnv;
-  /**
-   * Which calls ask Omni for gzip. 'streams' (default): List and Watch only, whose bodies are many
-   * resources; a unary body is one resource, and gzip per small reply cost both sides more CPU than
-   * the bytes it saves (bench: about a third of the sim's and a tenth of the client's CPU per call).
-   * 'all': every call, like Omni's own HTTP clients. A gzip answer is decoded either way.
-   */
-  gzip?: 'streams' | 'all';
+  /** Which calls ask Omni for gzip (compression.ts). Default 'auto'. */
+  gzip?: CompressionPolicy;
   /** Read limits; unset ones are body.ts DEFAULT_READ_LIMITS (`listItems` is `--max-list-items`). */
   limits?: Partial<ReadLimits>;
 }
@@ -280,7 +276,7 @@ export class Transport {
   #now: () => number;
   #delay: DelayFn;
   #random: () => number;
-  #gzipUnary: boolean;
+  #gzip: GzipChoice;
   #limits: ReadLimits;
   #budget: ReadBudget;
   #offsetMs = 0;
@@ -300,7 +296,6 @@ export class Transport {
     this.#now = opts.now ?? Date.now;
     this.#delay = opts.delay ?? defaultDelay;
     this.#random = opts.random ?? Math.random;
-    this.#gzipUnary = opts.gzip === 'all';
     this.#limits = { ...DEFAULT_READ_LIMITS, ...definedOnly(opts.limits ?? {}) };
     this.#budget = new ReadBudget(this.#limits.bufferedBytes);
 
@@ -328,6 +323,7 @@ export class Transport {
     // (with --concurrency 2 and two watches open, no call could be sent at all).
     this.#streamDispatcher = dispatcher(undefined);
     this.dispatcherKind = proxy ? 'proxy' : 'direct';
+    this.#gzip = gzipChoice(opts.gzip ?? 'auto', this.endpoint.origin, proxy !== '');
     if (proxy) this.#log.debug({ proxy: redactUrl(proxy), noProxy }, 'using an HTTP proxy from the environment for Omni');
   }
 
@@ -592,7 +588,7 @@ export class Transport {
         accept: 'application/json',
         // Omni's gzip handler picks only a bare `gzip` token; its `deflate` is raw DEFLATE (omni-wire.md 1.3).
         // No header at all (not `identity`) when gzip is not wanted: Omni then answers uncompressed.
-        ...(this.#gzipUnary || STREAM_METHODS.has(method) ? { 'accept-encoding': 'gzip' } : {}),
+        ...((STREAM_METHODS.has(method) ? this.#gzip.streams : this.#gzip.unary) ? { 'accept-encoding': 'gzip' } : {}),
         'user-agent': USER_AGENT,
         ...signed,
       };
