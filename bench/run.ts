@@ -18,6 +18,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import yargs from 'yargs';
 import { measureBareHttp } from './bare-http.js';
+import { startLink, type Link } from './link.js';
+import { COMPRESSION_POLICIES } from '../src/omni-client/compression.js';
 import { createOmniClient } from '../src/omni-client/client.js';
 import { providerNamespace, providerType } from '../src/omni-client/resource.js';
 import { machineUuid } from '../src/omni-sim/generate.js';
@@ -38,6 +40,9 @@ const args = yargs(hideBin(process.argv))
   .option('stub-max-old-space-mb', { type: 'number', describe: 'run the stub with node --max-old-space-size=<this> (what an operator can set through NODE_OPTIONS)' })
   .option('cpu-prof-dir', { type: 'string', describe: 'write V8 CPU profiles of the sim and the stub (node --cpu-prof) into this directory' })
   .option('via', { choices: ['cli', 'lib'] as const, default: 'cli', describe: 'cli: the built `stub-provider run` in its own process; lib: reconcile() in a runner process (counts signatures too)' })
+  .option('link-mbit', { type: 'number', describe: 'put a slow link between the stub and the sim: this many megabits per second each way (bench/link.ts)' })
+  .option('link-rtt-ms', { type: 'number', default: 0, describe: 'with --link-mbit: round-trip time the link adds' })
+  .option('compression', { choices: COMPRESSION_POLICIES, describe: 'which calls the stub asks gzip for (src/omni-client/compression.ts; default: its own default, auto); --via lib only' })
   .parseSync();
 
 const PER_MACHINE = 9;
@@ -149,13 +154,20 @@ async function main(): Promise<void> {
   // First, while nothing else of the benchmark runs: what this machine allows at all.
   const bare = args['bare-ms'] > 0 ? await measureBareHttp(L, C, args['bare-ms']) : undefined;
   const main = await startSim(N, M);
+  if (args.compression && args.via !== 'lib') throw new Error('--compression needs --via lib (the CLI chooses by itself)');
   let probeRate: number | undefined;
   if (args['probe-ms'] > 0) {
     probeRate = await probeTransport(main.endpoint, main.key, C, args['probe-ms']);
     main.sim.proc.stdin.write('reset\n');
     await main.sim.next();
   }
-  const stub = args.via === 'cli' ? await runCli(main.endpoint, main.key, C) : await runStub(main.endpoint, main.key, ['--mode', 'stub', '--concurrency', String(C)]);
+  const link: Link | undefined = args['link-mbit'] ? await startLink(main.endpoint, { mbit: args['link-mbit'], rttMs: args['link-rtt-ms'] }) : undefined;
+  const endpoint = link?.endpoint ?? main.endpoint;
+  const stub = args.via === 'cli'
+    ? await runCli(endpoint, main.key, C)
+    : await runStub(endpoint, main.key, ['--mode', 'stub', '--concurrency', String(C), ...(args.compression ? ['--compression', args.compression] : [])]);
+  const linkStats = link?.stats();
+  await link?.close();
   const simStats = await stopSim(main.sim);
   const served = simStats['calls'] as Record<string, number>;
   const left = simStats['left'] as { ourFinalizers: number; tearingDown: number; byType: Record<string, number> };
@@ -205,6 +217,8 @@ async function main(): Promise<void> {
     ...(stub['sign_ops'] !== undefined ? { sign_ops: stub['sign_ops'], client_calls: stub['calls'] } : {}),
     stub_outcomes: stub['outcomes'],
     sim_process: simStats['sim'],
+    ...(args.compression ? { compression: args.compression } : {}),
+    ...(linkStats ? { link: { mbit: args['link-mbit'], rtt_ms: args['link-rtt-ms'], ...linkStats } } : {}),
   };
 
   if (!args['skip-naive']) {
