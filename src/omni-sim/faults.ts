@@ -2,10 +2,12 @@
 // time. Every fault imitates something a client meets in production: a slow Omni, a proxy cutting
 // long streams, a skewed server clock, a rolling restart (503 bursts, broken streams, bookmarks from
 // before it refused: etcd's history compacted, the in-memory backend's cookie new), and controllers
-// racing the client on the same resource.
+// racing the client on the same resource, and back-pressure (throttle.ts): Omni 1.9's write budget
+// per caller class, and a proxy that answers 429 or 503 with Retry-After.
 
 import type { Pointer } from '../omni-client/resource.js';
-import type { SimClock } from './api.js';
+import type { Identity, SimClock } from './api.js';
+import { CALLER_CLASSES, ProxyLimit, WriteThrottle, type CallerClass, type ClassBudget, type ProxyLimitConfig, type ThrottleConfig } from './throttle.js';
 
 export interface ConflictStorm {
   /** Which resources: type required; namespace and ID optional (any). */
@@ -26,6 +28,10 @@ export interface FaultConfig {
   /** The next N calls answer 503 / Unavailable. */
   unavailableBurst?: number;
   conflictStorm?: ConflictStorm;
+  /** Omni's etcd write throttle (throttle.ts). */
+  throttle?: ThrottleConfig;
+  /** A proxy in front of Omni that limits requests (throttle.ts). */
+  proxyLimit?: ProxyLimitConfig;
 }
 
 /** What a restart acts on (wired by index.ts). */
@@ -60,26 +66,53 @@ export class Faults {
   private cfg: FaultConfig = {};
   private targets: (RestartTarget & VersionBumper)[] = [];
   private restarts = 0;
+  private writeThrottle: WriteThrottle | undefined;
+  private requestLimit: ProxyLimit | undefined;
 
-  constructor(base: SimClock = { now: () => Date.now() }, config: FaultConfig = {}, private readonly delay: Delay = sleep) {
+  /** `monotonic`: the clock of the throttles' buckets and deadlines (ms). */
+  constructor(
+    base: SimClock = { now: () => Date.now() },
+    config: FaultConfig = {},
+    private readonly delay: Delay = sleep,
+    private readonly monotonic: () => number = () => performance.now(),
+  ) {
     this.clock = { now: () => base.now() + (this.cfg.clockOffsetMs ?? 0) };
     this.set(config);
   }
 
-  /** Merges settings; a key set to undefined switches that fault off. */
+  /** Merges settings; a key set to undefined switches that fault off. A throttle set anew starts with full buckets. */
   set(config: FaultConfig): void {
     const next: FaultConfig = { ...this.cfg, ...config };
     for (const k of Object.keys(next) as (keyof FaultConfig)[]) if (next[k] === undefined) delete next[k];
     if (next.conflictStorm) next.conflictStorm = { ...next.conflictStorm };
     this.cfg = next;
+    if (Object.hasOwn(config, 'throttle')) this.writeThrottle = next.throttle ? new WriteThrottle(next.throttle, this.monotonic) : undefined;
+    if (Object.hasOwn(config, 'proxyLimit')) this.requestLimit = next.proxyLimit ? new ProxyLimit(next.proxyLimit, this.monotonic) : undefined;
   }
 
   reset(): void {
     this.cfg = {};
+    this.writeThrottle = undefined;
+    this.requestLimit = undefined;
   }
 
   get config(): FaultConfig {
-    return { ...this.cfg, ...(this.cfg.conflictStorm ? { conflictStorm: { ...this.cfg.conflictStorm } } : {}) };
+    return structuredClone(this.cfg);
+  }
+
+  /** Omni's write throttle, when configured (its counters: `.stats()`). */
+  get throttle(): WriteThrottle | undefined {
+    return this.writeThrottle;
+  }
+
+  /** The proxy's request limit, when configured. */
+  get proxyLimit(): ProxyLimit | undefined {
+    return this.requestLimit;
+  }
+
+  /** The monotonic time (ms) of the throttles' clock. */
+  now(): number {
+    return this.monotonic();
   }
 
   /** How many restarts have been simulated. */
@@ -110,6 +143,16 @@ export class Faults {
   async beforeCall(): Promise<void> {
     const ms = this.cfg.latencyMs ?? 0;
     if (ms > 0) await this.delay(ms);
+  }
+
+  /** Waits `ms` for a throttled write; false when `gone` resolves first (the caller went away). */
+  async waitForBudget(ms: number, gone: Promise<void>): Promise<boolean> {
+    return Promise.race([this.delay(ms).then(() => true), gone.then(() => false)]);
+  }
+
+  /** The etcd state's write hook (store.ts): see WriteThrottle.gate. */
+  gateWrite(who: Identity, type: string, bytes: () => number): void {
+    this.writeThrottle?.gate(who, type, bytes);
   }
 
   /** True when this call must answer Unavailable (consumes one from the burst). */
@@ -150,6 +193,59 @@ function isMap(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+const CLASS_KEYS: Record<string, CallerClass> = { user: 'user', infra_provider: 'infraProvider', internal: 'internal' };
+const CLASS_PLAIN = Object.fromEntries(Object.entries(CLASS_KEYS).map(([k, v]) => [v, k])) as Record<CallerClass, string>;
+
+function int(x: unknown, p: string, min = 0): number {
+  if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < min) throw new FaultConfigError(`${p}: expected ${min > 0 ? 'a positive' : 'a non-negative'} integer`);
+  return x;
+}
+
+function budgetFromPlain(x: unknown, p: string): ClassBudget {
+  if (!isMap(x)) throw new FaultConfigError(`${p}: expected a map with bytes_per_second and burst`);
+  const out: Partial<ClassBudget> = {};
+  for (const [k, v] of Object.entries(x)) {
+    if (k === 'bytes_per_second') out.bytesPerSecond = int(v, `${p}.${k}`, 1);
+    else if (k === 'burst') out.burst = int(v, `${p}.${k}`, 1);
+    else throw new FaultConfigError(`${p}.${k}: unknown key (known: bytes_per_second, burst)`);
+  }
+  if (out.bytesPerSecond === undefined || out.burst === undefined) throw new FaultConfigError(`${p}: bytes_per_second and burst are required`);
+  return out as ClassBudget;
+}
+
+/** `throttle: { max_wait_ms, user | infra_provider | internal: { bytes_per_second, burst } }`. */
+function throttleFromPlain(x: unknown, p: string): ThrottleConfig {
+  if (!isMap(x)) throw new FaultConfigError(`${p}: expected a map (keys: max_wait_ms, ${Object.keys(CLASS_KEYS).join(', ')})`);
+  const out: ThrottleConfig = {};
+  for (const [k, v] of Object.entries(x)) {
+    if (k === 'max_wait_ms') out.maxWaitMs = int(v, `${p}.${k}`);
+    else if (Object.hasOwn(CLASS_KEYS, k)) out[CLASS_KEYS[k] as CallerClass] = budgetFromPlain(v, `${p}.${k}`);
+    else throw new FaultConfigError(`${p}.${k}: unknown key (known: max_wait_ms, ${Object.keys(CLASS_KEYS).join(', ')})`);
+  }
+  return out;
+}
+
+/** `proxy_limit: { requests_per_second, burst, status: 429 | 503, retry_after_s }`. */
+function proxyLimitFromPlain(x: unknown, p: string): ProxyLimitConfig {
+  const known = 'requests_per_second, burst, status, retry_after_s';
+  if (!isMap(x)) throw new FaultConfigError(`${p}: expected a map (keys: ${known})`);
+  const out: Partial<ProxyLimitConfig> = {};
+  for (const [k, v] of Object.entries(x)) {
+    const q = `${p}.${k}`;
+    if (k === 'requests_per_second') {
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new FaultConfigError(`${q}: expected a non-negative number`);
+      out.requestsPerSecond = v;
+    } else if (k === 'burst') out.burst = int(v, q);
+    else if (k === 'status') {
+      if (v !== 429 && v !== 503) throw new FaultConfigError(`${q}: expected 429 or 503`);
+      out.status = v;
+    } else if (k === 'retry_after_s') out.retryAfterS = int(v, q);
+    else throw new FaultConfigError(`${q}: unknown key (known: ${known})`);
+  }
+  if (out.requestsPerSecond === undefined || out.burst === undefined) throw new FaultConfigError(`${p}: requests_per_second and burst are required`);
+  return out as ProxyLimitConfig;
+}
+
 /** Parses a scenario's `faults:` map; errors name the key under `path`. */
 export function faultConfigFromPlain(v: unknown, path: string): FaultConfig {
   if (v === null || v === undefined) return {};
@@ -177,8 +273,12 @@ export function faultConfigFromPlain(v: unknown, path: string): FaultConfig {
       }
       if (storm.type === undefined || storm.count === undefined) throw new FaultConfigError(`${path}.${k}: type and count are required`);
       out.conflictStorm = storm as ConflictStorm;
+    } else if (k === 'throttle') {
+      out.throttle = throttleFromPlain(x, `${path}.${k}`);
+    } else if (k === 'proxy_limit') {
+      out.proxyLimit = proxyLimitFromPlain(x, `${path}.${k}`);
     } else {
-      throw new FaultConfigError(`${path}.${k}: unknown fault (known: ${[...Object.keys(INT_KEYS), 'conflict_storm'].join(', ')})`);
+      throw new FaultConfigError(`${path}.${k}: unknown fault (known: ${[...Object.keys(INT_KEYS), 'conflict_storm', 'throttle', 'proxy_limit'].join(', ')})`);
     }
   }
   return out;
@@ -188,5 +288,18 @@ export function faultConfigToPlain(c: FaultConfig): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, field] of Object.entries(INT_KEYS)) if (c[field] !== undefined) out[k] = c[field];
   if (c.conflictStorm) out['conflict_storm'] = { ...c.conflictStorm };
+  if (c.throttle) {
+    const t: Record<string, unknown> = {};
+    if (c.throttle.maxWaitMs !== undefined) t['max_wait_ms'] = c.throttle.maxWaitMs;
+    for (const cls of CALLER_CLASSES) {
+      const b = c.throttle[cls];
+      if (b) t[CLASS_PLAIN[cls]] = { bytes_per_second: b.bytesPerSecond, burst: b.burst };
+    }
+    out['throttle'] = t;
+  }
+  if (c.proxyLimit) {
+    const l = c.proxyLimit;
+    out['proxy_limit'] = { requests_per_second: l.requestsPerSecond, burst: l.burst, ...(l.status !== undefined ? { status: l.status } : {}), ...(l.retryAfterS !== undefined ? { retry_after_s: l.retryAfterS } : {}) };
+  }
   return out;
 }

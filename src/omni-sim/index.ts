@@ -75,7 +75,7 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
   const baseNow = opts.now ?? (() => Date.now());
   const faults = new Faults({ now: baseNow }, { ...sc.faults, ...(opts.faults ?? {}) });
   const clock = faults.clock;
-  const store = new SimStore({ clock });
+  const store = new SimStore({ clock, writeGate: (who, type, bytes) => faults.gateWrite(who, type, bytes) });
   store.seed(sc.resources);
   // Omni creates its SysVersion at start-up (the provider reads it to learn the version); a scenario
   // may bring its own, for example to test a stub against an odd version string.

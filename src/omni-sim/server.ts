@@ -22,6 +22,7 @@ import type { Faults } from './faults.js';
 import { queryFromWire } from './query.js';
 import { firstJsonValue, GoJsonError, keyPosition } from './request-json.js';
 import { StreamBrokenError } from './store.js';
+import { grpcTimeoutMs, throttled, type ThrottleCall } from './throttle.js';
 import { parseVersion, type OmniVersion } from './version.js';
 
 export type Authenticator = (headers: IncomingHttpHeaders, fullMethod: string) => Promise<Identity>;
@@ -39,6 +40,8 @@ export interface GatewayOptions {
 export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
 const PREFIX = '/api/cosi.resource.State/';
 const TEARDOWN_METHODS = new Set<string>(['Teardown', 'TeardownAndDestroy']);
+/** The calls that write, and so may wait for Omni's write budget. */
+const WRITE_METHODS = new Set<string>(['Create', 'Update', 'Destroy', 'Teardown', 'TeardownAndDestroy']);
 /** grpc-gateway forwards the gRPC answer's header metadata: an answer that succeeded carries its content type. */
 const GRPC_CONTENT_TYPE = ['Grpc-Metadata-Content-Type', 'application/grpc'] as const;
 
@@ -189,6 +192,16 @@ export class Gateway {
     req.on('error', () => res.destroy());
     res.on('error', () => undefined);
     res.setHeader('Date', new Date(this.opts.clock.now()).toUTCString());
+    const faults = this.opts.faults;
+    // A rate-limiting proxy answers before Omni sees anything (the network's latency still counts).
+    const refused = faults?.proxyLimit?.take();
+    if (refused && faults) {
+      req.resume();
+      await faults.beforeCall();
+      this.sendProxyRefusal(res, refused);
+      return;
+    }
+    const arrived = faults?.now();
     res.setHeader('Vary', 'Accept-Encoding');
     const path = (req.url ?? '').split('?')[0] ?? '';
     const name = path.startsWith(PREFIX) ? path.slice(PREFIX.length) : '';
@@ -204,6 +217,16 @@ export class Gateway {
       return;
     }
     const method = name as MethodName;
+    // grpc-gateway reads Grpc-Timeout into the call's deadline before it decodes the body.
+    let timeoutMs: number | undefined;
+    try {
+      timeoutMs = grpcTimeoutMs(req.headers['grpc-timeout']);
+    } catch (e) {
+      req.resume();
+      this.sendStatus(req, res, statusOf(e));
+      return;
+    }
+    const call: ThrottleCall = { deadline: timeoutMs !== undefined && arrived !== undefined ? arrived + timeoutMs : undefined };
     const text = await this.readBody(req);
     if (text === undefined) {
       this.sendStatus(req, res, { code: GrpcCode.ResourceExhausted, message: `grpc: received message larger than max (> ${MAX_REQUEST_BYTES})` });
@@ -216,7 +239,6 @@ export class Gateway {
       this.sendStatus(req, res, { code: GrpcCode.InvalidArgument, message: (e as Error).message });
       return;
     }
-    const faults = this.opts.faults;
     if (faults) {
       await faults.beforeCall();
       if (faults.takeUnavailable()) {
@@ -236,7 +258,7 @@ export class Gateway {
     if (method === 'Watch') return this.watch(req, res, who, msg);
     if (method === 'List') return this.list(req, res, who, msg);
     try {
-      const out = await this.unary(method, who, msg, res);
+      const out = await this.unary(method, who, msg, res, call);
       res.setHeader(GRPC_CONTENT_TYPE[0], GRPC_CONTENT_TYPE[1]);
       this.sendUnary(req, res, 200, encodeMessage(Methods[method].response, out));
     } catch (e) {
@@ -281,7 +303,16 @@ export class Gateway {
     }
   }
 
-  private async unary(method: MethodName, who: Identity, msg: Record<string, unknown>, res: ServerResponse): Promise<Record<string, unknown>> {
+  /** A unary call; a write waits for Omni's write budget when the throttle is on (throttle.ts). */
+  private async unary(method: MethodName, who: Identity, msg: Record<string, unknown>, res: ServerResponse, call: ThrottleCall): Promise<Record<string, unknown>> {
+    const faults = this.opts.faults;
+    const throttle = faults?.throttle;
+    if (!faults || !throttle || !WRITE_METHODS.has(method)) return this.apply(method, who, msg, res);
+    const gone = new Promise<void>((resolve) => res.once('close', () => resolve()));
+    return throttled(throttle, call, (ms) => faults.waitForBudget(ms, gone), () => this.apply(method, who, msg, res));
+  }
+
+  private async apply(method: MethodName, who: Identity, msg: Record<string, unknown>, res: ServerResponse): Promise<Record<string, unknown>> {
     const { state } = this.opts;
     const opts = (msg['options'] ?? {}) as Record<string, unknown>;
     const owner = String(opts['owner'] ?? '');
@@ -453,6 +484,15 @@ export class Gateway {
     const body = new Body(res, this.encodingFor(req));
     res.flushHeaders();
     return body;
+  }
+
+  /** A proxy's refusal: its status, Retry-After and a text body of its own (no gRPC status). */
+  private sendProxyRefusal(res: ServerResponse, r: { status: 429 | 503; retryAfterS: number }): void {
+    if (res.headersSent || res.destroyed) return;
+    res.statusCode = r.status;
+    res.setHeader('Retry-After', String(r.retryAfterS));
+    res.setHeader('Content-Type', 'text/plain; charset=utf-8');
+    res.end(`${r.status} ${r.status === 429 ? 'Too Many Requests' : 'Service Unavailable'}\n`);
   }
 
   /** A streaming call that failed before its first line: mapped status, `{"error":{...}}` body. */

@@ -24,6 +24,7 @@ import { EventType } from '../omni-client/wire.js';
 import type { Identity, Query, SimClock, SimEvent, StateApi, WatchBatches, WatchParams } from './api.js';
 import { backendMessage as msg, backendOf, goQuote, resourceString } from './backend.js';
 import { compileQuery, isEmptyQuery, type Matcher } from './query.js';
+import { marshaledSize } from './throttle.js';
 
 export const DEFAULT_HISTORY_CAPACITY = 10_000;
 /** The in-memory backend's bookmark: 8-byte process cookie + 8-byte position. */
@@ -56,7 +57,15 @@ export interface StoreOptions {
   historyCapacity?: number;
   /** Undelivered events a watch may hold before it gets ERRORED "buffer overrun". */
   watchBufferCapacity?: number;
+  /**
+   * Omni's etcd write limiter (faults.ts, throttle.ts): called by every write to an etcd-backed kind
+   * after its checks and before it changes anything (a Create's existence check comes after it, as
+   * in Omni's etcd state), with the size the write costs; it may throw (wait, or refuse).
+   */
+  writeGate?: WriteGate;
 }
+
+export type WriteGate = (who: Identity, type: string, bytes: () => number) => void;
 
 /** Thrown into open watches by `restart()`: the gateway cuts their connections. */
 export class StreamBrokenError extends Error {
@@ -95,6 +104,7 @@ interface Watcher {
 
 export class SimStore implements StateApi {
   private readonly clock: SimClock;
+  private readonly writeGate: WriteGate | undefined;
   private readonly historyCapacity: number;
   private readonly watchBufferCapacity: number;
   private readonly resources = new Map<string, Resource>();
@@ -112,6 +122,7 @@ export class SimStore implements StateApi {
 
   constructor(opts: StoreOptions) {
     this.clock = opts.clock;
+    this.writeGate = opts.writeGate;
     this.historyCapacity = opts.historyCapacity ?? DEFAULT_HISTORY_CAPACITY;
     this.watchBufferCapacity = opts.watchBufferCapacity ?? DEFAULT_HISTORY_CAPACITY;
   }
@@ -212,26 +223,27 @@ export class SimStore implements StateApi {
       .map(cloneResource);
   }
 
-  create(_who: Identity, r: Resource, owner: string): Resource {
+  create(who: Identity, r: Resource, owner: string): Resource {
     const p = pointerOf(r.metadata);
     if (r.metadata.owner !== '' && r.metadata.owner !== owner) {
       // Omni raises this as a plain error while decoding the request (gRPC Unknown).
       throw err(GrpcCode.Unknown, 'owner is already set', p);
-    }
-    if (this.resources.has(keyOf(p))) {
-      throw err(GrpcCode.AlreadyExists, msg.alreadyExists(backendOf(p), p, r.metadata.version), p);
     }
     const stored = cloneResource(r);
     stored.metadata.owner = owner;
     stored.metadata.version = '1';
     stored.metadata.created = formatTimestamp(this.clock.now());
     stored.metadata.updated = r.metadata.updated ?? EPOCH;
+    this.gate(who, stored);
+    if (this.resources.has(keyOf(p))) {
+      throw err(GrpcCode.AlreadyExists, msg.alreadyExists(backendOf(p), p, r.metadata.version), p);
+    }
     this.put(stored);
     this.emit(EventType.CREATED, stored);
     return cloneResource(stored);
   }
 
-  update(_who: Identity, r: Resource, owner: string, expectedPhase?: string): Resource {
+  update(who: Identity, r: Resource, owner: string, expectedPhase?: string): Resource {
     const p = pointerOf(r.metadata);
     const cur = this.resources.get(keyOf(p));
     const b = backendOf(p);
@@ -249,12 +261,13 @@ export class SimStore implements StateApi {
     if (cur.metadata.created !== undefined) next.metadata.created = cur.metadata.created;
     else delete next.metadata.created;
     next.metadata.updated = formatTimestamp(this.clock.now());
+    this.gate(who, next);
     this.put(next);
     this.emit(EventType.UPDATED, next, cur);
     return cloneResource(next);
   }
 
-  destroy(_who: Identity, p: Pointer, owner: string): void {
+  destroy(who: Identity, p: Pointer, owner: string): void {
     const cur = this.resources.get(keyOf(p));
     const b = backendOf(p);
     if (!cur) throw err(GrpcCode.NotFound, msg.notFound(b, 'destroy', p), pointerOf(p));
@@ -262,6 +275,8 @@ export class SimStore implements StateApi {
     if (cur.metadata.finalizers.length > 0) {
       throw err(GrpcCode.FailedPrecondition, msg.pendingFinalizers(b, p, cur.metadata.version, cur.metadata.finalizers), pointerOf(p));
     }
+    // A Destroy costs what it deletes.
+    this.gate(who, cur);
     this.remove(cur.metadata);
     this.emit(EventType.DESTROYED, cur);
   }
@@ -400,6 +415,11 @@ export class SimStore implements StateApi {
   }
 
   // ------------------------------------------------------------------------------------------
+
+  /** Omni's write limiter, for the kinds Omni keeps in etcd. */
+  private gate(who: Identity, r: Resource): void {
+    if (this.writeGate && backendOf(r.metadata) === 'etcd') this.writeGate(who, r.metadata.type, () => marshaledSize(r));
+  }
 
   private put(r: Resource): void {
     const kind = kindOf(r.metadata);
