@@ -19,6 +19,7 @@ interface SimArgs {
   tls: boolean;
   'tls-ca-out'?: string;
   'keys-dir'?: string;
+  faults?: string;
   color?: boolean;
 }
 
@@ -28,6 +29,7 @@ export const simOptions = {
   dump: { type: 'string', describe: 'Write the final state here (scenario shape) on SIGTERM/SIGINT' },
   tls: { type: 'boolean', default: false, describe: 'Serve HTTPS with a freshly generated self-signed certificate' },
   'tls-ca-out': { type: 'string', describe: 'With --tls: write the certificate (the CA to trust) here' },
+  faults: { type: 'string', describe: 'Faults on top of the scenario\'s, as YAML or JSON with the keys of its `faults:` (docs/omni-behaviour.md, "Faults the sim can add"), e.g. \'{throttle: {infra_provider: {bytes_per_second: 20000, burst: 20000}}}\' (Omni 1.9\'s write budget) or \'{proxy_limit: {requests_per_second: 50, burst: 10, status: 429}}\'' },
   'keys-dir': { type: 'string', describe: 'Also write DIR/endpoint and each generated key to its own file (DIR/<provider-id>.key for infra-provider:<id>), before the ready line; for OMNI_SERVICE_ACCOUNT_KEY=$(cat DIR/<id>.key) or --service-account-key-file' },
 } as const;
 
@@ -90,10 +92,12 @@ export const simCommand: CommandModule<object, SimArgs> = {
     const listenOn = parseListen(args.listen);
     const file = resolveScenarioFile(args.scenario, '--scenario');
     // The simulated Omni is loaded only by the commands that serve it (see loadSim).
-    const { createSim, loadScenarioFile, ScenarioError, generateSelfSignedCert, summarizeDump } = await loadSim();
+    const { createSim, loadScenarioFile, parseFaults, ScenarioError, generateSelfSignedCert, summarizeDump } = await loadSim();
     let scenario;
+    let faults;
     try {
       scenario = await loadScenarioFile(file);
+      faults = args.faults !== undefined ? parseFaults(args.faults, '--faults') : undefined;
     } catch (e) {
       if (e instanceof ScenarioError) throw new UsageError(e.message, { cause: e });
       throw e;
@@ -113,7 +117,7 @@ export const simCommand: CommandModule<object, SimArgs> = {
     if (tls && args['tls-ca-out']) await writeAtomically(args['tls-ca-out'], tls.cert);
     // Subscribe before announcing readiness: a signal right after the ready line must not kill us.
     const signalled = untilSignal();
-    const sim = await createSim(scenario, { host: listenOn.host, port: listenOn.port, ...(tls ? { tls } : {}) });
+    const sim = await createSim(scenario, { host: listenOn.host, port: listenOn.port, ...(tls ? { tls } : {}), ...(faults ? { faults } : {}) });
     if (args['keys-dir']) await writeKeys(args['keys-dir'], sim.endpoint, sim.keys);
     log.info({ endpoint: sim.endpoint, omniVersion: sim.omniVersion, resources: scenario.resources.length }, 'simulated Omni ready');
     process.stdout.write(`${JSON.stringify({ endpoint: sim.endpoint, keys: sim.keys })}\n`);
@@ -131,5 +135,5 @@ export const simCommand: CommandModule<object, SimArgs> = {
  */
 export async function loadSim() {
   const [index, scenario, tls, dump] = await Promise.all([import('../omni-sim/index.js'), import('../omni-sim/scenario.js'), import('../omni-sim/tls.js'), import('../omni-sim/dump-state.js')]);
-  return { createSim: index.createSim, loadScenarioFile: scenario.loadScenarioFile, ScenarioError: scenario.ScenarioError, generateSelfSignedCert: tls.generateSelfSignedCert, summarizeDump: dump.summarizeDump };
+  return { createSim: index.createSim, loadScenarioFile: scenario.loadScenarioFile, parseFaults: scenario.parseFaults, ScenarioError: scenario.ScenarioError, generateSelfSignedCert: tls.generateSelfSignedCert, summarizeDump: dump.summarizeDump };
 }
