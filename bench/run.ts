@@ -3,7 +3,8 @@
 // Starts the simulated Omni in its own process (bench/sim-server.ts) with N stuck bare-metal machines
 // and M stuck MachineRequests and a fixed latency per call, runs the stub to completion in another
 // process (bench/stub-runner.ts), checks that everything was released, then does the same for the
-// naive baseline (bench/naive.ts) on a sample, and prints ONE JSON object on stdout.
+// naive baseline (bench/naive.ts) on a sample, and prints ONE JSON object on stdout. Then, unless
+// told otherwise, the same stub against a fresh sim with Omni 1.9's write budget (the `throttled` run).
 //
 // The round-trip floor: every bare-metal machine needs 9 calls (2 Updates, 6 Destroys, 1 Update),
 // every MachineRequest 5 (Get + Update of the status's phase, 2 Destroys, 1 Update), plus one List
@@ -42,6 +43,10 @@ const args = yargs(hideBin(process.argv))
   .option('via', { choices: ['cli', 'lib'] as const, default: 'cli', describe: 'cli: the built `stub-provider run` in its own process; lib: reconcile() in a runner process (counts signatures too)' })
   .option('link-mbit', { type: 'number', describe: 'put a slow link between the stub and the sim: this many megabits per second each way (bench/link.ts)' })
   .option('link-rtt-ms', { type: 'number', default: 0, describe: 'with --link-mbit: round-trip time the link adds' })
+  .option('throttle-bytes-per-s', { type: 'number', default: 1_000_000, describe: "then a throttled run: a fresh sim with Omni 1.9's write budget for infra providers at this many bytes per second (0: no throttled run)" })
+  .option('throttle-burst', { type: 'number', describe: 'the budget\'s burst in bytes (default: a tenth of a second of it, at least 16 KiB)' })
+  .option('throttle-max-wait-ms', { type: 'number', describe: "the budget's maxWait (default Omni's, 30 s)" })
+  .option('pin', { type: 'boolean', default: false, describe: 'run the sim on CPU 0 and the stub on CPU 1 (taskset), as a stub that runs elsewhere than Omni' })
   .option('compression', { choices: COMPRESSION_POLICIES, describe: 'which calls the stub asks gzip for (src/omni-client/compression.ts; default: its own default, auto); --via lib only' })
   .parseSync();
 
@@ -54,8 +59,14 @@ interface Child {
   next(): Promise<Record<string, unknown>>;
 }
 
+/** The command that runs node, on one CPU with --pin (`sim`: CPU 0; the stub and its runner: CPU 1). */
+function nodeCommand(role: 'sim' | 'stub', argv: string[]): [string, string[]] {
+  return args.pin ? ['taskset', ['-c', role === 'sim' ? '0' : '1', process.execPath, ...argv]] : [process.execPath, argv];
+}
+
 function start(script: string, argv: string[], env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []): Child {
-  const proc = spawn(process.execPath, [...nodeFlags, join(here, script), ...argv], { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+  const [cmd, cmdArgs] = nodeCommand(script === 'sim-server.js' ? 'sim' : 'stub', [...nodeFlags, join(here, script), ...argv]);
+  const proc = spawn(cmd, cmdArgs, { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   const lines = createInterface({ input: proc.stdout });
   const queue: string[] = [];
   const waiting: ((l: string | undefined) => void)[] = [];
@@ -69,8 +80,8 @@ function start(script: string, argv: string[], env: NodeJS.ProcessEnv = {}, node
   return { proc, lines, next };
 }
 
-async function startSim(machines: number, requests: number): Promise<{ sim: Child; endpoint: string; key: string; resources: number }> {
-  const sim = start('sim-server.js', ['--machines', String(machines), '--requests', String(requests), '--latency-ms', String(args['latency-ms'])], {}, profFlags());
+async function startSim(machines: number, requests: number, extra: string[] = []): Promise<{ sim: Child; endpoint: string; key: string; resources: number }> {
+  const sim = start('sim-server.js', ['--machines', String(machines), '--requests', String(requests), '--latency-ms', String(args['latency-ms']), ...extra], {}, profFlags());
   const ready = await sim.next();
   return { sim, endpoint: String(ready['endpoint']), key: String(ready['key']), resources: Number(ready['resources']) };
 }
@@ -96,22 +107,38 @@ const heapFlag = (): string[] => [
 ];
 const profFlags = (): string[] => (args['cpu-prof-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${args['cpu-prof-dir']}`] : []);
 
-/** The product itself: `stub-provider run --yes` in its own process, its usage written at exit by usage-hook. */
-async function runCli(endpoint: string, key: string, concurrency: number): Promise<Record<string, unknown>> {
+/**
+ * The product itself: `stub-provider run --yes` in its own process, its usage written at exit by
+ * usage-hook. An exit other than 0 fails the benchmark, unless `partial` (the throttled run, where
+ * today's stub may fail items: exit 5 with its report).
+ */
+async function runCli(endpoint: string, key: string, concurrency: number, partial = false): Promise<Record<string, unknown>> {
   const dir = await mkdtemp(join(tmpdir(), 'stub-bench-'));
   try {
     const usage = join(dir, 'usage.json');
     const argv = [...heapFlag(), '--import', pathToFileURL(join(here, 'usage-hook.js')).href, join(here, '..', 'src', 'main.js'),
       'run', '--id', 'bench', '--omni-api-endpoint', endpoint, '--yes', '--concurrency', String(concurrency), '--output', 'json', '--log-level', 'warn', '--log-format', 'json'];
     const t0 = performance.now();
-    const proc = spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, OMNI_SERVICE_ACCOUNT_KEY: key, BENCH_USAGE_FILE: usage } });
+    const [cmd, cmdArgs] = nodeCommand('stub', argv);
+    const proc = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', partial ? 'pipe' : 'inherit'], env: { ...process.env, OMNI_SERVICE_ACCOUNT_KEY: key, BENCH_USAGE_FILE: usage } });
     let out = '';
-    proc.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    proc.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
+    // A throttled run's warnings (one per failed item) are counted from the report, not printed; the
+    // last of them are kept for an exit that is not a report.
+    let errTail = '';
+    proc.stderr?.on('data', (d: Buffer) => { errTail = (errTail + d.toString()).slice(-4000); });
     const code = await new Promise<number | null>((r) => proc.on('exit', (c) => r(c)));
     const wallMs = performance.now() - t0;
-    if (code !== 0) throw new Error(`stub-provider run exited ${code}`);
-    const report = JSON.parse(out) as { result: string; released: unknown[]; deregistration: { status: string } };
-    return { ...(JSON.parse(await readFile(usage, 'utf8')) as Record<string, unknown>), wall_ms: wallMs, outcomes: { result: report.result, released: report.released.length, deregistration: report.deregistration.status } };
+    if (code !== 0 && !(partial && code === 5)) throw new Error(`stub-provider run exited ${code}${errTail ? `: ${errTail}` : ''}`);
+    const report = JSON.parse(out) as { result: string; released: unknown[]; failed?: { reason: string }[]; deregistration: { status: string } };
+    const failed = report.failed ?? [];
+    return {
+      ...(JSON.parse(await readFile(usage, 'utf8')) as Record<string, unknown>),
+      wall_ms: wallMs,
+      exit_code: code,
+      outcomes: { result: report.result, released: report.released.length, failed: failed.length, deregistration: report.deregistration.status },
+      ...(failed.length > 0 ? { first_failure: failed[0]?.reason } : {}),
+    };
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
@@ -221,6 +248,9 @@ async function main(): Promise<void> {
     ...(linkStats ? { link: { mbit: args['link-mbit'], rtt_ms: args['link-rtt-ms'], ...linkStats } } : {}),
   };
 
+  const rate = args['throttle-bytes-per-s'];
+  if (rate > 0) result['throttled'] = await throttledRun(N, M, C, rate);
+
   if (!args['skip-naive']) {
     const sn = Math.min(N, args['naive-sample']);
     const sr = Math.min(M, args['naive-sample']);
@@ -245,13 +275,67 @@ async function main(): Promise<void> {
     result['speedup_vs_naive'] = round(scaled / wallMs, 1);
   }
 
+  // Issue 18's targets (the wall-time target of 1.5x the floor is retired: on 2 cores even a bare
+  // node:http pair does not reach it, see bare_http).
+  const th = result['throttled'] as Record<string, number | boolean | null> | undefined;
   result['targets'] = {
-    ratio_to_floor_le_1_5: Number(result['ratio_to_floor']) <= 1.5,
+    wall_le_1_05_transport_ceiling: result['ratio_to_transport_ceiling'] === undefined ? null : Number(result['ratio_to_transport_ceiling']) <= 1.05,
+    cpu_le_50us_per_request: Number(result['cpu_us_per_request']) <= 50,
+    calls_le_floor_plus_0_1pct: totalCalls <= floorCalls * 1.001,
+    peak_rss_le_200mb: Number(result['peak_rss_mb']) <= 200,
     speedup_ge_20: result['speedup_vs_naive'] === undefined ? null : Number(result['speedup_vs_naive']) >= 20,
-    peak_rss_lt_300mb: Number(result['peak_rss_mb']) < 300,
-    calls_le_floor_plus_10pct: totalCalls <= floorCalls * 1.1,
+    ...(th ? {
+      throttled_released_all: th['released_all'] === true,
+      throttled_zero_failed: th['items_failed'] === 0,
+      throttled_wall_le_1_3_budget: Number(th['ratio_to_budget']) <= 1.3,
+      throttled_deadline_overruns_le_5: Number(th['calls_over_deadline']) <= 5,
+    } : {}),
   };
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+}
+
+/**
+ * The stub against a fresh sim whose infra-provider class has Omni 1.9's write budget: the bytes the
+ * sim let through, the time they need at that rate, and what the stub made of the back-pressure.
+ */
+async function throttledRun(N: number, M: number, C: number, rate: number): Promise<Record<string, unknown>> {
+  const burst = args['throttle-burst'] ?? Math.max(16 * 1024, Math.round(rate / 10));
+  const maxWait = args['throttle-max-wait-ms'];
+  const t = await startSim(N, M, ['--throttle-bytes-per-s', String(rate), '--throttle-burst', String(burst), ...(maxWait !== undefined ? ['--throttle-max-wait-ms', String(maxWait)] : [])]);
+  const stub = await runCli(t.endpoint, t.key, C, true);
+  const stats = await stopSim(t.sim);
+  const th = stats['throttle'] as { admitted: number; admittedBytes: number; waited: number; waitedMs: number; failedTimeout: number; failedOversize: number; abandoned: number };
+  const left = stats['left'] as { ourFinalizers: number; tearingDown: number };
+  const wallMs = Number(stub['wall_ms']);
+  const budgetMs = (th.admittedBytes / rate) * 1000;
+  const outcomes = stub['outcomes'] as { failed: number };
+  return {
+    what: `a fresh sim with an infra-provider write budget of ${rate} bytes/s, burst ${burst}, maxWait ${maxWait ?? 30_000} ms; the same stub and options`,
+    bytes_per_s: rate,
+    burst,
+    max_wait_ms: maxWait ?? 30_000,
+    released_all: left.ourFinalizers === 0 && left.tearingDown === 0,
+    wall_ms: round(wallMs, 1),
+    bytes_written: th.admittedBytes,
+    writes: th.admitted,
+    budget_ms: round(budgetMs, 1),
+    ratio_to_budget: round(wallMs / Math.max(1, budgetMs), 3),
+    writes_waited: th.waited,
+    mean_wait_ms: round(th.waited > 0 ? th.waitedMs / th.waited : 0, 1),
+    // Refused by the sim (DeadlineExceeded: the bytes not there within the deadline), plus writes
+    // whose client gave up while they waited (its own deadline).
+    deadline_exceeded: th.failedTimeout,
+    abandoned_while_waiting: th.abandoned,
+    calls_over_deadline: th.failedTimeout + th.abandoned,
+    resource_exhausted: th.failedOversize,
+    items_failed: outcomes.failed,
+    stub_exit_code: stub['exit_code'],
+    stub_outcomes: stub['outcomes'],
+    ...(stub['first_failure'] !== undefined ? { first_failure: stub['first_failure'] } : {}),
+    calls_total: sum(stats['calls']),
+    peak_rss_mb: round(Number(stub['peak_rss_mb']), 1),
+    cpu_s: round(Number(stub['cpu_s']), 3),
+  };
 }
 
 main().catch((err: unknown) => {
