@@ -238,6 +238,8 @@ async function main(): Promise<void> {
       ratio_to_transport_ceiling: round(wallMs / ((totalCalls / probeRate) * 1000), 3),
     } : {}),
     peak_rss_mb: round(Number(stub['peak_rss_mb']), 1),
+    // process.memoryUsage() at the 50 ms sample of the highest RSS (the CLI only).
+    ...(stub['at_peak_mb'] !== undefined ? { memory_at_peak_mb: stub['at_peak_mb'] } : {}),
     ...(stub['peak_heap_mb'] !== undefined ? { peak_heap_mb: round(Number(stub['peak_heap_mb']), 1) } : {}),
     cpu_s: round(Number(stub['cpu_s']), 3),
     cpu_us_per_request: round((Number(stub['cpu_s']) * 1e6) / Math.max(1, totalCalls), 1),
