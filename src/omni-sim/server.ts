@@ -18,7 +18,7 @@ import {
 } from '../omni-client/wire.js';
 import type { Identity, SimClock, SimEvent, StateApi, WatchParams } from './api.js';
 import { gatewayBehaviour, renderYamlSpecAt, type GatewayBehaviour } from './behaviour.js';
-import type { Faults } from './faults.js';
+import { WRITE_METHODS, type Faults } from './faults.js';
 import { queryFromWire } from './query.js';
 import { firstJsonValue, GoJsonError, keyPosition } from './request-json.js';
 import { StreamBrokenError } from './store.js';
@@ -40,8 +40,8 @@ export interface GatewayOptions {
 export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
 const PREFIX = '/api/cosi.resource.State/';
 const TEARDOWN_METHODS = new Set<string>(['Teardown', 'TeardownAndDestroy']);
-/** The calls that write, and so may wait for Omni's write budget. */
-const WRITE_METHODS = new Set<string>(['Create', 'Update', 'Destroy', 'Teardown', 'TeardownAndDestroy']);
+/** The calls that write, and so may wait for Omni's write budget or lose their answer. */
+const WRITES = new Set<string>(WRITE_METHODS);
 /** grpc-gateway forwards the gRPC answer's header metadata: an answer that succeeded carries its content type. */
 const GRPC_CONTENT_TYPE = ['Grpc-Metadata-Content-Type', 'application/grpc'] as const;
 
@@ -144,6 +144,13 @@ class YamlCache {
     this.m.set(key, v);
     return v;
   }
+}
+
+/** The resource a write request names (Create, Update: in its resource's metadata). */
+function writtenPointer(method: MethodName, msg: Record<string, unknown>): Pointer {
+  const r = method === 'Create' ? msg['resource'] : method === 'Update' ? msg['new_resource'] : undefined;
+  const md = r === undefined ? msg : (((r as Record<string, unknown>)['metadata'] ?? {}) as Record<string, unknown>);
+  return { namespace: String(md['namespace'] ?? ''), type: String(md['type'] ?? ''), id: String(md['id'] ?? '') };
 }
 
 export class Gateway {
@@ -259,6 +266,11 @@ export class Gateway {
     if (method === 'List') return this.list(req, res, who, msg);
     try {
       const out = await this.unary(method, who, msg, res, call);
+      if (faults && WRITES.has(method) && faults.takeLostAnswer(method, writtenPointer(method, msg))) {
+        // Applied, and the connection goes before the first byte of the answer.
+        res.destroy();
+        return;
+      }
       res.setHeader(GRPC_CONTENT_TYPE[0], GRPC_CONTENT_TYPE[1]);
       this.sendUnary(req, res, 200, encodeMessage(Methods[method].response, out));
     } catch (e) {
@@ -307,7 +319,7 @@ export class Gateway {
   private async unary(method: MethodName, who: Identity, msg: Record<string, unknown>, res: ServerResponse, call: ThrottleCall): Promise<Record<string, unknown>> {
     const faults = this.opts.faults;
     const throttle = faults?.throttle;
-    if (!faults || !throttle || !WRITE_METHODS.has(method)) return this.apply(method, who, msg, res);
+    if (!faults || !throttle || !WRITES.has(method)) return this.apply(method, who, msg, res);
     const gone = new Promise<void>((resolve) => res.once('close', () => resolve()));
     return throttled(throttle, call, (ms) => faults.waitForBudget(ms, gone), () => this.apply(method, who, msg, res));
   }
