@@ -4,13 +4,14 @@
 // and M stuck MachineRequests and a fixed latency per call, runs the stub to completion in another
 // process (bench/stub-runner.ts), checks that everything was released, then does the same for the
 // naive baseline (bench/naive.ts) on a sample, and prints ONE JSON object on stdout. Then, unless
-// told otherwise, the same stub against a fresh sim with Omni 1.9's write budget (the `throttled` run).
+// told otherwise, the same stub against a fresh sim with Omni 1.9's write budget (the `throttled` run)
+// and against a fresh sim with the stub and the sim on different CPUs (the `pinned` run, taskset).
 //
 // The round-trip floor: every bare-metal machine needs 9 calls (2 Updates, 6 Destroys, 1 Update),
 // every MachineRequest 5 (Get + Update of the status's phase, 2 Destroys, 1 Update), plus one List
 // or Watch per type read; floor = calls x latency / concurrency.
 
-import { spawn, type ChildProcessByStdio } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { createInterface, type Interface } from 'node:readline';
@@ -38,6 +39,7 @@ const args = yargs(hideBin(process.argv))
   .option('skip-naive', { type: 'boolean', default: false })
   .option('probe-ms', { type: 'number', default: 2000, describe: 'measure the loopback transport first: Gets at this concurrency for this long (0: skip)' })
   .option('bare-ms', { type: 'number', default: 5000, describe: 'measure a bare node:http server and undici client (no Omni logic) at the same latency and concurrency for this long (0: skip)' })
+  .option('sim-max-old-space-mb', { type: 'number', describe: "run the sim with node --max-old-space-size=<this>; default: Node's own up to 40 000 machines, 1 GiB per 10 000 machines above (the sim holds the whole fleet and its history)" })
   .option('stub-max-old-space-mb', { type: 'number', describe: 'run the stub with node --max-old-space-size=<this> (what an operator can set through NODE_OPTIONS)' })
   .option('cpu-prof-dir', { type: 'string', describe: 'write V8 CPU profiles of the sim and the stub (node --cpu-prof) into this directory' })
   .option('via', { choices: ['cli', 'lib'] as const, default: 'cli', describe: 'cli: the built `stub-provider run` in its own process; lib: reconcile() in a runner process (counts signatures too)' })
@@ -46,7 +48,8 @@ const args = yargs(hideBin(process.argv))
   .option('throttle-bytes-per-s', { type: 'number', default: 1_000_000, describe: "then a throttled run: a fresh sim with Omni 1.9's write budget for infra providers at this many bytes per second (0: no throttled run)" })
   .option('throttle-burst', { type: 'number', describe: 'the budget\'s burst in bytes (default: a tenth of a second of it, at least 16 KiB)' })
   .option('throttle-max-wait-ms', { type: 'number', describe: "the budget's maxWait (default Omni's, 30 s)" })
-  .option('pin', { type: 'boolean', default: false, describe: 'run the sim on CPU 0 and the stub on CPU 1 (taskset), as a stub that runs elsewhere than Omni' })
+  .option('pin', { type: 'boolean', default: false, describe: 'run the main run with the sim on CPU 0 and the stub on CPU 1 (taskset), as a stub that runs elsewhere than Omni' })
+  .option('pinned-run', { type: 'boolean', default: true, describe: 'then a pinned run: a fresh sim on CPU 0, the stub (and the transport probe) on CPU 1; --no-pinned-run skips it (so does --pin, or fewer than 2 CPUs)' })
   .option('compression', { choices: COMPRESSION_POLICIES, describe: 'which calls the stub asks gzip for (src/omni-client/compression.ts; default: its own default, auto); --via lib only' })
   .parseSync();
 
@@ -59,13 +62,22 @@ interface Child {
   next(): Promise<Record<string, unknown>>;
 }
 
-/** The command that runs node, on one CPU with --pin (`sim`: CPU 0; the stub and its runner: CPU 1). */
-function nodeCommand(role: 'sim' | 'stub', argv: string[]): [string, string[]] {
-  return args.pin ? ['taskset', ['-c', role === 'sim' ? '0' : '1', process.execPath, ...argv]] : [process.execPath, argv];
+/** The CPU of each role when pinned: the sim on 0, the stub, its runner and the probe on 1. */
+const CPU = { sim: '0', stub: '1' } as const;
+
+/** The command that runs node, on its role's CPU when `pin`. */
+function nodeCommand(role: 'sim' | 'stub', argv: string[], pin: boolean): [string, string[]] {
+  return pin ? ['taskset', ['-c', CPU[role], process.execPath, ...argv]] : [process.execPath, argv];
 }
 
-function start(script: string, argv: string[], env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []): Child {
-  const [cmd, cmdArgs] = nodeCommand(script === 'sim-server.js' ? 'sim' : 'stub', [...nodeFlags, join(here, script), ...argv]);
+/** Every thread of this process (the probe's client) on CPU 1, or back on all CPUs (taskset -a -p). */
+function pinSelf(pin: boolean): void {
+  const r = spawnSync('taskset', ['-a', '-p', '-c', pin ? CPU.stub : `0-${availableParallelism() - 1}`, String(process.pid)], { stdio: 'ignore' });
+  if (r.status !== 0) throw new Error(`taskset could not ${pin ? 'pin' : 'unpin'} the benchmark process (exit ${r.status})`);
+}
+
+function start(script: string, argv: string[], env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = [], pin = args.pin): Child {
+  const [cmd, cmdArgs] = nodeCommand(script === 'sim-server.js' ? 'sim' : 'stub', [...nodeFlags, join(here, script), ...argv], pin);
   const proc = spawn(cmd, cmdArgs, { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   const lines = createInterface({ input: proc.stdout });
   const queue: string[] = [];
@@ -80,8 +92,10 @@ function start(script: string, argv: string[], env: NodeJS.ProcessEnv = {}, node
   return { proc, lines, next };
 }
 
-async function startSim(machines: number, requests: number, extra: string[] = []): Promise<{ sim: Child; endpoint: string; key: string; resources: number }> {
-  const sim = start('sim-server.js', ['--machines', String(machines), '--requests', String(requests), '--latency-ms', String(args['latency-ms']), ...extra], {}, profFlags());
+async function startSim(machines: number, requests: number, extra: string[] = [], pin = args.pin): Promise<{ sim: Child; endpoint: string; key: string; resources: number }> {
+  const heap = args['sim-max-old-space-mb'] ?? (machines > 40_000 ? Math.ceil(machines / 10_000) * 1024 : undefined);
+  const flags = [...(heap !== undefined ? [`--max-old-space-size=${heap}`] : []), ...profFlags()];
+  const sim = start('sim-server.js', ['--machines', String(machines), '--requests', String(requests), '--latency-ms', String(args['latency-ms']), ...extra], {}, flags, pin);
   const ready = await sim.next();
   return { sim, endpoint: String(ready['endpoint']), key: String(ready['key']), resources: Number(ready['resources']) };
 }
@@ -112,14 +126,14 @@ const profFlags = (): string[] => (args['cpu-prof-dir'] ? ['--cpu-prof', `--cpu-
  * usage-hook. An exit other than 0 fails the benchmark, unless `partial` (the throttled run, where
  * today's stub may fail items: exit 5 with its report).
  */
-async function runCli(endpoint: string, key: string, concurrency: number, partial = false): Promise<Record<string, unknown>> {
+async function runCli(endpoint: string, key: string, concurrency: number, partial = false, pin = args.pin): Promise<Record<string, unknown>> {
   const dir = await mkdtemp(join(tmpdir(), 'stub-bench-'));
   try {
     const usage = join(dir, 'usage.json');
     const argv = [...heapFlag(), '--import', pathToFileURL(join(here, 'usage-hook.js')).href, join(here, '..', 'src', 'main.js'),
       'run', '--id', 'bench', '--omni-api-endpoint', endpoint, '--yes', '--concurrency', String(concurrency), '--output', 'json', '--log-level', 'warn', '--log-format', 'json'];
     const t0 = performance.now();
-    const [cmd, cmdArgs] = nodeCommand('stub', argv);
+    const [cmd, cmdArgs] = nodeCommand('stub', argv, pin);
     const proc = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', partial ? 'pipe' : 'inherit'], env: { ...process.env, OMNI_SERVICE_ACCOUNT_KEY: key, BENCH_USAGE_FILE: usage } });
     let out = '';
     proc.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
@@ -166,6 +180,13 @@ async function probeTransport(endpoint: string, key: string, concurrency: number
     await client.close();
   }
   return (n * 1000) / (performance.now() - t0);
+}
+
+/** The run against the transport probe's rate: the time its calls would take at that rate (the ceiling). */
+function againstProbe(probeRate: number | undefined, calls: number, wallMs: number): Record<string, number> {
+  if (probeRate === undefined) return {};
+  const ceilingMs = (calls / probeRate) * 1000;
+  return { transport_probe_calls_per_s: round(probeRate, 0), transport_ceiling_ms: round(ceilingMs, 1), ratio_to_transport_ceiling: round(wallMs / ceilingMs, 3) };
 }
 
 const sum = (o: unknown) => Object.values((o ?? {}) as Record<string, number>).reduce((a, b) => a + b, 0);
@@ -232,11 +253,7 @@ async function main(): Promise<void> {
         ratio_to_floor: round(((C / L) * 1000) / bare.calls_per_s, 3),
       },
     } : {}),
-    ...(probeRate !== undefined ? {
-      transport_probe_calls_per_s: round(probeRate, 0),
-      transport_ceiling_ms: round((totalCalls / probeRate) * 1000, 1),
-      ratio_to_transport_ceiling: round(wallMs / ((totalCalls / probeRate) * 1000), 3),
-    } : {}),
+    ...againstProbe(probeRate, totalCalls, wallMs),
     peak_rss_mb: round(Number(stub['peak_rss_mb']), 1),
     // process.memoryUsage() at the 50 ms sample of the highest RSS (the CLI only).
     ...(stub['at_peak_mb'] !== undefined ? { memory_at_peak_mb: stub['at_peak_mb'] } : {}),
@@ -252,6 +269,7 @@ async function main(): Promise<void> {
 
   const rate = args['throttle-bytes-per-s'];
   if (rate > 0) result['throttled'] = await throttledRun(N, M, C, rate);
+  if (args['pinned-run'] && !args.pin) result['pinned'] = await pinnedRun(N, M, C, floorCalls, floorMs);
 
   if (!args['skip-naive']) {
     const sn = Math.min(N, args['naive-sample']);
@@ -294,6 +312,45 @@ async function main(): Promise<void> {
     } : {}),
   };
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+}
+
+/**
+ * The stub (the CLI) and a fresh sim on different CPUs, as a stub running elsewhere than Omni: the
+ * main run's figures for that layout, with a transport probe made from CPU 1 too.
+ */
+async function pinnedRun(N: number, M: number, C: number, floorCalls: number, floorMs: number): Promise<Record<string, unknown>> {
+  if (availableParallelism() < 2) return { skipped: `${availableParallelism()} CPU: nothing to pin apart` };
+  const p = await startSim(N, M, [], true);
+  let probeRate: number | undefined;
+  if (args['probe-ms'] > 0) {
+    pinSelf(true);
+    try {
+      probeRate = await probeTransport(p.endpoint, p.key, C, args['probe-ms']);
+    } finally {
+      pinSelf(false);
+    }
+    p.sim.proc.stdin.write('reset\n');
+    await p.sim.next();
+  }
+  const stub = await runCli(p.endpoint, p.key, C, false, true);
+  const stats = await stopSim(p.sim);
+  const left = stats['left'] as { ourFinalizers: number; tearingDown: number };
+  const wallMs = Number(stub['wall_ms']);
+  const calls = sum(stats['calls']);
+  return {
+    what: `a fresh sim on CPU ${CPU.sim}, the stub (CLI) and the transport probe on CPU ${CPU.stub} (taskset); the same options`,
+    released_all: left.ourFinalizers === 0 && left.tearingDown === 0,
+    calls_total: calls,
+    calls_over_floor_pct: round((100 * (calls - floorCalls)) / floorCalls, 2),
+    wall_ms: round(wallMs, 1),
+    ratio_to_floor: round(wallMs / floorMs, 3),
+    ...againstProbe(probeRate, calls, wallMs),
+    peak_rss_mb: round(Number(stub['peak_rss_mb']), 1),
+    cpu_s: round(Number(stub['cpu_s']), 3),
+    cpu_us_per_request: round((Number(stub['cpu_s']) * 1e6) / Math.max(1, calls), 1),
+    stub_outcomes: stub['outcomes'],
+    sim_process: stats['sim'],
+  };
 }
 
 /**
