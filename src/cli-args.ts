@@ -108,7 +108,11 @@ export function applyEnvironment(argv: Record<string, unknown>, o: KnownOptions,
     } else if (negate) {
       throw new CliUsageError(`environment variable ${variable}: --${flag} is not a yes/no flag, so it has no NO_ form; set ${envName(flag)}`);
     } else if (arrays.has(flag)) v = [value];
-    else if (numbers.has(flag) && value.trim() !== '' && Number.isFinite(Number(value))) v = Number(value);
+    else if (numbers.has(flag)) {
+      // As yargs gives a number flag a number: the command's parse reads numbers, not text.
+      v = value.trim() === '' ? Number.NaN : Number(value);
+      if (!Number.isFinite(v)) throw new CliUsageError(`environment variable ${variable}=${JSON.stringify(value)}: expected a number`);
+    }
     argv[flag] = v;
     if (camel(flag) !== flag) argv[camel(flag)] = v;
   }

@@ -1,23 +1,30 @@
-// The CLI shell: parse, run the command, map errors to exit codes. Commands live in src/commands/;
-// the environment binding and the "did you mean" checks in cli-args.ts.
+// The CLI shell: parse, run the command, map errors to exit codes. Commands live in src/commands/
+// (options.ts: what a command is); the environment binding and the "did you mean" checks in cli-args.ts.
 
 import yargs from 'yargs';
+import type { Argv } from 'yargs';
 import { applyEnvironment, checkWords, CliUsageError, unknownFlagsMessage } from './cli-args.js';
 import type { KnownOptions } from './cli-args.js';
-import { allFlags, commands, globalOptions } from './commands/index.js';
+import { allFlags, COMMANDS, commands, globalOptions } from './commands/index.js';
+import type { AnyCommand, CommandName, ConfigOf } from './commands/index.js';
+import type { Given, OptionTable } from './commands/options.js';
 import { describeError, ExitCode, ResultExit } from './exit-codes.js';
 import { escapeControl } from './untrusted.js';
 import { VERSION } from './version.js';
 
 const COMPLETION = 'completion';
 
-export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
-  let failure: unknown;
-  const names = [...commands.flatMap((c) => [c.command].flat()).filter((n): n is string => typeof n === 'string' && n !== '$0').map((n) => n.split(/\s+/)[0]!), COMPLETION];
+/**
+ * The one parser of the command line, for main() and configFrom(): strict flags (an unknown flag is
+ * exit 2, never ignored), the environment as flags, "did you mean". `onCommand` receives the command
+ * yargs chose and what it parsed with that command's option table.
+ */
+function commandLineParser(argv: readonly string[], env: NodeJS.ProcessEnv, onCommand: (c: AnyCommand, given: Given<OptionTable>) => Promise<void> | void): Argv {
+  const names = [...commands.flatMap((c) => [c.command].flat()).filter((n) => n !== '$0').map((n) => n.split(/\s+/)[0]!), COMPLETION];
   const flags = allFlags();
   /** The command yargs is running, and its options, for the messages of the fail handler. */
   let current: { command: string | undefined; options: KnownOptions } | undefined;
-  const parser = yargs(argv)
+  const parser = yargs([...argv])
     .scriptName('stub-provider')
     // STUB_PROVIDER_<FLAG> is bound by applyEnvironment (below), not by yargs' .env(): yargs takes
     // STUB_PROVIDER_NO_DEREGISTER for a flag named no-deregister, and an unknown variable for an
@@ -45,9 +52,27 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
       if (err) throw err;
       throw new CliUsageError(unknownFlagsMessage(msg, current?.options, current?.command, flags) ?? msg);
     });
-  for (const c of commands) parser.command(c);
+  for (const c of commands) {
+    parser.command({
+      command: c.command,
+      describe: c.describe,
+      builder: (y: Argv) => {
+        const withOptions = y.options(c.options).strictOptions();
+        for (const [cmd, desc] of c.examples) withOptions.example(cmd, desc);
+        return withOptions.epilogue(c.epilogue);
+      },
+      // yargs parsed it with the command's table, and applyEnvironment gave every flag from the
+      // environment a value of its declared type: what the table's types say (Given).
+      handler: (a) => onCommand(c, a as unknown as Given<OptionTable>),
+    });
+  }
+  return parser;
+}
+
+export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  let failure: unknown;
   try {
-    await parser.parseAsync();
+    await commandLineParser(argv, env, (c, given) => c.handler(given, env)).parseAsync();
   } catch (err) {
     failure = err;
   }
@@ -61,4 +86,17 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   // The message may quote Omni, a BMC or the command line: one line, control characters escaped (rule 13).
   process.stderr.write(`stub-provider: ${escapeControl(`${d.message} [${d.code}]`)}\n`);
   return d.exitCode;
+}
+
+/**
+ * The configuration `stub-provider <command> <args>` would run with, from the parser main() uses (the
+ * environment as flags, strict flags, every check of the command's parse), without running it: the
+ * demo runs its steps from command lines, and tests drive a command's code in this process so. A
+ * command line that main() would refuse throws the error main() would report.
+ */
+export function configFrom<K extends CommandName>(command: K, args: readonly string[], env: NodeJS.ProcessEnv): ConfigOf<K> {
+  const ran: { c?: AnyCommand; given?: Given<OptionTable> } = {};
+  commandLineParser([command, ...args], env, (c, given) => { Object.assign(ran, { c, given }); }).exitProcess(false).parseSync();
+  if (ran.c !== COMMANDS[command] || !ran.given) throw new Error(`stub-provider ${[command, ...args].join(' ')} did not select the ${command} command (--help or --version?)`);
+  return ran.c.parse(ran.given, env) as ConfigOf<K>;
 }

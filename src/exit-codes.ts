@@ -1,6 +1,6 @@
-// Exit codes of design.md ("Exit codes"), and the errors that carry them.
+// Exit codes of docs/design.md ("Exit codes"), and the errors that carry them.
 
-import { ClientError, KeyError, OmniError, GrpcCode } from './omni-client/errors.js';
+import { ClientError, OmniError } from './omni-client/errors.js';
 
 export const ExitCode = {
   OK: 0,
@@ -61,27 +61,28 @@ export class ResultExit extends Error {
 }
 
 /**
- * The client's errors that retrying cannot fix; every other one (transport, protocol, read limits)
- * is exit 5. A redirect is configuration (a proxy or ingress in the way, or the wrong URL); a clock
- * further from Omni's than the client adopts shows as Omni refusing the signature: exit 4 like any
- * refused signature (design.md, Exit codes).
+ * The exit code of each of the client's stable codes that is not exit 5. Configuration (a malformed
+ * endpoint or CA file, an unusable key, a redirect: a proxy or ingress in the way, or the wrong URL)
+ * is 2; a refused signature or operation is 4, and so is a clock further from Omni's than the client
+ * adopts, which shows as Omni refusing the signature; an overloaded Omni or a deadline is 5. Any other
+ * gRPC status is one the stub did not expect (1); any other code of the client's (transport, protocol,
+ * read limits) is 5: the run can be repeated (docs/design.md, "Exit codes").
  */
-const CLIENT_EXIT: Record<string, ExitCodeValue> = {
+const EXIT_BY_CODE: Record<string, ExitCodeValue> = {
   STUB_CONFIG: ExitCode.Usage,
+  STUB_KEY_INVALID: ExitCode.Usage,
   STUB_REDIRECTED: ExitCode.Usage,
   STUB_CLOCK_SKEW: ExitCode.Auth,
+  OMNI_UNAUTHENTICATED: ExitCode.Auth,
+  OMNI_PERMISSION_DENIED: ExitCode.Auth,
+  OMNI_UNAVAILABLE: ExitCode.Incomplete,
+  OMNI_DEADLINE_EXCEEDED: ExitCode.Incomplete,
 };
 
 /** Maps any error to the exit code a Job can act on. */
 export function exitCodeFor(err: unknown): ExitCodeValue {
   if (err instanceof StubError) return err.exitCode;
-  if (err instanceof KeyError) return ExitCode.Usage;
-  if (err instanceof OmniError) {
-    if (err.grpcCode === GrpcCode.Unauthenticated || err.grpcCode === GrpcCode.PermissionDenied) return ExitCode.Auth;
-    if (err.grpcCode === GrpcCode.Unavailable || err.grpcCode === GrpcCode.DeadlineExceeded) return ExitCode.Incomplete;
-    return ExitCode.Internal;
-  }
-  if (err instanceof ClientError) return CLIENT_EXIT[err.code] ?? ExitCode.Incomplete;
+  if (err instanceof ClientError) return EXIT_BY_CODE[err.code] ?? (err instanceof OmniError ? ExitCode.Internal : ExitCode.Incomplete);
   return ExitCode.Internal;
 }
 
@@ -96,7 +97,7 @@ export function describeError(err: unknown): ErrorDescription {
   const e = err as { message?: unknown; code?: unknown };
   const message = typeof e?.message === 'string' ? e.message : String(err);
   // Our errors and the client's carry a stable code; anything else is unexpected (a bug).
-  const code = (err instanceof StubError || err instanceof ClientError || err instanceof KeyError || err instanceof OmniError) && typeof e.code === 'string' ? e.code : 'STUB_INTERNAL';
+  const code = (err instanceof StubError || err instanceof ClientError) && typeof e.code === 'string' ? e.code : 'STUB_INTERNAL';
   const hint = tlsHint(err);
   return { code, message: hint ? `${message}. ${hint}` : message, exitCode: exitCodeFor(err) };
 }

@@ -1,5 +1,5 @@
 // Text that came from outside (Omni, a proxy, a BMC, a command) made inert before a person reads it
-// (design.md rule 13): a resource ID, an error message or a header with ESC, CR or LF in it must not
+// (docs/design.md rule 13): a resource ID, an error message or a header with ESC, CR or LF in it must not
 // clear the screen, move the cursor or forge a line of our own output.
 
 /**

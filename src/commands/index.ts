@@ -1,24 +1,30 @@
-// Every command of the CLI, one module each. main.ts registers them in this order.
+// Every command of the CLI, one module each (options.ts says what a command is). cli.ts registers
+// them in this order.
 
-import type { CommandModule, Options } from 'yargs';
 import type { AllFlags } from '../cli-args.js';
-import { demoCommand, demoOptions } from './demo.js';
-import { planCommand, planOptions } from './plan.js';
-import { runCommand, runOptions } from './run.js';
-import { simCommand, simOptions } from './sim.js';
+import { demoCommand } from './demo.js';
+import type { Command, OptionTable } from './options.js';
+import { globalOptions } from './options.js';
+import { planCommand } from './plan.js';
+import { runCommand } from './run.js';
+import { simCommand } from './sim.js';
+
+export { globalOptions } from './options.js';
+
+/** The commands by name; the configuration each one parses its command line into is ConfigOf<name>. */
+export const COMMANDS = { run: runCommand, plan: planCommand, sim: simCommand, demo: demoCommand } as const;
+export type CommandName = keyof typeof COMMANDS;
+export type ConfigOf<K extends CommandName> = ReturnType<(typeof COMMANDS)[K]['parse']>;
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
-export const commands: CommandModule<any, any>[] = [runCommand, planCommand, simCommand, demoCommand];
+export type AnyCommand = Command<OptionTable, any>;
 
-/** Options every command has (cli.ts defines them on the top level). */
-export const globalOptions = {
-  color: { type: 'boolean', describe: 'Colour in the logs on a terminal (the default unless NO_COLOR is set); --no-color for none' },
-} as const satisfies Record<string, Options>;
+export const commands: readonly AnyCommand[] = Object.values(COMMANDS) as readonly AnyCommand[];
 
 /** The flags of every command, for the environment binding and "did you mean" (cli-args.ts). */
 export function allFlags(): AllFlags {
-  const tables: Record<string, Record<string, Options>> = { run: runOptions, plan: planOptions, sim: simOptions, demo: demoOptions };
-  const byCommand = Object.fromEntries(Object.entries(tables).map(([c, t]) => [c, Object.keys(t)]));
-  const booleans = new Set([...Object.values(tables), globalOptions].flatMap((t) => Object.entries(t).filter(([, o]) => o.type === 'boolean').map(([k]) => k)));
+  const byCommand = Object.fromEntries(Object.entries(COMMANDS).map(([c, cmd]) => [c, Object.keys(cmd.options)]));
+  const tables: OptionTable[] = [...Object.values(COMMANDS).map((c) => c.options), globalOptions];
+  const booleans = new Set(tables.flatMap((t) => Object.entries(t).filter(([, o]) => o.type === 'boolean').map(([k]) => k)));
   return { byCommand, booleans };
 }

@@ -2,7 +2,6 @@
 // or offline from a dump of its state (`--from-dump`). Its exit code predicts run's (issue 14 item 6):
 // 0 nothing to do, 10 changes pending, 3 and 4 where run would stop, 2 usage.
 
-import type { Argv, CommandModule } from 'yargs';
 import { ExitCode, PreflightError, UsageError } from '../exit-codes.js';
 import type { Logger } from '../log.js';
 import type { State } from '../omni-client/types.js';
@@ -14,9 +13,11 @@ import { buildPlan } from '../provider/plan.js';
 import type { Plan } from '../provider/plan.js';
 import { planReport } from '../provider/report.js';
 import { takeSnapshot } from '../provider/snapshot.js';
-import { addExamples, checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
-import type { Args, ConnectionConfig, Io } from './provider-options.js';
-import { handleResult, processIo, withOutputs } from './run-io.js';
+import { defineCommand, nonEmpty, once } from './options.js';
+import type { Given, OptionTable } from './options.js';
+import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
+import type { ConnectionConfig, Io } from './provider-options.js';
+import { commandLine, withOutputs } from './run-io.js';
 import type { OfflineNote, Result, Signals } from './run-io.js';
 import { resolveScenarioFile } from './scenario-file.js';
 
@@ -26,37 +27,59 @@ export const planOptions = {
   wipe: { type: 'string', default: 'none', describe: 'Show a wipe step first in each machine\'s chain (any strategy but none; see run --help)', group: 'Run:' },
   force: { type: 'boolean', default: false, describe: 'Plan as `run --force` would run: a live provider is reported, not refused (exit 3 without it)', group: 'Run:' },
   'from-dump': { type: 'string', describe: 'Plan offline from a dump of Omni\'s state (`omnictl get <type> -o yaml` documents, see the operator guide; or a `sim --dump` file, or a shipped example\'s name): no key, no endpoint, nothing asked of Omni', group: 'Offline:' },
-} as const;
+} as const satisfies OptionTable;
 
-export async function executePlan(a: Args, io: Io): Promise<Result> {
-  return withOutputs('plan', a, io, {}, async (_outputs, sig) => {
-    const dump = typeof a['from-dump'] === 'string' && a['from-dump'] !== '' ? a['from-dump'] : undefined;
-    const c = connectionConfig(a, io.env, { offline: dump !== undefined });
-    const log = loggerFor(c, io);
-    if (dump !== undefined) return planFromDump(c, a, dump, log, sig);
-    const client = await connect(c, io, log);
-    try {
-      const now = () => Date.now() + client.serverClockOffsetMs();
-      return await planOn(client.state, c, a, log, sig, { keyProviderId: client.providerId, keyName: client.identity.name, now });
-    } finally {
-      await client.close();
-    }
-  });
+/** What `plan` runs with: the command line parsed once (parsePlan), every value checked. */
+export interface PlanConfig extends ConnectionConfig {
+  deregister: boolean;
+  /** `--wipe` other than none: each machine's chain starts with a wipe step (run's RunConfig.wipe holds the strategy). */
+  wipeStep: boolean;
+  force: boolean;
+  /** `--from-dump`: the value as given (a file or a shipped example's name) and the file it names. */
+  fromDump?: { value: string; file: string };
+}
+
+/** `plan`'s command line as yargs parsed it, checked: a UsageError names the first value that cannot be used. */
+export function parsePlan(given: Given<typeof planOptions>, env: NodeJS.ProcessEnv): PlanConfig {
+  const a = once(planOptions, given);
+  const dump = nonEmpty(a['from-dump']);
+  const c = connectionConfig(a, env, { offline: dump !== undefined });
+  return {
+    ...c,
+    deregister: a.deregister,
+    wipeStep: a.wipe !== 'none',
+    force: a.force,
+    ...(dump !== undefined ? { fromDump: { value: dump, file: resolveScenarioFile(dump, '--from-dump') } } : {}),
+  };
+}
+
+export function executePlan(c: PlanConfig, io: Io): Promise<Result> {
+  return withOutputs('plan', c.target, io, (_outputs, sig) => makePlan(c, io, sig));
+}
+
+async function makePlan(c: PlanConfig, io: Io, sig: Signals): Promise<Result> {
+  const log = loggerFor(c, io);
+  if (c.fromDump) return planFromDump(c, c.fromDump, log, sig);
+  const client = await connect(c, io, log);
+  try {
+    const now = () => Date.now() + client.serverClockOffsetMs();
+    return await planOn(client.state, c, log, sig, { keyProviderId: client.providerId, keyName: client.identity.name, now });
+  } finally {
+    await client.close();
+  }
 }
 
 /** The real planning code (preflight, snapshot, plan) over any State: Omni's, or a dump's. */
-async function planOn(state: State, c: ConnectionConfig, a: Args, log: Logger, sig: Signals, o: { keyProviderId: string; keyName: string; now: () => number }): Promise<Result> {
-  const force = a.force === true;
+async function planOn(state: State, c: PlanConfig, log: Logger, sig: Signals, o: { keyProviderId: string; keyName: string; now: () => number }): Promise<Result> {
   // Read-only, so a live provider does not stop the plan; it stops run, and the exit code says so.
   const pre = await preflight({ state, providerId: c.id, keyProviderId: o.keyProviderId, keyName: o.keyName, force: true, now: o.now, signal: sig.signal });
-  const live = pre.forced && !force;
-  if (pre.forced && force) log.warn({ providerId: c.id }, 'a live provider with this ID was detected; planned as `run --force` would run');
+  const live = pre.forced && !c.force;
+  if (pre.forced && c.force) log.warn({ providerId: c.id }, 'a live provider with this ID was detected; planned as `run --force` would run');
   const snap = await takeSnapshot(state, { providerId: c.id, profile: c.profile, stateTypes: c.stateTypes, signal: sig.signal });
-  const deregister = a.deregister !== false;
-  const plan = buildPlan(snap, { providerId: c.id, machines: c.machines, deregister, wipe: typeof a.wipe === 'string' && a.wipe !== 'none' });
+  const plan = buildPlan(snap, { providerId: c.id, machines: c.machines, deregister: c.deregister, wipe: c.wipeStep });
   checkMachinesMatched(c, plan.notFound, log, { strict: true });
   // `forced` is what --force did: without it, nothing was forced.
-  const rep = planReport(plan, { version: VERSION, preflight: { ...pre, forced: pre.forced && force } });
+  const rep = planReport(plan, { version: VERSION, preflight: { ...pre, forced: pre.forced && c.force } });
   if (live) {
     const e = liveProviderRefusal(c.id, pre);
     return { ...rep, exitCode: e.exitCode, error: { code: e.code, message: e.message } };
@@ -80,8 +103,7 @@ function liveProviderRefusal(id: string, pre: PreflightResult): PreflightError {
  * (src/omni-sim/dump-state.ts), planned by the same code. Missing what the plan needs is a usage
  * error naming it; what a dump cannot hold is said in the result's `offline` note.
  */
-async function planFromDump(c: ConnectionConfig, a: Args, value: string, log: Logger, sig: Signals): Promise<Result> {
-  const file = resolveScenarioFile(value, '--from-dump');
+async function planFromDump(c: PlanConfig, { value, file }: { value: string; file: string }, log: Logger, sig: Signals): Promise<Result> {
   const [{ loadScenarioFile, ScenarioError }, { dumpState, summarizeDump }] = await Promise.all([import('../omni-sim/scenario.js'), import('../omni-sim/dump-state.js')]);
   let scenario;
   try {
@@ -104,7 +126,7 @@ async function planFromDump(c: ConnectionConfig, a: Args, value: string, log: Lo
       'Add them (omnictl get infraproviderstatuses -o yaml), or give --profile bare-metal or --profile provisioning');
   }
   const state = dumpState(scenario, c.id);
-  const rep = await planOn(state, c, a, log, sig, { keyProviderId: c.id, keyName: `infra-provider:${c.id}`, now: () => Date.now() });
+  const rep = await planOn(state, c, log, sig, { keyProviderId: c.id, keyName: `infra-provider:${c.id}`, now: () => Date.now() });
   return { ...rep, offline: offlineNote(value, rep, summary) };
 }
 
@@ -133,21 +155,18 @@ function offlineNote(dump: string, rep: Result, summary: { has(ns: string, type:
   return { dump, notSeen, emptyInDump, notes };
 }
 
-export const planCommand: CommandModule<object, Args> = {
+export const planCommand = defineCommand({
   command: 'plan',
   describe: 'Read-only: show what run would do now, what blocks what, and the next steps (also offline from a dump)',
-  builder: (y: Argv) => addExamples(
-    y.options(planOptions).strictOptions(),
-    [
-      ['OMNI_ENDPOINT=https://omni.example.com OMNI_SERVICE_ACCOUNT_KEY=... $0 plan --id bare-metal', 'What a run would release, refuse and clean up'],
-      ['$0 plan --id kubevirt --machine workers-x7k2p9 --output json', 'The plan for one MachineRequest, as JSON'],
-      ['$0 plan --id bare-metal --from-dump omni-dump.yaml', 'The same offline, from `omnictl get ... -o yaml` output (no key, no endpoint)'],
-      ['$0 plan --id bare-metal; [ $? -eq 10 ] && $0 --id bare-metal --yes', 'In a script: run only when plan says there are changes (exit 10)'],
-    ],
-  ).epilogue('Nothing is written to Omni. Exit codes, as run would exit: 0 nothing to do; 10 changes pending; 2 usage (also: no --machine value matched anything, a dump missing what the plan needs); ' +
-    '3 run would be refused (not registered; a live provider, unless --force); 4 authentication; 5 Omni unreachable or its answer malformed; 130/143 interrupted.'),
-  handler: async (argv) => {
-    const io = processIo();
-    await handleResult('plan', argv, io, () => executePlan(argv, io));
-  },
-};
+  options: planOptions,
+  examples: [
+    ['OMNI_ENDPOINT=https://omni.example.com OMNI_SERVICE_ACCOUNT_KEY=... $0 plan --id bare-metal', 'What a run would release, refuse and clean up'],
+    ['$0 plan --id kubevirt --machine workers-x7k2p9 --output json', 'The plan for one MachineRequest, as JSON'],
+    ['$0 plan --id bare-metal --from-dump omni-dump.yaml', 'The same offline, from `omnictl get ... -o yaml` output (no key, no endpoint)'],
+    ['$0 plan --id bare-metal; [ $? -eq 10 ] && $0 --id bare-metal --yes', 'In a script: run only when plan says there are changes (exit 10)'],
+  ],
+  epilogue: 'Nothing is written to Omni. Exit codes, as run would exit: 0 nothing to do; 10 changes pending; 2 usage (also: no --machine value matched anything, a dump missing what the plan needs); ' +
+    '3 run would be refused (not registered; a live provider, unless --force); 4 authentication; 5 Omni unreachable or its answer malformed; 130/143 interrupted.',
+  parse: parsePlan,
+  handler: (given, env) => commandLine('plan', given, env, parsePlan, (c, io, _outputs, sig) => makePlan(c, io, sig)),
+});

@@ -1,7 +1,7 @@
-// The options `run` and `plan` share, their validation, and the connection both make: key,
-// client, preflight. Every flag can also come from STUB_PROVIDER_<FLAG> (cli.ts binds the prefix).
+// The options `run` and `plan` share: their table, their configuration (ConnectionConfig, parsed
+// once by each command's parse), where the result of every exit goes (ResultTarget), and the
+// connection both make: key, client. Every flag can also come from STUB_PROVIDER_<FLAG> (cli-args.ts).
 
-import type { Argv, Options } from 'yargs';
 import { DEFAULT_READ_LIMITS, createOmniClient, loadServiceAccountKey } from '../omni-client/index.js';
 import type { OmniClient, WriteObserver } from '../omni-client/index.js';
 import { UsageError } from '../exit-codes.js';
@@ -9,15 +9,12 @@ import { colorWanted, createLogger } from '../log.js';
 import type { Logger, LogFormat } from '../log.js';
 import { stateTypeProblem } from '../provider/profile.js';
 import type { ProfileOption } from '../provider/profile.js';
+import { nonEmpty } from './options.js';
+import type { Flags, Given, OptionTable } from './options.js';
 
 /** What `--output` offers wherever a command prints a result. */
 export const OUTPUT_FORMATS = ['text', 'json', 'yaml'] as const;
 export type OutputFormat = (typeof OUTPUT_FORMATS)[number];
-
-/** `--output` as given (yargs checked the choice), text when absent. */
-export function outputFormat(a: Args): OutputFormat {
-  return OUTPUT_FORMATS.find((f) => f === a.output) ?? 'text';
-}
 
 export const connectionOptions = {
   id: { type: 'string', demandOption: true, describe: 'The provider ID, exactly as registered (case-sensitive; e.g. bare-metal, BareMetal-IAD1)', group: 'Provider:' },
@@ -34,7 +31,41 @@ export const connectionOptions = {
   report: { type: 'string', describe: 'Also write the JSON report to this file', group: 'Output:' },
   'log-level': { type: 'string', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, default: 'info', describe: 'Log level (logs go to stderr)', group: 'Output:' },
   'log-format': { type: 'string', choices: ['json', 'pretty'] as const, describe: 'Log format on stderr (default: pretty on a terminal, json otherwise)', group: 'Output:' },
-} as const satisfies Record<string, Options>;
+} as const satisfies OptionTable;
+
+/** The flags of `run` and `plan` that say where the result of every exit goes (resultTarget). */
+type TargetFlags = Pick<Given<typeof connectionOptions>, 'id' | 'output' | 'report' | 'service-account-key-file' | 'ca-file'> & {
+  'audit-log'?: string | string[] | undefined;
+  'from-dump'?: string | string[] | undefined;
+};
+
+/**
+ * Where the result of every exit of `run` and `plan` goes (run-io.ts): known as soon as yargs has
+ * parsed, before any value is checked, so that a usage error found by the command's parse has its
+ * result too. A flag given twice counts as not given here (the parse refuses it).
+ */
+export interface ResultTarget {
+  /** `--id` as given, for the result of an exit before it was checked. */
+  providerId?: string;
+  output: OutputFormat;
+  reportFile?: string;
+  auditLog?: string;
+  /** Files an output must not be (it would overwrite them): the key file, the CA file, a dump. */
+  inputs: { flag: string; path: string | undefined }[];
+}
+
+export function resultTarget(a: TargetFlags): ResultTarget {
+  const providerId = nonEmpty(a.id);
+  const reportFile = nonEmpty(a.report);
+  const auditLog = nonEmpty(a['audit-log']);
+  return {
+    ...(providerId ? { providerId } : {}),
+    output: OUTPUT_FORMATS.find((f) => f === a.output) ?? 'text',
+    ...(reportFile ? { reportFile } : {}),
+    ...(auditLog ? { auditLog } : {}),
+    inputs: (['service-account-key-file', 'ca-file', 'from-dump'] as const).map((f) => ({ flag: `--${f}`, path: nonEmpty(a[f]) })),
+  };
+}
 
 export interface ConnectionConfig {
   id: string;
@@ -47,57 +78,56 @@ export interface ConnectionConfig {
   stateTypes: string[];
   concurrency: number;
   maxListItems: number;
-  output: OutputFormat;
-  reportFile?: string;
-  logLevel: string;
+  logLevel: LogLevel;
   logFormat?: LogFormat;
   /** `--color`/`--no-color`, else false when NO_COLOR is set; undefined: the logger decides (colour on a terminal). */
   color?: boolean;
+  /** Where the result goes: stdout's format, the report file, the audit log. */
+  target: ResultTarget;
 }
 
-export type Args = Record<string, unknown>;
+export type LogLevel = Flags<typeof connectionOptions>['log-level'];
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
-const list = (v: unknown): string[] => (Array.isArray(v) ? v : v === undefined ? [] : [v]).flatMap((x) => String(x).split(/[\s,]+/)).filter((x) => x !== '');
+/** A repeatable flag's values, also comma or space separated (`--machine a,b`). */
+const list = (v: readonly string[]): string[] => v.flatMap((x) => x.split(/[\s,]+/)).filter((x) => x !== '');
 
 /**
  * The options of `run` and `plan`, checked. `offline` (plan --from-dump): no endpoint is needed, and
  * none may be given on the command line, where it would suggest that Omni is asked.
  */
-export function connectionConfig(a: Args, env: NodeJS.ProcessEnv = process.env, o: { offline?: boolean } = {}): ConnectionConfig {
-  if (Array.isArray(a.id)) throw new UsageError(`--id is given ${a.id.length} times (${a.id.map(String).join(', ')}): give one provider ID`);
-  const id = str(a.id);
+export function connectionConfig(a: Flags<typeof connectionOptions> & TargetFlags, env: NodeJS.ProcessEnv, o: { offline?: boolean } = {}): ConnectionConfig {
+  const id = nonEmpty(a.id);
   if (!id) throw new UsageError('--id is required: the provider ID, exactly as registered');
   if (/\s/.test(id)) throw new UsageError(`--id ${JSON.stringify(id)} contains white space`);
-  if (o.offline && str(a['omni-api-endpoint'])) throw new UsageError('--from-dump plans from the dump alone: drop --omni-api-endpoint, or drop --from-dump to plan against that Omni');
-  const endpoint = o.offline ? '' : str(a['omni-api-endpoint']) ?? str(env.OMNI_ENDPOINT);
+  if (o.offline && nonEmpty(a['omni-api-endpoint'])) throw new UsageError('--from-dump plans from the dump alone: drop --omni-api-endpoint, or drop --from-dump to plan against that Omni');
+  const endpoint = o.offline ? '' : nonEmpty(a['omni-api-endpoint']) ?? nonEmpty(env.OMNI_ENDPOINT);
   if (endpoint === undefined) throw new UsageError('no Omni endpoint: pass --omni-api-endpoint or set OMNI_ENDPOINT');
   const stateTypes = list(a['state-type']);
   for (const t of stateTypes) {
     const problem = stateTypeProblem(t, id);
     if (problem) throw new UsageError(problem);
   }
-  const concurrency = Number(a.concurrency ?? 16);
-  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) throw new UsageError(`--concurrency must be an integer from 1 to 1024 (got ${String(a.concurrency)})`);
-  const maxListItems = Number(a['max-list-items'] ?? DEFAULT_READ_LIMITS.listItems);
-  if (!Number.isSafeInteger(maxListItems) || maxListItems < 1) throw new UsageError(`--max-list-items must be a whole number of at least 1 (got ${String(a['max-list-items'])})`);
-  const fmt = str(a['log-format']);
+  const concurrency = a.concurrency;
+  if (!Number.isInteger(concurrency) || concurrency < 1 || concurrency > 1024) throw new UsageError(`--concurrency must be an integer from 1 to 1024 (got ${concurrency})`);
+  const maxListItems = a['max-list-items'];
+  if (!Number.isSafeInteger(maxListItems) || maxListItems < 1) throw new UsageError(`--max-list-items must be a whole number of at least 1 (got ${maxListItems})`);
+  const keyFile = nonEmpty(a['service-account-key-file']);
+  const caFile = nonEmpty(a['ca-file']);
   return {
     id,
     endpoint,
-    ...(str(a['service-account-key-file']) ? { keyFile: str(a['service-account-key-file']) } : {}),
-    ...(str(a['ca-file']) ? { caFile: str(a['ca-file']) } : {}),
-    insecureSkipTlsVerify: a['insecure-skip-tls-verify'] === true,
+    ...(keyFile ? { keyFile } : {}),
+    ...(caFile ? { caFile } : {}),
+    insecureSkipTlsVerify: a['insecure-skip-tls-verify'],
     machines: [...new Set(list(a.machine))],
-    profile: (str(a.profile) ?? 'auto') as ProfileOption,
+    profile: a.profile,
     stateTypes,
     concurrency,
     maxListItems,
-    output: outputFormat(a),
-    ...(str(a.report) ? { reportFile: str(a.report) } : {}),
-    logLevel: str(a['log-level']) ?? 'info',
-    ...(fmt === 'json' || fmt === 'pretty' ? { logFormat: fmt } : {}),
+    logLevel: a['log-level'],
+    ...(a['log-format'] ? { logFormat: a['log-format'] } : {}),
     ...colorOption(a, env),
+    target: resultTarget(a),
   };
 }
 
@@ -105,43 +135,9 @@ export function connectionConfig(a: Args, env: NodeJS.ProcessEnv = process.env, 
  * Colour: `--color` or `--no-color` (also STUB_PROVIDER_COLOR), else none when NO_COLOR is set to
  * anything but "" (no-color.org), else left to the logger (colour on a terminal only).
  */
-export function colorOption(a: Args, env: NodeJS.ProcessEnv): { color?: boolean } {
+export function colorOption(a: { color?: boolean | undefined }, env: NodeJS.ProcessEnv): { color?: boolean } {
   if (typeof a.color === 'boolean') return { color: a.color };
   return colorWanted(env) ? {} : { color: false };
-}
-
-/**
- * The longest a Node timer can wait: setTimeout takes a signed 32-bit count of milliseconds and
- * fires after 1 ms for anything longer (with a warning), so `--step-timeout 1000h` gave up at once.
- */
-export const MAX_DURATION_MS = 2 ** 31 - 1;
-
-const UNIT_MS: Record<string, number> = { h: 3_600_000, m: 60_000, s: 1000, ms: 1 };
-const FORMS = 'a duration like 90s, 10m, 1h30m or 5m30s (units h, m, s, ms; a bare number is seconds)';
-
-/**
- * A duration as Go writes one (`1h30m`, `5m30s`, `1.5h`, `250ms`; units h, m, s, ms, summed), or a
- * bare number of seconds; at most MAX_DURATION_MS (596h, about 24.8 days). Days are refused as Go
- * refuses them (a day is not always 24 h, and `1d` read as something else would be worse): write
- * `24h`. `0` is refused, unless `zeroMeansNone`: then it is no limit at all (Infinity).
- */
-export function parseDuration(v: unknown, flag: string, o: { zeroMeansNone?: boolean } = {}): number {
-  const s = String(v).trim();
-  const none = o.zeroMeansNone ? ', or 0 for no limit' : '';
-  let ms: number;
-  if (/^\d+(?:\.\d+)?$/.test(s)) ms = Number(s) * 1000;
-  else if (/^(?:\d+(?:\.\d+)?(?:ms|h|m|s))+$/.test(s)) {
-    ms = 0;
-    for (const [, n, unit] of s.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)) ms += Number(n) * UNIT_MS[unit!]!;
-  } else if (/^\d+(?:\.\d+)?\s*(?:d|days?|w|weeks?)$/i.test(s)) {
-    throw new UsageError(`${flag} ${s}: days and weeks are not units here (as in Go's durations); write hours, e.g. 24h for a day${none}`);
-  } else {
-    throw new UsageError(`${flag} must be ${FORMS}${none} (got ${JSON.stringify(s)})`);
-  }
-  if (ms === 0 && o.zeroMeansNone) return Number.POSITIVE_INFINITY;
-  if (!(ms > 0)) throw new UsageError(`${flag} must be more than zero${none}`);
-  if (ms > MAX_DURATION_MS) throw new UsageError(`${flag} ${s} is longer than a timer can wait: at most ${MAX_DURATION_MS} ms (596h, about 24.8 days)${none}`);
-  return Math.max(1, Math.round(ms));
 }
 
 export interface Io {
@@ -172,11 +168,6 @@ export async function connect(c: ConnectionConfig, io: Io, logger: Logger, onWri
     limits: { listItems: c.maxListItems },
     ...(onWrite ? { onWrite } : {}),
   });
-}
-
-export function addExamples<T>(y: Argv<T>, examples: [string, string][]): Argv<T> {
-  for (const [cmd, desc] of examples) y.example(cmd, desc);
-  return y;
 }
 
 /**

@@ -11,15 +11,15 @@ import type { Report } from '../provider/report.js';
 import { renderText } from '../provider/report.js';
 import { escapeControl, inertJson } from '../untrusted.js';
 import { VERSION } from '../version.js';
-import type { Args, Io, OutputFormat } from './provider-options.js';
-import { outputFormat } from './provider-options.js';
+import type { Io, OutputFormat, ResultTarget } from './provider-options.js';
+import { resultTarget } from './provider-options.js';
 
-export function processIo(): Io {
+export function processIo(env: NodeJS.ProcessEnv = process.env): Io {
   return {
     stdout: process.stdout,
     stderr: process.stderr,
     stdinIsTTY: process.stdin.isTTY === true,
-    env: process.env,
+    env,
     ask: (question) => askYesNo(process.stdin, process.stderr, question),
     signals: process,
   };
@@ -84,13 +84,13 @@ export interface FailedResult {
 
 export type AnyResult = Result | FailedResult;
 
-export function failedResult(command: 'run' | 'plan', a: Args, err: unknown): FailedResult {
+export function failedResult(command: 'run' | 'plan', target: ResultTarget, err: unknown): FailedResult {
   const d = describeError(err);
   return {
     tool: 'stub-provider',
     version: VERSION,
     command,
-    ...(typeof a.id === 'string' && a.id !== '' ? { providerId: a.id } : {}),
+    ...(target.providerId ? { providerId: target.providerId } : {}),
     result: d.exitCode === ExitCode.SigInt || d.exitCode === ExitCode.SigTerm ? 'interrupted' : 'failed',
     exitCode: d.exitCode,
     error: { code: d.code, message: d.message },
@@ -140,13 +140,13 @@ function offlineText(o: OfflineNote | undefined): string {
  * command got to a report or stopped with an error (then the error's result), and the exit code is
  * the result's. The report file is written by the command itself (see `withOutputs`).
  */
-export async function handleResult(command: 'run' | 'plan', a: Args, io: Io, work: () => Promise<Result>): Promise<void> {
-  const format = outputFormat(a);
+export async function handleResult(command: 'run' | 'plan', target: ResultTarget, io: Io, work: () => Promise<Result>): Promise<void> {
+  const format = target.output;
   let rep: Result;
   try {
     rep = await work();
   } catch (err) {
-    if (format !== 'text') await emitResult(failedResult(command, a, err), format, io);
+    if (format !== 'text') await emitResult(failedResult(command, target, err), format, io);
     throw err;
   }
   await emitResult(rep, format, io);
@@ -160,16 +160,10 @@ export async function handleResult(command: 'run' | 'plan', a: Args, io: Io, wor
  * the report file gets its result (issue 14 item 5); a file that cannot be opened is the one case
  * without (exit 2, on stdout with --output json).
  */
-export async function withOutputs(
-  command: 'run' | 'plan',
-  a: Args,
-  io: Io,
-  o: { auditLog?: string | undefined },
-  work: (outputs: Outputs, sig: Signals) => Promise<Result>,
-): Promise<Result> {
+export async function withOutputs(command: 'run' | 'plan', target: ResultTarget, io: Io, work: (outputs: Outputs, sig: Signals) => Promise<Result>): Promise<Result> {
   const sig = trapSignals(io);
   try {
-    const outputs = openOutputs({ report: str(a.report), auditLog: o.auditLog, inputs: inputFilesOf(a) });
+    const outputs = openOutputs({ report: target.reportFile, auditLog: target.auditLog, inputs: target.inputs });
     try {
       const rep = withError(await work(outputs, sig));
       outputs.writeReport(rep, io);
@@ -177,7 +171,7 @@ export async function withOutputs(
     } catch (err) {
       // An error that a signal caused is the interruption, whatever the call it broke said.
       const e: unknown = sig.code() && sig.signal.aborted ? sig.signal.reason : err;
-      outputs.writeReport(failedResult(command, a, e), io);
+      outputs.writeReport(failedResult(command, target, e), io);
       throw e;
     } finally {
       outputs.close();
@@ -187,7 +181,23 @@ export async function withOutputs(
   }
 }
 
-const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+/**
+ * The handler of `run` and `plan`: where the result goes is read from what yargs parsed, the outputs
+ * are opened, and only then the command line is parsed into the command's configuration (`parse`),
+ * so that a value it refuses (a duration, a flag given twice, a dump that is not there) has its
+ * result on stdout and in `--report` like any other exit; then the command's work.
+ */
+export async function commandLine<G extends Parameters<typeof resultTarget>[0], C>(
+  command: 'run' | 'plan',
+  given: G,
+  env: NodeJS.ProcessEnv,
+  parse: (given: G, env: NodeJS.ProcessEnv) => C,
+  work: (c: C, io: Io, outputs: Outputs, sig: Signals) => Promise<Result>,
+): Promise<void> {
+  const io = processIo(env);
+  const target = resultTarget(given);
+  await handleResult(command, target, io, () => withOutputs(command, target, io, (outputs, sig) => work(parse(given, env), io, outputs, sig)));
+}
 
 /** `--report` and `--audit-log`, open from before the first call to Omni until the end of the command. */
 export interface Outputs {
@@ -248,11 +258,6 @@ export function openOutputs(o: { report?: string | undefined; auditLog?: string 
     },
     close: closeAll,
   };
-}
-
-/** Files an output must not be (it would overwrite them): the key file, the CA file, a dump. */
-function inputFilesOf(a: Args): { flag: string; path: string | undefined }[] {
-  return ['service-account-key-file', 'ca-file', 'from-dump'].map((f) => ({ flag: `--${f}`, path: str(a[f]) }));
 }
 
 function openOutput(flag: string, path: string, flags: string | number): OutputFile {

@@ -1,21 +1,24 @@
 // `stub-provider [run]` (the default command): release what is being deleted, refuse new machines,
-// deregister. See issue 4 and design.md; the work is in src/provider.
+// deregister. See docs/design.md; the work is in src/provider.
 
-import type { Argv, CommandModule } from 'yargs';
 import { ExitCode, UsageError } from '../exit-codes.js';
 import { VERSION } from '../version.js';
-import { createWipeStrategy, wipeCliOptions, wipeOptionsFromArgv } from '../wipe/index.js';
+import { createWipeStrategy, wipeCliOptions, wipeOptionsFrom } from '../wipe/index.js';
+import type { WipeOptions } from '../wipe/index.js';
 import { Audit } from '../provider/audit.js';
 import { preflight } from '../provider/preflight.js';
 import { reconcile } from '../provider/reconcile.js';
 import { planReport, renderText, runReport } from '../provider/report.js';
 import type { PreflightResult } from '../provider/preflight.js';
 import type { ReconcileResult } from '../provider/reconcile.js';
-import { addExamples, checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor, parseDuration } from './provider-options.js';
-import type { Args, Io } from './provider-options.js';
+import { parseDuration, parseDurationOrZero } from './durations.js';
+import { defineCommand, once } from './options.js';
+import type { Given, OptionTable } from './options.js';
+import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
+import type { ConnectionConfig, Io } from './provider-options.js';
 import { progressFor } from './progress.js';
-import { handleResult, processIo, withOutputs } from './run-io.js';
-import type { Result } from './run-io.js';
+import { commandLine, withOutputs } from './run-io.js';
+import type { Outputs, Result, Signals } from './run-io.js';
 
 export const runOptions = {
   ...connectionOptions,
@@ -28,92 +31,107 @@ export const runOptions = {
   force: { type: 'boolean', default: false, describe: 'Run although a live provider with this ID sent a heartbeat in the last 60 s', group: 'Run:' },
   'audit-log': { type: 'string', describe: 'Append two NDJSON lines per write to Omni: its intent before it is sent (resource, finalizers and version before, what it asks for) and its outcome (ok, failed, unknown)', group: 'Output:' },
   ...wipeCliOptions,
-} as const;
+} as const satisfies OptionTable;
+
+/** What `run` runs with: the command line parsed once (parseRun), every value checked. */
+export interface RunConfig extends ConnectionConfig {
+  wait: boolean;
+  /** `--timeout`: how long --wait may keep going; Infinity for no limit (0). */
+  timeoutMs: number;
+  /** `--step-timeout`: how long to wait for Omni's own finalizers after a teardown. */
+  stepTimeoutMs: number;
+  /** `--settle`: how long to watch what others still held after the last write; 0: not at all. */
+  settleMs: number;
+  deregister: boolean;
+  yes: boolean;
+  force: boolean;
+  wipe: WipeOptions;
+}
+
+/** `run`'s command line as yargs parsed it, checked: a UsageError names the first value that cannot be used. */
+export function parseRun(given: Given<typeof runOptions>, env: NodeJS.ProcessEnv): RunConfig {
+  const a = once(runOptions, given);
+  return {
+    ...connectionConfig(a, env),
+    wait: a.wait,
+    // No limit (0) only with --wait: a stand-in left running until everything is gone.
+    timeoutMs: parseDuration(a.timeout, '--timeout', { zeroMeansNone: true }),
+    stepTimeoutMs: parseDuration(a['step-timeout'], '--step-timeout'),
+    settleMs: parseDurationOrZero(a.settle, '--settle'),
+    deregister: a.deregister,
+    yes: a.yes,
+    force: a.force,
+    wipe: wipeOptionsFrom(a),
+  };
+}
 
 /**
  * `run`: the outputs opened and the signals trapped first, then everything else (withOutputs). The
  * result is the report, or an error with its result in `--report`.
  */
-export async function executeRun(a: Args, io: Io): Promise<Result> {
-  const auditLog = typeof a['audit-log'] === 'string' && a['audit-log'] !== '' ? a['audit-log'] : undefined;
-  return withOutputs('run', a, io, { auditLog }, async (outputs, sig) => {
-    const c = connectionConfig(a, io.env);
-    const wait = a.wait === true;
-    // No limit (0) only with --wait: a stand-in left running until everything is gone.
-    const timeoutMs = parseDuration(a.timeout ?? '10m', '--timeout', { zeroMeansNone: true });
-    const stepMs = parseDuration(a['step-timeout'] ?? '60s', '--step-timeout');
-    const settleMs = settleMsOf(a.settle ?? '5s');
-    const deregister = a.deregister !== false;
-    const wipeOptions = wipeOptionsFromArgv(a);
-    // On a terminal, log lines go through the progress line so that it stays below them, and the
-    // per-write and per-item lines are debug: the progress line shows one short line per machine.
-    const progress = progressFor(c, io);
-    const log = progress ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream }) : loggerFor(c, io);
-    const audit = new Audit(outputs.auditSink, Date.now, log, undefined, progress ? { writeLogLevel: 'debug' } : {});
-    const client = await connect(c, io, log, audit.observer);
-    let failed = false;
-    let pre: PreflightResult;
-    let result: ReconcileResult;
-    try {
-      const now = () => Date.now() + client.serverClockOffsetMs();
-      pre = await preflight({ state: client.state, providerId: c.id, keyProviderId: client.providerId, keyName: client.identity.name, force: a.force === true, now, signal: sig.signal });
-      if (pre.forced) log.warn({ providerId: c.id }, 'a live provider with this ID was detected; running anyway (--force)');
-      log.info({ providerId: c.id, endpoint: client.endpoint, omniVersion: pre.omniVersion, mode: c.machines.length ? 'machines' : 'whole' }, 'preflight passed');
-      const strategy = createWipeStrategy(wipeOptions, { logger: log });
-      result = await reconcile(
-        { state: client.state, logger: log, version: VERSION, now, wipe: { strategy, options: wipeOptions }, ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}) },
-        {
-          providerId: c.id, machines: c.machines, profile: c.profile, stateTypes: c.stateTypes, deregister, wait, timeoutMs, omniWaitMs: stepMs, settleMs,
-          concurrency: c.concurrency, signal: sig.signal, force: a.force === true,
-          confirm: async (plan) => {
-            if (a.yes === true) return true;
-            if (!io.stdinIsTTY || !io.ask) throw new UsageError('this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); `stub-provider plan` shows what would change');
-            io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre })));
-            return io.ask(`Make these changes${wait ? ' and keep watching' : ''}? [y/N] `);
-          },
+export function executeRun(c: RunConfig, io: Io): Promise<Result> {
+  return withOutputs('run', c.target, io, (outputs, sig) => run(c, io, outputs, sig));
+}
+
+async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promise<Result> {
+  // On a terminal, log lines go through the progress line so that it stays below them, and the
+  // per-write and per-item lines are debug: the progress line shows one short line per machine.
+  const progress = progressFor(c, io);
+  const log = progress ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream }) : loggerFor(c, io);
+  const audit = new Audit(outputs.auditSink, Date.now, log, undefined, progress ? { writeLogLevel: 'debug' } : {});
+  const client = await connect(c, io, log, audit.observer);
+  let failed = false;
+  let pre: PreflightResult;
+  let result: ReconcileResult;
+  try {
+    const now = () => Date.now() + client.serverClockOffsetMs();
+    pre = await preflight({ state: client.state, providerId: c.id, keyProviderId: client.providerId, keyName: client.identity.name, force: c.force, now, signal: sig.signal });
+    if (pre.forced) log.warn({ providerId: c.id }, 'a live provider with this ID was detected; running anyway (--force)');
+    log.info({ providerId: c.id, endpoint: client.endpoint, omniVersion: pre.omniVersion, mode: c.machines.length ? 'machines' : 'whole' }, 'preflight passed');
+    const strategy = createWipeStrategy(c.wipe, { logger: log });
+    result = await reconcile(
+      { state: client.state, logger: log, version: VERSION, now, wipe: { strategy, options: c.wipe }, ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}) },
+      {
+        providerId: c.id, machines: c.machines, profile: c.profile, stateTypes: c.stateTypes, deregister: c.deregister, wait: c.wait, timeoutMs: c.timeoutMs,
+        omniWaitMs: c.stepTimeoutMs, settleMs: c.settleMs, concurrency: c.concurrency, signal: sig.signal, force: c.force,
+        confirm: async (plan) => {
+          if (c.yes) return true;
+          if (!io.stdinIsTTY || !io.ask) throw new UsageError('this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); `stub-provider plan` shows what would change');
+          io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre })));
+          return io.ask(`Make these changes${c.wait ? ' and keep watching' : ''}? [y/N] `);
         },
-      );
-    } catch (err) {
-      failed = true;
-      throw err;
-    } finally {
-      progress?.done();
-      // Closing the client cancels what is still in flight; the audit log then gives each write
-      // still unanswered its outcome (unknown) before the report counts them.
-      await client.close();
-      const code = sig.code();
-      audit.close(code ? `interrupted (${code === ExitCode.SigInt ? 'SIGINT' : 'SIGTERM'})` : failed ? 'the run failed' : 'the run ended');
-    }
-    const interruptCode = sig.code();
-    if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
-    return runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, ...(interruptCode ? { interruptCode } : {}) });
-  });
+      },
+    );
+  } catch (err) {
+    failed = true;
+    throw err;
+  } finally {
+    progress?.done();
+    // Closing the client cancels what is still in flight; the audit log then gives each write
+    // still unanswered its outcome (unknown) before the report counts them.
+    await client.close();
+    const code = sig.code();
+    audit.close(code ? `interrupted (${code === ExitCode.SigInt ? 'SIGINT' : 'SIGTERM'})` : failed ? 'the run failed' : 'the run ended');
+  }
+  const interruptCode = sig.code();
+  if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
+  return runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, ...(interruptCode ? { interruptCode } : {}) });
 }
 
-/** `--settle`: a duration as parseDuration reads it, or zero in any unit (`0`, `0s`): do not watch. */
-function settleMsOf(v: unknown): number {
-  const s = String(v).trim();
-  return /^(?:0+(?:\.0+)?(?:ms|s|m|h)?)+$/.test(s) ? 0 : parseDuration(s, '--settle');
-}
-
-export const runCommand: CommandModule<object, Args> = {
+export const runCommand = defineCommand({
   command: ['run', '$0'],
   describe: 'Release what the gone provider blocks: finish deletions under way, refuse new machines, deregister (default command)',
-  builder: (y: Argv) => addExamples(
-    y.options(runOptions).strictOptions(),
-    [
-      ['OMNI_ENDPOINT=https://omni.example.com OMNI_SERVICE_ACCOUNT_KEY=... $0 --id bare-metal --yes', 'Release every machine of bare-metal that is being deleted, clean up, and deregister'],
-      ['$0 --id bare-metal --machine 0b1c7f9e-... --yes', 'Release one machine; the provider stays registered for when it comes back'],
-      ['$0 --id kubevirt --profile provisioning --state-type Machine --wait --timeout 30m --yes', 'Stand in for a provisioning provider until every request is released'],
-      ['$0 --id bare-metal --wipe ipmi-power-off --yes --output json --report report.json --audit-log audit.ndjson', 'Power machines off through their BMC first; keep a JSON report and an audit log'],
-      ['$0 plan --id bare-metal', 'Show what a run would change, without changing anything'],
-    ],
-  ).epilogue('Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider); 4 authentication; 5 incomplete (retry); 130/143 interrupted. ' +
+  options: runOptions,
+  examples: [
+    ['OMNI_ENDPOINT=https://omni.example.com OMNI_SERVICE_ACCOUNT_KEY=... $0 --id bare-metal --yes', 'Release every machine of bare-metal that is being deleted, clean up, and deregister'],
+    ['$0 --id bare-metal --machine 0b1c7f9e-... --yes', 'Release one machine; the provider stays registered for when it comes back'],
+    ['$0 --id kubevirt --profile provisioning --state-type Machine --wait --timeout 30m --yes', 'Stand in for a provisioning provider until every request is released'],
+    ['$0 --id bare-metal --wipe ipmi-power-off --yes --output json --report report.json --audit-log audit.ndjson', 'Power machines off through their BMC first; keep a JSON report and an audit log'],
+    ['$0 plan --id bare-metal', 'Show what a run would change, without changing anything'],
+  ],
+  epilogue: 'Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider); 4 authentication; 5 incomplete (retry); 130/143 interrupted. ' +
     'With --output json or yaml, and in --report, every exit has its result, with the error\'s code and message. ' +
-    'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).'),
-  handler: async (argv) => {
-    const io = processIo();
-    await handleResult('run', argv, io, () => executeRun(argv, io));
-  },
-};
-
+    'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).',
+  parse: parseRun,
+  handler: (given, env) => commandLine('run', given, env, parseRun, run),
+});

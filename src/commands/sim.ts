@@ -6,22 +6,12 @@
 
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { CommandModule } from 'yargs';
 import { UsageError } from '../exit-codes.js';
 import { createLogger } from '../log.js';
+import { defineCommand, nonEmpty, once } from './options.js';
+import type { Given, OptionTable } from './options.js';
 import { colorOption } from './provider-options.js';
 import { resolveScenarioFile, shippedScenarios } from './scenario-file.js';
-
-interface SimArgs {
-  scenario: string;
-  listen: string;
-  dump?: string;
-  tls: boolean;
-  'tls-ca-out'?: string;
-  'keys-dir'?: string;
-  faults?: string;
-  color?: boolean;
-}
 
 export const simOptions = {
   scenario: { type: 'string', demandOption: true, describe: `Scenario YAML (the scenario shape, or \`omnictl get -o yaml\` documents), or the name of a shipped example (${shippedScenarios().join(', ')})` },
@@ -31,7 +21,42 @@ export const simOptions = {
   'tls-ca-out': { type: 'string', describe: 'With --tls: write the certificate (the CA to trust) here' },
   faults: { type: 'string', describe: 'Faults on top of the scenario\'s, as YAML or JSON with the keys of its `faults:` (docs/omni-behaviour.md, "Faults the sim can add"), e.g. \'{throttle: {infra_provider: {bytes_per_second: 20000, burst: 20000}}}\' (Omni 1.9\'s write budget) or \'{proxy_limit: {requests_per_second: 50, burst: 10, status: 429}}\'' },
   'keys-dir': { type: 'string', describe: 'Also write DIR/endpoint and each generated key to its own file (DIR/<provider-id>.key for infra-provider:<id>), before the ready line; for OMNI_SERVICE_ACCOUNT_KEY=$(cat DIR/<id>.key) or --service-account-key-file' },
-} as const;
+} as const satisfies OptionTable;
+
+/** What `sim` serves, and how: the command line parsed once (parseSim). */
+export interface SimConfig {
+  /** `--scenario` as given (a file or a shipped example's name) and the file it names. */
+  scenario: { value: string; file: string };
+  listen: { host: string; port: number };
+  dumpFile?: string;
+  tls: boolean;
+  tlsCaOut?: string;
+  keysDir?: string;
+  /** `--faults` as given (YAML or JSON), parsed with the scenario when the sim is loaded. */
+  faults?: string;
+  color?: boolean;
+}
+
+/** `sim`'s command line as yargs parsed it, checked. */
+export function parseSim(given: Given<typeof simOptions>, env: NodeJS.ProcessEnv): SimConfig {
+  const a = once(simOptions, given);
+  if (a['tls-ca-out'] !== undefined && !a.tls) throw new UsageError('--tls-ca-out needs --tls');
+  const listen = parseListen(a.listen);
+  const dumpFile = nonEmpty(a.dump);
+  const tlsCaOut = nonEmpty(a['tls-ca-out']);
+  const keysDir = nonEmpty(a['keys-dir']);
+  const faults = nonEmpty(a.faults);
+  return {
+    scenario: { value: a.scenario, file: resolveScenarioFile(a.scenario, '--scenario') },
+    listen,
+    ...(dumpFile ? { dumpFile } : {}),
+    tls: a.tls,
+    ...(tlsCaOut ? { tlsCaOut } : {}),
+    ...(keysDir ? { keysDir } : {}),
+    ...(faults ? { faults } : {}),
+    ...colorOption(a, env),
+  };
+}
 
 /** `HOST:PORT` or `[V6]:PORT`. */
 export function parseListen(text: string): { host: string; port: number } {
@@ -72,62 +97,60 @@ export function untilSignal(): Promise<NodeJS.Signals> {
   });
 }
 
-export const simCommand: CommandModule<object, SimArgs> = {
+export const simCommand = defineCommand({
   command: 'sim',
   describe: 'Serve a simulated Omni from a scenario file or a dump of your Omni (for tests and rehearsals)',
-  builder: (y) =>
-    y
-      .options(simOptions)
-      .check((a) => {
-        if (a['tls-ca-out'] !== undefined && !a.tls) throw new UsageError('--tls-ca-out needs --tls');
-        return true;
-      })
-      .example('$0 sim --scenario bare-metal-stuck', 'Serve the shipped example of a stuck bare-metal machine on a free loopback port; the first stdout line has the endpoint and the provider\'s key')
-      .example('$0 sim --scenario bare-metal-stuck --keys-dir ./sim', 'The same, and write ./sim/endpoint and ./sim/bare-metal.key for another shell')
-      .example('$0 sim --scenario machine-request-stuck --listen 127.0.0.1:8099 --dump final.yaml', 'Serve on a fixed port; on Ctrl-C or SIGTERM write the final state to final.yaml')
-      .example('$0 sim --scenario omni-dump.yaml', 'Rehearse on a dump of your own Omni (`omnictl get ... -o yaml`, see the operator guide)')
-      .example('$0 sim --scenario bare-metal-stuck --tls --tls-ca-out ca.pem', 'Serve HTTPS; pass ca.pem to stub-provider --ca-file')
-      .epilogue('Then run stub-provider against it: OMNI_ENDPOINT=<endpoint> OMNI_SERVICE_ACCOUNT_KEY=<key> stub-provider plan --id <provider-id>. Exit codes: 0 stopped by a signal (state dumped); 2 usage or an invalid scenario.'),
-  handler: async (args) => {
-    const listenOn = parseListen(args.listen);
-    const file = resolveScenarioFile(args.scenario, '--scenario');
-    // The simulated Omni is loaded only by the commands that serve it (see loadSim).
-    const { createSim, loadScenarioFile, parseFaults, ScenarioError, generateSelfSignedCert, summarizeDump } = await loadSim();
-    let scenario;
-    let faults;
-    try {
-      scenario = await loadScenarioFile(file);
-      faults = args.faults !== undefined ? parseFaults(args.faults, '--faults') : undefined;
-    } catch (e) {
-      if (e instanceof ScenarioError) throw new UsageError(e.message, { cause: e });
-      throw e;
-    }
-    const log = createLogger(colorOption(args, process.env));
-    // Nobody could log in to a sim without identities: a dump without its InfraProviders.
-    if (scenario.identities.length === 0) {
-      throw new UsageError(`--scenario ${args.scenario}: nobody could log in: the file has no \`identities:\` and no InfraProviders (a provider's key is made for each InfraProvider). ` +
-        'For a dump of your Omni add `omnictl get infraproviders -o yaml` (the operator guide lists every command)');
-    }
-    const identities = new Set(scenario.identities.map((i) => i.name));
-    const keyless = summarizeDump(scenario).named.filter((id) => !identities.has(`infra-provider:${id}`));
-    if (keyless.length > 0) {
-      log.warn({ providers: keyless }, `resources of provider(s) ${keyless.join(', ')} but no InfraProvider or identity for them: no key was made, and a run as them is refused as not registered. For a dump, add \`omnictl get infraproviders -o yaml\``);
-    }
-    const tls = args.tls ? await generateSelfSignedCert() : undefined;
-    if (tls && args['tls-ca-out']) await writeAtomically(args['tls-ca-out'], tls.cert);
-    // Subscribe before announcing readiness: a signal right after the ready line must not kill us.
-    const signalled = untilSignal();
-    const sim = await createSim(scenario, { host: listenOn.host, port: listenOn.port, ...(tls ? { tls } : {}), ...(faults ? { faults } : {}) });
-    if (args['keys-dir']) await writeKeys(args['keys-dir'], sim.endpoint, sim.keys);
-    log.info({ endpoint: sim.endpoint, omniVersion: sim.omniVersion, resources: scenario.resources.length }, 'simulated Omni ready');
-    process.stdout.write(`${JSON.stringify({ endpoint: sim.endpoint, keys: sim.keys })}\n`);
-    const sig = await signalled;
-    log.info({ signal: sig }, 'stopping the simulated Omni');
-    await sim.close();
-    if (args.dump) await writeAtomically(args.dump, sim.dump());
-    log.flush();
-  },
-};
+  options: simOptions,
+  examples: [
+    ['$0 sim --scenario bare-metal-stuck', 'Serve the shipped example of a stuck bare-metal machine on a free loopback port; the first stdout line has the endpoint and the provider\'s key'],
+    ['$0 sim --scenario bare-metal-stuck --keys-dir ./sim', 'The same, and write ./sim/endpoint and ./sim/bare-metal.key for another shell'],
+    ['$0 sim --scenario machine-request-stuck --listen 127.0.0.1:8099 --dump final.yaml', 'Serve on a fixed port; on Ctrl-C or SIGTERM write the final state to final.yaml'],
+    ['$0 sim --scenario omni-dump.yaml', 'Rehearse on a dump of your own Omni (`omnictl get ... -o yaml`, see the operator guide)'],
+    ['$0 sim --scenario bare-metal-stuck --tls --tls-ca-out ca.pem', 'Serve HTTPS; pass ca.pem to stub-provider --ca-file'],
+  ],
+  epilogue: 'Then run stub-provider against it: OMNI_ENDPOINT=<endpoint> OMNI_SERVICE_ACCOUNT_KEY=<key> stub-provider plan --id <provider-id>. Exit codes: 0 stopped by a signal (state dumped); 2 usage or an invalid scenario.',
+  parse: parseSim,
+  handler: (given, env) => serve(parseSim(given, env)),
+});
+
+/** `sim`: serves the scenario until SIGTERM or SIGINT, then writes the dump. */
+async function serve(c: SimConfig): Promise<void> {
+  // The simulated Omni is loaded only by the commands that serve it (see loadSim).
+  const { createSim, loadScenarioFile, parseFaults, ScenarioError, generateSelfSignedCert, summarizeDump } = await loadSim();
+  let scenario;
+  let faults;
+  try {
+    scenario = await loadScenarioFile(c.scenario.file);
+    faults = c.faults !== undefined ? parseFaults(c.faults, '--faults') : undefined;
+  } catch (e) {
+    if (e instanceof ScenarioError) throw new UsageError(e.message, { cause: e });
+    throw e;
+  }
+  const log = createLogger(c.color !== undefined ? { color: c.color } : {});
+  // Nobody could log in to a sim without identities: a dump without its InfraProviders.
+  if (scenario.identities.length === 0) {
+    throw new UsageError(`--scenario ${c.scenario.value}: nobody could log in: the file has no \`identities:\` and no InfraProviders (a provider's key is made for each InfraProvider). ` +
+      'For a dump of your Omni add `omnictl get infraproviders -o yaml` (the operator guide lists every command)');
+  }
+  const identities = new Set(scenario.identities.map((i) => i.name));
+  const keyless = summarizeDump(scenario).named.filter((id) => !identities.has(`infra-provider:${id}`));
+  if (keyless.length > 0) {
+    log.warn({ providers: keyless }, `resources of provider(s) ${keyless.join(', ')} but no InfraProvider or identity for them: no key was made, and a run as them is refused as not registered. For a dump, add \`omnictl get infraproviders -o yaml\``);
+  }
+  const tls = c.tls ? await generateSelfSignedCert() : undefined;
+  if (tls && c.tlsCaOut) await writeAtomically(c.tlsCaOut, tls.cert);
+  // Subscribe before announcing readiness: a signal right after the ready line must not kill us.
+  const signalled = untilSignal();
+  const sim = await createSim(scenario, { host: c.listen.host, port: c.listen.port, ...(tls ? { tls } : {}), ...(faults ? { faults } : {}), onControllerError: (f) => log.error({ task: f.task, err: f.cause }, f.message) });
+  if (c.keysDir) await writeKeys(c.keysDir, sim.endpoint, sim.keys);
+  log.info({ endpoint: sim.endpoint, omniVersion: sim.omniVersion, resources: scenario.resources.length }, 'simulated Omni ready');
+  process.stdout.write(`${JSON.stringify({ endpoint: sim.endpoint, keys: sim.keys })}\n`);
+  const sig = await signalled;
+  log.info({ signal: sig }, 'stopping the simulated Omni');
+  await sim.close();
+  if (c.dumpFile) await writeAtomically(c.dumpFile, sim.dump());
+  log.flush();
+}
 
 /**
  * The simulated Omni (and the YAML, scenario and TLS code behind it), imported when a command needs

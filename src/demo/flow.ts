@@ -1,11 +1,13 @@
 // `stub-provider demo`: the whole story against the embedded simulated Omni, through the same code
-// the real commands run (executePlan / executeRun over HTTP with the sim's generated keys), narrated
-// for a person. Each step checks what a user would notice in Omni (the dump of the sim's store), so
-// the demo fails loudly if the product stops doing what it shows.
+// the real commands run (command lines parsed by the CLI's parser, executePlan / executeRun over
+// HTTP with the sim's generated keys), narrated for a person. Each step checks what a user would
+// notice in Omni (the dump of the sim's store), so the demo fails loudly if the product stops doing
+// what it shows.
 
 import { Writable } from 'node:stream';
+import { configFrom } from '../cli.js';
 import { executePlan } from '../commands/plan.js';
-import type { Args, Io } from '../commands/provider-options.js';
+import type { Io } from '../commands/provider-options.js';
 import { executeRun } from '../commands/run.js';
 import type { Resource } from '../omni-client/resource.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace } from '../omni-client/resource.js';
@@ -101,25 +103,27 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
     if (command) say(`   $ ${command}`);
     return s;
   };
+  /** The environment of a command as provider `id`: the sim's endpoint and that provider's key. */
+  const env = (id: string): NodeJS.ProcessEnv => ({ OMNI_ENDPOINT: sim.endpoint, OMNI_SERVICE_ACCOUNT_KEY: sim.keys[`infra-provider:${id}`] });
   const io = (id: string): Io => ({
     // The report comes back as a value; the demo prints it itself.
     stdout: new Writable({ write: (_chunk, _enc, done) => done() }),
     stderr: o.stderr,
     stdinIsTTY: false,
-    env: { OMNI_ENDPOINT: sim.endpoint, OMNI_SERVICE_ACCOUNT_KEY: sim.keys[`infra-provider:${id}`] },
+    env: env(id),
     ...(o.signals ? { signals: o.signals } : {}),
   });
-  const args = (id: string, extra: Args = {}): Args => ({
-    id, machine: [], 'state-type': [], profile: 'auto', concurrency: 16, output: 'text', 'log-level': o.logLevel,
-    yes: true, wait: false, timeout: '60s', 'step-timeout': '20s', deregister: true, force: false, wipe: 'none', ...(o.color !== undefined ? { color: o.color } : {}), ...extra,
-  });
+  // Each step is a command line, parsed as the CLI parses it; the demo's own logging flags on each.
+  const logFlags = ['--log-level', o.logLevel, ...(o.color !== undefined ? [o.color ? '--color' : '--no-color'] : [])];
+  const runConfig = (id: string) => configFrom('run', ['--id', id, '--yes', '--timeout', '60s', '--step-timeout', '20s', ...logFlags], env(id));
+  const planConfig = (id: string) => configFrom('plan', ['--id', id, ...logFlags], env(id));
   const showReport = (s: DemoStep, rep: Report) => {
     s.report = rep;
     say(indent(renderText(rep)));
   };
   const run = async (title: string, id: string) => {
     const s = step(title, `OMNI_ENDPOINT=${sim.endpoint} OMNI_SERVICE_ACCOUNT_KEY=<${id}'s key> stub-provider --id ${id} --yes`);
-    const rep = await executeRun(args(id), io(id));
+    const rep = await executeRun(runConfig(id), io(id));
     await controllers.idle();
     showReport(s, rep);
     return rep;
@@ -150,7 +154,7 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   // 3. Rehearse: plan is read-only.
   const before = sim.dump();
   const planStep = step(`Rehearse: what would the stub do for ${bm}? (read-only)`, `stub-provider plan --id ${bm}`);
-  showReport(planStep, await executePlan(args(bm), io(bm)));
+  showReport(planStep, await executePlan(planConfig(bm), io(bm)));
   check('planWroteNothing', sim.dump() === before, 'plan changed nothing in Omni');
 
   // 4. The stub for bare-metal: the stuck machine is released, the running one is left alone.

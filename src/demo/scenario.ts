@@ -5,7 +5,7 @@
 //   kubevirt (SDK-based provisioning): a user-owned MachineRequestSet with one provisioned request
 //     (finalizer, MachineRequestStatus, state resource, ConfigPatchRequest); the demo scales the set
 //     down and creates a new request while the provider is offline.
-// Shapes as omni-lifecycle.md 1.1/1.2 describe them; the sim's controllers add Omni's own finalizers.
+// Shapes as docs/omni-lifecycle.md 1 and 3.1 describe them; the sim's controllers add Omni's own finalizers.
 
 import type { Resource } from '../omni-client/resource.js';
 import {

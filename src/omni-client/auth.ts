@@ -1,4 +1,4 @@
-// Service account keys and siderov1 request signatures (omni-wire.md 4).
+// Service account keys and siderov1 request signatures (docs/omni-wire.md 3).
 //
 // The key is what `omnictl infraprovider create` prints as OMNI_SERVICE_ACCOUNT_KEY: standard base64
 // of JSON {"name":"infra-provider:<id>","pgp_key":"<armored private key>"}. Every call is signed with

@@ -1,11 +1,12 @@
-// Reading answer bodies within limits (design.md rule 12): a unary body, one line of a stream, and
-// what either inflates to are capped and refused while they arrive, never after they were buffered
-// whole; bytes must be UTF-8 (decoded strictly: a replaced byte would turn one ID into another) and
-// JSON. Problems are WireErrors with a stable code; the transport names the call and the endpoint.
+// Reading answer bodies within limits (docs/design.md rule 12): a unary body and what it inflates to are
+// capped and refused while they arrive, never after they were buffered whole (a stream's lines:
+// ndjson.ts); bytes must be UTF-8 (decoded strictly: a replaced byte would turn one ID into another)
+// and JSON. Problems are WireErrors with a stable code; the transport names the call and the endpoint.
 
 import { isUtf8 } from 'node:buffer';
-import { pipeline, type Readable } from 'node:stream';
-import { createGunzip, gunzipSync } from 'node:zlib';
+import type { Readable } from 'node:stream';
+import { gunzipSync } from 'node:zlib';
+import type { Dispatcher } from 'undici';
 import { escapeControl } from '../untrusted.js';
 import { WireError } from './wire.js';
 
@@ -71,6 +72,16 @@ export function encodingOf(header: string | string[] | undefined): Encoding {
   throw new WireError(`an answer with Content-Encoding ${JSON.stringify(escapeControl(v.slice(0, 64)))}, which was not asked for`);
 }
 
+/** The answer's Content-Encoding; one that was not asked for ends the exchange (the body is dropped). */
+export function encodingOfAnswer(res: Dispatcher.ResponseData): Encoding {
+  try {
+    return encodingOf(res.headers['content-encoding']);
+  } catch (e) {
+    discard(res.body);
+    throw e;
+  }
+}
+
 /** Stops reading an answer: the connection is dropped, and the abort that causes is nobody's error. */
 export function discard(body: Readable): void {
   body.on('error', () => {
@@ -116,6 +127,11 @@ export async function readBody(body: Readable, encoding: Encoding, contentLength
   } finally {
     budget.give(held);
   }
+}
+
+/** A unary answer's body (or an error body), within the read limits. */
+export function readAnswer(res: Dispatcher.ResponseData, limits: ReadLimits, budget: ReadBudget): Promise<Buffer> {
+  return readBody(res.body, encodingOfAnswer(res), res.headers['content-length'], limits, budget);
 }
 
 /** The chunks of `body` up to its end; more than `cap` bytes destroys it and fails. */
@@ -197,115 +213,4 @@ export function snippet(buf: Buffer | string, max = 200): string {
   const t = s.trim().replace(/\s+/g, ' ');
   if (t === '') return '(empty)';
   return escapeControl(t.length > max ? `${t.slice(0, max)}...` : t);
-}
-
-/** The compressed bytes received since the last complete line of a gzip stream. */
-export interface CompressedMeter {
-  sinceLine: number;
-}
-
-/**
- * The decoded byte stream of a List or Watch answer. Omni flushes a gzip sync block per stream line:
- * decoded as bytes arrive, not at the end. The compressed bytes received since the last line are
- * counted (`meter.sinceLine`), so a gzip stream that inflates to nothing cannot run forever either.
- */
-export function streamOf(body: Readable, encoding: Encoding, limits: ReadLimits): { src: Readable; meter?: CompressedMeter } {
-  if (encoding === 'identity') return { src: body };
-  const cap = limits.lineBytes;
-  const meter: CompressedMeter = { sinceLine: 0 };
-  const gunzip = createGunzip();
-  // A listener beside the pipe, not a Transform stage: a sixth of the cost per List item.
-  body.on('data', (c: Buffer) => {
-    meter.sinceLine += c.length;
-    if (meter.sinceLine > cap && !gunzip.destroyed) gunzip.destroy(lineTooLong(cap, 'compressed'));
-  });
-  const src = pipeline(body, gunzip, () => {
-    // errors surface to the reader of the gunzip stream
-  });
-  return { src, meter };
-}
-
-function lineTooLong(cap: number, how: 'compressed' | 'inflated'): WireError {
-  return new WireError(`a stream line of more than ${describeBytes(cap)}${how === 'compressed' ? ' of compressed data' : ''}`, 'STUB_LINE_TOO_LONG');
-}
-
-export interface LineOptions {
-  /** Bytes of one line at most (default DEFAULT_READ_LIMITS.lineBytes). */
-  maxLineBytes?: number;
-  /** Where the bytes of an incomplete line are counted while it is buffered. */
-  budget?: ReadBudget;
-  /** Told of every line (the compressed meter starts counting again). */
-  meter?: CompressedMeter | undefined;
-}
-
-/**
- * Splits a byte stream into lines, whatever the chunking (multi-byte characters included). Each line
- * is checked to be UTF-8 (strictly) and at most `maxLineBytes` long, counted while it arrives; blank
- * lines are skipped and a last line without a newline is kept. Nothing is held of `budget` while
- * a line is handed out (pending bytes are only those before a chunk's first newline, joined and
- * given back before that line is yielded), so a reader that stops iterating leaks nothing.
- */
-export async function* ndjsonLines(src: AsyncIterable<Buffer | string>, opts: LineOptions = {}): AsyncGenerator<string> {
-  const cap = opts.maxLineBytes ?? DEFAULT_READ_LIMITS.lineBytes;
-  const budget = opts.budget;
-  const meter = opts.meter;
-  // The start of the line being read, from earlier chunks.
-  let pending: Buffer[] = [];
-  let pendingLen = 0;
-  let held = 0;
-  try {
-    for await (const c of src) {
-      const chunk = typeof c === 'string' ? Buffer.from(c, 'utf8') : c;
-      let start = 0;
-      let nl = chunk.indexOf(10);
-      if (nl >= 0 && pendingLen > 0) {
-        if (pendingLen + nl > cap) throw lineTooLong(cap, 'inflated');
-        pending.push(chunk.subarray(0, nl));
-        const line = Buffer.concat(pending, pendingLen + nl);
-        pending = [];
-        pendingLen = 0;
-        budget?.give(held);
-        held = 0;
-        const s = lineText(line, 0, line.length);
-        if (meter) meter.sinceLine = 0;
-        if (s !== undefined) yield s;
-        start = nl + 1;
-        nl = chunk.indexOf(10, start);
-      }
-      for (; nl >= 0; nl = chunk.indexOf(10, start)) {
-        if (nl - start > cap) throw lineTooLong(cap, 'inflated');
-        const s = lineText(chunk, start, nl);
-        start = nl + 1;
-        if (meter) meter.sinceLine = 0;
-        if (s !== undefined) yield s;
-      }
-      if (start < chunk.length) {
-        const rest = start === 0 ? chunk : chunk.subarray(start);
-        if (pendingLen + rest.length > cap) throw lineTooLong(cap, 'inflated');
-        budget?.take(rest.length);
-        held += rest.length;
-        pending.push(rest);
-        pendingLen += rest.length;
-      }
-    }
-    if (pendingLen > 0) {
-      const line = Buffer.concat(pending, pendingLen);
-      budget?.give(held);
-      held = 0;
-      const s = lineText(line, 0, line.length);
-      if (s !== undefined) yield s;
-    }
-  } finally {
-    budget?.give(held);
-  }
-}
-
-/** The text of bytes [start, end), or undefined for a blank line. */
-function lineText(buf: Buffer, start: number, end: number): string | undefined {
-  if (end === start) return undefined;
-  // JSON lines start with `{`; anything else is checked for being blank (then skipped).
-  if (buf[start] !== 0x7b && buf.toString('latin1', start, end).trim() === '') return undefined;
-  const bytes = buf.subarray(start, end);
-  if (!isUtf8(bytes)) throw new WireError(`a stream line that is not valid UTF-8: ${snippet(bytes)}`);
-  return buf.toString('utf8', start, end);
 }

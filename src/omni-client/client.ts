@@ -1,11 +1,14 @@
-// The Omni API client: one transport (one shared undici dispatcher), one signer, one State.
+// The Omni API client: one transport (one shared undici dispatcher), one signer, one State (the
+// gateway's CoreState wrapped by wrap.ts).
 
 import { silentLogger } from '../log.js';
 import { loadServiceAccountKey, parseServiceAccountKey, Signer, type ServiceAccountKey } from './auth.js';
 import { GatewayState } from './state.js';
-import { Transport, type DispatcherKind, type TransportOptions } from './transport.js';
+import type { DispatcherKind } from './dispatcher.js';
+import { Transport, type TransportOptions } from './transport.js';
 import type { State } from './types.js';
 import type { WriteObserver } from './write-observer.js';
+import { wrapCore } from './wrap.js';
 
 /** The transport's options (transport.ts), with the key in place of a signer. */
 export interface OmniClientOptions extends Omit<TransportOptions, 'endpoint' | 'signer' | 'backoff'> {
@@ -41,12 +44,8 @@ export async function createOmniClient(opts: OmniClientOptions): Promise<OmniCli
   const { key: _key, onWrite, ...transportOpts } = opts;
   const transport = new Transport({ ...transportOpts, signer, logger, now });
   if (opts.insecureSkipTlsVerify) logger.warn({ endpoint: transport.endpoint.origin }, 'TLS certificate verification is disabled (--insecure-skip-tls-verify)');
-  const state = new GatewayState(transport, {
-    logger,
-    ...(opts.delay ? { delay: opts.delay } : {}),
-    ...(opts.random ? { random: opts.random } : {}),
-    ...(onWrite ? { onWrite } : {}),
-  });
+  const timing = { logger, ...(opts.delay ? { delay: opts.delay } : {}), ...(opts.random ? { random: opts.random } : {}) };
+  const state = wrapCore(new GatewayState(transport, { ...timing, ...(onWrite ? { onWrite } : {}) }), timing);
   return {
     state,
     providerId: key.providerId,

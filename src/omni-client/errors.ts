@@ -1,4 +1,9 @@
-// Typed errors with stable `code` strings (one per gRPC code), in the style of undici's errors.
+// Every error the client raises, under one root (ClientError), in the style of undici's
+// lib/core/errors.js: each class has a stable `code` (docs/operator-guide.md lists them, exit-codes.ts
+// maps them to exit codes), and each instance says whether sending the same call again may succeed
+// (`retriable`). Retries, clock-skew adoption and watch resumption decide from those fields and from
+// what an error carries (Omni's Date header, the gRPC code), never from side tables.
+//
 // Callers decide from the code plus context (which method, what they sent): Omni uses one gRPC code
 // for several conditions (PermissionDenied is both "access refused" and "owner conflict").
 
@@ -36,7 +41,7 @@ export function grpcCodeName(code: number): GrpcCodeName {
   return NAME_BY_NUMBER.get(code) ?? 'Unknown';
 }
 
-/** grpc-gateway's runtime.HTTPStatusFromCode (omni-wire.md 1.3). */
+/** grpc-gateway's runtime.HTTPStatusFromCode (docs/design.md, "What an error is"). */
 export function httpStatusFromGrpcCode(code: number): number {
   switch (code) {
     case GrpcCode.OK: return 200;
@@ -60,34 +65,61 @@ export function httpStatusFromGrpcCode(code: number): number {
   }
 }
 
-export interface OmniErrorContext {
+export interface ClientErrorOptions {
+  cause?: unknown;
+  /** Sending the same call again may succeed (a broken connection, an overloaded Omni). Default false. */
+  retriable?: boolean;
   /** The gRPC method, e.g. `/cosi.resource.State/Update`. */
   method?: string;
+  /** The resource the call was about. */
   resource?: Pointer;
-  httpStatus?: number;
-  cause?: unknown;
 }
 
-/** Base of every error the client raises. `code` is stable; `message` keeps Omni's own text, escaped. */
-export class OmniError extends Error {
-  readonly code: string = 'OMNI_ERR';
-  readonly grpcCode: number;
-  readonly omniMessage: string;
+/** The root of every error the client raises. `code` is stable; `message` names what failed, escaped. */
+export class ClientError extends Error {
+  readonly code: string;
+  /** Whether the transport may send the same call again (see ClientErrorOptions). */
+  readonly retriable: boolean;
   readonly method: string | undefined;
   readonly resource: Pointer | undefined;
-  readonly httpStatus: number | undefined;
 
-  constructor(grpcCode: number, omniMessage: string, ctx: OmniErrorContext = {}) {
+  constructor(code: string, message: string, options: ClientErrorOptions = {}) {
+    super(message, options.cause !== undefined ? { cause: options.cause } : undefined);
+    this.name = new.target.name;
+    this.code = code;
+    this.retriable = options.retriable ?? false;
+    this.method = options.method;
+    this.resource = options.resource;
+  }
+}
+
+export interface OmniErrorContext extends Omit<ClientErrorOptions, 'retriable'> {
+  httpStatus?: number;
+  /** The Date header of the answer that carried the error: Omni's clock, for skew adoption. */
+  serverDate?: string;
+}
+
+/**
+ * An error with a gRPC status: Omni's answer (the status body of an error), or the client's own
+ * cancellation and deadline, which use gRPC's codes as the Go client does. Only Unavailable is
+ * retriable: every other code is Omni's decision about this very request.
+ */
+export class OmniError extends ClientError {
+  readonly grpcCode: number;
+  /** Omni's message as sent (`message` has it escaped, after the call and the code). */
+  readonly omniMessage: string;
+  readonly httpStatus: number | undefined;
+  readonly serverDate: string | undefined;
+
+  constructor(grpcCode: number, omniMessage: string, ctx: OmniErrorContext = {}, code = 'OMNI_ERR') {
     const where = [ctx.method, ctx.resource ? describePointer(ctx.resource) : undefined].filter(Boolean).join(' ');
     // Omni's message (and an ID read from Omni) may hold control characters: inert in `message`,
     // as sent in `omniMessage`.
-    super(escapeControl(`${where ? `${where}: ` : ''}${grpcCodeName(grpcCode)}: ${omniMessage}`), ctx.cause !== undefined ? { cause: ctx.cause } : undefined);
-    this.name = new.target.name;
+    super(code, escapeControl(`${where ? `${where}: ` : ''}${grpcCodeName(grpcCode)}: ${omniMessage}`), { ...ctx, retriable: grpcCode === GrpcCode.Unavailable });
     this.grpcCode = grpcCode;
     this.omniMessage = omniMessage;
-    this.method = ctx.method;
-    this.resource = ctx.resource;
     this.httpStatus = ctx.httpStatus;
+    this.serverDate = ctx.serverDate;
   }
 }
 
@@ -95,9 +127,9 @@ function codeClass<const C extends string>(code: C, grpc: number) {
   return class extends OmniError {
     static readonly CODE = code;
     static readonly GRPC = grpc;
-    override readonly code: C = code;
+    declare readonly code: C;
     constructor(omniMessage: string, ctx: OmniErrorContext = {}) {
-      super(grpc, omniMessage, ctx);
+      super(grpc, omniMessage, ctx, code);
     }
   };
 }
@@ -122,24 +154,22 @@ export class UnavailableError extends codeClass('OMNI_UNAVAILABLE', GrpcCode.Una
 export class DataLossError extends codeClass('OMNI_DATA_LOSS', GrpcCode.DataLoss) {}
 export class UnauthenticatedError extends codeClass('OMNI_UNAUTHENTICATED', GrpcCode.Unauthenticated) {}
 
-const CLASS_BY_GRPC = new Map<number, new (m: string, c?: OmniErrorContext) => OmniError>([
-  [GrpcCode.Canceled, CanceledError],
-  [GrpcCode.Unknown, UnknownError],
-  [GrpcCode.InvalidArgument, InvalidArgumentError],
-  [GrpcCode.DeadlineExceeded, DeadlineExceededError],
-  [GrpcCode.NotFound, NotFoundError],
-  [GrpcCode.AlreadyExists, AlreadyExistsError],
-  [GrpcCode.PermissionDenied, PermissionDeniedError],
-  [GrpcCode.ResourceExhausted, ResourceExhaustedError],
-  [GrpcCode.FailedPrecondition, FailedPreconditionError],
-  [GrpcCode.Aborted, AbortedError],
-  [GrpcCode.OutOfRange, OutOfRangeError],
-  [GrpcCode.Unimplemented, UnimplementedError],
-  [GrpcCode.Internal, InternalError],
-  [GrpcCode.Unavailable, UnavailableError],
-  [GrpcCode.DataLoss, DataLossError],
-  [GrpcCode.Unauthenticated, UnauthenticatedError],
-]);
+/** An ERRORED watch event (e.g. "buffer overrun"): the watch cannot go on. */
+export class WatchErroredError extends OmniError {
+  static readonly CODE = 'OMNI_WATCH_ERRORED';
+  declare readonly code: 'OMNI_WATCH_ERRORED';
+  constructor(message: string, ctx: OmniErrorContext = {}) {
+    super(GrpcCode.Unknown, message, ctx, 'OMNI_WATCH_ERRORED');
+  }
+}
+
+/** One class per gRPC code. */
+const OMNI_CLASSES = [
+  CanceledError, UnknownError, InvalidArgumentError, DeadlineExceededError, NotFoundError, AlreadyExistsError, PermissionDeniedError,
+  ResourceExhaustedError, FailedPreconditionError, AbortedError, OutOfRangeError, UnimplementedError, InternalError, UnavailableError,
+  DataLossError, UnauthenticatedError,
+] as const;
+const CLASS_BY_GRPC = new Map<number, new (m: string, c?: OmniErrorContext) => OmniError>(OMNI_CLASSES.map((c) => [c.GRPC, c]));
 
 /** Builds the typed error for a gRPC status code. */
 export function errorFromStatus(grpcCode: number, omniMessage: string, ctx: OmniErrorContext = {}): OmniError {
@@ -147,34 +177,32 @@ export function errorFromStatus(grpcCode: number, omniMessage: string, ctx: Omni
   return Cls ? new Cls(omniMessage, ctx) : new UnknownError(omniMessage, ctx);
 }
 
-/** Errors that are not from Omni: bad configuration, unreadable keys, transport failures. */
-export class ClientError extends Error {
-  readonly code: string;
-  constructor(code: string, message: string, options?: { cause?: unknown }) {
-    super(message, options);
-    this.name = 'ClientError';
-    this.code = code;
-  }
+/** A class of the client's own errors with one code. */
+function fixedCode<const C extends string>(code: C) {
+  return class extends ClientError {
+    static readonly CODE = code;
+    declare readonly code: C;
+    constructor(message: string, options?: ClientErrorOptions) {
+      super(code, message, options);
+    }
+  };
 }
 
-/** A key that cannot be used (not base64, not JSON, no name, encrypted, expired, ...). */
-export class KeyError extends ClientError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('STUB_KEY_INVALID', message, options);
-    this.name = 'KeyError';
-  }
-}
+/** Bad configuration found before any call: a malformed endpoint, an unreadable CA file. Exit 2. */
+export class ConfigError extends fixedCode('STUB_CONFIG') {}
 
-/** The endpoint could not be reached (connection refused, DNS, TLS). */
-export class TransportError extends ClientError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('STUB_TRANSPORT', message, options);
-    this.name = 'TransportError';
-  }
-}
+/** A key that cannot be used (not base64, not JSON, no name, encrypted, expired, ...). Exit 2. */
+export class KeyError extends fixedCode('STUB_KEY_INVALID') {}
 
 /**
- * Stable codes of answers that are not what the protocol says (design.md rule 11) or that exceed a
+ * Omni could not be reached, or the exchange broke (connection refused or reset, DNS, TLS, a proxy's
+ * 502/503/504). The transport says which are `retriable` (a reset connection is, a certificate that
+ * cannot be trusted is not).
+ */
+export class TransportError extends fixedCode('STUB_TRANSPORT') {}
+
+/**
+ * Stable codes of answers that are not what the protocol says (docs/design.md rule 11) or that exceed a
  * read limit (rule 12); each has a row in docs/operator-guide.md.
  */
 export type ProtocolCode =
@@ -203,31 +231,49 @@ const PROTOCOL_HINT: Record<ProtocolCode, string> = {
 /**
  * A malformed or oversized answer: an error, never data. Names the call, the resource and the
  * endpoint; the detail (server text included) is already escaped. Exit 5: the run can be repeated.
+ * Never retriable: sending the call again would only read it again.
  */
 export class ProtocolError extends ClientError {
   declare readonly code: ProtocolCode;
-  constructor(code: ProtocolCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: ProtocolCode, message: string, options?: Omit<ClientErrorOptions, 'retriable'>) {
     super(code, `${message} (${PROTOCOL_HINT[code]})`, options);
-    this.name = 'ProtocolError';
   }
 }
 
 /** Omni's endpoint answered with a redirect: a proxy or ingress in the way, or the wrong URL. Exit 2. */
-export class RedirectError extends ClientError {
-  constructor(message: string) {
-    super('STUB_REDIRECTED', message);
-    this.name = 'RedirectError';
-  }
-}
+export class RedirectError extends fixedCode('STUB_REDIRECTED') {}
 
 /** Omni refused the signature and its clock is further from ours than the client adopts. Exit 4. */
-export class ClockSkewError extends ClientError {
-  constructor(message: string) {
-    super('STUB_CLOCK_SKEW', message);
-    this.name = 'ClockSkewError';
-  }
+export class ClockSkewError extends fixedCode('STUB_CLOCK_SKEW') {}
+
+/** A write of a resource read without its spec, refused before it is sent (it would erase the spec). */
+export class SpecOmittedError extends fixedCode('CLIENT_SPEC_OMITTED') {}
+
+/**
+ * Codes of a call that broke in transit rather than being refused: reconnecting a watch after one may
+ * succeed (a connection reset or closed, Omni restarting or overloaded, the opening's deadline, a
+ * cancellation that was not the caller's). Anything else repeats: a refusal, a malformed answer.
+ */
+const BROKEN_IN_TRANSIT = new Set<string>(['STUB_TRANSPORT', 'OMNI_UNAVAILABLE', 'OMNI_DEADLINE_EXCEEDED', 'OMNI_ABORTED', 'OMNI_CANCELED']);
+
+export function brokeInTransit(e: unknown): e is ClientError {
+  return e instanceof ClientError && BROKEN_IN_TRANSIT.has(e.code);
 }
 
+/** Every error class with a fixed code (or, for ProtocolError, a set of them). */
+type CodedError =
+  | InstanceType<(typeof OMNI_CLASSES)[number]> | WatchErroredError | ConfigError | KeyError | TransportError | ProtocolError
+  | RedirectError | ClockSkewError | SpecOmittedError;
+/** The error classes by their stable code, for `hasCode`. */
+type ClassByCode = { [E in CodedError as E['code']]: E };
+export type ClientErrorCode = keyof ClassByCode;
+
+/** Whether `e` is the client's error with this stable code (narrowed to its class). */
+export function hasCode<C extends ClientErrorCode>(e: unknown, code: C): e is ClassByCode[C] {
+  return e instanceof ClientError && e.code === code;
+}
+
+/** Kept for callers written before `hasCode`: an OmniError, of the given class's code when one is given. */
 export function isOmniError(e: unknown, cls?: { CODE: string }): e is OmniError {
   return e instanceof OmniError && (cls === undefined || e.code === cls.CODE);
 }

@@ -14,7 +14,12 @@ export {
   type KeySource,
   type ServiceAccountKey,
 } from './auth.js';
-export { GatewayState, WatchErroredError, type GatewayStateOptions, type StateTransport } from './state.js';
+export { GatewayState, type GatewayStateOptions, type StateTransport } from './state.js';
+export { wrapCore, type ConflictPolicy } from './wrap.js';
 export { DEFAULT_READ_LIMITS, type ReadLimits } from './body.js';
 export { observeWrite, outcomeOf, type WriteIntent, type WriteObserver, type WriteOutcome } from './write-observer.js';
-export { Transport, MAX_ADOPTED_OFFSET_MS, normalizeEndpoint, jitteredBackoff, type CallContext, type DelayFn, type Endpoint, type OpenStream, type TransportOptions } from './transport.js';
+export { Transport, type OpenStream, type TransportOptions } from './transport.js';
+export type { CallContext } from './call.js';
+export { MAX_ADOPTED_OFFSET_MS } from './clock.js';
+export { normalizeEndpoint, type Endpoint } from './endpoint.js';
+export { jitteredBackoff, type DelayFn } from './retry.js';

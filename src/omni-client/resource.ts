@@ -114,7 +114,7 @@ export function recordsEqual(a: Record<string, string>, b: Record<string, string
   return ka.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
 }
 
-// Well-known names (omni-wire.md section 6.1, omni-lifecycle.md section 0.1).
+// Well-known names (docs/omni-wire.md 5.1, docs/omni-lifecycle.md 1).
 export const NS_INFRA_PROVIDER = 'infra-provider';
 export const NS_INFRA_PROVIDER_EPHEMERAL = 'infra-provider-ephemeral';
 export const NS_DEFAULT = 'default';

@@ -17,7 +17,7 @@ export { formatTimestamp, parseTimestamp, type TimestampParts } from './specs/ti
 
 type AnySchema = MessageSchema<unknown>;
 
-/** Omni's own resource types (omni-wire.md 6.1). */
+/** Omni's own resource types (docs/omni-wire.md 5.1). */
 export const OMNI_SPEC_SCHEMAS: ReadonlyMap<string, AnySchema> = new Map<string, AnySchema>([
   [T.InfraProvider, M.InfraProviderSpec],
   [T.InfraProviderStatus, M.InfraProviderStatusSpec],
@@ -40,7 +40,7 @@ export const OMNI_SPEC_SCHEMAS: ReadonlyMap<string, AnySchema> = new Map<string,
 
 /**
  * Types in a provider's own namespace, `<Name>.<id>.infraprovider.sidero.dev`, by `<Name>`. These are
- * the bare-metal provider's (omni-wire.md 6.3); another provider kind that reuses a name with a
+ * the bare-metal provider's (docs/omni-wire.md 5.3); another provider kind that reuses a name with a
  * different message would be misread, so callers that know the provider kind should check it.
  */
 export const PROVIDER_SPEC_SCHEMAS: ReadonlyMap<string, AnySchema> = new Map<string, AnySchema>([

@@ -1,38 +1,26 @@
-// The COSI State API (types.ts `State`) over the gateway transport. Requests are built with the
-// wire.ts schemas (proto names, zero values omitted, optional fields present only when set).
+// The COSI core State (types.ts `CoreState`) over the gateway transport; wrap.ts makes it a State.
+// Requests are built with the wire.ts schemas (proto names, zero values omitted, optional fields
+// present only when set); every answer is validated (docs/design.md rule 11).
 //
-// Teardown is Get + Update of the phase, never the Teardown RPC: Omni before 1.8 has no gateway route
-// for it and answers 404 code 5, indistinguishable from a missing resource (omni-wire.md 2.2).
+// There is no Teardown here: wrap.ts tears down with Get + Update of the phase, never the Teardown
+// RPC, which Omni before 1.8 has no gateway route for (404 code 5, indistinguishable from a missing
+// resource: docs/omni-behaviour.md, "Resources and routes").
 
 import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
-import {
-  FailedPreconditionError,
-  InvalidArgumentError,
-  NotFoundError,
-  OmniError,
-  PermissionDeniedError,
-  TransportError,
-  UnavailableError,
-  DeadlineExceededError,
-  AbortedError,
-  CanceledError,
-  ClientError,
-  GrpcCode,
-  type OmniErrorContext,
-} from './errors.js';
+import { FailedPreconditionError, SpecOmittedError, TransportError, WatchErroredError, brokeInTransit, hasCode } from './errors.js';
 import type { Phase, Pointer, Resource } from './resource.js';
-import { PHASE_RUNNING, PHASE_TEARING_DOWN, VERSION_UNDEFINED, cloneResource, describePointer, pointerOf } from './resource.js';
-import { defaultDelay, jitteredBackoff, type BackoffOptions, type CallContext, type DelayFn, type OpenStream, type Transport } from './transport.js';
+import { VERSION_UNDEFINED, describePointer, pointerOf } from './resource.js';
+import type { CallContext } from './call.js';
+import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './retry.js';
+import type { OpenStream, Transport } from './transport.js';
 import { observeWrite, type WriteObserver } from './write-observer.js';
 import type {
   CallOptions,
+  CoreState,
   LabelQuery,
   OwnerOptions,
   QueryOptions,
-  RemoveFinalizersOptions,
-  RemoveFinalizersResult,
-  State,
   UpdateOptions,
   WatchEvent,
   WatchEventType,
@@ -65,10 +53,6 @@ export interface GatewayStateOptions {
   logger?: Logger;
   delay?: DelayFn;
   random?: () => number;
-  /** Update attempts of removeFinalizers / teardown before giving up. Default 8. */
-  conflictAttempts?: number;
-  /** Backoff between conflict retries. Default 20 ms .. 1 s. */
-  conflictBackoff?: BackoffOptions;
   /** Backoff between watch reconnects. Default 250 ms .. 15 s. */
   watchBackoff?: BackoffOptions;
   /** Consecutive failed watch reconnects (no message in between) before giving up. Default 10. */
@@ -77,24 +61,14 @@ export interface GatewayStateOptions {
   onWrite?: WriteObserver;
 }
 
-/** An ERRORED watch event (e.g. "buffer overrun"): the watch cannot go on. */
-export class WatchErroredError extends OmniError {
-  override readonly code = 'OMNI_WATCH_ERRORED';
-  constructor(message: string, ctx: OmniErrorContext = {}) {
-    super(GrpcCode.Unknown, message, ctx);
-  }
-}
-
 const DECODE = { strict: false } as const;
 const EVENT_TYPES: WatchEventType[] = ['created', 'updated', 'destroyed', 'bootstrapped', 'errored', 'noop'];
 
-export class GatewayState implements State {
+export class GatewayState implements CoreState {
   #t: StateTransport;
   #log: Logger;
   #delay: DelayFn;
   #random: () => number;
-  #conflictAttempts: number;
-  #conflictBackoff: BackoffOptions;
   #watchBackoff: BackoffOptions;
   #watchMaxReconnects: number;
   #onWrite: WriteObserver | undefined;
@@ -104,8 +78,6 @@ export class GatewayState implements State {
     this.#log = opts.logger ?? silentLogger();
     this.#delay = opts.delay ?? defaultDelay;
     this.#random = opts.random ?? Math.random;
-    this.#conflictAttempts = opts.conflictAttempts ?? 8;
-    this.#conflictBackoff = opts.conflictBackoff ?? { baseMs: 20, capMs: 1_000 };
     this.#watchBackoff = opts.watchBackoff ?? { baseMs: 250, capMs: 15_000 };
     this.#watchMaxReconnects = opts.watchMaxReconnects ?? 10;
     this.#onWrite = opts.onWrite;
@@ -117,7 +89,7 @@ export class GatewayState implements State {
     return this.#t.unary('Get', body, ctx(opts, ptr), answerAbout(ptr));
   }
 
-  /** Every line a resource of this namespace and type, each ID once (design.md rules 11, 12). */
+  /** Every line a resource of this namespace and type, each ID once (docs/design.md rules 11, 12). */
   async list(namespace: string, type: string, opts: QueryOptions = {}): Promise<Resource[]> {
     const body = encode(ListRequestSchema, { namespace, type, options: queryOptions(opts) });
     const kind = { namespace, type };
@@ -134,7 +106,7 @@ export class GatewayState implements State {
 
   async create(r: Resource, opts: OwnerOptions = {}): Promise<Resource> {
     refuseOmittedSpec(r, 'Create');
-    // Omni refuses a metadata owner that differs from the option (omni-wire.md 2.4): default to it.
+    // Omni refuses a metadata owner that differs from the option (docs/cosi-semantics.md, "Owners"): default to it.
     const owner = opts.owner ?? r.metadata.owner;
     const body = encode(CreateRequestSchema, { resource: resourceToWire(r), options: { owner } });
     const intent = { method: 'Create', resource: pointerOf(r), owner, sent: r } as const;
@@ -155,99 +127,6 @@ export class GatewayState implements State {
     const body = encode(DestroyRequestSchema, { ...ptr, options: { owner: opts.owner ?? '' } });
     const intent = { method: 'Destroy', resource: ptr, owner: opts.owner ?? '', ...writeContext(opts) } as const;
     await observeWrite(this.#onWrite, intent, (onRetry) => this.#t.unary('Destroy', body, { ...ctx(opts, ptr), onRetry }, emptyAnswer), () => undefined, opts.signal);
-  }
-
-  async teardown(p: Pointer, opts: CallOptions = {}): Promise<boolean> {
-    const ptr = pointerOf(p);
-    // NotFound is thrown only while no Get of this call has found the resource: only then may the
-    // caller not know whether the ID it asked for ever named anything (design rule 4).
-    let found = false;
-    for (let attempt = 1; ; attempt++) {
-      let cur: Resource;
-      try {
-        cur = await this.get(ptr, opts);
-      } catch (e) {
-        if (found && e instanceof NotFoundError) return true;
-        throw e;
-      }
-      found = true;
-      if (cur.metadata.phase === PHASE_TEARING_DOWN) return cur.metadata.finalizers.length === 0;
-      const next = cloneResource(cur);
-      next.metadata.phase = PHASE_TEARING_DOWN;
-      try {
-        const after = await this.update(next, { ...opts, owner: cur.metadata.owner, expectedPhase: PHASE_RUNNING, before: cur });
-        return after.metadata.finalizers.length === 0;
-      } catch (e) {
-        // Read by this ID a moment ago and gone now: destroyed meanwhile, nothing holds it.
-        if (e instanceof NotFoundError) return true;
-        // A version conflict, or a phase conflict (someone else tore it down first): read again.
-        const again = e instanceof FailedPreconditionError || e instanceof InvalidArgumentError;
-        if (!again || attempt >= this.#conflictAttempts) throw e;
-        await this.#conflictPause(attempt, opts);
-      }
-    }
-  }
-
-  async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts: RemoveFinalizersOptions = {}): Promise<RemoveFinalizersResult> {
-    const ptr = pointerOf(target);
-    const drop = new Set(finalizers);
-    // A resource read without its spec cannot be written back as read: read it first.
-    let current: Resource | undefined = 'metadata' in target && !target.spec.omitted ? target : undefined;
-    let before: Resource | undefined;
-    let attempts = 0;
-    // Whether a Get of this call found the resource by its ID. A NotFound after that is `gone`;
-    // before it, `not-found`: the resource given may have come from a List only (design rule 4).
-    let found = false;
-    const notFound = (): RemoveFinalizersResult => ({ outcome: found ? 'gone' : 'not-found', ...(before ? { before } : {}), attempts });
-    for (;;) {
-      if (!current) {
-        try {
-          current = await this.get(ptr, opts);
-          found = true;
-        } catch (e) {
-          if (e instanceof NotFoundError) return notFound();
-          throw e;
-        }
-      }
-      before = current;
-      if (opts.requirePhase !== undefined && current.metadata.phase !== opts.requirePhase) {
-        return { outcome: 'phase-changed', before: current, attempts };
-      }
-      const keep = current.metadata.finalizers.filter((f) => !drop.has(f));
-      if (keep.length === current.metadata.finalizers.length) return { outcome: 'absent', before: current, attempts };
-      // Everything else exactly as read: read-only types accept an Update only if nothing but the
-      // finalizers changed, unknown spec fields included (omni-wire.md 5.2).
-      const next = cloneResource(current);
-      next.metadata.finalizers = keep;
-      attempts++;
-      try {
-        const after = await this.update(next, { ...opts, owner: current.metadata.owner, before: current });
-        return { outcome: 'removed', before: current, after, attempts };
-      } catch (e) {
-        if (e instanceof NotFoundError) return notFound();
-        if (attempts >= this.#conflictAttempts) throw e;
-        if (e instanceof FailedPreconditionError) {
-          current = undefined;
-        } else if (e instanceof PermissionDeniedError) {
-          // Either access is refused (then the resource is unchanged: give up) or the resource changed
-          // between our read and our write and no longer equals what we sent (retry).
-          let fresh: Resource;
-          try {
-            fresh = await this.get(ptr, opts);
-          } catch (g) {
-            if (g instanceof NotFoundError) return notFound();
-            throw g;
-          }
-          found = true;
-          if (fresh.metadata.version === current.metadata.version) throw e;
-          current = fresh;
-        } else {
-          throw e;
-        }
-        this.#log.debug({ resource: ptr, attempts, err: e.message }, 'removeFinalizers: resource changed meanwhile, retrying');
-        await this.#conflictPause(attempts, opts);
-      }
-    }
   }
 
   watchKind(namespace: string, type: string, opts: WatchKindOptions = {}): AsyncIterable<WatchEvent[]> {
@@ -276,7 +155,7 @@ export class GatewayState implements State {
         // Every message is decoded as it arrives: a malformed one ends the watch with a ProtocolError
         // (not a broken stream: reconnecting would only read it again).
         stream = await this.#t.openStream('Watch', body, { signal, timeoutMs: opts.timeoutMs, resource: kind }, (msg) => decodeEvents(msg, { namespace, type }));
-        // The first message only says that the watch is established (omni-wire.md 2.6); dropped.
+        // The first message only says that the watch is established (docs/cosi-semantics.md, "Watches"); dropped.
         const batches: AsyncIterable<WatchEvent[]> = stream;
         for await (const events of batches) {
           failures = 0;
@@ -302,20 +181,20 @@ export class GatewayState implements State {
         // Omni never ends a watch by itself: an end is a broken connection (a proxy, a restart).
         failure ??= new TransportError(`${fullMethod('Watch')} ${namespace}/${type}: the watch stream ended`);
       } catch (e) {
-        if (e instanceof WatchErroredError) throw e;
+        if (hasCode(e, 'OMNI_WATCH_ERRORED')) throw e;
         if (signal?.aborted) return;
         failure = e;
       } finally {
         stream?.close();
       }
 
-      if (bookmark && failure instanceof FailedPreconditionError) {
+      if (bookmark && hasCode(failure, 'OMNI_FAILED_PRECONDITION')) {
         // The bookmark is too old or from another server process: start over from a fresh bootstrap.
         this.#log.warn({ namespace, type, err: failure.message }, 'watch bookmark refused; listing again from scratch');
         bookmark = undefined;
         deliveredSinceStart = false;
         opts.onReset?.();
-      } else if (isBrokenStream(failure)) {
+      } else if (brokeInTransit(failure)) {
         if (!bookmark && deliveredSinceStart) {
           // Events were delivered but there is nothing to resume from: the consumer must rebuild.
           deliveredSinceStart = false;
@@ -333,14 +212,6 @@ export class GatewayState implements State {
       } catch {
         return;
       }
-    }
-  }
-
-  async #conflictPause(attempt: number, opts: CallOptions): Promise<void> {
-    try {
-      await this.#delay(jitteredBackoff(attempt - 1, this.#conflictBackoff, this.#random), opts.signal);
-    } catch {
-      throw new CanceledError('cancelled by the caller', { cause: opts.signal?.reason });
     }
   }
 }
@@ -361,7 +232,7 @@ function encode(schema: MessageSchema, obj: Record<string, unknown>): Record<str
 /** A resource read without its spec (Spec.omitted) would erase the spec in Omni if written back. */
 function refuseOmittedSpec(r: Resource, method: 'Create' | 'Update'): void {
   if (r.spec.omitted) {
-    throw new ClientError('CLIENT_SPEC_OMITTED', `refusing to ${method.toLowerCase()} ${describePointer(r.metadata)}: its spec was not kept when it was read; read it again first`);
+    throw new SpecOmittedError(`refusing to ${method.toLowerCase()} ${describePointer(r.metadata)}: its spec was not kept when it was read; read it again first`);
   }
 }
 
@@ -383,7 +254,7 @@ function emptyAnswer(answer: unknown): void {
 }
 
 /**
- * The `resource` of a Get/Create/Update answer or a List line, validated (design.md rule 11): present,
+ * The `resource` of a Get/Create/Update answer or a List line, validated (docs/design.md rule 11): present,
  * the strict metadata rules of wire.ts, a stored version (a number), a non-empty ID, of the namespace
  * and type asked for, and the ID asked for. Unknown fields (a newer Omni) are ignored.
  */
@@ -425,7 +296,7 @@ function queryOptions(opts: QueryOptions): Record<string, unknown> {
   return out;
 }
 
-/** How much of a resource each event type must carry (omni-wire.md 2.6). */
+/** How much of a resource each event type must carry (docs/design.md, "What an answer must be"). */
 const EVENT_RESOURCE: Record<WatchEventType, Kept | undefined> = {
   created: 'stored',
   updated: 'stored',
@@ -460,15 +331,4 @@ function decodeEvents(msg: unknown, kind: Expected): WatchEvent[] {
     if (e['bookmark'] instanceof Uint8Array) out.bookmark = e['bookmark'];
     return out;
   });
-}
-
-/** A broken stream worth resuming (as opposed to a refusal that will repeat). */
-function isBrokenStream(e: unknown): boolean {
-  return (
-    e instanceof TransportError ||
-    e instanceof UnavailableError ||
-    e instanceof DeadlineExceededError ||
-    e instanceof AbortedError ||
-    e instanceof CanceledError
-  );
 }

@@ -1,6 +1,9 @@
-// The State API as the rest of the program sees it. `src/omni-client/state.ts` implements it over
-// the gateway; tests of `src/provider` may implement it in memory.
+// The State API as the rest of the program sees it, in two layers as cosi-project/runtime has them:
+// a CoreState (get, list, watch, create, update, destroy) is a backend (`state.ts` GatewayState over
+// Omni's gateway; in tests, the sim's store); a State is a CoreState wrapped by `wrap.ts`, which
+// writes teardown, removeFinalizers and update-with-conflicts once, over any backend.
 
+import type { NotFoundError } from './errors.js';
 import type { Phase, Pointer, Resource } from './resource.js';
 
 export interface CallOptions {
@@ -19,12 +22,12 @@ export interface LabelTerm {
   invert?: boolean;
 }
 
-/** Terms inside one query are AND-ed; the queries of a list are OR-ed (omni-wire.md 2.5). */
+/** Terms inside one query are AND-ed; the queries of a list are OR-ed (docs/cosi-semantics.md, "List"). */
 export type LabelQuery = LabelTerm[];
 
 export interface QueryOptions extends CallOptions {
   labelQueries?: LabelQuery[];
-  /** RE2, unanchored (omni-wire.md 2.5). */
+  /** RE2, unanchored (docs/cosi-semantics.md, "List"). */
   idRegexp?: string;
 }
 
@@ -84,7 +87,8 @@ export interface RemoveFinalizersResult {
   attempts: number;
 }
 
-export interface State {
+/** What every backend implements. */
+export interface CoreState {
   get(p: Pointer, opts?: CallOptions): Promise<Resource>;
   list(namespace: string, type: string, opts?: QueryOptions): Promise<Resource[]>;
   /**
@@ -96,6 +100,38 @@ export interface State {
   create(r: Resource, opts?: OwnerOptions): Promise<Resource>;
   update(r: Resource, opts?: UpdateOptions): Promise<Resource>;
   destroy(p: Pointer, opts?: OwnerOptions): Promise<void>;
+}
+
+export interface UpdateWithConflictsOptions extends CallOptions {
+  /**
+   * Sent with every Update (teardown sends `running`). A phase conflict (InvalidArgument) is then
+   * read again and retried like a version conflict; without it, InvalidArgument is a refusal.
+   */
+  expectedPhase?: Phase;
+}
+
+/**
+ * How an update-with-conflicts ended. `updated`: an Update was made. Any other string: what `change`
+ * answered instead of a resource to write (nothing written). NotFound is one of two outcomes: `gone`
+ * when a Get of this call had found the resource by its ID first (it was destroyed meanwhile),
+ * `not-found` when nothing in this call found it by its ID (the resource given may have come from a
+ * List only: done only if the caller read it by that ID before, design rule 4).
+ */
+export type UpdateWithConflictsResult<S extends string> =
+  | { outcome: 'updated'; before: Resource; after: Resource; attempts: number }
+  | { outcome: S; before: Resource; attempts: number }
+  | { outcome: 'gone' | 'not-found'; before?: Resource; attempts: number; error: NotFoundError };
+
+export interface State extends CoreState {
+  /**
+   * Reads the resource (unless given one already read, with its spec), asks `change` what to write
+   * (a resource, or a string saying why nothing), and Updates it as its current owner. A version
+   * conflict means read again and ask again; so does a PermissionDenied when the read shows the
+   * resource changed meanwhile (on a read-only type, Omni answers an Update that no longer equals the
+   * stored resource but for its finalizers so), and a phase conflict with `expectedPhase`. Bounded;
+   * the last conflict is thrown when attempts run out.
+   */
+  updateWithConflicts<S extends string>(target: Resource | Pointer, change: (current: Resource) => Resource | S, opts?: UpdateWithConflictsOptions): Promise<UpdateWithConflictsResult<S>>;
   /**
    * Get + Update of the phase to `tearingDown` (owner = current owner, expected phase `running`);
    * no write when already tearing down. Returns whether nothing holds it any more: no finalizers,
@@ -106,8 +142,8 @@ export interface State {
   /**
    * One Update removing all the given finalizers; spec bytes, labels, annotations, owner and phase
    * sent back exactly as read; `expected_phase` absent. Given a Resource already read, the first
-   * attempt uses it without a Get. Retries version conflicts, and PermissionDenied when a re-read
-   * shows the resource changed meanwhile (bounded). NotFound is `gone` or `not-found` (see the result).
+   * attempt uses it without a Get. Retries as updateWithConflicts does. NotFound is `gone` or
+   * `not-found` (see the result).
    */
   removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: RemoveFinalizersOptions): Promise<RemoveFinalizersResult>;
 }

@@ -1,5 +1,5 @@
-// Omni's access rules in front of the sim's store, for one caller at a time (omni-wire.md 5,
-// omni-lifecycle.md 0.3). Two layers, in Omni's order:
+// Omni's access rules in front of the sim's store, for one caller at a time (docs/omni-wire.md 4,
+// docs/omni-lifecycle.md 2). Two layers, in Omni's order:
 //   1. the generic role checks of Omni's API state (`state_access.go`), skipped for the types the
 //      infra-provider state manages;
 //   2. the infra-provider state (`infraprovider/state.go`) for the namespaces `infra-provider`,

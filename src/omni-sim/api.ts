@@ -10,7 +10,7 @@ import type { Pointer, Resource } from '../omni-client/resource.js';
 
 export type Role = 'None' | 'InfraProvider' | 'Reader' | 'Operator' | 'Admin';
 
-/** Role order of omni-wire.md 4.1: None < InfraProvider < Reader < (Auditor) < Operator < Admin. */
+/** Role order of docs/omni-wire.md 3.4: None < InfraProvider < Reader < (Auditor) < Operator < Admin. */
 export const ROLE_RANK: Record<Role, number> = { None: 0, InfraProvider: 1, Reader: 2, Operator: 4, Admin: 5 };
 
 export interface Identity {
@@ -35,7 +35,7 @@ export interface LabelTermQ {
   invert: boolean;
 }
 
-/** Queries OR-ed, terms inside a query AND-ed (omni-wire.md 2.5). */
+/** Queries OR-ed, terms inside a query AND-ed (docs/omni-wire.md 2.6). */
 export interface Query {
   labelQueries: LabelTermQ[][];
   /** RE2-like, unanchored; empty = no filter. */

@@ -1,5 +1,5 @@
 // Identities of the simulated Omni and siderov1 signature verification, as Omni does it
-// (omni-wire.md 4.3; go-api-signature `pkg/message`, Omni's signature interceptor and authenticator):
+// (docs/omni-wire.md 3.3; go-api-signature `pkg/message`, Omni's signature interceptor and authenticator):
 //   - the gateway turns `Grpc-Metadata-<key>` headers into metadata `<key>` (lower-cased; values that
 //     are not printable ASCII are dropped) and `Authorization` into `authorization`;
 //   - the signature header is parsed first: missing, another version or bad base64 -> "invalid

@@ -1,4 +1,4 @@
-// What Omni does by itself, for the scenario's Omni version (omni-lifecycle.md 2, 3, 4.2, 5), acting
+// What Omni does by itself, for the scenario's Omni version (docs/omni-lifecycle.md 3.2, 4, 6, 7.3 and 8), acting
 // on the store as Omni's internal actor. Each controller is level-triggered and idempotent: a store
 // event queues the objects it concerns, a drain (on the next macrotask, never synchronously inside
 // a caller's write) reconciles each of them from the current state, and a pass that finds nothing to
@@ -82,8 +82,11 @@ export interface OmniControllerOptions {
   addFinalizers?: boolean;
   /** The 6-character suffix of replacement MachineRequest IDs (default: random lower-case alphanumerics). */
   randomSuffix?: () => string;
-  /** Unexpected controller failures (default: ignored, as Omni would retry and log). */
-  onError?: (task: string, err: unknown) => void;
+  /**
+   * Told of each unexpected controller failure (recorded in `failures` and thrown by `idle()` either
+   * way). Without it, a failure goes to the process-wide listeners of onControllerFailure.
+   */
+  onError?: (err: ControllerError) => void;
 }
 
 export interface StaticMachineOptions {
@@ -109,8 +112,13 @@ export interface MachineRequestSetOptions {
 
 export interface OmniControllers {
   stop(): void;
-  /** Resolves once every queued reconcile has run (for tests and the demo). */
+  /**
+   * Resolves once every queued reconcile has run (for tests and the demo); rejects with the first
+   * failure when a controller has failed: a sim that stopped reconciling is not idle, it is broken.
+   */
   idle(): Promise<void>;
+  /** The unexpected failures so far (the first MAX_FAILURES_KEPT). */
+  readonly failures: readonly ControllerError[];
   /** The UI's "delete machine": tears down `Links/<uuid>`. */
   deleteMachine(uuid: string): void;
   /** Sets the MachineRequestSet's machine_count to `count`; the extra requests are torn down. */
@@ -128,6 +136,31 @@ const REQUEST_DEFAULTS = { extensions: [], kernel_args: [], meta_values: [], pro
 
 const MAX_TASKS_PER_DRAIN = 5000;
 const MAX_RETRIES = 5;
+const MAX_FAILURES_KEPT = 100;
+
+/**
+ * An error inside one of the sim's controllers that is not part of reconciling (a NotFound of what
+ * went meanwhile, a version conflict retried): a bug of the sim, or a state it cannot reconcile.
+ * Omni would log it and retry forever; the sim records it so that the test that caused it fails.
+ */
+export class ControllerError extends Error {
+  constructor(readonly task: string, cause: unknown) {
+    super(`the simulated Omni's controller task ${task} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+    this.name = 'ControllerError';
+  }
+}
+
+const failureListeners = new Set<(f: ControllerError) => void>();
+
+/**
+ * Tells `listener` of every controller failure, in this process, of controllers started without an
+ * `onError` of their own: nobody else hears of it (the test setup, test/setup.ts, fails the test
+ * during which one happened). Returns the unsubscribe function.
+ */
+export function onControllerFailure(listener: (f: ControllerError) => void): () => void {
+  failureListeners.add(listener);
+  return () => failureListeners.delete(listener);
+}
 const ALNUM = 'abcdefghijklmnopqrstuvwxyz0123456789';
 
 function defaultSuffix(): string {
@@ -152,6 +185,7 @@ class Controllers implements OmniControllers {
   private scheduled: ReturnType<typeof setImmediate> | undefined;
   private waiters: Array<() => void> = [];
   private stopped = false;
+  readonly failures: ControllerError[] = [];
   private readonly unsubscribe: () => void;
   private readonly addFinalizers: boolean;
   private readonly suffix: () => string;
@@ -182,9 +216,16 @@ class Controllers implements OmniControllers {
     this.flushWaiters();
   }
 
-  idle(): Promise<void> {
-    if (this.stopped || (this.queue.size === 0 && !this.scheduled)) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push(resolve));
+  async idle(): Promise<void> {
+    if (!this.stopped && (this.queue.size > 0 || this.scheduled)) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    if (this.failures[0]) throw this.failures[0];
+  }
+
+  private fail(task: string, e: unknown): void {
+    const f = new ControllerError(task, e);
+    if (this.failures.length < MAX_FAILURES_KEPT) this.failures.push(f);
+    if (this.opts.onError) this.opts.onError(f);
+    else for (const l of failureListeners) l(f);
   }
 
   private flushWaiters(): void {
@@ -219,7 +260,7 @@ class Controllers implements OmniControllers {
           this.queue.add(task);
         } else {
           this.retries.delete(task);
-          this.opts.onError?.(task, e);
+          this.fail(task, e);
         }
       }
     }
@@ -516,7 +557,7 @@ class Controllers implements OmniControllers {
     if (!done) return false;
     for (const mrs of this.list(NS_INFRA_PROVIDER, T.MachineRequestStatus, labelled)) done = this.teardownAndDestroy(mrs) && done;
     if (!done) return false;
-    // Every user-owned set, whatever provider it uses (omni-lifecycle.md 5.1, step 7).
+    // Every user-owned set, whatever provider it uses (docs/omni-lifecycle.md 7.3, handler 6).
     for (const set of this.list(NS_DEFAULT, T.MachineRequestSet)) {
       if (set.metadata.owner === '') done = this.teardownAndDestroy(set) && done;
     }

@@ -93,6 +93,10 @@ export function dumpState(sc: Scenario, providerId: string): State {
     create: (r: Resource) => refuse(`a Create of ${r.metadata.type} ${r.metadata.id}`),
     update: (r: Resource) => refuse(`an Update of ${r.metadata.type} ${r.metadata.id}`),
     destroy: (p: Pointer) => refuse(`a Destroy of ${p.type} ${p.id}`),
+    updateWithConflicts: (t: Resource | Pointer) => {
+      const p = 'metadata' in t ? t.metadata : t;
+      return refuse(`an Update of ${p.type} ${p.id}`);
+    },
     teardown: (p: Pointer) => refuse(`a teardown of ${p.type} ${p.id}`),
     removeFinalizers: (t: Resource | Pointer): Promise<RemoveFinalizersResult> => {
       const p = 'metadata' in t ? t.metadata : t;

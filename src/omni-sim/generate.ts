@@ -1,5 +1,5 @@
 // Scenarios made in code rather than read from YAML: N bare-metal machines and M MachineRequests of
-// one provider, stuck in their deletion because the provider is gone (omni-lifecycle.md 1.1, 1.2).
+// one provider, stuck in their deletion because the provider is gone (docs/omni-lifecycle.md 1 and 3.1).
 // Used by the benchmark (tens of thousands of resources: building them directly is far faster than
 // writing and parsing YAML) and by the fault and safety tests. Deterministic: the same options give
 // byte-identical resources.

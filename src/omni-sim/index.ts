@@ -5,7 +5,7 @@
 import type { Identity, SimClock, StateApi } from './api.js';
 import { createAccessApi } from './access.js';
 import { gatewayBehaviour } from './behaviour.js';
-import { type OmniControllers, startOmniControllers } from './controllers.js';
+import { type ControllerError, type OmniControllers, startOmniControllers } from './controllers.js';
 import { createAuthenticate, IdentityRegistry } from './auth.js';
 import { type FaultConfig, Faults } from './faults.js';
 import { generateKey, type GeneratedKey } from './keys.js';
@@ -43,6 +43,8 @@ export interface SimOptions {
   access?: (ctx: SimContext) => StateApi;
   /** Omni's own controllers (controllers.ts) for the scenario's version; `false` runs none. Default true. */
   controllers?: boolean;
+  /** Told of an error inside the controllers (controllers.ts ControllerError); default: onControllerFailure's listeners. */
+  onControllerError?: (err: ControllerError) => void;
   /** Lifetime of generated keys (seconds). Default 365 days. */
   keyLifetimeSeconds?: number;
 }
@@ -104,7 +106,10 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
   const api = opts.access ? opts.access(ctx) : createAccessApi(store, { version: sc.omniVersion });
   const controllers = opts.controllers === false
     ? undefined
-    : startOmniControllers(store, { version: sc.omniVersion, clock, onServiceAccountDeleted: (id) => registry.removeProvider(id) });
+    : startOmniControllers(store, {
+      version: sc.omniVersion, clock, onServiceAccountDeleted: (id) => registry.removeProvider(id),
+      ...(opts.onControllerError ? { onError: opts.onControllerError } : {}),
+    });
   const authenticate: Authenticator = opts.authenticate ?? createAuthenticate(registry, clock);
   const gateway = new Gateway({
     state: api,

@@ -1,4 +1,4 @@
-// Key pairs the way `omnictl infraprovider create` makes them (omni-wire.md 4.1): an OpenPGP v4 key,
+// Key pairs the way `omnictl infraprovider create` makes them (docs/omni-wire.md 3.1): an OpenPGP v4 key,
 // EdDSA legacy (Ed25519), with an expiry, user ID `<id> (<comment>) <<email>>`; handed out as
 // OMNI_SERVICE_ACCOUNT_KEY = standard base64 of JSON {"name","pgp_key"}.
 // Used by the sim (identities without a public key in the scenario) and by tests; never by the stub.

@@ -1,4 +1,4 @@
-// Label and ID queries with the semantics of omni-wire.md 2.5: label queries OR-ed, terms inside a
+// Label and ID queries with the semantics of docs/omni-wire.md 2.6: label queries OR-ed, terms inside a
 // query AND-ed; EQUAL/LT* read value[0]; comparisons never match a missing or non-numeric label,
 // even inverted; *_NUMERIC read units as COSI does (numericValue); the ID regexp is unanchored.
 //

@@ -1,7 +1,7 @@
 // Scenario files of the simulated Omni (issue 3, item 6), read strictly: every error names the YAML
 // document (0-based) and the key. Two shapes, also mixed in one multi-document file:
 //   - the scenario shape: `omni: {version}`, `identities: [...]`, `resources: [...]`, `faults: {...}`;
-//   - documents as `omnictl get ... -o yaml` prints them (shared/docs/omnictl-yaml.md): top-level
+//   - documents as `omnictl get ... -o yaml` prints them (docs/omni-wire.md 6): top-level
 //     `metadata` + `spec`, version a bare number, spec keys in omnictl's spelling.
 // A resource's spec is a map (`spec:`, for the types src/omni-client/specs.ts knows; proto or omnictl
 // key spelling), or `proto_spec:` (standard base64, any type), plus `yaml_spec:` for opaque types.

@@ -1,5 +1,5 @@
 // The gateway of the simulated Omni: `POST /api/cosi.resource.State/<Method>` with grpc-gateway's
-// conventions as Omni configures them (omni-wire.md 1.3): protojson bodies (snake_case out, unknown
+// conventions as Omni configures them (docs/omni-wire.md 1.3): protojson bodies (snake_case out, unknown
 // fields rejected), NDJSON streams flushed per line, errors as google.rpc.Status, gzip only for a bare
 // `gzip` token. Every call is authenticated by the injected authenticator and served by the injected
 // StateApi (access.ts in the sim, the bare store in tests). Nothing a client sends may crash it.
@@ -56,7 +56,7 @@ function statusOf(e: unknown): Status {
   return { code: GrpcCode.Internal, message: e instanceof Error ? e.message : String(e) };
 }
 
-/** encoding/json escapes these in stream lines (omni-wire.md 1.3). */
+/** encoding/json escapes these in stream lines (docs/omni-wire.md 1.3). */
 function escapeHtml(json: string): string {
   return json.replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
@@ -359,7 +359,7 @@ export class Gateway {
     }
   }
 
-  /** A resource from a Create/Update body, validated like Omni's server (omni-wire.md 3.1). */
+  /** A resource from a Create/Update body, validated like Omni's server (docs/omni-wire.md 2.2). */
   private incoming(w: unknown): Resource {
     let r: Resource;
     try {

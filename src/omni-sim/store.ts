@@ -1,4 +1,4 @@
-// The sim's COSI state: an in-memory store with the semantics of omni-wire.md 2.4-2.6 and 3.2, and no
+// The sim's COSI state: an in-memory store with the semantics of docs/omni-wire.md 2.2-2.7 and docs/cosi-semantics.md, and no
 // access rules (the identity argument is ignored; access.ts wraps this store with Omni's rules).
 //
 // Where Omni's backends differ (backend.ts), each kind answers as the backend Omni keeps it in:

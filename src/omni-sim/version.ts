@@ -1,5 +1,5 @@
 // Omni versions as scenarios name them ("1.3", "1.3.4", "v1.4.0-beta.0"), parsed once and compared by
-// major.minor.patch. Omni's behaviour changes at release boundaries (omni-lifecycle.md 5.3); a
+// major.minor.patch. Omni's behaviour changes at release boundaries (docs/omni-lifecycle.md 8); a
 // pre-release counts as the release it leads to, since the changes the sim emulates first shipped
 // in v1.4.0-beta.0 and carried on into v1.4.0.
 

@@ -1,5 +1,5 @@
 // What the finalizers the stub leaves alone mean, whether Omni will keep holding a resource once
-// ours are gone, and what an operator can do about it (omni-lifecycle.md 2.2, 3.3, 5.1 and 8.1;
+// ours are gone, and what an operator can do about it (docs/omni-lifecycle.md 3.2, 4, 7.3 and docs/omni-behaviour.md;
 // docs/omni-behaviour.md "What Omni's controllers wait for"). Used by plan notes and the report.
 //
 // A prediction rests only on what the provider's account can read (InfraProvider ranks below

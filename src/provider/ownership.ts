@@ -1,6 +1,6 @@
 // Design rule 1: which finalizers and resources belong to the provider ID we stand in for.
 // The ID is compared case-sensitively and used exactly as given: IDs registered before Omni 1.10 may
-// hold upper case letters and dots (omni-lifecycle.md 0.2), so `proxmox` is not `proxmox-talos` and
+// hold upper case letters and dots (docs/omni-lifecycle.md 2.2), so `proxmox` is not `proxmox-talos` and
 // `BareMetal-IAD1` is not `baremetal-iad1`.
 
 import type { Metadata } from '../omni-client/resource.js';
@@ -33,7 +33,7 @@ export function foreignFinalizers(md: Pick<Metadata, 'namespace' | 'labels' | 'f
 
 /**
  * Whether an `omni.Machine` carries the provider ID: a label from Omni 1.4, an annotation before
- * (omni-lifecycle.md 0.1, commit 88928fe6). Both are checked so the version need not be known.
+ * (docs/omni-lifecycle.md 1, Omni commit 88928fe6). Both are checked so the version need not be known.
  */
 export function machineCarriesProvider(md: Pick<Metadata, 'labels' | 'annotations'>, providerId: string): boolean {
   return md.labels[LABEL_INFRA_PROVIDER_ID] === providerId || md.annotations[LABEL_INFRA_PROVIDER_ID] === providerId;

@@ -1,4 +1,4 @@
-// Which resource types and finalizers a provider kind uses (omni-lifecycle.md 1.1 and 1.2), and how
+// Which resource types and finalizers a provider kind uses (docs/omni-lifecycle.md 1 and 3.1, docs/providers.md), and how
 // `--profile` / `--state-type` turn into the types the stub reads and cleans.
 
 import { providerType } from '../omni-client/resource.js';
@@ -15,7 +15,7 @@ export const BARE_METAL_CONTROLLERS = [
   'WipeStatusController',
 ] as const;
 
-/** Bare-metal's types in `infra-provider:<id>` (omni-wire.md 6.3); all keyed by machine UUID but TLSConfig. */
+/** Bare-metal's types in `infra-provider:<id>` (docs/omni-wire.md 5.3); all keyed by machine UUID but TLSConfig. */
 export const BARE_METAL_NAMESPACE_TYPES = ['BMCConfiguration', 'MachineStatus', 'PowerOperation', 'RebootStatus', 'WipeStatus', 'TLSConfig'] as const;
 
 /** TLSConfig has one resource, `tls-config`: provider-wide, cleaned only when deregistering. */
@@ -135,7 +135,7 @@ function uniq(xs: string[]): string[] {
   return [...new Set(xs)];
 }
 
-/** A full type must live in our namespace: Omni refuses other suffixes with InvalidArgument (omni-wire.md 5.1). */
+/** A full type must live in our namespace: Omni refuses other suffixes with InvalidArgument (docs/omni-wire.md 4.2). */
 export function stateTypeProblem(name: string, providerId: string): string | undefined {
   if (name === '') return 'an empty --state-type';
   const full = resolveStateType(name, providerId);

@@ -1,4 +1,4 @@
-// src/wipe: best-effort wipe strategies behind one interface (design.md, "src/wipe"; issue 5).
+// src/wipe: best-effort wipe strategies behind one interface (docs/design.md, "Layout"; docs/wipe.md).
 // None of them erases disks: they power a machine off or send it to PXE, or run the operator's program.
 
 import type { Logger } from '../log.js';
@@ -12,7 +12,7 @@ import type { WipeOptions, WipeStrategy } from './types.js';
 export type { BmcFacts, MachineFacts, WipeOutcome, WipeResult, WipeStrategy, WipeOptions, WipeStrategyName } from './types.js';
 export { WIPE_STRATEGIES, Reason } from './types.js';
 export { runWipes, type RunWipesOptions } from './run.js';
-export { wipeCliOptions, wipeOptionsFromArgv, wipeBlocksRelease, DEFAULT_WIPE_TIMEOUT_S, DEFAULT_WIPE_CONCURRENCY } from './options.js';
+export { wipeCliOptions, wipeOptionsFrom, wipeBlocksRelease, DEFAULT_WIPE_TIMEOUT_S, DEFAULT_WIPE_CONCURRENCY, type WipeFlags } from './options.js';
 export { machineFactsFromBmc, bmcFactsFromSpec, type AnyBmcSpec, type BmcSpecLike } from './facts.js';
 export { scrubSecrets } from './result.js';
 export { IPMITOOL_MISSING } from './ipmi.js';

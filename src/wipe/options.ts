@@ -1,9 +1,10 @@
-// The wipe flags (yargs options object, spread into a command's builder) and their validation.
+// The wipe flags (a yargs option table, spread into run's) and their validation (wipeOptionsFrom,
+// called by run's parse).
 
-import type { Options } from 'yargs';
+import type { InferredOptionTypes, Options } from 'yargs';
 import { UsageError } from '../exit-codes.js';
 import { CommandSyntaxError, splitCommand } from './argv.js';
-import { WIPE_STRATEGIES, type WipeOptions, type WipeResult, type WipeStrategyName } from './types.js';
+import { WIPE_STRATEGIES, type WipeOptions, type WipeResult } from './types.js';
 
 export const DEFAULT_WIPE_TIMEOUT_S = 30;
 export const DEFAULT_WIPE_CONCURRENCY = 4;
@@ -78,16 +79,13 @@ export const wipeCliOptions = {
   },
 } as const satisfies Record<string, Options>;
 
-/** What wipeOptionsFromArgv reads (yargs gives both kebab-case and camelCase keys; we read kebab-case). */
-export type WipeArgv = Record<string, unknown>;
+/** The wipe flags as yargs parsed them (the types their table declares; yargs checked the choices). */
+export type WipeFlags = InferredOptionTypes<typeof wipeCliOptions>;
 
-export function wipeOptionsFromArgv(argv: WipeArgv): WipeOptions {
-  const strategy = (argv.wipe ?? 'none') as string;
-  if (!(WIPE_STRATEGIES as readonly string[]).includes(strategy)) {
-    throw new UsageError(`--wipe ${strategy} is not a wipe strategy (choose one of: ${WIPE_STRATEGIES.join(', ')})`);
-  }
-  const command = argv['wipe-command'];
-  if (command !== undefined && typeof command !== 'string') throw new UsageError('--wipe-command takes one string: "<program> [args]"');
+/** The wipe flags, checked: a UsageError names a value or a combination that cannot be used. */
+export function wipeOptionsFrom(a: WipeFlags): WipeOptions {
+  const strategy = a.wipe;
+  const command = a['wipe-command'];
   if (strategy === 'command') {
     if (!command || !command.trim()) throw new UsageError('--wipe command needs --wipe-command "<program> [args]"');
     try {
@@ -99,32 +97,24 @@ export function wipeOptionsFromArgv(argv: WipeArgv): WipeOptions {
   } else if (command !== undefined) {
     throw new UsageError(`--wipe-command is only used with --wipe command (got --wipe ${strategy})`);
   }
-  const requireWipe = argv['require-wipe'] === true;
+  const requireWipe = a['require-wipe'];
   if (requireWipe && strategy === 'none') {
     throw new UsageError('--require-wipe with --wipe none would block every machine: choose a wipe strategy');
   }
-  const timeoutS = numberFlag(argv, 'wipe-timeout', DEFAULT_WIPE_TIMEOUT_S);
+  const timeoutS = numberFlag('wipe-timeout', a['wipe-timeout']);
   if (!(timeoutS > 0 && timeoutS <= MAX_WIPE_TIMEOUT_S)) throw new UsageError(`--wipe-timeout must be between 0 and ${MAX_WIPE_TIMEOUT_S} seconds (got ${timeoutS})`);
-  const concurrency = integerFlag(argv, 'wipe-concurrency', DEFAULT_WIPE_CONCURRENCY, 1, 256);
-  const redfishPort = integerFlag(argv, 'redfish-port', 443, 1, 65535);
-  const ipmiCipherSuite = integerFlag(argv, 'ipmi-cipher-suite', 3, 0, 17);
-  const scheme = argv['redfish-scheme'] ?? 'https';
-  if (scheme !== 'https' && scheme !== 'http') throw new UsageError(`--redfish-scheme must be https or http (got ${String(scheme)})`);
-  const iface = argv['ipmi-interface'] ?? 'lanplus';
-  if (iface !== 'lanplus' && iface !== 'lan') throw new UsageError(`--ipmi-interface must be lanplus or lan (got ${String(iface)})`);
-
   const opts: WipeOptions = {
-    strategy: strategy as WipeStrategyName,
+    strategy,
     timeoutMs: Math.round(timeoutS * 1000),
     requireWipe,
-    concurrency,
-    redfishPort,
-    redfishScheme: scheme,
-    bmcInsecureSkipTlsVerify: argv['bmc-insecure-skip-tls-verify'] === true,
-    ipmiInterface: iface,
-    ipmiCipherSuite,
+    concurrency: integerFlag('wipe-concurrency', a['wipe-concurrency'], 1, 256),
+    redfishPort: integerFlag('redfish-port', a['redfish-port'], 1, 65535),
+    redfishScheme: a['redfish-scheme'],
+    bmcInsecureSkipTlsVerify: a['bmc-insecure-skip-tls-verify'],
+    ipmiInterface: a['ipmi-interface'],
+    ipmiCipherSuite: integerFlag('ipmi-cipher-suite', a['ipmi-cipher-suite'], 0, 17),
   };
-  if (strategy === 'command') opts.command = command as string;
+  if (strategy === 'command' && command) opts.command = command;
   return opts;
 }
 
@@ -133,15 +123,13 @@ export function wipeBlocksRelease(result: WipeResult, opts: Pick<WipeOptions, 'r
   return opts.requireWipe && result.outcome !== 'succeeded';
 }
 
-function numberFlag(argv: WipeArgv, name: string, dflt: number): number {
-  const v = argv[name] ?? dflt;
-  const n = typeof v === 'number' ? v : Number(v);
-  if (!Number.isFinite(n)) throw new UsageError(`--${name} must be a number (got ${String(v)})`);
+function numberFlag(name: string, n: number): number {
+  if (!Number.isFinite(n)) throw new UsageError(`--${name} must be a number (got ${n})`);
   return n;
 }
 
-function integerFlag(argv: WipeArgv, name: string, dflt: number, min: number, max: number): number {
-  const n = numberFlag(argv, name, dflt);
+function integerFlag(name: string, v: number, min: number, max: number): number {
+  const n = numberFlag(name, v);
   if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max} (got ${n})`);
   return n;
 }

@@ -4,36 +4,26 @@
 // and plan's exit code predicts run's: 0 nothing to do, 10 changes pending, 3 where run is refused,
 // 4 where its key is. TLS failures name --ca-file and --insecure-skip-tls-verify (the sim's --tls).
 
-import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER_EPHEMERAL, newMetadata, T } from '../../src/omni-client/resource.js';
-import { encodeSpec, InfraProviderHealthStatusSpec } from '../../src/omni-client/specs.js';
+import { T } from '../../src/omni-client/resource.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
 import { bareMetalMachine, generateScenario, machineUuid } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { generateSelfSignedCert } from '../../src/omni-sim/tls.js';
-import { cleanEnv, MAIN, runCli, startCli } from '../helpers/cli-process.js';
+import { cleanEnv, requireBuiltCli, runCli, scratchDirEachTest, startCli } from '../helpers/cli-process.js';
+import { healthStatus } from '../helpers/provider-fixtures.js';
 import { startTamperProxy } from '../helpers/tamper-proxy.js';
 
 const ID = 'bm';
-let dir: string;
 const sims: Sim[] = [];
-
-beforeAll(() => {
-  expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
-});
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'cli-exits-'));
-});
+requireBuiltCli();
+const dir = scratchDirEachTest('cli-exits-');
 afterEach(async () => {
   for (const s of sims.splice(0)) await s.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 interface SimOpts { machines?: number; running?: number; registered?: boolean; heartbeatAgeMs?: number }
@@ -43,19 +33,11 @@ async function simWith(o: SimOpts = {}): Promise<Sim> {
   const sc = generateScenario({ providerId: ID, machines: o.machines ?? 1, omniVersion: '1.3.4' });
   for (let i = 0; i < (o.running ?? 0); i++) sc.resources.push(...bareMetalMachine(ID, machineUuid(i, 7), { phase: 'running' }));
   if (o.registered === false) sc.resources = sc.resources.filter((r) => r.metadata.type !== T.InfraProvider);
-  if (o.heartbeatAgeMs !== undefined) sc.resources.push(heartbeat(Date.now() - o.heartbeatAgeMs));
+  if (o.heartbeatAgeMs !== undefined) sc.resources.push(healthStatus(ID, Date.now() - o.heartbeatAgeMs));
   const s = await createSim(sc);
   sims.push(s);
   await s.controllers?.idle();
   return s;
-}
-
-function heartbeat(atMs: number): Resource {
-  const at = new Date(atMs).toISOString();
-  return {
-    metadata: newMetadata({ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: ID }, { version: '3', created: at, updated: at, labels: { [LABEL_INFRA_PROVIDER_ID]: ID } }),
-    spec: { protoSpec: encodeSpec(InfraProviderHealthStatusSpec, { last_heartbeat_timestamp: at, error: '' }) },
-  };
 }
 
 const keyOf = (s: Sim) => s.keys[`infra-provider:${ID}`]!;
@@ -69,7 +51,7 @@ interface Outcome {
 
 /** Runs the CLI with `--output json --report FILE` and reads both results. */
 async function withResults(args: string[], env: NodeJS.ProcessEnv, signal?: { send: NodeJS.Signals; when: RegExp | Promise<void> }): Promise<Outcome> {
-  const file = join(dir, `report-${Math.random().toString(36).slice(2)}.json`);
+  const file = join(dir(), `report-${Math.random().toString(36).slice(2)}.json`);
   const child = startCli([...args, '--output', 'json', '--report', file, '--log-format', 'json'], { env });
   if (signal) {
     await (signal.when instanceof RegExp ? child.stderrMatches(signal.when) : signal.when);
@@ -182,7 +164,7 @@ describe('run: every exit has its result, on stdout (--output json) and in --rep
 
   it('--report alone: the file gets the failed result, stdout stays empty; --output yaml is the same result', async () => {
     const s = await simWith({ registered: false });
-    const file = join(dir, 'r.json');
+    const file = join(dir(), 'r.json');
     const r = await runCli([...runArgs(s), '--report', file, '--log-format', 'json'], { env: envFor(s) });
     expect(r.code).toBe(3);
     expect(r.stdout).toBe('');
@@ -194,7 +176,7 @@ describe('run: every exit has its result, on stdout (--output json) and in --rep
 
   it('a report file that cannot be opened: exit 2, the result on stdout only', async () => {
     const s = await simWith();
-    const r = await runCli([...runArgs(s), '--output', 'json', '--report', join(dir, 'missing', 'r.json')], { env: envFor(s) });
+    const r = await runCli([...runArgs(s), '--output', 'json', '--report', join(dir(), 'missing', 'r.json')], { env: envFor(s) });
     expect(r.code).toBe(2);
     expect(JSON.parse(r.stdout)).toMatchObject({ result: 'failed', exitCode: 2, error: { code: 'STUB_USAGE', message: expect.stringMatching(/cannot open it for writing/) } });
   });
@@ -241,7 +223,7 @@ describe('TLS errors say which flag fixes them (sim --tls)', () => {
     const o = await withResults(planArgs(s), envFor(s));
     expectResult(o, 5, 'STUB_TRANSPORT', /self-signed certificate.*--ca-file .*--insecure-skip-tls-verify/);
     expect(o.stderr).toMatch(/pass --ca-file <the CA certificate, PEM>; only for a test server, --insecure-skip-tls-verify/);
-    const ca = join(dir, 'ca.pem');
+    const ca = join(dir(), 'ca.pem');
     await writeFile(ca, cert.cert);
     expect((await runCli([...planArgs(s), '--ca-file', ca, '--log-format', 'json'], { env: envFor(s) })).code).toBe(10);
   }, 60_000);

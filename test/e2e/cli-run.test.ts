@@ -5,44 +5,28 @@
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Resource } from '../../src/omni-client/resource.js';
 import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario.js';
 import type { Report } from '../../src/provider/report.js';
+import { cleanEnv, MAIN, requireBuiltCli, runCli, scratchDirEachTest } from '../helpers/cli-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = join(ROOT, 'dist/src/main.js');
 const BARE = join(ROOT, 'scenarios/bare-metal-stuck.yaml');
 const UUID = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';
 const ID = 'bare-metal';
 
-let dir: string;
 const children: ChildProcessWithoutNullStreams[] = [];
-
-beforeAll(() => {
-  expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
-});
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'cli-run-e2e-'));
-});
-afterEach(async () => {
+requireBuiltCli();
+const dir = scratchDirEachTest('cli-run-e2e-');
+afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  await rm(dir, { recursive: true, force: true });
 });
-
-/** The parent's environment without anything that would configure the stub behind the test's back. */
-function cleanEnv(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { NO_COLOR: '1' };
-  for (const [k, v] of Object.entries(process.env)) if (!/^(OMNI_|STUB_PROVIDER_)/.test(k)) env[k] = v;
-  return { ...env, ...extra };
-}
 
 function waitExit(child: ChildProcessWithoutNullStreams, limitMs: number, what: string): Promise<number | null> {
   return new Promise((resolve, reject) => {
@@ -86,27 +70,15 @@ async function startSim(scenarioFile: string, dump: string): Promise<SimProc> {
   };
 }
 
-interface Ran { code: number | null; stdout: string; stderr: string }
-
-async function stub(args: string[], env: Record<string, string>): Promise<Ran> {
-  // stdin is a pipe, never a terminal: --yes is what allows changes.
-  const child = spawn(process.execPath, [MAIN, ...args], { cwd: ROOT, env: cleanEnv(env), stdio: ['pipe', 'pipe', 'pipe'] });
-  children.push(child);
-  child.stdin.end();
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
-  const code = await waitExit(child, 30_000, `stub-provider ${args.join(' ')}`);
-  return { code, stdout, stderr };
-}
+/** The built CLI as a Job runs it: stdin a pipe, never a terminal (--yes is what allows changes). */
+const stub = (args: string[], env: NodeJS.ProcessEnv) => runCli(args, { cwd: ROOT, env: cleanEnv(env), limitMs: 30_000 });
 
 const keyOf = (r: Resource) => `${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id}`;
 
 describe('stub-provider (run) against stub-provider sim, as separate processes', () => {
   it('releases the stuck machine, cleans up and deregisters (exit 0, JSON report); a second run changes nothing; usage errors exit 2 first without writing', async () => {
-    const dump = join(dir, 'dump.yaml');
-    const reportFile = join(dir, 'report.json');
+    const dump = join(dir(), 'dump.yaml');
+    const reportFile = join(dir(), 'report.json');
     const sim = await startSim(BARE, dump);
     const env = { OMNI_SERVICE_ACCOUNT_KEY: sim.key };
     const base = ['--omni-api-endpoint', sim.endpoint, '--yes', '--output', 'json', '--log-format', 'json'];
@@ -161,9 +133,9 @@ describe('stub-provider (run) against stub-provider sim, as separate processes',
 
   it('a provider that is not registered: exit 3, with how to re-create the registration, and nothing written', async () => {
     const sc = parseScenario(await readFile(BARE, 'utf8'));
-    const unregistered = join(dir, 'unregistered.yaml');
+    const unregistered = join(dir(), 'unregistered.yaml');
     await writeFile(unregistered, dumpScenario({ ...sc, resources: sc.resources.filter((r) => r.metadata.type !== 'InfraProviders.omni.sidero.dev') }));
-    const dump = join(dir, 'dump.yaml');
+    const dump = join(dir(), 'dump.yaml');
     const sim = await startSim(unregistered, dump);
     const r = await stub(['--id', ID, '--omni-api-endpoint', sim.endpoint, '--yes', '--output', 'json'], { OMNI_SERVICE_ACCOUNT_KEY: sim.key });
     expect(r.code, r.stderr).toBe(3);

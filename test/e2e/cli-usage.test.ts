@@ -2,17 +2,14 @@
 // and flags, --dry-run pointing to plan, the environment as flags (STUB_PROVIDER_NO_<FLAG>, an
 // unknown variable named as one, the command line winning), and colour (NO_COLOR, --no-color).
 
-import { existsSync } from 'node:fs';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { generateScenario } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { cleanEnv, MAIN, runCli } from '../helpers/cli-process.js';
+import { cleanEnv, requireBuiltCli, runCli } from '../helpers/cli-process.js';
 
 const ID = 'bm';
 const sims: Sim[] = [];
-beforeAll(() => {
-  expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
-});
+requireBuiltCli();
 afterEach(async () => {
   for (const s of sims.splice(0)) await s.close();
 });

@@ -2,20 +2,16 @@
 // finished well within a minute, exit 0, and output that shows the release and the deregistration.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MAIN, requireBuiltCli } from '../helpers/cli-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = join(ROOT, 'dist/src/main.js');
 const STUCK = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';
 const RUNNING = '7c3e1b22-5d6f-4a8b-9c0d-223344556677';
 
 const children: ChildProcessWithoutNullStreams[] = [];
-beforeAll(() => {
-  expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
-});
+requireBuiltCli();
 afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });

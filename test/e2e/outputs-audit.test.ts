@@ -7,12 +7,11 @@
 
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { readFile, symlink, writeFile } from 'node:fs/promises';
 import { request as httpRequest, type IncomingHttpHeaders, type ServerResponse } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Pointer } from '../../src/omni-client/resource.js';
 import { T } from '../../src/omni-client/resource.js';
 import { createAccessApi } from '../../src/omni-sim/access.js';
@@ -21,23 +20,20 @@ import { generateScenario } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import type { AuditEntry, AuditIntent, AuditOutcome } from '../../src/provider/audit.js';
 import type { Report } from '../../src/provider/report.js';
+import { MAIN, requireBuiltCli, scratchDirEachTest } from '../helpers/cli-process.js';
 import { startTamperProxy, type Tamper, type TamperProxy, type TamperRequest } from '../helpers/tamper-proxy.js';
 
 const ID = 'bm';
-const MAIN = join(process.cwd(), 'dist/src/main.js');
 
 /** A write as the sim applied it (a gateway call by the provider's identity that succeeded). */
 interface Applied { method: 'Create' | 'Update' | 'Destroy'; resource: Pointer; version?: string; finalizers?: string[] }
 
-let dir: string;
 let sim: Sim | undefined;
 let proxy: TamperProxy | undefined;
 let applied: Applied[] = [];
-beforeAll(() => {
-  expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
-});
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'outputs-audit-'));
+requireBuiltCli();
+const dir = scratchDirEachTest('outputs-audit-');
+beforeEach(() => {
   applied = [];
 });
 afterEach(async () => {
@@ -45,7 +41,6 @@ afterEach(async () => {
   await sim?.close();
   proxy = undefined;
   sim = undefined;
-  await rm(dir, { recursive: true, force: true });
 });
 
 const ptr = (p: Pointer): Pointer => ({ namespace: p.namespace, type: p.type, id: p.id });
@@ -93,16 +88,16 @@ describe('outputs first: exit 2 before anything is asked of Omni', () => {
   it('a report into a missing folder, an audit log there, the same file twice (path, symlink), plan --report, durations a timer cannot hold', async () => {
     const s = await recordingSim(2);
     const before = versions(s);
-    const audit = join(dir, 'audit.ndjson');
+    const audit = join(dir(), 'audit.ndjson');
     await writeFile(audit, '{"an":"earlier run"}\n');
-    await symlink(audit, join(dir, 'report-link.json'));
+    await symlink(audit, join(dir(), 'report-link.json'));
     const base = ['--id', ID, '--yes', '--log-format', 'json'];
     const cases: [string[], RegExp][] = [
-      [[...base, '--report', join(dir, 'missing', 'report.json')], /--report .*missing\/report\.json: cannot open it for writing \(ENOENT: its folder does not exist\); nothing was written to Omni/],
-      [[...base, '--audit-log', join(dir, 'missing', 'audit.ndjson')], /--audit-log .*ENOENT/],
+      [[...base, '--report', join(dir(), 'missing', 'report.json')], /--report .*missing\/report\.json: cannot open it for writing \(ENOENT: its folder does not exist\); nothing was written to Omni/],
+      [[...base, '--audit-log', join(dir(), 'missing', 'audit.ndjson')], /--audit-log .*ENOENT/],
       [[...base, '--report', audit, '--audit-log', audit], /are the same file: the report would overwrite the audit log/],
-      [[...base, '--report', join(dir, 'report-link.json'), '--audit-log', audit], /are the same file/],
-      [['plan', '--id', ID, '--report', join(dir, 'missing', 'plan.json')], /--report .*ENOENT/],
+      [[...base, '--report', join(dir(), 'report-link.json'), '--audit-log', audit], /are the same file/],
+      [['plan', '--id', ID, '--report', join(dir(), 'missing', 'plan.json')], /--report .*ENOENT/],
       [[...base, '--step-timeout', '1000h'], /--step-timeout 1000h is longer than a timer can wait: at most 2147483647 ms \(596h/],
       [[...base, '--wait', '--timeout', '1000h'], /--timeout 1000h is longer than a timer can wait/],
     ];
@@ -119,15 +114,15 @@ describe('outputs first: exit 2 before anything is asked of Omni', () => {
 
   it('plan --report and run --report write the report file, the audit log beside it', async () => {
     const s = await recordingSim(2);
-    const plan = stub(s, ['plan', '--id', ID, '--output', 'json', '--log-format', 'json', '--report', join(dir, 'plan.json')]);
+    const plan = stub(s, ['plan', '--id', ID, '--output', 'json', '--log-format', 'json', '--report', join(dir(), 'plan.json')]);
     // Exit 10: changes pending (plan predicts run's work, issue 14 item 6).
     expect(await plan.code, plan.stderr()).toBe(10);
-    expect(JSON.parse(await readFile(join(dir, 'plan.json'), 'utf8'))).toEqual(JSON.parse(plan.stdout()));
-    const run = stub(s, ['--id', ID, '--yes', '--output', 'json', '--log-format', 'json', '--report', join(dir, 'run.json'), '--audit-log', join(dir, 'audit.ndjson')]);
+    expect(JSON.parse(await readFile(join(dir(), 'plan.json'), 'utf8'))).toEqual(JSON.parse(plan.stdout()));
+    const run = stub(s, ['--id', ID, '--yes', '--output', 'json', '--log-format', 'json', '--report', join(dir(), 'run.json'), '--audit-log', join(dir(), 'audit.ndjson')]);
     expect(await run.code, run.stderr()).toBe(0);
-    const rep = JSON.parse(await readFile(join(dir, 'run.json'), 'utf8')) as Report;
+    const rep = JSON.parse(await readFile(join(dir(), 'run.json'), 'utf8')) as Report;
     expect(rep).toMatchObject({ result: 'done', exitCode: 0 });
-    const lines = (await readFile(join(dir, 'audit.ndjson'), 'utf8')).trimEnd().split('\n').map((l) => JSON.parse(l) as AuditEntry);
+    const lines = (await readFile(join(dir(), 'audit.ndjson'), 'utf8')).trimEnd().split('\n').map((l) => JSON.parse(l) as AuditEntry);
     expect(lines.filter((l) => l.event === 'intent')).toHaveLength(applied.length);
     expect(Object.values(rep.writes).reduce((a, b) => a + b, 0)).toBe(applied.length);
   }, 60_000);
@@ -198,7 +193,7 @@ describe('the audit log holds every write that may have reached Omni', () => {
     proxy = await startTamperProxy(s.endpoint, (r) => (WRITES.has(r.rpc) ? forward(s.endpoint, r, (res, status, headers, body) => {
       setTimeout(() => { if (!res.destroyed) { res.writeHead(status, headers); res.end(body); } }, 150);
     }) : undefined));
-    const file = join(dir, 'audit.ndjson');
+    const file = join(dir(), 'audit.ndjson');
     const run = stub(s, ['--id', ID, '--yes', '--output', 'json', '--log-format', 'json', '--log-level', 'warn', '--concurrency', '16', '--audit-log', file], proxy.endpoint);
     // Signalled once a few hundred lines are in (bounded: 30 s).
     for (let i = 0; i < 1500; i++) {
@@ -233,7 +228,7 @@ describe('the audit log holds every write that may have reached Omni', () => {
       if (r.rpc !== 'Update' || type !== T.InfraMachine || cut++ > 0) return undefined;
       return forward(s.endpoint, r, (res) => { res.destroy(); });
     });
-    const file = join(dir, 'audit.ndjson');
+    const file = join(dir(), 'audit.ndjson');
     const argv = ['--id', ID, '--yes', '--output', 'json', '--log-format', 'json', '--audit-log', file];
     const run = stub(s, argv, proxy.endpoint);
     // The retry is answered NotFound (or a conflict whose re-read is): the machine came from a List
@@ -252,7 +247,7 @@ describe('the audit log holds every write that may have reached Omni', () => {
     expect(['OMNI_FAILED_PRECONDITION', 'OMNI_NOT_FOUND']).toContain(o.errorCode);
     // The InfraMachine was released by that first attempt.
     expect(s.store.all().filter((x) => x.metadata.type === T.InfraMachine)).toEqual([]);
-    const again = stub(s, argv.map((a) => (a === file ? join(dir, 'audit-again.ndjson') : a)), proxy.endpoint);
+    const again = stub(s, argv.map((a) => (a === file ? join(dir(), 'audit-again.ndjson') : a)), proxy.endpoint);
     expect(await again.code, again.stderr()).toBe(0);
   }, 60_000);
 });

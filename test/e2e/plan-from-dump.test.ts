@@ -4,37 +4,29 @@
 // cannot hold (the provider's own namespace) is said. And `sim` on a dump: refused without
 // InfraProviders, a warning for a provider without one, keys in files with --keys-dir.
 
-import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { loadScenarioFile } from '../../src/omni-sim/scenario.js';
-import { cleanEnv, MAIN, runCli, startCli } from '../helpers/cli-process.js';
+import { cleanEnv, requireBuiltCli, runCli, scratchDirEachTest, startCli } from '../helpers/cli-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const OMNICTL_EXAMPLE = join(ROOT, 'scenarios/bare-metal-stuck.omnictl.yaml');
 const UUID = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';
 
-let dir: string;
 const sims: Sim[] = [];
-beforeAll(() => {
-  expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
-});
-beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'plan-dump-'));
-});
+requireBuiltCli();
+const dir = scratchDirEachTest('plan-dump-');
 afterEach(async () => {
   for (const s of sims.splice(0)) await s.close();
-  await rm(dir, { recursive: true, force: true });
 });
 
 /** The documents of the shipped omnictl example, filtered: what `omnictl get` calls would have printed. */
 async function dumpWithout(drop: (doc: string) => boolean, name: string): Promise<string> {
   const docs = (await readFile(OMNICTL_EXAMPLE, 'utf8')).split(/^---$/m);
-  const file = join(dir, name);
+  const file = join(dir(), name);
   await writeFile(file, docs.filter((d) => !drop(d)).join('---\n'));
   return file;
 }
@@ -110,11 +102,11 @@ describe('sim on a dump', () => {
   });
 
   it('warns about a provider without a registration; --keys-dir writes the endpoint and the key, usable as a key file', async () => {
-    const file = join(dir, 'two.yaml');
+    const file = join(dir(), 'two.yaml');
     const extra = (await readFile(OMNICTL_EXAMPLE, 'utf8')).split(/^---$/m).find((d) => d.includes('type: InfraMachines.omni.sidero.dev'))!
       .replaceAll('bare-metal', 'other-provider').replace(UUID, '11111111-2222-4333-8444-555555555555');
     await writeFile(file, `${await readFile(await realDump(), 'utf8')}\n---\n${extra}`);
-    const keys = join(dir, 'keys');
+    const keys = join(dir(), 'keys');
     const sim = startCli(['sim', '--scenario', file, '--keys-dir', keys], { env: cleanEnv() });
     try {
       await sim.stderrMatches(/simulated Omni ready/);

@@ -2,28 +2,25 @@
 // on stdout, real calls (over HTTPS with the generated CA), SIGTERM, the dump, exit 0.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MAIN, requireBuiltCli } from '../helpers/cli-process.js';
 import { parseScenario } from '../../src/omni-sim/scenario.js';
 import { startWithReadyLine, type Child } from '../helpers/child-process.js';
 import { signHeaders } from '../helpers/raw-client.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = join(ROOT, 'dist/src/main.js');
 const BARE = join(ROOT, 'scenarios/bare-metal-stuck.yaml');
 const UUID = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';
 
 let dir: string;
 const children: ChildProcessWithoutNullStreams[] = [];
 
-beforeAll(async () => {
-  expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
-});
+requireBuiltCli();
 afterEach(async () => {
   for (const c of children.splice(0)) if (c.exitCode === null) c.kill('SIGKILL');
   if (dir) await rm(dir, { recursive: true, force: true });

@@ -3,9 +3,36 @@
 // a hard time limit, and its exit code, stdout and stderr.
 
 import { spawn } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach, beforeAll, beforeEach, expect } from 'vitest';
 
 export const MAIN = join(process.cwd(), 'dist/src/main.js');
+
+/** Fails the test file at once, saying what to do, when the CLI is not built (call at its top). */
+export function requireBuiltCli(): void {
+  beforeAll(() => {
+    expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
+  });
+}
+
+/** A fresh temporary folder for each test of the file, removed after it (call at the top of the file); the function returns the current one. */
+export function scratchDirEachTest(prefix: string): () => string {
+  let dir: string | undefined;
+  beforeEach(async () => {
+    dir = await mkdtemp(join(tmpdir(), prefix));
+  });
+  afterEach(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+    dir = undefined;
+  });
+  return () => {
+    if (!dir) throw new Error('scratchDirEachTest: no test is running');
+    return dir;
+  };
+}
 
 export interface CliRun {
   code: number | null;

@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { goPeerBinaries } from './peers.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
 import { startWithReadyLine, type Child } from './child-process.js';
+import { failOnControllerErrors } from './sim-process.js';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -55,14 +56,21 @@ export async function startCosiServer(k?: GeneratedKey): Promise<Served> {
   return { endpoint: String(c.ready['endpoint']), key: k.serviceAccountKey, close: () => c.stop() };
 }
 
-/** `stub-provider sim` (the built CLI) on a scenario; answers its endpoint and the keys it generated. */
+/**
+ * `stub-provider sim` (the built CLI) on a scenario; answers its endpoint and the keys it generated.
+ * Its close fails when the sim logged an error of its controllers.
+ */
 export async function startSimProcess(scenario: string): Promise<{ endpoint: string; keys: Record<string, string>; close(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'sim-scenario-'));
   const file = join(dir, 'scenario.yaml');
   await writeFile(file, scenario, { mode: 0o600 });
   try {
     const c = await startWithReadyLine(process.execPath, [join(REPO, 'dist', 'src', 'main.js'), 'sim', '--scenario', file]);
-    return { endpoint: String(c.ready['endpoint']), keys: c.ready['keys'] as Record<string, string>, close: () => c.stop() };
+    const close = async (): Promise<void> => {
+      await c.stop();
+      failOnControllerErrors(c.stderr());
+    };
+    return { endpoint: String(c.ready['endpoint']), keys: c.ready['keys'] as Record<string, string>, close };
   } finally {
     // The sim has read its scenario before it says it is ready.
     await rm(dir, { recursive: true, force: true });

@@ -1,15 +1,20 @@
-// The provider tests' in-memory State: the sim's COSI store seen through the client's interface
-// (store-state.ts), so its storage rules are the sim's (versions, owner, phase and finalizer rules,
-// timestamps, label and ID queries, watches with bootstrap, bookmarks and label transitions), plus
+// The provider tests' in-memory State: the sim's COSI store as a CoreState (store-state.ts), so its
+// storage rules are the sim's (versions, owner, phase and finalizer rules, timestamps, label and ID
+// queries, watches with bootstrap, bookmarks and label transitions), teardown, removeFinalizers and
+// update-with-conflicts the client's own (src/omni-client/wrap.ts), plus only what a double adds:
 // call counting, a log of writes, injectable failures, and a few of Omni's controllers (destroying
 // released InfraMachines and MachineRequests, releasing its own finalizers on teardown). No access
 // rules: for those, tests use the simulated Omni. The State conformance suite
 // (test/integration/state-conformance.test.ts) holds it to the same rules as the sim and the client.
 
 import type { Pointer, Resource } from '../../src/omni-client/resource.js';
-import { cloneResource, PHASE_TEARING_DOWN, T } from '../../src/omni-client/resource.js';
-import type { CallOptions, OwnerOptions, QueryOptions, RemoveFinalizersOptions, RemoveFinalizersResult, State, UpdateOptions, WatchEvent, WatchKindOptions } from '../../src/omni-client/types.js';
-import { CanceledError, FailedPreconditionError, NotFoundError, PermissionDeniedError } from '../../src/omni-client/errors.js';
+import { PHASE_TEARING_DOWN, T } from '../../src/omni-client/resource.js';
+import type {
+  CallOptions, OwnerOptions, QueryOptions, RemoveFinalizersOptions, RemoveFinalizersResult, State, UpdateOptions, UpdateWithConflictsOptions,
+  UpdateWithConflictsResult, WatchEvent, WatchKindOptions,
+} from '../../src/omni-client/types.js';
+import { CanceledError } from '../../src/omni-client/errors.js';
+import { wrapCore } from '../../src/omni-client/wrap.js';
 import { observeWrite, type WriteIntent, type WriteObserver } from '../../src/omni-client/write-observer.js';
 import type { Identity } from '../../src/omni-sim/api.js';
 import { StoreState } from './store-state.js';
@@ -143,54 +148,20 @@ export class FakeState extends StoreState implements State {
     });
   }
 
-  /**
-   * Get + Update of the phase through the counted, fault-injectable calls, as the client does it:
-   * NotFound only while no Get of this call found it.
-   */
-  override async teardown(p: Pointer, opts?: CallOptions): Promise<boolean> {
-    const cur = await this.get(p, opts);
-    if (cur.metadata.phase === PHASE_TEARING_DOWN) return cur.metadata.finalizers.length === 0;
-    const next = cloneResource(cur);
-    next.metadata.phase = PHASE_TEARING_DOWN;
-    try {
-      const after = await this.update(next, { ...opts, owner: cur.metadata.owner, expectedPhase: 'running', before: cur });
-      return after.metadata.finalizers.length === 0;
-    } catch (e) {
-      if (e instanceof NotFoundError) return true;
-      throw e;
-    }
+  // Teardown, removeFinalizers and update-with-conflicts: the client's own (src/omni-client/wrap.ts)
+  // over this double's counted, fault-injectable calls, without pauses between attempts.
+  readonly #wrapped: State = wrapCore(this, { delay: async () => undefined });
+
+  updateWithConflicts<S extends string>(target: Resource | Pointer, change: (current: Resource) => Resource | S, opts?: UpdateWithConflictsOptions): Promise<UpdateWithConflictsResult<S>> {
+    return this.#wrapped.updateWithConflicts(target, change, opts);
   }
 
-  async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: RemoveFinalizersOptions): Promise<RemoveFinalizersResult> {
-    let current: Resource | undefined = 'metadata' in target && !target.spec.omitted ? target : undefined;
-    const drop = new Set(finalizers);
-    // As the gateway client: `gone` only after a Get of this call found it, `not-found` otherwise.
-    let found = false;
-    for (let attempts = 1; attempts <= 8; attempts++) {
-      if (!current) {
-        try {
-          current = await this.get('metadata' in target ? target.metadata : target, opts);
-          found = true;
-        } catch (e) {
-          if (e instanceof NotFoundError) return { outcome: found ? 'gone' : 'not-found', attempts: attempts - 1 };
-          throw e;
-        }
-      }
-      if (opts?.requirePhase !== undefined && current.metadata.phase !== opts.requirePhase) return { outcome: 'phase-changed', before: current, attempts: attempts - 1 };
-      const keep = current.metadata.finalizers.filter((f) => !drop.has(f));
-      if (keep.length === current.metadata.finalizers.length) return { outcome: 'absent', before: current, attempts: attempts - 1 };
-      const next = cloneResource(current);
-      next.metadata.finalizers = keep;
-      try {
-        const after = await this.update(next, { ...opts, owner: current.metadata.owner, before: current });
-        return { outcome: 'removed', before: current, after, attempts };
-      } catch (e) {
-        if (e instanceof NotFoundError) return { outcome: found ? 'gone' : 'not-found', before: current, attempts };
-        if (!(e instanceof FailedPreconditionError || e instanceof PermissionDeniedError)) throw e;
-        current = undefined;
-      }
-    }
-    throw new FailedPreconditionError('too many conflicts');
+  teardown(p: Pointer, opts?: CallOptions): Promise<boolean> {
+    return this.#wrapped.teardown(p, opts);
+  }
+
+  removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: RemoveFinalizersOptions): Promise<RemoveFinalizersResult> {
+    return this.#wrapped.removeFinalizers(target, finalizers, opts);
   }
 
   override watchKind(namespace: string, type: string, opts: WatchKindOptions = {}): AsyncIterable<WatchEvent[]> {

@@ -1,6 +1,6 @@
 // A real IPMI peer for tests: ipmi_sim (Debian package `openipmi`) on 127.0.0.1 with a free UDP port
 // and a chassis control script that keeps the power state and boot device in files
-// (recipe: shared/docs/ipmi-sim.md). ipmi_sim reads commands from stdin and exits at end of file,
+// (docs/wipe.md, "Verified against ipmi_sim"). ipmi_sim reads commands from stdin and exits at end of file,
 // so stdin stays open (a pipe held here) until stop().
 
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';

@@ -7,6 +7,7 @@ import {
 } from '../../src/omni-client/resource.js';
 import { BMCConfigurationSpec, InfraProviderHealthStatusSpec, InfraProviderStatusSpec, MachineRequestStage, MachineRequestStatusSpec, encodeSpec } from '../../src/omni-client/specs.js';
 import { BARE_METAL_CONTROLLERS } from '../../src/provider/profile.js';
+import type { ReconcileOptions } from '../../src/provider/reconcile.js';
 
 export interface Opts {
   phase?: Phase;
@@ -104,4 +105,12 @@ export function omniMachine(id: string, uuid: string, o: { phase?: Phase; asAnno
   else r.metadata.labels[LABEL_INFRA_PROVIDER_ID] = id;
   if (o.request) r.metadata.labels[LABEL_MACHINE_REQUEST] = o.request;
   return r;
+}
+
+/**
+ * The options of a reconcile in the provider tests, one place for their defaults: the whole provider
+ * released and deregistered, no --wait, short waits for Omni, four calls in flight.
+ */
+export function reconcileOptions(providerId: string, o: Partial<ReconcileOptions> = {}): ReconcileOptions {
+  return { providerId, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 5_000, omniWaitMs: 2_000, concurrency: 4, ...o };
 }

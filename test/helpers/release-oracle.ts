@@ -1,6 +1,6 @@
 // An independent oracle of what a stub run may change in Omni, used by the fault suite and the
 // end-to-end safety properties. It does not import src/provider: ownership is re-derived here from
-// design.md rule 1 so that a bug there cannot hide itself.
+// docs/design.md rule 1 so that a bug there cannot hide itself.
 //
 // Given the state before and after (every resource), it checks:
 //   - no finalizer was added anywhere, no foreign finalizer removed from a resource that still exists;

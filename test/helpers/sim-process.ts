@@ -1,6 +1,6 @@
 // `stub-provider sim` (the built CLI) in a child process serving a scenario, for tests that run the
 // built CLI against it: the endpoint and keys from its ready line, and its final state from the dump
-// it writes on SIGTERM.
+// it writes on SIGTERM. An error inside the sim's controllers, which the sim logs, fails the stop.
 
 import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
@@ -9,7 +9,9 @@ import { createInterface } from 'node:readline';
 import type { Resource } from '../../src/omni-client/resource.js';
 import { dumpScenario, parseScenario, type Scenario } from '../../src/omni-sim/scenario.js';
 
-export const MAIN = join(process.cwd(), 'dist/src/main.js');
+import { MAIN } from './cli-process.js';
+
+export { MAIN };
 
 export interface SimProcess {
   endpoint: string;
@@ -17,7 +19,7 @@ export interface SimProcess {
   keys: Record<string, string>;
   /** The scenario's resources as the sim reads them (through the YAML). */
   before: Resource[];
-  /** SIGTERM, then the state the sim dumped. */
+  /** SIGTERM, then the state the sim dumped; rejects when the sim logged an error of its controllers. */
   stop(): Promise<Resource[]>;
 }
 
@@ -27,7 +29,10 @@ export async function startSimProcess(scenario: Scenario, dir: string): Promise<
   await writeFile(file, dumpScenario(scenario));
   const dump = join(dir, 'dump.yaml');
   const proc = spawn(process.execPath, [MAIN, 'sim', '--scenario', file, '--dump', dump], { stdio: ['ignore', 'pipe', 'pipe'] });
-  proc.stderr.resume();
+  let stderr = '';
+  proc.stderr.on('data', (d: Buffer) => {
+    if (stderr.length < 1 << 20) stderr += d.toString();
+  });
   const ready = JSON.parse(await firstLine(proc.stdout)) as { endpoint: string; keys: Record<string, string> };
   return {
     endpoint: ready.endpoint,
@@ -36,6 +41,7 @@ export async function startSimProcess(scenario: Scenario, dir: string): Promise<
     stop: async () => {
       proc.kill('SIGTERM');
       if (proc.exitCode === null && proc.signalCode === null) await new Promise((r) => proc.on('exit', r));
+      failOnControllerErrors(stderr);
       return parseScenario(await readFile(dump, 'utf8')).resources;
     },
   };
@@ -47,4 +53,13 @@ function firstLine(stream: NodeJS.ReadableStream): Promise<string> {
     rl.once('line', (l) => { resolve(l); rl.close(); });
     rl.once('close', () => reject(new Error('no ready line')));
   });
+}
+
+/**
+ * Throws when the log of a `stub-provider sim` holds an error of its controllers (it logs each
+ * ControllerError of src/omni-sim/controllers.ts with the error's message).
+ */
+export function failOnControllerErrors(stderr: string): void {
+  const lines = stderr.split('\n').filter((l) => l.includes("the simulated Omni's controller task"));
+  if (lines.length > 0) throw new Error(`the simulated Omni's controllers failed (${lines.length}):\n${lines.slice(0, 5).join('\n')}`);
 }

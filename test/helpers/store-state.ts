@@ -1,18 +1,17 @@
-// The sim's COSI store (src/omni-sim/store.ts SimStore) seen through the client's State interface
+// The sim's COSI store (src/omni-sim/store.ts SimStore) as a CoreState of the client's
 // (src/omni-client/types.ts) in process: no HTTP, no access rules, and the client's own defaults
-// (an Update or Create owner defaults to the resource's, teardown is Get + Update keeping the owner,
-// kind watches are aggregated with bootstrap contents and the bootstrap bookmark, api_version 1).
-// The provider tests' double (fake-state.ts) is built on it, and the State conformance suite
-// (test/integration/state-conformance.test.ts) runs against it beside the double and the real client.
+// (an Update or Create owner defaults to the resource's, kind watches are aggregated with bootstrap
+// contents and the bootstrap bookmark, api_version 1). Teardown, removeFinalizers and
+// update-with-conflicts come from the client's one implementation (src/omni-client/wrap.ts:
+// `wrapCore(new StoreState())`), as for the gateway. The provider tests' double (fake-state.ts) is
+// built on it, and the State conformance suite (test/integration/state-conformance.test.ts) runs
+// against it beside the double and the real client.
 
 import type { Pointer, Resource } from '../../src/omni-client/resource.js';
-import type { CallOptions, LabelQuery, OwnerOptions, QueryOptions, State, UpdateOptions, WatchEvent, WatchEventType, WatchKindOptions } from '../../src/omni-client/types.js';
+import type { CallOptions, CoreState, LabelQuery, OwnerOptions, QueryOptions, UpdateOptions, WatchEvent, WatchEventType, WatchKindOptions } from '../../src/omni-client/types.js';
 import { LabelTermOperation } from '../../src/omni-client/wire.js';
 import type { Identity, Query } from '../../src/omni-sim/api.js';
 import { SimStore } from '../../src/omni-sim/store.js';
-
-/** The State API without the client's finalizer helper: what every in-memory implementation offers. */
-export type CoreState = Omit<State, 'removeFinalizers'>;
 
 const WHO: Identity = { name: 'test', email: 'test', role: 'Admin', internal: true };
 const EVENT_TYPES: WatchEventType[] = ['created', 'updated', 'destroyed', 'bootstrapped', 'errored', 'noop'];
@@ -49,10 +48,6 @@ export class StoreState implements CoreState {
 
   destroy(p: Pointer, opts: OwnerOptions = {}): Promise<void> {
     return this.call(() => this.store.destroy(WHO, p, opts.owner ?? ''));
-  }
-
-  teardown(p: Pointer, _opts?: CallOptions): Promise<boolean> {
-    return this.call(() => this.store.teardown(WHO, p, this.store.get(WHO, p).metadata.owner));
   }
 
   watchKind(namespace: string, type: string, opts: WatchKindOptions = {}): AsyncIterable<WatchEvent[]> {

@@ -6,7 +6,7 @@
 // stub never destroys or changes anything whose machine or request exists and is in use, releases a
 // machine or request only after its statuses and state, and never deregisters while a machine or
 // request of the provider exists. The relation "belongs to" is
-// written out again here (not taken from src/provider), from omni-lifecycle.md 1.1 and 1.2.
+// written out again here (not taken from src/provider), from docs/omni-lifecycle.md 1 and 3.1.
 
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';

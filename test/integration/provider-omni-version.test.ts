@@ -1,8 +1,6 @@
 // The stub learns Omni's version from the simulated Omni's own SysVersion (the sim seeds it like Omni
 // does at start-up), reports it, and warns about `omnictl infraprovider delete` from Omni 1.4 on.
 
-import { EventEmitter } from 'node:events';
-import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
@@ -10,11 +8,9 @@ import { generateScenario } from '../../src/omni-sim/generate.js';
 import { parseScenario } from '../../src/omni-sim/scenario.js';
 import { NS_EPHEMERAL, T } from '../../src/omni-client/resource.js';
 import { SysVersionSpec, decodeSpec, encodeSpec } from '../../src/omni-client/specs.js';
-import { executeRun } from '../../src/commands/run.js';
-import { executePlan } from '../../src/commands/plan.js';
-import type { Args, Io } from '../../src/commands/provider-options.js';
 import { renderText } from '../../src/provider/report.js';
 import { DELETE_WARNING, DELETE_WARNING_VERSION_UNKNOWN } from '../../src/provider/plan.js';
+import { planIn, runIn } from '../helpers/cli-config.js';
 import { res } from '../helpers/provider-fixtures.js';
 
 const ID = 'bare-metal';
@@ -30,12 +26,6 @@ async function sim(omniVersion: string, extra: Parameters<typeof generateScenari
   sims.push(s);
   return s;
 }
-
-function io(s: Sim): Io {
-  return { stdout: new PassThrough().resume(), stderr: new PassThrough().resume(), stdinIsTTY: false, env: { OMNI_ENDPOINT: s.endpoint, OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`] }, signals: new EventEmitter() };
-}
-
-const args = (extra: Args = {}): Args => ({ id: ID, yes: true, machine: [], 'state-type': [], profile: 'auto', concurrency: 8, output: 'json', 'log-level': 'silent', 'step-timeout': '5s', timeout: '10s', deregister: true, wipe: 'none', ...extra });
 
 describe('the simulated Omni seeds SysVersion like Omni', () => {
   it('ephemeral/current with backend_version as Omni\'s git tag, left out of the dump', async () => {
@@ -58,7 +48,7 @@ describe.each([
 ])('Omni %s', (version, tag, warning) => {
   it('run reports the version read, in JSON and text, and warns about the provider deletion only from 1.4', async () => {
     const s = await sim(version);
-    const rep = await executeRun(args(), io(s));
+    const rep = await runIn(s, ID);
     expect(rep).toMatchObject({ exitCode: 0, omniVersion: tag });
     expect(rep.deregistration).toMatchObject({ status: 'deregistered', lastStep: `omnictl infraprovider delete ${ID}` });
     expect(rep.deregistration.warning).toBe(warning);
@@ -70,7 +60,7 @@ describe.each([
 
   it('plan reports the version read', async () => {
     const s = await sim(version);
-    const rep = await executePlan(args(), io(s));
+    const rep = await planIn(s, ID);
     expect(rep.omniVersion).toBe(tag);
     expect(renderText(rep).split('\n')[0]).toContain(`Omni ${tag}`);
   });
@@ -78,7 +68,7 @@ describe.each([
 
 it('an unreadable version: the report says so and the warning is conditional', async () => {
   const s = await sim('1.3.4', {}, encodeSpec(SysVersionSpec, { backend_version: '', instance_name: 'x', backend_api_version: 1 }));
-  const rep = await executeRun(args(), io(s));
+  const rep = await runIn(s, ID);
   expect(rep.omniVersion).toBeUndefined();
   expect(rep.deregistration.warning).toBe(DELETE_WARNING_VERSION_UNKNOWN);
   const text = renderText(rep);

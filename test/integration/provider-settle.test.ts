@@ -5,18 +5,13 @@
 // nothing blocked that Omni let go by itself; what does stay held is reported held by the named
 // controller after the settle time, with the next step; `--settle 0` says it did not watch.
 
-import { EventEmitter } from 'node:events';
-import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
 import type { Pointer, Resource } from '../../src/omni-client/resource.js';
-import { NS_DEFAULT, NS_INFRA_PROVIDER, T, providerNamespace } from '../../src/omni-client/resource.js';
-import { executeRun } from '../../src/commands/run.js';
-import { executePlan } from '../../src/commands/plan.js';
+import { NS_DEFAULT, T, providerNamespace } from '../../src/omni-client/resource.js';
 import { renderText } from '../../src/provider/report.js';
-import type { Args, Io } from '../../src/commands/provider-options.js';
+import { planIn, providerSim, runIn } from '../helpers/cli-config.js';
 import { bareMetalMachine, omniMachine, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
 
 const U1 = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';
@@ -30,22 +25,9 @@ afterEach(async () => {
 });
 
 async function sim(version: string, id: string, resources: Resource[]): Promise<Sim> {
-  const s = await createSim({
-    omniVersion: version,
-    identities: [{ name: `infra-provider:${id}`, role: 'InfraProvider', publicKeys: [] }],
-    resources: [res(NS_INFRA_PROVIDER, T.InfraProvider, id, { finalizers: ['InfraProviderCleanupController'] }), ...resources],
-    faults: {},
-  });
+  const s = await providerSim(version, resources, { ids: [id] });
   sims.push(s);
   return s;
-}
-
-function io(s: Sim, id: string): Io {
-  return { stdout: new PassThrough().resume(), stderr: new PassThrough().resume(), stdinIsTTY: false, env: { OMNI_ENDPOINT: s.endpoint, OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${id}`] }, signals: new EventEmitter() };
-}
-
-function args(id: string, extra: Args = {}): Args {
-  return { id, yes: true, machine: [], 'state-type': [], profile: 'auto', concurrency: 8, output: 'json', 'log-level': 'silent', 'step-timeout': '5s', timeout: '10s', deregister: true, wipe: 'none', ...extra };
 }
 
 const find = (s: Sim, p: Pointer) => s.store.peek(p);
@@ -79,13 +61,13 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     await s.controllers!.idle();
     expect(byType(s, T.MachineRequest).map((r) => r.metadata.phase)).toEqual(['tearingDown', 'tearingDown']);
 
-    const plan = await executePlan(args(KV), io(s, KV));
+    const plan = await planIn(s, KV);
     expect(plan.waits).toEqual([]);
     expect(plan.unseen).toEqual([]);
     expect(plan.lettingGo.map((n) => n.kind).sort()).toEqual(['ConfigPatchRequests', 'ConfigPatchRequests', 'MachineRequestStatuses', 'MachineRequestStatuses', 'MachineRequests', 'MachineRequests']);
     expect(renderText(plan)).not.toMatch(/Will wait for Omni|MachineSetNode .*gone/);
 
-    const rep = await executeRun(args(KV), io(s, KV));
+    const rep = await runIn(s, KV);
     expect(rep).toMatchObject({ exitCode: 0, result: 'done', blocked: [], deregistration: { status: 'deregistered' } });
     expect(rep.released.map((r) => r.id).sort()).toEqual(requests.map((r) => r.metadata.id).sort());
     expect(rep.settle).toEqual({ ms: 5000, items: 2, gone: 2, held: 0 });
@@ -109,9 +91,9 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     await s.controllers!.idle();
     expect(find(s, im!.metadata)?.metadata.phase).toBe('tearingDown');
 
-    const plan = await executePlan(args(BM), io(s, BM));
+    const plan = await planIn(s, BM);
     expect([...plan.waits, ...plan.unseen, ...plan.blocked]).toEqual([]);
-    const rep = await executeRun(args(BM), io(s, BM));
+    const rep = await runIn(s, BM);
     expect(rep).toMatchObject({ exitCode: 0, result: 'done', blocked: [], deregistration: { status: 'deregistered' } });
     expect(rep.released).toEqual([expect.objectContaining({ kind: 'InfraMachine', id: U1 })]);
     await s.controllers!.idle();
@@ -125,11 +107,11 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     const cm = res(NS_DEFAULT, CLUSTER_MACHINE, U1, { owner: 'MachineSetStatusController' });
     const s = await sim(version, KV, [providerStatus(KV, false), ...rs, omniMachine(KV, U1, { request: 'w-1' }), cm]);
 
-    const plan = await executePlan(args(KV), io(s, KV));
+    const plan = await planIn(s, KV);
     expect(plan.waits).toEqual([]);
     expect(plan.unseen).toEqual([expect.objectContaining({ kind: 'MachineRequestStatuses', id: 'w-1', reason: expect.stringContaining('cannot be seen from here') })]);
 
-    const rep = await executeRun(args(KV, { 'step-timeout': '1s' }), io(s, KV));
+    const rep = await runIn(s, KV, ['--step-timeout', '1s']);
     expect(rep).toMatchObject({ exitCode: 5, result: 'incomplete', released: [] });
     const b = rep.blocked.find((x) => x.kind === 'MachineRequest')!;
     expect(b).toMatchObject({ id: 'w-1', counts: true });
@@ -140,7 +122,7 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     // The machine leaves its cluster: Omni lets go, and the next run releases the request.
     s.store.destroy(INTERNAL, cm.metadata, 'MachineSetStatusController');
     await s.controllers!.idle();
-    const again = await executeRun(args(KV), io(s, KV));
+    const again = await runIn(s, KV);
     expect(again).toMatchObject({ exitCode: 0, released: [expect.objectContaining({ id: 'w-1' })] });
     expect(again.blocked.filter((x) => x.kind === 'MachineRequest')).toEqual([]);
     expect(find(s, rs[0]!.metadata)).toBeUndefined();
@@ -151,7 +133,7 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     rs[0]!.metadata.finalizers.push('SomeFutureController');
     const s = await sim(version, KV, [providerStatus(KV, false), ...rs]);
     const started = performance.now();
-    const rep = await executeRun(args(KV, { settle: '1s' }), io(s, KV));
+    const rep = await runIn(s, KV, ['--settle', '1s']);
     expect(performance.now() - started).toBeGreaterThanOrEqual(1000);
     expect(rep.released).toEqual([expect.objectContaining({ id: 'w-1' })]);
     expect(rep.settle).toEqual({ ms: 1000, items: 1, gone: 0, held: 1 });
@@ -167,7 +149,7 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     const rs = provisionedRequest(KV, 'w-1', { withCpr: false });
     rs[0]!.metadata.finalizers.push('SomeFutureController');
     const s = await sim(version, KV, [providerStatus(KV, false), ...rs]);
-    const rep = await executeRun(args(KV, { settle: '0' }), io(s, KV));
+    const rep = await runIn(s, KV, ['--settle', '0']);
     expect(rep.settle).toEqual({ ms: 0, items: 1, gone: 0, held: 0 });
     expect(rep.blocked.find((x) => x.kind === 'MachineRequest')!.reason).toMatch(/^released by stub-provider; still held when last read by ClusterMachineRequestStatusController: .*\(--settle 0: not watched after the last write\)$/);
     expect(renderText(rep)).toContain('Not watched after the last write (--settle 0)');
@@ -177,9 +159,9 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
 describe('--settle', () => {
   it('takes the durations of the other flags, and 0 in any unit; refuses the rest before anything is written', async () => {
     const s = await sim('1.9.3', KV, [providerStatus(KV, false)]);
-    for (const v of ['0', '0s', '0ms', '0.0m']) expect((await executeRun(args(KV, { settle: v }), io(s, KV))).settle?.ms).toBe(0);
-    expect((await executeRun(args(KV, { settle: '1.5s' }), io(s, KV))).settle?.ms).toBe(1500);
-    await expect(executeRun(args(KV, { settle: 'soon' }), io(s, KV))).rejects.toThrow(/--settle must be a duration like 90s/);
-    await expect(executeRun(args(KV, { settle: '1000h' }), io(s, KV))).rejects.toThrow(/--settle 1000h is longer than a timer can wait/);
+    for (const v of ['0', '0s', '0ms', '0.0m']) expect((await runIn(s, KV, ['--settle', v])).settle?.ms).toBe(0);
+    expect((await runIn(s, KV, ['--settle', '1.5s'])).settle?.ms).toBe(1500);
+    await expect(runIn(s, KV, ['--settle', 'soon'])).rejects.toThrow(/--settle must be a duration like 90s/);
+    await expect(runIn(s, KV, ['--settle', '1000h'])).rejects.toThrow(/--settle 1000h is longer than a timer can wait/);
   });
 });

@@ -1,18 +1,13 @@
 // The stub against the simulated Omni over loopback, through the `run` and `plan` commands' code
-// (executeRun/executePlan), for Omni 1.3 and 1.4+ behaviour.
+// (executeRun/executePlan on the configuration the CLI parses), for Omni 1.3 and 1.4+ behaviour.
 
-import { EventEmitter } from 'node:events';
-import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
 import type { Resource } from '../../src/omni-client/resource.js';
 import { NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, T, providerNamespace } from '../../src/omni-client/resource.js';
 import { MachineRequestStatusSpec, SysVersionSpec, decodeSpec, encodeSpec } from '../../src/omni-client/specs.js';
-import { executeRun } from '../../src/commands/run.js';
-import { executePlan } from '../../src/commands/plan.js';
-import type { Args, Io } from '../../src/commands/provider-options.js';
 import { exitCodeFor } from '../../src/exit-codes.js';
+import { planIn, providerSim, runIn } from '../helpers/cli-config.js';
 import { bareMetalMachine, healthStatus, label, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
 
 const U1 = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';
@@ -24,34 +19,14 @@ afterEach(async () => {
   await Promise.all(sims.splice(0).map((s) => s.close()));
 });
 
-function registration(id: string): Resource {
-  return res(NS_INFRA_PROVIDER, T.InfraProvider, id, { finalizers: ['InfraProviderCleanupController'] });
-}
-
 function sysVersion(version: string): Resource {
   return res(NS_EPHEMERAL, T.SysVersion, 'current', { spec: encodeSpec(SysVersionSpec, { backend_version: `v${version}`, instance_name: 'sim', backend_api_version: 1 }) });
 }
 
 async function sim(version: string, resources: Resource[], ids: string[] = ['bare-metal'], opts: { registered?: boolean; faults?: Record<string, unknown> } = {}): Promise<Sim> {
-  const s = await createSim({
-    omniVersion: version,
-    identities: ids.map((id) => ({ name: `infra-provider:${id}`, role: 'InfraProvider' as const, publicKeys: [] })),
-    resources: [sysVersion(version), ...(opts.registered === false ? [] : ids.map(registration)), ...resources],
-    faults: (opts.faults ?? {}) as never,
-  });
+  const s = await providerSim(version, [sysVersion(version), ...resources], { ids, ...opts });
   sims.push(s);
   return s;
-}
-
-function io(s: Sim, id: string): Io & { out: () => string } {
-  const stdout = new PassThrough();
-  let out = '';
-  stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  return { stdout, stderr: new PassThrough().resume(), stdinIsTTY: false, env: { OMNI_ENDPOINT: s.endpoint, OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${id}`] }, signals: new EventEmitter(), out: () => out };
-}
-
-function args(id: string, extra: Args = {}): Args {
-  return { id, yes: true, machine: [], 'state-type': [], profile: 'auto', concurrency: 8, output: 'json', 'log-level': 'silent', 'step-timeout': '5s', timeout: '10s', deregister: true, wipe: 'none', ...extra };
 }
 
 const find = (s: Sim, namespace: string, type: string, id: string) => s.store.all().find((r) => r.metadata.namespace === namespace && r.metadata.type === type && r.metadata.id === id);
@@ -60,7 +35,7 @@ const byType = (s: Sim, type: string) => s.store.all().filter((r) => r.metadata.
 describe.each(['1.3.4', '1.4.2'])('Omni %s', (version) => {
   it('releases a bare-metal machine deleted while the provider was gone, deregisters, and a second run changes nothing', async () => {
     const s = await sim(version, [providerStatus('bare-metal', true), ...bareMetalMachine('bare-metal', U1)]);
-    const rep = await executeRun(args('bare-metal'), io(s, 'bare-metal'));
+    const rep = await runIn(s, 'bare-metal');
     expect(rep.exitCode).toBe(0);
     expect(rep.released).toEqual(expect.arrayContaining([expect.objectContaining({ kind: 'InfraMachine', id: U1 })]));
     expect(rep.omniVersion).toBe(`v${version}`);
@@ -74,7 +49,7 @@ describe.each(['1.3.4', '1.4.2'])('Omni %s', (version) => {
     if (version.startsWith('1.4')) expect(rep.deregistration.warning).toMatch(/MachineRequestSet/);
 
     const before = s.dump();
-    const again = await executeRun(args('bare-metal'), io(s, 'bare-metal'));
+    const again = await runIn(s, 'bare-metal');
     expect(again).toMatchObject({ exitCode: 0, result: 'nothing-to-do', released: [] });
     expect(Object.keys(again.writes)).toEqual([]);
     expect(s.dump()).toBe(before);
@@ -87,7 +62,7 @@ describe.each(['1.3.4', '1.4.2'])('Omni %s', (version) => {
       ...provisionedRequest(id, 'workers-aaaaaa', { machineUuid: U1 }),
       ...provisionedRequest(id, 'workers-bbbbbb', { withCpr: false }), // provisioned, never joined: no machine
     ], [id]);
-    const rep = await executeRun(args(id), io(s, id));
+    const rep = await runIn(s, id);
     expect(rep.exitCode).toBe(0);
     expect(rep.released.map((r) => r.id).sort()).toEqual(['workers-aaaaaa', 'workers-bbbbbb']);
     expect(byType(s, T.MachineRequest)).toEqual([]);
@@ -106,7 +81,7 @@ describe.each(['1.3.4', '1.4.2'])('Omni %s', (version) => {
     ], ['bare-metal', 'bare-metal-2']);
     const untouched = () => s.store.all().filter((r) => r.metadata.id === U2 || r.metadata.id === U3 || r.metadata.id === 'bare-metal-2' || r.metadata.namespace.endsWith('bare-metal-2')).map((r) => JSON.stringify(r.metadata)).sort();
     const before = untouched();
-    const rep = await executeRun(args('bare-metal', { machine: [U1] }), io(s, 'bare-metal'));
+    const rep = await runIn(s, 'bare-metal', ['--machine', U1]);
     expect(rep.exitCode).toBe(0);
     expect(rep.released).toEqual([expect.objectContaining({ id: U1 })]);
     expect(find(s, NS_INFRA_PROVIDER, T.InfraMachine, U1)).toBeUndefined();
@@ -120,7 +95,7 @@ describe.each(['1.3.4', '1.4.2'])('Omni %s', (version) => {
     const rs = bareMetalMachine('bare-metal', U1);
     rs[0]!.metadata.finalizers.push('MachineSetNodeController');
     const s = await sim(version, [providerStatus('bare-metal', true), ...rs, ...bareMetalMachine('bare-metal', U2, { phase: 'running' })]);
-    const rep = await executeRun(args('bare-metal', { settle: '1s' }), io(s, 'bare-metal'));
+    const rep = await runIn(s, 'bare-metal', ['--settle', '1s']);
     expect(rep.exitCode).toBe(0);
     expect(find(s, NS_INFRA_PROVIDER, T.InfraMachine, U1)!.metadata.finalizers).toEqual(['MachineSetNodeController']);
     expect(rep.running).toEqual([expect.objectContaining({ kind: 'InfraMachine', id: U2 })]);
@@ -134,7 +109,7 @@ describe.each(['1.3.4', '1.4.2'])('Omni %s', (version) => {
     const rs = provisionedRequest(id, 'workers-cccccc', { phase: 'running', withStatus: false, withCpr: false });
     rs[0]!.metadata.finalizers = [];
     const s = await sim(version, [providerStatus(id, false), ...rs], [id]);
-    const rep = await executeRun(args(id), io(s, id));
+    const rep = await runIn(s, id);
     expect(rep.refused).toEqual([expect.objectContaining({ kind: 'MachineRequest', id: 'workers-cccccc', result: 'refused' })]);
     const st = find(s, NS_INFRA_PROVIDER, T.MachineRequestStatus, 'workers-cccccc')!;
     expect(st.metadata.owner).toBe(`${id}.ProvisionController`);
@@ -148,18 +123,18 @@ describe.each(['1.3.4', '1.4.2'])('Omni %s', (version) => {
 describe('preflight against the simulated Omni', () => {
   it('detects a live provider (exit 3) unless --force; a stub heartbeat does not count', async () => {
     const s = await sim('1.3.4', [providerStatus('bare-metal', true), healthStatus('bare-metal', Date.now() - 5_000), ...bareMetalMachine('bare-metal', U1)]);
-    const err = await executeRun(args('bare-metal'), io(s, 'bare-metal')).catch((e: unknown) => e);
+    const err = await runIn(s, 'bare-metal').catch((e: unknown) => e);
     expect(exitCodeFor(err)).toBe(3);
     expect(String((err as Error).message)).toMatch(/live provider/);
     expect(find(s, NS_INFRA_PROVIDER, T.InfraMachine, U1)!.metadata.finalizers).toHaveLength(6);
-    const forced = await executeRun(args('bare-metal', { force: true }), io(s, 'bare-metal'));
+    const forced = await runIn(s, 'bare-metal', ['--force']);
     expect(forced.preflight).toMatchObject({ forced: true });
     expect(forced.released.map((r) => r.id)).toContain(U1);
   });
 
   it('explains a provider that is not registered (exit 3)', async () => {
     const s = await sim('1.3.4', [providerStatus('bare-metal', true)], ['bare-metal'], { registered: false });
-    const err = await executeRun(args('bare-metal'), io(s, 'bare-metal')).catch((e: unknown) => e);
+    const err = await runIn(s, 'bare-metal').catch((e: unknown) => e);
     expect(exitCodeFor(err)).toBe(3);
     expect((err as Error).message).toMatch(/omnictl infraprovider create bare-metal/);
     expect((err as Error).message).toMatch(/1\.4/);
@@ -167,16 +142,16 @@ describe('preflight against the simulated Omni', () => {
 
   it('refuses an --id that differs from the key, even only in case (exit 2)', async () => {
     const s = await sim('1.3.4', [providerStatus('bare-metal', true)]);
-    const err = await executeRun(args('Bare-Metal'), { ...io(s, 'bare-metal') }).catch((e: unknown) => e);
+    const err = await runIn(s, 'bare-metal', ['--id', 'Bare-Metal']).catch((e: unknown) => e);
     expect(exitCodeFor(err)).toBe(2);
   });
 
   it('refuses changes without --yes when stdin is not a terminal (exit 2), and plan writes nothing', async () => {
     const s = await sim('1.3.4', [providerStatus('bare-metal', true), ...bareMetalMachine('bare-metal', U1)]);
     const before = s.dump();
-    const err = await executeRun(args('bare-metal', { yes: false }), io(s, 'bare-metal')).catch((e: unknown) => e);
+    const err = await runIn(s, 'bare-metal', ['--no-yes']).catch((e: unknown) => e);
     expect(exitCodeFor(err)).toBe(2);
-    const plan = await executePlan(args('bare-metal'), io(s, 'bare-metal'));
+    const plan = await planIn(s, 'bare-metal');
     expect(plan.planned!.writes).toBe(9);
     expect(plan.planned!.items[0]!.steps.at(-1)).toMatchObject({ op: 'remove-finalizers', finalizers: expect.arrayContaining(['bare-metal.WipeStatusController']) });
     expect(s.dump()).toBe(before);
@@ -191,7 +166,7 @@ describe('faults during the run', () => {
       ...['a', 'b', 'c', 'd'].flatMap((x) => provisionedRequest(id, `workers-${x}`, { machineUuid: '' })),
       ...bareMetalMachine(id, U1, { finalizers: [`${id}.WipeStatusController`] }),
     ], [id], { faults: { dropWatchAfterEvents: 2, unavailableBurst: 3, conflictStorm: { type: T.MachineRequest, count: 3 } } });
-    const rep = await executeRun(args(id, { 'state-type': ['Machine'] }), io(s, id));
+    const rep = await runIn(s, id, ['--state-type', 'Machine']);
     expect(rep.failed).toEqual([]);
     expect(rep.exitCode).toBe(0);
     expect(byType(s, T.MachineRequest)).toEqual([]);

@@ -3,13 +3,10 @@
 // recorded by a loopback proxy in front of the sim, for each example scenario, with --wait (its change
 // feed and its waits for Omni's finalizers watch) and without, on 1.3.4 and 1.9.3.
 
-import { EventEmitter } from 'node:events';
 import { readdirSync, readFileSync } from 'node:fs';
-import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { executeRun } from '../../src/commands/run.js';
-import type { Args, Io } from '../../src/commands/provider-options.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
+import { runIn } from '../helpers/cli-config.js';
 import { startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';
 
 const SCENARIOS = new URL('../../scenarios/', import.meta.url);
@@ -29,10 +26,6 @@ function atVersion(text: string, version: string): string {
   return header.test(text) ? text.replace(header, `omni: { version: "${version}" }`) : `${text}\n---\nomni: { version: "${version}" }\n`;
 }
 
-function io(endpoint: string, key: string): Io {
-  return { stdout: new PassThrough().resume(), stderr: new PassThrough().resume(), stdinIsTTY: false, env: { OMNI_ENDPOINT: endpoint, OMNI_SERVICE_ACCOUNT_KEY: key }, signals: new EventEmitter() };
-}
-
 describe.each(files)('scenarios/%s', (file) => {
   it.each(['1.3.4', '1.9.3'].flatMap((v) => [[v, false], [v, true]] as const))('Omni %s, --wait %s: every Watch the run sends has options', async (version, wait) => {
     const sim = await createSim(atVersion(readFileSync(new URL(file, SCENARIOS), 'utf8'), version));
@@ -40,11 +33,7 @@ describe.each(files)('scenarios/%s', (file) => {
     open.push({ sim, proxy });
     const provider = sim.scenario.identities.find((i) => i.role === 'InfraProvider')?.name ?? '';
     const id = provider.slice('infra-provider:'.length);
-    const args: Args = {
-      id, yes: true, machine: [], 'state-type': [], profile: 'auto', concurrency: 8, output: 'json', 'log-level': 'silent',
-      'step-timeout': '5s', timeout: '10s', deregister: true, wipe: 'none', wait,
-    };
-    const rep = await executeRun(args, io(proxy.endpoint, sim.keys[provider] ?? ''));
+    const rep = await runIn(sim, id, wait ? ['--wait'] : [], { endpoint: proxy.endpoint });
     expect(rep.exitCode).toBe(0);
     const watches = proxy.seen.filter((r) => r.rpc === 'Watch');
     // Not vacuous: the run watched (its waits for Omni, and with --wait its change feed).

@@ -11,11 +11,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient } from '../../src/omni-client/client.js';
 import { AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError, PermissionDeniedError } from '../../src/omni-client/errors.js';
 import { newMetadata, T, type Metadata, type Resource } from '../../src/omni-client/resource.js';
-import type { LabelQuery, WatchEvent } from '../../src/omni-client/types.js';
+import type { LabelQuery, State, WatchEvent } from '../../src/omni-client/types.js';
+import { wrapCore } from '../../src/omni-client/wrap.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import { FakeState } from '../helpers/fake-state.js';
 import { noDelay } from '../helpers/fake-gateway.js';
-import { StoreState, type CoreState } from '../helpers/store-state.js';
+import { StoreState } from '../helpers/store-state.js';
 
 const PROVIDER = 'conf';
 const NS = `infra-provider:${PROVIDER}`;
@@ -24,11 +25,11 @@ const EPOCH = '1970-01-01T00:00:00Z';
 
 interface Target {
   name: string;
-  open(): Promise<{ state: CoreState; close(): Promise<void> }>;
+  open(): Promise<{ state: State; close(): Promise<void> }>;
 }
 
 const TARGETS: Target[] = [
-  { name: 'SimStore', open: async () => ({ state: new StoreState(), close: async () => undefined }) },
+  { name: 'SimStore', open: async () => ({ state: wrapCore(new StoreState()), close: async () => undefined }) },
   { name: 'FakeState', open: async () => ({ state: new FakeState(), close: async () => undefined }) },
   {
     name: 'GatewayState over the sim',
@@ -65,7 +66,7 @@ async function waitFor(what: string, pred: () => boolean, ms = 3_000): Promise<v
   }
 }
 
-function watch(state: CoreState, opts: { labelQueries?: LabelQuery[]; idRegexp?: string; bootstrapContents?: boolean } = {}) {
+function watch(state: State, opts: { labelQueries?: LabelQuery[]; idRegexp?: string; bootstrapContents?: boolean } = {}) {
   const ac = new AbortController();
   const batches: WatchEvent[][] = [];
   const done = (async () => {
@@ -85,7 +86,7 @@ function watch(state: CoreState, opts: { labelQueries?: LabelQuery[]; idRegexp?:
 }
 
 describe.each(TARGETS)('State conformance: $name', (target) => {
-  let state: CoreState;
+  let state: State;
   let close: () => Promise<void>;
   beforeEach(async () => {
     ({ state, close } = await target.open());
@@ -172,6 +173,35 @@ describe.each(TARGETS)('State conformance: $name', (target) => {
     expect(await state.teardown(ptr('tmp/1'))).toBe(true);
     await state.destroy(ptr('tmp/1'));
     expect(r.metadata.finalizers).toEqual(['A']);
+  });
+
+  it('TestRemoveFinalizer (wrap.ts, one implementation for every backend): a stale read is read again after the conflict; absent and phase-changed write nothing', async () => {
+    const v1 = await state.create(path('fin/a', { finalizers: ['A', 'B', 'keep'] }));
+    // Someone else writes between our read and our Update.
+    await state.update({ ...v1, metadata: { ...v1.metadata, labels: { by: 'someone' } } });
+    const r = await state.removeFinalizers(v1, ['A', 'B']);
+    expect(r).toMatchObject({ outcome: 'removed', attempts: 2, before: { metadata: { version: '2' } }, after: { metadata: { version: '3', finalizers: ['keep'], labels: { by: 'someone' } } } });
+    expect(await state.removeFinalizers(ptr('fin/a'), ['A'])).toMatchObject({ outcome: 'absent', attempts: 0 });
+    expect(await state.removeFinalizers(ptr('fin/a'), ['keep'], { requirePhase: 'tearingDown' })).toMatchObject({ outcome: 'phase-changed', attempts: 0 });
+    expect((await state.get(ptr('fin/a'))).metadata).toMatchObject({ version: '3', finalizers: ['keep'] });
+  });
+
+  it('TestRemoveFinalizer: an owner changed meanwhile is a PermissionDenied (or a conflict) that is read again and retried as the new owner', async () => {
+    const v1 = await state.create(path('fin/owned', { finalizers: ['A'] }), { owner: 'o1' });
+    await state.update({ ...v1, metadata: { ...v1.metadata, owner: 'o2' } }, { owner: 'o1' });
+    const r = await state.removeFinalizers(v1, ['A']);
+    expect(r).toMatchObject({ outcome: 'removed', attempts: 2, after: { metadata: { owner: 'o2', version: '3', finalizers: [] } } });
+  });
+
+  it('NotFound is done only for a resource read by its ID (design rule 4): not-found when no Get of the call found it', async () => {
+    // As a List would have shown it: never read by its ID.
+    const listed = path('fin/never', { version: '4', finalizers: ['A'] });
+    expect(await state.removeFinalizers(listed, ['A'])).toMatchObject({ outcome: 'not-found', attempts: 1 });
+    expect(await state.removeFinalizers(ptr('fin/never'), ['A'])).toMatchObject({ outcome: 'not-found', attempts: 0 });
+    const r = await state.updateWithConflicts(ptr('fin/never'), (cur) => cur);
+    expect(r.outcome).toBe('not-found');
+    expect(r).toMatchObject({ error: expect.any(NotFoundError) });
+    await expect(state.teardown(ptr('fin/never'))).rejects.toBeInstanceOf(NotFoundError);
   });
 
   it('timestamps: created set on Create and kept; updated as sent on Create (the epoch when not) and set on Update', async () => {

@@ -5,17 +5,14 @@
 // lines such as "Deregistration: deregistered" or "stub-provider: done, nothing to do [OK]".
 
 import { spawn } from 'node:child_process';
-import { EventEmitter } from 'node:events';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { executeRun } from '../../src/commands/run.js';
-import type { Args, Io } from '../../src/commands/provider-options.js';
 import { emitResult } from '../../src/commands/run-io.js';
 import { T } from '../../src/omni-client/resource.js';
 import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
+import { fakeTty, providerIdentity, runIn, testIo } from '../helpers/cli-config.js';
 import { startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';
 import { escapeControl } from '../../src/untrusted.js';
 
@@ -47,7 +44,7 @@ beforeAll(() => {
 async function hostileOmni(): Promise<{ sim: Sim; proxy: TamperProxy }> {
   sim = await createSim({
     omniVersion: '1.3.4',
-    identities: [{ name: `infra-provider:${ID}`, role: 'InfraProvider', publicKeys: [] }],
+    identities: [providerIdentity(ID)],
     resources: [...providerRegistration(ID), ...provisionedRequest(ID, HOSTILE_ID), ...provisionedRequest(ID, 'req-ok'), ...bareMetalMachine(ID, machineUuid(0))],
     faults: {},
   });
@@ -59,19 +56,8 @@ async function hostileOmni(): Promise<{ sim: Sim; proxy: TamperProxy }> {
   return { sim, proxy };
 }
 
-function fakeTty(): PassThrough & { isTTY: boolean; columns: number; text: () => string } {
-  const s = new PassThrough() as PassThrough & { isTTY: boolean; columns: number; text: () => string };
-  let out = '';
-  s.on('data', (d: Buffer) => { out += d.toString(); });
-  Object.assign(s, { isTTY: true, columns: 200, text: () => out });
-  return s;
-}
-
-function ioFor(endpoint: string, key: string, o: { stderr: NodeJS.WritableStream; stdout: NodeJS.WritableStream; ask?: Io['ask'] }): Io {
-  return { stdout: o.stdout, stderr: o.stderr, stdinIsTTY: o.ask !== undefined, ...(o.ask ? { ask: o.ask } : {}), env: { OMNI_ENDPOINT: endpoint, OMNI_SERVICE_ACCOUNT_KEY: key }, signals: new EventEmitter() };
-}
-
-const args = (extra: Args = {}): Args => ({ id: ID, yes: true, machine: [], 'state-type': [], profile: 'auto', concurrency: 4, output: 'text', 'log-level': 'info', 'step-timeout': '5s', timeout: '10s', deregister: true, wipe: 'none', ...extra });
+/** This file's runs: four calls at a time, as a person would not run them (the text shown is what counts). */
+const FLAGS = ['--concurrency', '4'];
 
 /** Asserts that terminal bytes hold no raw control character of untrusted text and no forged line. */
 function expectInert(bytes: string, what: string): void {
@@ -83,12 +69,11 @@ function expectInert(bytes: string, what: string): void {
 describe('untrusted text from Omni is inert on a terminal', () => {
   it('the text report, the pretty logs and the progress line escape a hostile ID and a hostile Omni error message', async () => {
     const { sim: s, proxy: p } = await hostileOmni();
-    const stderr = fakeTty();
-    const stdout = fakeTty();
-    const io = ioFor(p.endpoint, s.keys[`infra-provider:${ID}`]!, { stderr, stdout });
+    const stderr = fakeTty(200);
+    const stdout = fakeTty(200);
     // At debug, the per-write and per-item log lines too (on a terminal they are debug: issue 14).
-    const rep = await executeRun(args({ 'log-level': 'debug' }), io);
-    await emitResult(rep, 'text', io);
+    const rep = await runIn(s, ID, [...FLAGS, '--output', 'text', '--log-level', 'debug'], { endpoint: p.endpoint, stderr, stdout });
+    await emitResult(rep, 'text', testIo({}, { stdout }));
     // The hostile request was worked on and the refused Update reported, so both texts were shown.
     expect(JSON.stringify(rep)).toContain(JSON.stringify(HOSTILE_ID).slice(1, -1));
     // Omni's message reaches the report as the client words its error: already escaped (design rule 13).
@@ -104,10 +89,9 @@ describe('untrusted text from Omni is inert on a terminal', () => {
 
   it('the confirmation prompt shows the plan escaped', async () => {
     const { sim: s } = await hostileOmni();
-    const stderr = fakeTty();
+    const stderr = fakeTty(200);
     let asked = 0;
-    const io = ioFor(s.endpoint, s.keys[`infra-provider:${ID}`]!, { stderr, stdout: new PassThrough().resume(), ask: async () => { asked++; return false; } });
-    const rep = await executeRun(args({ yes: false, 'log-level': 'silent' }), io);
+    const rep = await runIn(s, ID, [...FLAGS, '--output', 'text', '--no-yes', '--log-level', 'silent'], { stderr, ask: async () => { asked++; return false; } });
     expect(asked).toBe(1);
     expect(rep.result).toBe('declined');
     expect(stderr.text()).toContain('req-x\\x1b[2J');
@@ -116,16 +100,15 @@ describe('untrusted text from Omni is inert on a terminal', () => {
 
   it('--output json stays JSON with the real values, C1 and bidi controls written as \\uXXXX', async () => {
     const { sim: s, proxy: p } = await hostileOmni();
-    const stdout = fakeTty();
-    const io = ioFor(p.endpoint, s.keys[`infra-provider:${ID}`]!, { stderr: new PassThrough().resume(), stdout });
-    const rep = await executeRun(args({ output: 'json', 'log-level': 'silent' }), io);
-    await emitResult(rep, 'json', io);
+    const stdout = fakeTty(200);
+    const rep = await runIn(s, ID, [...FLAGS, '--output', 'json', '--log-level', 'silent'], { endpoint: p.endpoint, stdout });
+    await emitResult(rep, 'json', testIo({}, { stdout }));
     expect(stdout.text()).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]/); // eslint-disable-line no-control-regex
     expect(JSON.parse(stdout.text())).toEqual(JSON.parse(JSON.stringify(rep)));
   });
 
   it('the CLI\'s error line on stderr: one line, escaped (an Omni error that ends the run)', async () => {
-    sim = await createSim({ omniVersion: '1.3.4', identities: [{ name: `infra-provider:${ID}`, role: 'InfraProvider', publicKeys: [] }], resources: [...providerRegistration(ID)], faults: {} });
+    sim = await createSim({ omniVersion: '1.3.4', identities: [providerIdentity(ID)], resources: [...providerRegistration(ID)], faults: {} });
     proxy = await startTamperProxy(sim.endpoint, () => ({ kind: 'respond', write: (res) => { res.writeHead(500, { 'content-type': 'application/json' }); res.end(JSON.stringify({ code: 13, message: `broken${FORGE}` })); } }));
     const env: NodeJS.ProcessEnv = { ...process.env, OMNI_SERVICE_ACCOUNT_KEY: sim.keys[`infra-provider:${ID}`]!, NO_COLOR: '1' };
     for (const k of Object.keys(env)) if (/^(OMNI_ENDPOINT|STUB_PROVIDER_)/.test(k)) delete env[k];

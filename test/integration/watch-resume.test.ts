@@ -7,7 +7,7 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage, type 
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
 import { newMetadata, type Resource } from '../../src/omni-client/resource.js';
-import { WatchErroredError } from '../../src/omni-client/state.js';
+import { WatchErroredError } from '../../src/omni-client/errors.js';
 import type { WatchEvent } from '../../src/omni-client/types.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';

@@ -3,7 +3,8 @@
 // read budget once a line is handed out.
 
 import { describe, expect, it } from 'vitest';
-import { ReadBudget, ndjsonLines } from '../../src/omni-client/body.js';
+import { ReadBudget } from '../../src/omni-client/body.js';
+import { ndjsonLines } from '../../src/omni-client/ndjson.js';
 import { WireError } from '../../src/omni-client/wire.js';
 
 async function* chunks(parts: Buffer[]): AsyncGenerator<Buffer> {

@@ -48,13 +48,15 @@ describe('applyEnvironment', () => {
     expect(apply({ STUB_PROVIDER_OUTPUT: 'yaml' }, ['-o', 'json'], { output: 'json' })).toMatchObject({ output: 'json' });
   });
 
-  it('leaves another command\'s flag alone, refuses a variable that is no flag, a bad yes/no, a NO_ of a value flag', () => {
+  it('leaves another command\'s flag alone, refuses a variable that is no flag, a bad yes/no or number, a NO_ of a value flag', () => {
     expect(apply({ STUB_PROVIDER_FROM_DUMP: 'x', STUB_PROVIDER_NO_FORCE: '1', STUB_PROVIDER_SCENARIO: 'y' })).not.toHaveProperty('from-dump');
     expect(() => apply({ STUB_PROVIDER_FOO: '1' })).toThrow(CliUsageError);
     expect(() => apply({ STUB_PROVIDER_FOO: '1' })).toThrow(/environment variable STUB_PROVIDER_FOO matches no flag of stub-provider/);
     expect(() => apply({ STUB_PROVIDER_MACHNE: '1' })).toThrow(/did you mean STUB_PROVIDER_MACHINE \(--machine\)\?/);
     expect(() => apply({ STUB_PROVIDER_HELP: '1' })).toThrow(/matches no flag/);
     expect(() => apply({ STUB_PROVIDER_WAIT: 'sometimes' })).toThrow(/STUB_PROVIDER_WAIT="sometimes": expected true or false/);
+    expect(() => apply({ STUB_PROVIDER_CONCURRENCY: 'eight' })).toThrow(/STUB_PROVIDER_CONCURRENCY="eight": expected a number/);
+    expect(() => apply({ STUB_PROVIDER_CONCURRENCY: '' })).toThrow(/expected a number/);
     expect(() => apply({ STUB_PROVIDER_NO_ID: 'x' })).toThrow(/matches no flag/);
   });
 

@@ -43,7 +43,7 @@ const job = parse(load('deploy/job.yaml')) as Job;
 const pod = job.spec.template.spec;
 const container = pod.containers[0]!;
 
-/** The exit codes of design.md and what a Job must do with each. */
+/** The exit codes of docs/design.md and what a Job must do with each. */
 const EXIT = { fail: [2, 3, 4], retry: [1, 5, 130, 143] };
 
 /** What Kubernetes does with a failed pod's exit code under the Job's podFailurePolicy (first matching rule). */

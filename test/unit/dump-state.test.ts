@@ -44,7 +44,7 @@ describe('dumpState', () => {
   it('writes nothing: every write and a watch throw', async () => {
     const st = dumpState(sc, 'bare-metal');
     const im = await st.get({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: UUID });
-    for (const p of [st.update(im), st.create(im), st.destroy(im.metadata), st.teardown(im.metadata), st.removeFinalizers(im, ['bare-metal.WipeStatusController'])]) {
+    for (const p of [st.update(im), st.create(im), st.destroy(im.metadata), st.teardown(im.metadata), st.removeFinalizers(im, ['bare-metal.WipeStatusController']), st.updateWithConflicts(im, (r) => r)]) {
       await expect(p).rejects.toBeInstanceOf(ReadOnlyDumpError);
     }
     const it = st.watchKind(NS_INFRA_PROVIDER, T.InfraMachine)[Symbol.asyncIterator]();

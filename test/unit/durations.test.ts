@@ -2,7 +2,7 @@
 // maximum (setTimeout fires after 1 ms for anything above 2^31-1 ms: `--step-timeout 1000h` gave up at once).
 
 import { describe, expect, it } from 'vitest';
-import { MAX_DURATION_MS, parseDuration } from '../../src/commands/provider-options.js';
+import { MAX_DURATION_MS, parseDuration } from '../../src/commands/durations.js';
 import { UsageError } from '../../src/exit-codes.js';
 
 describe('parseDuration', () => {

@@ -78,7 +78,7 @@ export function flagsOfMarkdown(text: string, file: string, commandNames: Set<st
 
 /** The names a command answers to: its first word and its aliases (`$0` marks the default command). */
 function namesOf(c: (typeof commands)[number]): string[] {
-  const all = [c.command, c.aliases].flat().filter((x): x is string => typeof x === 'string');
+  const all = [c.command].flat();
   return all.map((s) => s.split(/\s+/)[0]!);
 }
 

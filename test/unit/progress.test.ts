@@ -2,30 +2,16 @@
 // the end; only on a terminal with pretty logs. Checked with a fake TTY stream and a fake clock, and
 // once through `run` against the simulated Omni.
 
-import { EventEmitter } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ProgressLine, formatClock, itemLine, progressFor, progressText } from '../../src/commands/progress.js';
 import type { ProgressCounts, ProgressTimers } from '../../src/commands/progress.js';
-import { connectionConfig } from '../../src/commands/provider-options.js';
-import type { Args, Io } from '../../src/commands/provider-options.js';
-import { executeRun } from '../../src/commands/run.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
 import { generateScenario } from '../../src/omni-sim/generate.js';
+import { fakeTty, runConfigFrom, runIn, testIo } from '../helpers/cli-config.js';
 
 const CLEAR = '\r\x1b[2K';
-
-/** A terminal-like stream that records what is written. */
-function fakeTty(columns = 100): PassThrough & { isTTY: boolean; columns: number; text: () => string } {
-  const s = new PassThrough() as PassThrough & { isTTY: boolean; columns: number; text: () => string };
-  let out = '';
-  s.on('data', (d: Buffer) => { out += d.toString(); });
-  s.isTTY = true;
-  s.columns = columns;
-  s.text = () => out;
-  return s;
-}
 
 /** What a terminal shows after these bytes: "\r" + erase line empties the current line. */
 function screen(bytes: string): string[] {
@@ -168,13 +154,13 @@ describe('progress text', () => {
 });
 
 describe('when there is a progress line', () => {
-  const cfg = (extra: Args = {}) => connectionConfig({ id: 'x', 'omni-api-endpoint': 'http://127.0.0.1:1', ...extra }, {});
-  const io = (stderr: NodeJS.WritableStream): Io => ({ stdout: new PassThrough(), stderr, stdinIsTTY: false, env: {} });
+  const cfg = (extra: string[] = []) => runConfigFrom(['--id', 'x', '--omni-api-endpoint', 'http://127.0.0.1:1', ...extra]);
+  const io = (stderr: NodeJS.WritableStream) => testIo({}, { stderr });
 
   it('on a terminal with pretty logs (the default there) only', () => {
     expect(progressFor(cfg(), io(fakeTty()))).toBeInstanceOf(ProgressLine);
-    expect(progressFor(cfg({ 'log-format': 'pretty' }), io(fakeTty()))).toBeInstanceOf(ProgressLine);
-    expect(progressFor(cfg({ 'log-format': 'json' }), io(fakeTty()))).toBeUndefined();
+    expect(progressFor(cfg(['--log-format', 'pretty']), io(fakeTty()))).toBeInstanceOf(ProgressLine);
+    expect(progressFor(cfg(['--log-format', 'json']), io(fakeTty()))).toBeUndefined();
     expect(progressFor(cfg(), io(new PassThrough()))).toBeUndefined();
   });
 });
@@ -183,13 +169,13 @@ describe('run shows progress on a terminal', () => {
   let sim: Sim | undefined;
   afterEach(async () => { await sim?.close(); });
 
-  const args = (extra: Args = {}): Args => ({ id: 'bm', yes: true, machine: [], 'state-type': [], profile: 'auto', concurrency: 4, output: 'json', 'log-level': 'info', 'step-timeout': '5s', timeout: '10s', deregister: true, wipe: 'none', ...extra });
-  const ioFor = (s: Sim, stderr: NodeJS.WritableStream): Io => ({ stdout: new PassThrough().resume(), stderr, stdinIsTTY: false, env: { OMNI_ENDPOINT: s.endpoint, OMNI_SERVICE_ACCOUNT_KEY: s.keys['infra-provider:bm'] }, signals: new EventEmitter() });
+  /** `run` as provider bm, four calls at a time, with these log flags (the logs are what is checked). */
+  const run = (s: Sim, stderr: NodeJS.WritableStream, logFlags = ['--log-level', 'info']) => runIn(s, 'bm', ['--concurrency', '4', ...logFlags], { stderr });
 
   it('one short line per machine and the counts on stderr during the run; no per-write lines; nothing left of it at the end', async () => {
     sim = await createSim(generateScenario({ providerId: 'bm', machines: 12 }));
     const tty = fakeTty(200);
-    const rep = await executeRun(args(), ioFor(sim, tty));
+    const rep = await run(sim, tty);
     expect(rep.exitCode).toBe(0);
     const text = tty.text();
     expect(text).toContain(`${CLEAR}stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 0 running, 0 waiting, 12 remaining · 0s elapsed`);
@@ -209,7 +195,7 @@ describe('run shows progress on a terminal', () => {
   it('--log-level debug on a terminal: the per-write and per-item log lines too, one line each', async () => {
     sim = await createSim(generateScenario({ providerId: 'bm', machines: 2 }));
     const tty = fakeTty(200);
-    const rep = await executeRun(args({ 'log-level': 'debug' }), ioFor(sim, tty));
+    const rep = await run(sim, tty, ['--log-level', 'debug']);
     expect(rep.exitCode).toBe(0);
     const shown = screen(tty.text()).map((l) => l.replace(/\x1b\[[0-9;]*m/g, '')); // eslint-disable-line no-control-regex
     expect(shown.filter((l) => / DEBUG: destroyed \{"op":"destroy","resource":"infra-provider:bm\//.test(l)).length).toBeGreaterThanOrEqual(2 * 5);
@@ -222,7 +208,7 @@ describe('run shows progress on a terminal', () => {
     const stderr = new PassThrough();
     let out = '';
     stderr.on('data', (d: Buffer) => { out += d.toString(); });
-    const rep = await executeRun(args(), ioFor(sim, stderr));
+    const rep = await run(sim, stderr);
     expect(rep.exitCode).toBe(0);
     expect(out).not.toContain('\r');
     const lines = out.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
@@ -235,7 +221,7 @@ describe('run shows progress on a terminal', () => {
   it('nothing of it with --log-format json on a terminal', async () => {
     sim = await createSim(generateScenario({ providerId: 'bm', machines: 3 }));
     const tty = fakeTty(200);
-    const rep = await executeRun(args({ 'log-format': 'json', 'log-level': 'silent' }), ioFor(sim, tty));
+    const rep = await run(sim, tty, ['--log-format', 'json', '--log-level', 'silent']);
     expect(rep.exitCode).toBe(0);
     expect(tty.text()).not.toContain('\r');
   });

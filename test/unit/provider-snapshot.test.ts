@@ -4,6 +4,7 @@ import { bareMetalMachine, provisionedRequest, res } from '../helpers/provider-f
 import type { Resource } from '../../src/omni-client/resource.js';
 import { NS_INFRA_PROVIDER, T, newMetadata, providerNamespace, providerType } from '../../src/omni-client/resource.js';
 import { GatewayState, type StateTransport } from '../../src/omni-client/state.js';
+import { wrapCore } from '../../src/omni-client/wrap.js';
 import { takeSnapshot } from '../../src/provider/snapshot.js';
 
 const ID = 'bare-metal';
@@ -50,7 +51,7 @@ describe('client: a resource read without its spec is never written back', () =>
       collect: () => Promise.reject(new Error('not used')),
       openStream: () => Promise.reject(new Error('not used')),
     };
-    return { calls, state: new GatewayState(transport) };
+    return { calls, state: wrapCore(new GatewayState(transport)) };
   }
 
   it('refuses an Update or Create of it before any call', async () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { C, startOmniControllers, type OmniControllers } from '../../src/omni-sim/controllers.js';
+import { C, ControllerError, startOmniControllers, type ControllerStore, type OmniControllers } from '../../src/omni-sim/controllers.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
 import { SimStore } from '../../src/omni-sim/store.js';
 import { EMPTY_QUERY } from '../../src/omni-sim/query.js';
@@ -7,6 +7,7 @@ import type { Pointer, Resource } from '../../src/omni-client/resource.js';
 import { LABEL_INFRA_PROVIDER_ID as L, LABEL_MACHINE_REQUEST_SET, newMetadata, T } from '../../src/omni-client/resource.js';
 import { encodeSpec, MachineRequestStatusSpec } from '../../src/omni-client/specs.js';
 import { OmniError } from '../../src/omni-client/errors.js';
+import { takeControllerFailures } from '../setup.js';
 
 const UUID = '6f9c0000-0000-4000-8000-000000000001';
 const PROVIDER = { namespace: 'infra-provider', type: T.InfraProvider, id: 'bare-metal' };
@@ -295,5 +296,45 @@ describe('MachineRequests and their sets', () => {
     store.teardown(INTERNAL, p, 'bare-metal.ProvisionController');
     await omni.idle();
     expect(peek(store, p)?.metadata.finalizers).toEqual([]);
+  });
+});
+
+describe('a failure inside a controller fails the test that caused it', () => {
+  /** A store whose writes of `type` fail as a bug would (not a NotFound or a conflict, which are reconciled). */
+  function failingWrites(type: string): ControllerStore {
+    const store = new SimStore({ clock: { now: () => Date.now() } });
+    store.seed([res(PROVIDER)]);
+    return new Proxy(store, {
+      get: (target, prop, receiver) => {
+        if (prop === 'update') {
+          return (who: unknown, r: Resource, ...rest: unknown[]) => {
+            if (r.metadata.type === type) throw new TypeError('disk on fire');
+            return (target.update as (...a: unknown[]) => unknown).call(target, who, r, ...rest);
+          };
+        }
+        const v = Reflect.get(target, prop, receiver) as unknown;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+  }
+
+  it('idle() rejects with it, `failures` keeps it, and onError hears of it', async () => {
+    const heard: string[] = [];
+    const omni = startOmniControllers(failingWrites(T.InfraProvider), { version: '1.9.3', onError: (f) => heard.push(f.task) });
+    running.push(omni);
+    const err = await omni.idle().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ControllerError);
+    expect(err).toMatchObject({ task: 'provider:bare-metal', message: expect.stringContaining('disk on fire'), cause: expect.any(TypeError) });
+    expect(omni.failures).toEqual([err]);
+    expect(heard).toEqual(['provider:bare-metal']);
+    expect(takeControllerFailures()).toEqual([]);
+  });
+
+  it('without an onError it reaches the test setup (test/setup.ts), which fails the test', async () => {
+    const omni = startOmniControllers(failingWrites(T.InfraProvider), { version: '1.9.3' });
+    running.push(omni);
+    await expect(omni.idle()).rejects.toBeInstanceOf(ControllerError);
+    // Taken here so that this test passes: left, the setup's afterEach would fail it.
+    expect(takeControllerFailures().map((f) => f.task)).toEqual(['provider:bare-metal']);
   });
 });

@@ -9,7 +9,7 @@ const md = (id: string, labels: Record<string, string> = {}): Metadata =>
 const term = (key: string, op: number, value: string[] = [], invert = false): LabelTermQ => ({ key, op, value, invert });
 const q1 = (...terms: LabelTermQ[]) => compileQuery({ labelQueries: [terms], idRegexp: '' });
 
-describe('label terms (omni-wire.md 2.5)', () => {
+describe('label terms (docs/omni-wire.md 2.6)', () => {
   const withA = md('x', { a: '5', s: 'beta', size: '10GiB' });
   const none = md('y');
 

@@ -43,7 +43,7 @@ async function take(it: AsyncIterator<SimEvent[]>, n: number): Promise<SimEvent[
 
 const types = (b: SimEvent[][]) => b.map((x) => x.map((e) => e.eventType));
 
-describe('SimStore CRUD (omni-wire.md 2.4, 3.2)', () => {
+describe('SimStore CRUD (docs/omni-wire.md 2.2, 2.3)', () => {
   it('versions start at 1 and increase by 1; created set on create; updated kept on create, set on update', () => {
     const { store, tick } = makeStore();
     const c = store.create(who, res('a', { updated: '2020-01-01T00:00:00Z' }), 'Ctrl');
@@ -166,7 +166,7 @@ describe('SimStore CRUD (omni-wire.md 2.4, 3.2)', () => {
   });
 });
 
-describe('SimStore watch (omni-wire.md 2.6)', () => {
+describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
   it('kind watch with bootstrap contents: CREATED per resource without a bookmark, BOOTSTRAPPED tombstone with one, then live events with one', async () => {
     const { store } = makeStore();
     store.create(who, res('b'), '');

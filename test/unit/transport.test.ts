@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ndjsonLines } from '../../src/omni-client/body.js';
-import { jitteredBackoff, normalizeEndpoint } from '../../src/omni-client/transport.js';
+import { ndjsonLines } from '../../src/omni-client/ndjson.js';
+import { normalizeEndpoint } from '../../src/omni-client/endpoint.js';
+import { jitteredBackoff } from '../../src/omni-client/retry.js';
 
 describe('normalizeEndpoint (like the Go client)', () => {
   it.each([

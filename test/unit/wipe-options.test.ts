@@ -1,16 +1,15 @@
-// The wipe flags through yargs, their validation, the command splitter and BMC facts from specs.
+// The wipe flags through the CLI's parser, their validation, the command splitter and BMC facts from specs.
 
 import fc from 'fast-check';
-import yargs from 'yargs';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../src/exit-codes.js';
-import { machineFactsFromBmc, wipeBlocksRelease, wipeCliOptions, wipeOptionsFromArgv } from '../../src/wipe/index.js';
+import { machineFactsFromBmc, wipeBlocksRelease, wipeCliOptions } from '../../src/wipe/index.js';
 import { CommandSyntaxError, splitCommand } from '../../src/wipe/argv.js';
+import { runConfigFrom } from '../helpers/cli-config.js';
 
-function parse(args: string[]) {
-  return wipeOptionsFromArgv(yargs(args).options(wipeCliOptions).strict().exitProcess(false).fail((msg, err) => {
-    throw err ?? new Error(msg);
-  }).parseSync());
+/** The wipe options of `stub-provider --id x <args>`, parsed as the CLI parses them. */
+function parse(args: string[], env: NodeJS.ProcessEnv = {}) {
+  return runConfigFrom(['--id', 'x', '--omni-api-endpoint', 'http://127.0.0.1:1', ...args], env).wipe;
 }
 
 describe('wipe flags', () => {
@@ -68,7 +67,7 @@ describe('wipe flags', () => {
 
   it('yargs itself refuses an unknown strategy', () => {
     expect(() => parse(['--wipe', 'shred'])).toThrow(/Invalid values/);
-    expect(() => wipeOptionsFromArgv({ wipe: 'shred' })).toThrow(UsageError);
+    expect(() => parse([], { STUB_PROVIDER_WIPE: 'shred' })).toThrow(/Invalid values/);
   });
 
   it('every flag has a description', () => {

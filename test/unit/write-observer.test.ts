@@ -4,7 +4,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { GatewayState, type StateTransport } from '../../src/omni-client/state.js';
-import type { CallContext } from '../../src/omni-client/transport.js';
+import { wrapCore } from '../../src/omni-client/wrap.js';
+import type { CallContext } from '../../src/omni-client/call.js';
 import type { MethodName } from '../../src/omni-client/wire.js';
 import { CanceledError, FailedPreconditionError, NotFoundError, TransportError, UnavailableError } from '../../src/omni-client/errors.js';
 import { NS_INFRA_PROVIDER, T, newMetadata } from '../../src/omni-client/resource.js';
@@ -35,14 +36,14 @@ function harness(write?: Step) {
     collect: () => Promise.reject(new Error('not used')),
     openStream: () => Promise.reject(new Error('not used')),
   };
-  const state = new GatewayState(transport, {
+  const state = wrapCore(new GatewayState(transport, {
     delay: async () => undefined,
     onWrite: (w) => {
       log.push(`intent ${w.method}`);
       intents.push(w);
       return (o) => { log.push(`outcome ${o.result}`); outcomes.push(o); };
     },
-  });
+  }), { delay: async () => undefined });
   return { state, log, intents, outcomes };
 }
 

@@ -2,7 +2,7 @@
 // schema.ts. proto3 rules: zero values are not written; known fields are written in field-number
 // order and unknown fields after them, verbatim, which is what Go's proto.Marshal does, so that
 // decode -> encode of bytes written by Omni gives the same bytes. Omni compares specs including
-// unknown fields when a provider updates a read-only resource (omni-wire.md 5.2).
+// unknown fields when a provider updates a read-only resource (docs/omni-wire.md 4.4).
 
 import { BinaryReader, BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import type { FieldSchema, MessageSchema, SpecValue, UnknownField } from './schema.js';

@@ -1,4 +1,4 @@
-// The spec messages, one table each. Field numbers: omni-wire.md 6.2 (Omni, package `specs`) and 6.3
+// The spec messages, one table each. Field numbers: docs/omni-wire.md 5.2 (Omni, package `specs`) and 5.3
 // (bare-metal provider, package `baremetalproviderspecs`); MachineSpec, MachineRequestSetSpec and
 // SysVersionSpec were checked against Omni's client/api/omni/specs/{omni,system}.proto.
 //

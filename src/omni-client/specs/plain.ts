@@ -1,5 +1,5 @@
 // Plain-object form of spec values, for YAML: scenario files and dumps of the simulated Omni, and
-// `omnictl get -o yaml` output replayed into it (docs omnictl-yaml.md). Two spellings of keys are
+// `omnictl get -o yaml` output replayed into it (docs/omni-wire.md 6). Two spellings of keys are
 // read: proto names (`acceptance_status`) and omnictl's (`acceptancestatus`, the Go field name in
 // lower case). A key the message does not have is an error naming it: a typo in a scenario must not
 // silently become a zero value.

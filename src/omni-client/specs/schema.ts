@@ -1,4 +1,4 @@
-// Table-driven description of the protobuf spec messages we read or write (omni-wire.md section 6).
+// Table-driven description of the protobuf spec messages we read or write (docs/omni-wire.md 5).
 // A message is a list of fields (number, proto name, kind); adding a message is one table entry in
 // messages.ts. No code generation: the codec in codec.ts walks these tables with @bufbuild/protobuf's
 // wire primitives.

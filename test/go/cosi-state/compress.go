@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// compress is the gzip handler Omni puts in front of /api/ (omni-wire.md 1.3): Vary always, the first
+// compress is the gzip handler Omni puts in front of /api/ (docs/omni-wire.md 1.7): Vary always, the first
 // Accept-Encoding token that is exactly "gzip" or "deflate" (raw DEFLATE), nothing for Upgrade
 // requests, and every Flush of the handler flushes the compressor so stream lines arrive at once.
 func compress(next http.Handler) http.Handler {

@@ -1,6 +1,6 @@
 // The server: cosi-project/runtime's in-memory State the way Omni serves its own: the
 // runtime's `cosi.resource.State` gRPC service, reached through the runtime's grpc-gateway handler
-// under /api with the JSON marshaller options Omni sets (omni-wire.md 1.3), gzip in front, and
+// under /api with the JSON marshaller options Omni sets (docs/omni-wire.md 1.3), gzip in front, and
 // siderov1 signatures verified by go-api-signature in a gRPC interceptor behind the gateway (the
 // gateway turns Grpc-Metadata-* headers into the metadata the interceptor reads, as in Omni).
 //
@@ -44,7 +44,7 @@ import (
 // maxMessageSize is Omni's constants.GRPCMaxMessageSize.
 const maxMessageSize = 32 * 1024 * 1024
 
-// errInvalidSignature is what Omni answers for every signature failure (omni-wire.md 4.3).
+// errInvalidSignature is what Omni answers for every signature failure (docs/omni-wire.md 3.3).
 var errInvalidSignature = status.Error(codes.Unauthenticated, "invalid signature")
 
 // stateServer is the gRPC service and its gateway; Handler serves /api/.

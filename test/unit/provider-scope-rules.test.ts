@@ -1,9 +1,9 @@
-// Reviewer's coverage of design rules 1 and 6 in cases the other tests do not reach: dotted provider IDs
+// What is the provider's and what a run may touch (docs/design.md rules 1 and 6): dotted provider IDs
 // whose finalizers look alike (`a` with `a.b` vs `a.b` with `a.b.Foo`), and per-machine mode with --wait.
 
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
-import { bareMetalMachine, label, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
+import { bareMetalMachine, label, providerStatus, provisionedRequest, reconcileOptions, res } from '../helpers/provider-fixtures.js';
 import { reconcile } from '../../src/provider/reconcile.js';
 import type { ReconcileOptions } from '../../src/provider/reconcile.js';
 import { silentLogger } from '../../src/log.js';
@@ -12,13 +12,11 @@ import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../src/omn
 const U1 = '11111111-1111-1111-1111-111111111111';
 const U2 = '22222222-2222-2222-2222-222222222222';
 
-function opts(o: Partial<ReconcileOptions>): ReconcileOptions {
-  return { providerId: 'bare-metal', machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 2_000, omniWaitMs: 500, concurrency: 4, ...o };
-}
+const opts = (o: Partial<ReconcileOptions>): ReconcileOptions => reconcileOptions('bare-metal', { timeoutMs: 2_000, omniWaitMs: 500, ...o });
 
 const run = (fake: FakeState, o: Partial<ReconcileOptions>) => reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts(o));
 
-describe('rule 1 with dotted IDs (registered before Omni 1.10)', () => {
+describe('what is ours (rule 1) with dotted IDs (registered before Omni 1.10)', () => {
   // Provider `a` has a controller literally named `b`, so its finalizer is `a.b`; provider `a.b` has `a.b.Foo`.
   const mixed = (owner: string) => [
     res(NS_INFRA_PROVIDER, T.InfraMachine, U1, { phase: 'tearingDown', labels: label(owner), owner: 'InfraMachineController', finalizers: ['a.b', 'a.b.Foo', 'a.c', 'A.b.Foo', 'InfraMachineController'] }),
@@ -42,7 +40,7 @@ describe('rule 1 with dotted IDs (registered before Omni 1.10)', () => {
   });
 });
 
-describe('rule 6: per-machine mode with --wait writes nothing but the named machine', () => {
+describe('per-machine mode (rule 6) with --wait writes nothing but the named machine', () => {
   it('no announcement, no heartbeat, no refusal, no deregistration, other machines untouched', async () => {
     const newRequest = provisionedRequest('bare-metal', 'new-1', { phase: 'running', withStatus: false, withCpr: false });
     newRequest[0]!.metadata.finalizers = [];
