@@ -1,5 +1,5 @@
-// Announce stub mode (issue item 2, lifecycle "step by step" 2): upsert the ProviderStatus keeping
-// its labels (above all the static label, lifecycle 8.11) and schema, and send ProviderHealthStatus
+// Announce stub mode (docs/omni-lifecycle.md 7.1): upsert the ProviderStatus keeping its labels
+// (above all the static label, docs/omni-lifecycle.md 1) and schema, and send ProviderHealthStatus
 // heartbeats every 30 s whose error says the provider is being decommissioned. Everything written
 // here starts with `stub-provider`, so a re-run recognises its own heartbeat (design rule 7).
 
@@ -8,7 +8,7 @@ import type { Resource } from '../omni-client/resource.js';
 import { LABEL_IS_STATIC_INFRA_PROVIDER, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, newMetadata } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import { getIfExists } from '../omni-client/read.js';
-import { AlreadyExistsError, FailedPreconditionError, NotFoundError, isOmniError } from '../omni-client/errors.js';
+import { hasCode } from '../omni-client/errors.js';
 import { InfraProviderHealthStatusSpec, InfraProviderStatusSpec, encodeSpec, updateSpec, decodeSpec } from '../omni-client/specs.js';
 import { PreflightError } from '../exit-codes.js';
 import { HEALTH_STATUS_CONTROLLER } from './profile.js';
@@ -46,7 +46,7 @@ export async function announceProviderStatus(ctx: AnnounceContext, existing: Res
         await state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: '', signal: ctx.signal });
         return true;
       } catch (err) {
-        if (!isOmniError(err, AlreadyExistsError) || attempt === 4) throw err;
+        if (!hasCode(err, 'OMNI_ALREADY_EXISTS') || attempt === 4) throw err;
         current = await state.get(md, { signal: ctx.signal });
         continue;
       }
@@ -62,8 +62,8 @@ export async function announceProviderStatus(ctx: AnnounceContext, existing: Res
       await state.update(next, { owner: current.metadata.owner, signal: ctx.signal, before: current });
       return true;
     } catch (err) {
-      if (isOmniError(err, NotFoundError)) { current = undefined; continue; }
-      if (!isOmniError(err, FailedPreconditionError) || attempt === 4) throw err;
+      if (hasCode(err, 'OMNI_NOT_FOUND')) { current = undefined; continue; }
+      if (!hasCode(err, 'OMNI_FAILED_PRECONDITION') || attempt === 4) throw err;
       current = await state.get(current.metadata, { signal: ctx.signal });
     }
   }

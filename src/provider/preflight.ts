@@ -5,7 +5,7 @@ import type { Resource } from '../omni-client/resource.js';
 import { NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import { getIfExists } from '../omni-client/read.js';
-import { OmniError, PermissionDeniedError, isOmniError } from '../omni-client/errors.js';
+import { OmniError, hasCode } from '../omni-client/errors.js';
 import { InfraProviderHealthStatusSpec, decodeSpec } from '../omni-client/specs.js';
 import { PreflightError, UsageError } from '../exit-codes.js';
 import { STUB_MARKER } from './plan.js';
@@ -99,7 +99,7 @@ export function heartbeatOf(health: Resource, nowMs: number): { ageMs: number; o
 }
 
 function isNotRegistered(err: unknown): boolean {
-  return isOmniError(err, PermissionDeniedError) && /not registered in the system/i.test((err as OmniError).omniMessage);
+  return hasCode(err, 'OMNI_PERMISSION_DENIED') && /not registered in the system/i.test(err.omniMessage);
 }
 
 function notRegistered(id: string, cause: OmniError): PreflightError {

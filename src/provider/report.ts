@@ -5,7 +5,9 @@
 import { ExitCode } from '../exit-codes.js';
 import type { ExitCodeValue } from '../exit-codes.js';
 import { escapeControlIn } from '../untrusted.js';
-import type { Note, Plan, Step } from './plan.js';
+import type { Operation } from './operations.js';
+import { targetOf } from './operations.js';
+import type { Note, Plan, PlanItem } from './plan.js';
 import { immediateWrites } from './plan.js';
 import type { PreflightResult } from './preflight.js';
 import type { ItemOutcome, ReconcileResult } from './reconcile.js';
@@ -18,12 +20,20 @@ export interface ReportEntry {
   nextStep?: string;
 }
 
+/** One planned operation (operations.ts), as `run` will perform it. */
 export interface PlannedStep {
-  op: string;
-  resource?: string;
+  op: Operation['op'];
+  /** `namespace/type/id`, or a wipe's machine ID. */
+  resource: string;
+  /** remove-finalizers: the finalizers removed; wait: the ones expected to clear. */
   finalizers?: string[];
-  teardown?: boolean;
-  waitFor?: string[];
+  /** remove-finalizers: at this version, in this phase only. */
+  version?: string;
+  phase?: string;
+  /** teardown, destroy, create: as this owner. */
+  owner?: string;
+  /** get: what the Get of this pass answered (the item rests on it). */
+  answered?: string;
   why?: string;
 }
 
@@ -42,7 +52,8 @@ export interface Report {
   /** Leftovers destroyed (statuses and provider state whose machine or request was already gone). */
   cleaned: number;
   released: (ReportEntry & { wipe?: { strategy: string; outcome: string; reason?: string } })[];
-  refused: (ReportEntry & { result: string })[];
+  /** plan: `steps`, the Create a run makes for each request it would refuse. */
+  refused: (ReportEntry & { result: string; steps?: PlannedStep[] })[];
   blocked: (ReportEntry & { counts: boolean })[];
   running: ReportEntry[];
   leftBehind: ReportEntry[];
@@ -93,11 +104,23 @@ function base(plan: Plan, c: Common, command: 'run' | 'plan') {
   };
 }
 
-function describeStep(s: Step): PlannedStep {
-  if (s.op === 'wipe') return { op: 'wipe', resource: s.machineId };
-  const resource = `${s.target.metadata.namespace}/${s.target.metadata.type}/${s.target.metadata.id}`;
-  if (s.op === 'release') return { op: 'remove-finalizers', resource, finalizers: s.finalizers, why: s.why };
-  return { op: 'destroy', resource, ...(s.removeFinalizers.length ? { finalizers: s.removeFinalizers } : {}), ...(s.teardown ? { teardown: true } : {}), ...(s.waitFor.length ? { waitFor: s.waitFor } : {}), why: s.why };
+export function describeOp(o: Operation): PlannedStep {
+  const resource = targetOf(o);
+  switch (o.op) {
+    case 'wipe': return { op: 'wipe', resource };
+    case 'remove-finalizers': return { op: o.op, resource, finalizers: [...o.finalizers], version: o.version, phase: o.phase, why: o.why };
+    case 'teardown': case 'destroy': case 'create': return { op: o.op, resource, owner: o.owner, why: o.why };
+    case 'wait': return { op: o.op, resource, finalizers: [...o.finalizers], why: o.why };
+    case 'get': return { op: o.op, resource, answered: 'NotFound', why: o.why };
+    case 'check-live-provider': return { op: o.op, resource, why: o.why };
+  }
+}
+
+/** Every operation of an item in the order a run performs them (a deregistration: its check, its clean-ups, the rest). */
+export function opsInOrder(i: PlanItem): Operation[] {
+  if (i.kind !== 'deregistration' || !('cleanup' in i)) return i.ops;
+  const d = i as NonNullable<Plan['deregistration']['item']>;
+  return [d.check, ...d.cleanup.flatMap((c) => c.ops), ...d.ops];
 }
 
 /**
@@ -128,7 +151,7 @@ export function planReport(plan: Plan, c: Common): Report {
     ...base(plan, c, 'plan'),
     cleaned: 0,
     released: [],
-    refused: plan.refusals.map((r) => ({ kind: r.kind, id: r.id, reason: r.reason, result: r.done ? (r.kind === 'InfraMachine' ? 'no-finalizers' : 'already-refused') : 'would-refuse' })),
+    refused: plan.refusals.map((r) => ({ kind: r.kind, id: r.id, reason: r.reason, result: r.done ? (r.kind === 'InfraMachine' ? 'no-finalizers' : 'already-refused') : 'would-refuse', ...(!r.done && r.op ? { steps: [describeOp(r.op)] } : {}) })),
     blocked: plan.blocked.map((n) => ({ ...entry(n), counts: false })),
     running: plan.running.map(entry),
     leftBehind: plan.leftBehind.map(entry),
@@ -138,7 +161,7 @@ export function planReport(plan: Plan, c: Common): Report {
     lettingGo: plan.lettingGo.map(entry),
     unseen: plan.unseen.map(entry),
     deregistration: deregistrationOf(plan, false, 'planned'),
-    planned: { writes: immediateWrites(plan), announce: plan.announce, items: items.map((i) => ({ kind: i.kind, id: i.id, reason: i.reason, steps: i.steps.map(describeStep) })) },
+    planned: { writes: immediateWrites(plan), announce: plan.announce, items: items.map((i) => ({ kind: i.kind, id: i.id, reason: i.reason, steps: opsInOrder(i).map(describeOp) })) },
     writes: {},
     timedOut: false,
     interrupted: false,
@@ -300,7 +323,8 @@ const CHAIN_INDENT = '      ';
 function chain(i: NonNullable<Report['planned']>['items'][number]): string {
   const steps = i.steps.map((s) => {
     const name = s.resource ? shortName(s.resource, i.id) : '';
-    return `${s.op}${name ? ` ${name}` : ''}${s.waitFor ? ` (waits for ${s.waitFor.join(', ')})` : ''}`;
+    const detail = s.op === 'wait' ? ` (for ${s.finalizers?.join(', ') ?? ''})` : s.op === 'get' ? ` (${s.answered ?? ''})` : '';
+    return `${s.op}${name ? ` ${name}` : ''}${detail}`;
   });
   const one = `${i.reason}: ${steps.join(' → ')}`;
   if (`  - ${i.kind} ${i.id}: ${one}`.length <= CHAIN_WIDTH) return one;

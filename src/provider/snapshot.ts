@@ -1,23 +1,24 @@
-// Reads everything the plan needs: one List per type (or one Get for the single provider-wide
-// resources), nothing per machine, except one Get for each resource that a destructive step would
-// take as absent and no List held (design rule 10): the parent a per-item resource names (only a
-// NotFound makes it a leftover), and the children a release must come after (rule 5). None of
-// them in a run where every List holds what it should. The result is plain data; `plan.ts` decides.
+// Reads everything the plan needs: what the cache of each type holds (cache.ts: its List, then
+// what its watch saw; a `plan` lists once), one Get for each of the single provider-wide resources,
+// nothing per machine, except one Get for each resource that a destructive step would take as
+// absent and no cache held (design rule 10): the parent a per-item resource names (only a NotFound
+// makes it a leftover), and the children a release must come after (rule 5). None of them in a run
+// where every List holds what it should. The result is plain data; `plan.ts` decides.
 
 import type { Pointer, Resource } from '../omni-client/resource.js';
 import {
-  LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_TEARING_DOWN, T, describePointer, providerNamespace, providerType,
+  LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_TEARING_DOWN, T, describePointer, providerNamespace,
 } from '../omni-client/resource.js';
 import type { State } from '../omni-client/types.js';
 import { getIfExists } from '../omni-client/read.js';
-import { PermissionDeniedError, isOmniError } from '../omni-client/errors.js';
-import type { OmniError } from '../omni-client/errors.js';
-import { isOurResource, machineCarriesProvider, ourFinalizers } from './ownership.js';
+import { hasCode } from '../omni-client/errors.js';
+import { ProviderCache } from './cache.js';
+import { isOurResource, ourFinalizers } from './ownership.js';
 import { Limiter } from './limiter.js';
 import type { ProfileOption, ResolvedProfile } from './profile.js';
 import { PROVIDER_WIDE_IDS, resolveProfile } from './profile.js';
 import { LABEL_IS_STATIC_INFRA_PROVIDER } from '../omni-client/resource.js';
-import { decodeSpec, OMNI_SPEC_SCHEMAS, SysVersionSpec } from '../omni-client/specs.js';
+import { decodeSpec, SysVersionSpec } from '../omni-client/specs.js';
 
 export interface Unreadable {
   namespace: string;
@@ -56,7 +57,7 @@ export interface Snapshot {
    * any other.
    */
   missedByList: Resource[];
-  /** The resources of this snapshot (these objects) that a Get of their ID found, not only a List. */
+  /** The resources of this snapshot (these objects) read by their ID (a Get, a live event, a write of this run), not only listed. */
   foundById: ReadonlySet<Resource>;
 }
 
@@ -72,8 +73,12 @@ export interface SnapshotOptions {
    * (The children of what is released are checked in both modes.)
    */
   checkParents?: boolean;
-  /** Gets of missing resources in flight at most (default 8). */
+  /** Gets of missing resources in flight at most (default 8), unless `limiter` bounds them. */
   concurrency?: number;
+  /** The run's call limiter. */
+  limiter?: Limiter;
+  /** The run's caches; without, one List per type (and nothing watched), as `plan` reads. */
+  cache?: ProviderCache;
 }
 
 const DEFAULT_ABSENCE_GETS = 8;
@@ -89,27 +94,37 @@ const SHARED_LISTS = [
 ] as const;
 
 export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise<Snapshot> {
+  const cache = opts.cache ?? new ProviderCache(state, { providerId: opts.providerId, live: false, ...(opts.signal ? { signal: opts.signal } : {}) });
+  try {
+    return await readSnapshot(state, cache, opts);
+  } finally {
+    if (!opts.cache) cache.close();
+  }
+}
+
+async function readSnapshot(state: State, cache: ProviderCache, opts: SnapshotOptions): Promise<Snapshot> {
   const id = opts.providerId;
   const call = { signal: opts.signal };
   const unreadable: Unreadable[] = [];
-  const ours = (rs: Resource[]) => rs.filter((r) => isOurResource(r.metadata, id));
-  // One pool for every list: a machine's UUID is the ID of about seven of its resources.
-  const pool = new Map<string, string>();
-  const list = (namespace: string, type: string) => state.list(namespace, type, call).then((rs) => slim(rs, namespace, type, id, pool));
-
+  cache.clearChanged();
+  // What the cache holds of the kind: ours only (labelled with the ID, in our namespace; Machines carrying it).
+  const list = (namespace: string, type: string) => cache.list(namespace, type);
+  const record = async (p: Pointer) => {
+    const r = await getIfExists(state, p, call);
+    if (r) cache.observe(r);
+    else cache.observeNotFound(p);
+    return r;
+  };
   const [shared, machines, providerStatus, healthStatus, sysVersion] = await Promise.all([
-    Promise.all(SHARED_LISTS.map(([, type]) => list(NS_INFRA_PROVIDER, type).then(ours))),
-    list(NS_DEFAULT, T.Machine).then(
-      (rs) => rs.filter((r) => machineCarriesProvider(r.metadata, id)),
-      (err: unknown) => {
-        if (!isOmniError(err, PermissionDeniedError)) throw err;
-        unreadable.push({ namespace: NS_DEFAULT, type: T.Machine, error: (err as OmniError).omniMessage });
-        return [] as Resource[];
-      },
-    ),
-    getIfExists(state, { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id }, call),
-    getIfExists(state, { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id }, call),
-    // Readable with any valid signature (omni-wire.md 5.4); an older Omni may not have it.
+    Promise.all(SHARED_LISTS.map(([, type]) => list(NS_INFRA_PROVIDER, type))),
+    list(NS_DEFAULT, T.Machine).catch((err: unknown) => {
+      if (!hasCode(err, 'OMNI_PERMISSION_DENIED')) throw err;
+      unreadable.push({ namespace: NS_DEFAULT, type: T.Machine, error: err.omniMessage });
+      return [] as Resource[];
+    }),
+    record({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id }),
+    record({ namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id }),
+    // Readable with any valid signature (docs/omni-wire.md 4.6); an older Omni may not have it.
     getIfExists(state, { namespace: NS_EPHEMERAL, type: T.SysVersion, id: 'current' }, call).catch(() => undefined),
   ]);
   const byName = Object.fromEntries(SHARED_LISTS.map(([name], i) => [name, shared[i] ?? []])) as Record<(typeof SHARED_LISTS)[number][0], Resource[]>;
@@ -145,7 +160,16 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
     yield* byName.configPatchRequests;
     for (const t of profile.namespaceTypes) yield* namespace[t] ?? [];
   }
-  for (const rs of [byName.infraMachines, byName.machineRequests, perItem()]) for (const r of rs) idsOf(r.metadata).add(r.metadata.id);
+  for (const rs of [byName.infraMachines, byName.machineRequests, perItem()]) {
+    for (const r of rs) {
+      idsOf(r.metadata).add(r.metadata.id);
+      // Named by a live event, a Get or a write of this run: read by its ID (rule 4).
+      if (cache.namedById(r.metadata)) foundById.add(r);
+      // Left out by its List and found by a Get in an earlier pass: that List is still not complete.
+      if (cache.wasMissed(r.metadata)) missedByList.push(r);
+    }
+  }
+  for (const r of byName.bmcConfigs) if (cache.namedById(r.metadata)) foundById.add(r);
   const listOf = (p: Pointer): Resource[] => {
     switch (p.type) {
       case T.InfraMachine: return byName.infraMachines;
@@ -155,7 +179,7 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
       default: return (namespace[p.type] ??= []);
     }
   };
-  const limiter = new Limiter(opts.concurrency ?? DEFAULT_ABSENCE_GETS);
+  const limiter = opts.limiter ?? new Limiter(opts.concurrency ?? DEFAULT_ABSENCE_GETS);
   /** Gets what `ps` names and no List held; merges what they find (ours) into the lists. */
   const readMissing = async (ps: Iterable<Pointer>): Promise<Resource[]> => {
     const wanted = new Map<string, Pointer>();
@@ -167,12 +191,14 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
       idsOf(p).add(p.id);
       if (!r) {
         goneById.add(key);
+        cache.observeNotFound(p);
         continue;
       }
       missedByList.push(r);
       // Omni answers NotFound for what is not labelled with our ID: anything else is not planned.
       if (!isOurResource(r.metadata, id) || describePointer(r.metadata) !== key) continue;
-      const kept = slim([r], p.namespace, p.type, id, pool)[0]!;
+      cache.observeMissed(r);
+      const kept = cache.current(p) ?? cache.slim(r);
       foundById.add(kept);
       listOf(p).push(kept);
       found.push(kept);
@@ -254,66 +280,6 @@ export function childKinds(parentType: typeof T.InfraMachine | typeof T.MachineR
   if (parentType === T.InfraMachine) return [{ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus }, ...profile.machineTypes.map((t) => ({ namespace: ns, type: t }))];
   return [{ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus }, ...profile.stateTypes.map((t) => ({ namespace: ns, type: t }))];
 }
-
-/**
- * What a List keeps, per resource, for the whole run (7 per machine: at 10 000 machines this is most
- * of the stub's memory). `yaml_spec` is dropped for Omni's registered types only: Omni renders it
- * from proto_spec on every answer and ignores it in an Update, and the stub never reads it. For the
- * provider's own (opaque) types in `infra-provider:<id>` Omni stores and echoes the yaml_spec it was
- * given, so an Update removing our finalizer must send it back exactly as read: kept. The namespace
- * and type strings are shared instead of one copy per resource.
- *
- * A resource without a finalizer of ours is never written back from what was read (the stub only
- * destroys it, or re-reads it first): its spec is not kept at all (`Spec.omitted`; the client refuses
- * to write such a resource), unless the plan reads that type's spec (SPEC_READ). At 10 000 machines
- * that is four of every machine's seven resources.
- */
-function slim(rs: Resource[], namespace: string, type: string, providerId: string, pool: Map<string, string>): Resource[] {
-  const dropYaml = OMNI_SPEC_SCHEMAS.has(type);
-  const specRead = SPEC_READ.has(type) || type === providerType('BMCConfiguration', providerId);
-  // IDs, owners, finalizers, phases, timestamps and label values repeat across a fleet: one copy each.
-  const one = (v: string): string => {
-    const seen = pool.get(v);
-    if (seen !== undefined) return seen;
-    pool.set(v, v);
-    return v;
-  };
-  const values = (o: Record<string, string>): void => {
-    for (const k of Object.keys(o)) o[k] = one(o[k]!);
-  };
-  for (const r of rs) {
-    const md = r.metadata;
-    if (md.namespace === namespace) md.namespace = namespace;
-    if (md.type === type) md.type = type;
-    md.id = one(md.id);
-    md.owner = one(md.owner);
-    md.version = one(md.version);
-    if (md.created !== undefined) md.created = one(md.created);
-    if (md.updated !== undefined) md.updated = one(md.updated);
-    for (let i = 0; i < md.finalizers.length; i++) md.finalizers[i] = one(md.finalizers[i]!);
-    values(md.labels);
-    values(md.annotations);
-    if (!specRead && ourFinalizers(md, providerId).length === 0) {
-      r.spec = OMITTED_SPEC;
-      continue;
-    }
-    // A zero-length array cannot be written to: every empty spec can share one.
-    if (r.spec.protoSpec.length === 0) r.spec.protoSpec = EMPTY_BYTES;
-    if (dropYaml) delete r.spec.yamlSpec;
-  }
-  return rs;
-}
-
-const EMPTY_BYTES = new Uint8Array(0);
-/** Shared by every resource whose spec was not kept; frozen so that nobody fills it in. */
-const OMITTED_SPEC: Resource['spec'] = Object.freeze({ protoSpec: EMPTY_BYTES, omitted: true as const });
-
-/**
- * Types whose spec the stub reads from the snapshot: MachineRequestStatus (plan.ts tells a FAILED
- * status written by an earlier run from others) and the BMC data a wipe uses (BMCConfig here, the
- * provider's BMCConfiguration by its ID in `slim`).
- */
-const SPEC_READ = new Set<string>([T.MachineRequestStatus, T.BMCConfig]);
 
 /** SysVersion field 1, `backend_version` (for example `v1.3.4`); undefined when unset or unreadable. */
 export function backendVersionOf(r: Resource): string | undefined {

@@ -78,7 +78,7 @@ describe('stub-provider on a real terminal (tmux, 160x50)', () => {
     const t = await terminal('declined', ['--id', ID], { noColor: false });
     const prompt = await t.waitFor('the confirmation prompt', (s) => /^Make these changes\? \[y\/N\] $/m.test(s));
     expect(prompt).toContain(`Would release or clean (${STUCK}):`);
-    expect(prompt).toMatch(/^ {6}destroy MachineStatus → destroy PowerOperation → /m);
+    expect(prompt).toMatch(/^ {6}remove-finalizers MachineStatus → destroy MachineStatus → destroy PowerOperation → /m);
     expect(rows(prompt).every((l) => l.length <= 160)).toBe(true);
     t.send('Enter');
     const screen = await t.waitFor('the end of the run', (s) => EXITED.test(s));

@@ -11,7 +11,7 @@ import { WatchErroredError } from '../../src/omni-client/errors.js';
 import type { WatchEvent } from '../../src/omni-client/types.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
-import { FinalizerWaiter } from '../../src/provider/waiter.js';
+import { ProviderCache } from '../../src/provider/cache.js';
 import { LineWriter, res, startFakeGateway, wireResource, type FakeGateway } from '../helpers/fake-gateway.js';
 import { startTamperProxy, type TamperProxy, type TamperRequest } from '../helpers/tamper-proxy.js';
 
@@ -280,15 +280,15 @@ describe('against the sim: watches cut where Omni has or has not given a bookmar
     expect(resumed['bootstrap_contents']).toBeUndefined();
   });
 
-  it("the provider's FinalizerWaiter: a watch cut during the bootstrap neither loses the release nor takes absence for it", async () => {
+  it("the provider's cache: a watch cut before it was established neither loses the release nor takes absence for it", async () => {
     proxy.cutAt = 1;
     proxy.hold = true;
-    const waiter = new FinalizerWaiter(client.state);
+    const cache = new ProviderCache(client.state, { providerId: 'rec', live: true });
     try {
-      const outcome = waiter.wait(ms('r1').metadata, 'no-finalizers', 5_000);
+      const outcome = cache.wait(ms('r1').metadata, 'no-finalizers', 5_000);
       let settled: string | undefined;
       void outcome.then((o) => (settled = o));
-      // The first watch is held; let it go, and it is cut half way through its bootstrap.
+      // The first watch is held; let it go, and it is cut after its first line.
       await until('the first watch', () => proxy.watches.length === 1);
       proxy.hold = true;
       const first = proxy.watches.length;
@@ -300,8 +300,10 @@ describe('against the sim: watches cut where Omni has or has not given a bookmar
       await writer.state.update({ ...r1, metadata: { ...r1.metadata, finalizers: [] } });
       proxy.release();
       expect(await outcome).toBe('released');
+      // Both watches without bootstrap contents (false is not sent): the List is what the cache starts from.
+      expect(proxy.watches.map((b) => (b['options'] as Record<string, unknown>)['bootstrap_contents'])).toEqual([undefined, undefined]);
     } finally {
-      waiter.close();
+      cache.close();
     }
   });
 });

@@ -12,7 +12,8 @@ import type { Resource } from '../../src/omni-client/resource.js';
 import { NS_INFRA_PROVIDER, T, describePointer, providerNamespace, providerType } from '../../src/omni-client/resource.js';
 import { silentLogger } from '../../src/log.js';
 import { buildPlan } from '../../src/provider/plan.js';
-import type { Plan, Step } from '../../src/provider/plan.js';
+import type { Plan } from '../../src/provider/plan.js';
+import { stepNames } from '../helpers/plan-steps.js';
 import { resolveProfile } from '../../src/provider/profile.js';
 import { reconcile } from '../../src/provider/reconcile.js';
 import type { ReconcileOptions } from '../../src/provider/reconcile.js';
@@ -25,7 +26,7 @@ const U2 = '22222222-2222-2222-2222-222222222222';
 const BASE_GETS = 3;
 
 const isType = (type: string) => (r: Resource) => r.metadata.type === type;
-const stepName = (s: Step) => (s.op === 'wipe' ? `wipe ${s.machineId}` : `${s.op} ${s.target.metadata.type.split('.')[0]}/${s.target.metadata.id}${s.foundById ? ' (by ID)' : ''}`);
+const steps = (p: Plan, i = 0) => stepNames(p.items[i]!.ops, { byId: true });
 
 async function planOf(fake: FakeState, id = ID): Promise<Plan> {
   const snap = await takeSnapshot(fake, { providerId: id, profile: 'auto', stateTypes: [] });
@@ -57,8 +58,8 @@ describe('plan: a leftover only after a Get of its machine or request answered N
     fake.hideFromLists = isType(T.InfraMachine);
     const plan = await planOf(fake);
     expect(plan.items.map((i) => `${i.kind}/${i.id}`)).toEqual([`InfraMachine/${U1}`]);
-    expect(plan.items[0]!.steps.map(stepName).at(-1)).toBe(`release InfraMachines/${U1} (by ID)`);
-    expect(plan.items[0]!.steps.filter((s) => s.op !== 'wipe' && s.foundById)).toHaveLength(1);
+    expect(steps(plan).at(-1)).toBe(`release InfraMachines/${U1} (by ID)`);
+    expect(steps(plan).filter((s) => s.endsWith('(by ID)'))).toHaveLength(1);
     expect(plan.deregistration.status).toBe('not-ready');
   });
 
@@ -68,7 +69,9 @@ describe('plan: a leftover only after a Get of its machine or request answered N
     const plan = await planOf(fake);
     expect(fake.calls.get).toBe(BASE_GETS + 1);
     expect(plan.items.map((i) => `${i.kind}/${i.id}`)).toEqual(Array(outputs.length).fill(`leftover/${U1}`));
-    expect(plan.items.flatMap((i) => i.steps).every((s) => s.op === 'dispose' && !s.foundById)).toBe(true);
+    expect(plan.items.flatMap((i) => stepNames(i.ops, { byId: true })).every((s) => s.startsWith('dispose') && !s.endsWith('(by ID)'))).toBe(true);
+    // Each rests on the Get of its machine that answered NotFound, printed as its first operation.
+    expect(plan.items.every((i) => stepNames(i.ops, { gets: true })[0] === `get InfraMachines/${U1}`)).toBe(true);
     expect(plan.running.map((n) => n.id)).toEqual([U2]);
   });
 
@@ -89,11 +92,11 @@ describe('plan: a leftover only after a Get of its machine or request answered N
     const snap = await takeSnapshot(fake, { providerId: ID, profile: 'auto', stateTypes: [] });
     const plan = buildPlan(snap, { providerId: ID, machines: [], deregister: true, wipe: true });
     expect(fake.calls.get).toBe(BASE_GETS + 2);
-    expect(plan.items[0]!.steps.map(stepName)).toEqual([
+    expect(steps(plan)).toEqual([
       `wipe ${U1}`, `dispose MachineStatus/${U1}`, `dispose PowerOperation/${U1}`, `dispose RebootStatus/${U1}`, `dispose WipeStatus/${U1}`,
       `dispose BMCConfiguration/${U1} (by ID)`, `dispose InfraMachineStatuses/${U1} (by ID)`, `release InfraMachines/${U1}`,
     ]);
-    const wipe = plan.items[0]!.steps[0]!;
+    const wipe = plan.items[0]!.ops[0]!;
     expect(wipe.op === 'wipe' && wipe.bmcConfiguration?.metadata.id).toBe(U1);
     expect(plan.deregistration.reasons).toContainEqual(expect.stringMatching(/BMCConfiguration .* was not in its List, but a Get of its ID found it/));
   });
@@ -102,12 +105,12 @@ describe('plan: a leftover only after a Get of its machine or request answered N
     const fake = new FakeState([...provisionedRequest(ID, 'w-1', { withCpr: false })]);
     fake.hideFromLists = isType(T.MachineRequestStatus);
     const plan = await planOf(fake);
-    expect(plan.items[0]!.steps.map(stepName)).toEqual([`dispose MachineRequestStatuses/w-1 (by ID)`, `dispose Machine/w-1`, `release MachineRequests/w-1`]);
+    expect(steps(plan)).toEqual([`dispose MachineRequestStatuses/w-1 (by ID)`, `dispose Machine/w-1`, `release MachineRequests/w-1`]);
     expect(fake.calls.get).toBe(BASE_GETS + 1);
 
     const cleaned = new FakeState([providerStatus(ID, true), bareMetalMachine(ID, U1)[0]!]);
     const again = await planOf(cleaned);
-    expect(again.items[0]!.steps.map(stepName)).toEqual([`release InfraMachines/${U1}`]);
+    expect(steps(again)).toEqual([`release InfraMachines/${U1}`]);
     // Its InfraMachineStatus and the five per-machine types; nothing found.
     expect(cleaned.calls.get).toBe(BASE_GETS + 6);
     expect(again.deregistration.reasons.filter((x) => x.includes('not in its List'))).toEqual([]);

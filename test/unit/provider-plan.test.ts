@@ -3,7 +3,9 @@ import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, healthStatus, label, omniMachine, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
 import { takeSnapshot } from '../../src/provider/snapshot.js';
 import { buildPlan, immediateWrites } from '../../src/provider/plan.js';
-import type { Plan, Step } from '../../src/provider/plan.js';
+import type { Plan } from '../../src/provider/plan.js';
+import type { Operation } from '../../src/provider/operations.js';
+import { stepNames } from '../helpers/plan-steps.js';
 import type { Resource } from '../../src/omni-client/resource.js';
 import { NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
 import { isOurFinalizer, isOurResource } from '../../src/provider/ownership.js';
@@ -23,7 +25,9 @@ async function planFor(resources: Resource[], o: { id?: string; machines?: strin
   return buildPlan(snap, { providerId: id, machines: o.machines ?? [], deregister: o.deregister ?? true, wipe: o.wipe ?? false });
 }
 
-const describeStep = (s: Step) => (s.op === 'wipe' ? `wipe ${s.machineId}` : `${s.op} ${s.target.metadata.type.split('.')[0]}/${s.target.metadata.id}`);
+/** The operations on one resource, as `op` names (`remove-finalizers teardown wait destroy`). */
+const opsOn = (ops: Operation[], type: string) => ops.filter((o) => o.op !== 'wipe' && o.target.type === type).map((o) => o.op).join(' ');
+const lastOp = (p: Plan) => p.items[0]!.ops.at(-1)!;
 
 describe('ownership (design rule 1)', () => {
   it('takes only <id>.<Name> with a dot-free Name, case-sensitively', () => {
@@ -70,13 +74,16 @@ describe('plan: bare-metal', () => {
   it('releases a deleted machine in the order of rule 5: namespace resources, InfraMachineStatus, InfraMachine', async () => {
     const plan = await planFor([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
     expect(plan.items).toHaveLength(1);
-    const steps = plan.items[0]!.steps.map(describeStep);
+    const steps = stepNames(plan.items[0]!.ops);
     expect(steps).toEqual([
       `dispose MachineStatus/${U1}`, `dispose PowerOperation/${U1}`, `dispose RebootStatus/${U1}`, `dispose WipeStatus/${U1}`,
       `dispose BMCConfiguration/${U1}`, `dispose InfraMachineStatuses/${U1}`, `release InfraMachines/${U1}`,
     ]);
-    const release = plan.items[0]!.steps.at(-1)!;
-    expect(release.op === 'release' && release.finalizers).toHaveLength(6);
+    const release = lastOp(plan);
+    expect(release.op === 'remove-finalizers' && release.finalizers).toHaveLength(6);
+    // Each operation fully specified: the version and phase as read, the owner of each Destroy.
+    expect(release).toMatchObject({ op: 'remove-finalizers', version: '1', phase: 'tearingDown', target: { id: U1 } });
+    expect(plan.items[0]!.ops.filter((o) => o.op === 'destroy').map((o) => o.op === 'destroy' && o.owner)).toContain(`${ID}.MachineStatusController`);
     // the floor: 2 Updates + 5 Destroys + 1 Destroy + 1 Update
     expect(immediateWrites(plan)).toBe(9);
     expect(plan.announce).toBe(true);
@@ -84,23 +91,23 @@ describe('plan: bare-metal', () => {
 
   it('puts the wipe first, with the BMC data, only when a wipe strategy is set', async () => {
     const plan = await planFor(bareMetalMachine(ID, U1), { wipe: true });
-    const first = plan.items[0]!.steps[0]!;
+    const first = plan.items[0]!.ops[0]!;
     expect(first.op).toBe('wipe');
     expect(first.op === 'wipe' && first.bmcConfiguration?.metadata.type).toBe(providerType('BMCConfiguration', ID));
-    expect((await planFor(bareMetalMachine(ID, U1))).items[0]!.steps[0]!.op).toBe('dispose');
+    expect((await planFor(bareMetalMachine(ID, U1))).items[0]!.ops[0]!.op).toBe('remove-finalizers');
   });
 
   it('never touches a running machine, and reports it with a next step', async () => {
     const plan = await planFor([...bareMetalMachine(ID, U1, { phase: 'running' }), ...bareMetalMachine(ID, U2)]);
     expect(plan.items.map((i) => i.id)).toEqual([U2]);
     expect(plan.running).toEqual([expect.objectContaining({ kind: 'InfraMachine', id: U1, nextStep: expect.stringContaining(`omnictl delete link ${U1}`) })]);
-    for (const s of plan.items.flatMap((i) => i.steps)) if (s.op !== 'wipe') expect(s.target.metadata.id).not.toBe(U1);
+    for (const s of plan.items.flatMap((i) => i.ops)) if (s.op !== 'wipe') expect(s.target.id).not.toBe(U1);
   });
 
   it('leaves foreign finalizers: Omni before 1.3 holds the InfraMachineStatus; the run waits for it, and Omni lets go by itself', async () => {
     const plan = await planFor(bareMetalMachine(ID, U1, { omniOnStatus: true }));
-    const ims = plan.items[0]!.steps.find((s) => s.op === 'dispose' && s.target.metadata.type === T.InfraMachineStatus)!;
-    expect(ims).toMatchObject({ teardown: true, waitFor: ['MachineStatusController'], removeFinalizers: [] });
+    expect(opsOn(plan.items[0]!.ops, T.InfraMachineStatus)).toBe('teardown wait destroy');
+    expect(plan.items[0]!.ops.find((o) => o.op === 'wait')).toMatchObject({ finalizers: ['MachineStatusController'] });
     expect(plan.waits).toEqual([]);
     expect(plan.lettingGo[0]!.reason).toMatch(/MachineStatusController lets go by itself/);
   });
@@ -108,8 +115,8 @@ describe('plan: bare-metal', () => {
   it('removes only our finalizers from an InfraMachine that also carries others', async () => {
     const fins = [`${ID}.WipeStatusController`, 'InfraMachineController', 'bare-metal-2.WipeStatusController', 'Bare-Metal.X', `${ID}.a.b`];
     const plan = await planFor(bareMetalMachine(ID, U1, { finalizers: fins }));
-    const release = plan.items[0]!.steps.at(-1)!;
-    expect(release.op === 'release' && release.finalizers).toEqual([`${ID}.WipeStatusController`]);
+    const release = lastOp(plan);
+    expect(release.op === 'remove-finalizers' && release.finalizers).toEqual([`${ID}.WipeStatusController`]);
   });
 
   it('ignores another provider\'s machines even with our finalizer names', async () => {
@@ -128,8 +135,8 @@ describe('plan: bare-metal', () => {
   it('releases a legacy BMCConfig finalizer on a BMCConfig being deleted', async () => {
     const plan = await planFor([res(NS_INFRA_PROVIDER, T.BMCConfig, U1, { phase: 'tearingDown', labels: label(ID), finalizers: [`${ID}.BMCConfigurationController`, 'BMCConfigController'] })]);
     expect(plan.items).toEqual([expect.objectContaining({ kind: 'BMCConfig', id: U1 })]);
-    const s = plan.items[0]!.steps[0]!;
-    expect(s.op === 'release' && s.finalizers).toEqual([`${ID}.BMCConfigurationController`]);
+    const s = plan.items[0]!.ops[0]!;
+    expect(s.op === 'remove-finalizers' && s.finalizers).toEqual([`${ID}.BMCConfigurationController`]);
   });
 
   it('explains an InfraMachine held only by someone else\'s finalizer', async () => {
@@ -143,23 +150,24 @@ describe('plan: bare-metal', () => {
 describe('plan: provisioning', () => {
   it('orders ConfigPatchRequests, status (teardown, wait), state, then the request', async () => {
     const plan = await planFor([providerStatus('kubevirt', false), ...provisionedRequest('kubevirt', 'workers-abc')], { id: 'kubevirt' });
-    const steps = plan.items[0]!.steps;
-    expect(steps.map(describeStep)).toEqual([
+    const steps = stepNames(plan.items[0]!.ops);
+    expect(steps).toEqual([
       'dispose ConfigPatchRequests/workers-abc-patch', 'dispose MachineRequestStatuses/workers-abc', 'dispose Machine/workers-abc', 'release MachineRequests/workers-abc',
     ]);
-    expect(steps[1]).toMatchObject({ teardown: true, waitFor: ['MachineRequestStatusCleanupController'] });
-    const release = steps[3]!;
-    expect(release.op === 'release' && release.finalizers).toEqual(['kubevirt.ProvisionController']);
+    expect(opsOn(plan.items[0]!.ops, T.MachineRequestStatus)).toBe('teardown wait destroy');
+    expect(plan.items[0]!.ops.find((o) => o.op === 'wait' && o.target.type === T.MachineRequestStatus)).toMatchObject({ finalizers: ['MachineRequestStatusCleanupController'] });
+    const release = lastOp(plan);
+    expect(release.op === 'remove-finalizers' && release.finalizers).toEqual(['kubevirt.ProvisionController']);
     expect(plan.leftBehind.map((n) => n.reason).join(' ')).toMatch(/not deprovisioned/);
   });
 
   it('says what may be left behind when no state resource is found under the known types', async () => {
     const rs = provisionedRequest('acme', 'r1', { stateType: 'Instance' });
     const plan = await planFor(rs, { id: 'acme' });
-    expect(plan.items[0]!.steps.map(describeStep)).not.toContain('dispose Instance/r1');
+    expect(stepNames(plan.items[0]!.ops)).not.toContain('dispose Instance/r1');
     expect(plan.leftBehind.some((n) => n.nextStep.includes('--state-type'))).toBe(true);
     const withType = await planFor(rs, { id: 'acme', stateTypes: ['Instance'] });
-    expect(withType.items[0]!.steps.map(describeStep)).toContain('dispose Instance/r1');
+    expect(stepNames(withType.items[0]!.ops)).toContain('dispose Instance/r1');
   });
 
   it('refuses a new MachineRequest (no status) in whole mode, but not in per-machine mode', async () => {
@@ -223,8 +231,10 @@ describe('plan: leftovers and deregistration', () => {
     const ns = providerNamespace(ID);
     const plan = await planFor([providerStatus(ID, true), healthStatus(ID, 0, 'stub-provider: x'), res(ns, providerType('TLSConfig', ID), 'tls-config')]);
     expect(plan.deregistration.status).toBe('ready');
-    const steps = plan.deregistration.item!.steps.map(describeStep);
-    expect(steps).toEqual(['dispose TLSConfig/tls-config', `dispose InfraProviderHealthStatuses/${ID}`, `dispose InfraProviderStatuses/${ID}`]);
+    const d = plan.deregistration.item!;
+    expect(d.check).toMatchObject({ op: 'check-live-provider', target: { type: T.InfraProviderHealthStatus, id: ID } });
+    expect(d.cleanup.flatMap((c) => stepNames(c.ops))).toEqual(['dispose TLSConfig/tls-config']);
+    expect(stepNames(d.ops)).toEqual([`dispose InfraProviderHealthStatuses/${ID}`, `dispose InfraProviderStatuses/${ID}`]);
     expect(plan.deregistration.lastStep).toBe(`omnictl infraprovider delete ${ID}`);
     expect(plan.deregistration.warning).toMatch(/MachineRequestSet/);
   });
@@ -289,8 +299,8 @@ describe('plan: what Omni\'s own finalizers will do (only what the provider can 
     expect(n.reason).toMatch(new RegExp(`waits while machine ${U1} is in a cluster .*machine ${U1} is still in Omni, and this provider's account cannot read that \\(it needs the Reader role\\), so whether Omni waits cannot be seen from here`));
     expect(n.nextStep).toContain(`omnictl get machinesetnodes,clustermachines ${U1}`);
     // The run still waits for it before the Destroy (rule 5): only the prediction changed.
-    const st = plan.items[0]!.steps.find((s) => s.op === 'dispose' && s.target.metadata.type === T.MachineRequestStatus);
-    expect(st).toMatchObject({ teardown: true, waitFor: ['MachineRequestStatusCleanupController'] });
+    expect(opsOn(plan.items[0]!.ops, T.MachineRequestStatus)).toBe('teardown wait destroy');
+    expect(plan.items[0]!.ops.find((o) => o.op === 'wait' && o.target.type === T.MachineRequestStatus)).toMatchObject({ finalizers: ['MachineRequestStatusCleanupController'] });
   });
 
   it('Machines unreadable: whether the machine is still in Omni is said to be unknown too', async () => {

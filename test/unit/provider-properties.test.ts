@@ -6,9 +6,10 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
-import { res } from '../helpers/provider-fixtures.js';
-import type { Phase, Resource } from '../../src/omni-client/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST, NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
+import { OMNI, build, stateArb } from '../helpers/fleet-arbitrary.js';
+import type { Input } from '../helpers/fleet-arbitrary.js';
+import type { Resource } from '../../src/omni-client/resource.js';
+import { LABEL_MACHINE_REQUEST, T } from '../../src/omni-client/resource.js';
 import { takeSnapshot } from '../../src/provider/snapshot.js';
 import { buildPlan, immediateWrites } from '../../src/provider/plan.js';
 import type { Plan } from '../../src/provider/plan.js';
@@ -23,73 +24,6 @@ function isOurFinalizer(f: string, id: string): boolean {
 function isOurResource(md: { namespace: string; labels: Record<string, string> }, id: string): boolean {
   return md.namespace === `infra-provider:${id}` || md.labels['omni.sidero.dev/infra-provider-id'] === id;
 }
-
-const IDS = ['bm', 'bm-2', 'BM', 'b', 'bm.x'] as const;
-const OMNI = ['InfraMachineController', 'ClusterMachineRequestStatusController', 'MachineRequestStatusCleanupController', 'ConfigPatchRequestController', 'MachineStatusController', 'MachineSetNodeController'];
-const CTRLS = ['WipeStatusController', 'ProvisionController', 'RebootStatusController', 'x.Y'];
-const PHASES: Phase[] = ['running', 'tearingDown'];
-
-const finalizerArb = fc.oneof(
-  fc.constantFrom(...OMNI),
-  fc.tuple(fc.constantFrom(...IDS), fc.constantFrom(...CTRLS)).map(([id, c]) => `${id}.${c}`),
-);
-const finsArb = fc.uniqueArray(finalizerArb, { maxLength: 4 });
-
-interface MachineSpec {
-  kind: 'static' | 'request';
-  provider: (typeof IDS)[number];
-  labelAs: (typeof IDS)[number];
-  phase: Phase;
-  fins: string[];
-  withStatus: boolean;
-  statusFins: string[];
-  withNs: boolean;
-  nsFins: string[];
-  withCpr: boolean;
-}
-
-const machineArb: fc.Arbitrary<MachineSpec> = fc.record({
-  kind: fc.constantFrom('static' as const, 'request' as const),
-  provider: fc.constantFrom(...IDS),
-  labelAs: fc.constantFrom(...IDS),
-  phase: fc.constantFrom(...PHASES),
-  fins: finsArb,
-  withStatus: fc.boolean(),
-  statusFins: fc.uniqueArray(fc.constantFrom(...OMNI), { maxLength: 1 }),
-  withNs: fc.boolean(),
-  nsFins: finsArb,
-  withCpr: fc.boolean(),
-});
-
-function build(ms: MachineSpec[], orphans: { provider: (typeof IDS)[number]; id: string }[]): Resource[] {
-  const out: Resource[] = [];
-  ms.forEach((m, i) => {
-    const id = `m${i}`;
-    const labels = { [LABEL_INFRA_PROVIDER_ID]: m.labelAs };
-    if (m.kind === 'static') {
-      out.push(res(NS_INFRA_PROVIDER, T.InfraMachine, id, { phase: m.phase, finalizers: m.fins, labels, owner: 'InfraMachineController' }));
-      if (m.withStatus) out.push(res(NS_INFRA_PROVIDER, T.InfraMachineStatus, id, { labels, owner: `${m.provider}.InfraMachineStatusController`, finalizers: m.statusFins }));
-      if (m.withNs) out.push(res(providerNamespace(m.provider), providerType('MachineStatus', m.provider), id, { owner: `${m.provider}.MachineStatusController`, finalizers: m.nsFins }));
-    } else {
-      out.push(res(NS_INFRA_PROVIDER, T.MachineRequest, id, { phase: m.phase, finalizers: m.fins, labels }));
-      if (m.withStatus) out.push(res(NS_INFRA_PROVIDER, T.MachineRequestStatus, id, { labels, owner: `${m.provider}.ProvisionController`, finalizers: m.statusFins }));
-      if (m.withNs) out.push(res(providerNamespace(m.provider), providerType('Machine', m.provider), id, { owner: `${m.provider}.ProvisionController`, finalizers: m.nsFins }));
-      if (m.withCpr) out.push(res(NS_INFRA_PROVIDER, T.ConfigPatchRequest, `${id}-p`, { labels: { ...labels, [LABEL_MACHINE_REQUEST]: id }, owner: `${m.provider}.ProvisionController` }));
-    }
-  });
-  for (const o of orphans) out.push(res(NS_INFRA_PROVIDER, T.InfraMachineStatus, `${o.id}-${o.provider}`, { labels: { [LABEL_INFRA_PROVIDER_ID]: o.provider }, owner: `${o.provider}.InfraMachineStatusController` }));
-  return out;
-}
-
-const stateArb = fc.record({
-  target: fc.constantFrom(...IDS),
-  machines: fc.array(machineArb, { maxLength: 7 }),
-  orphans: fc.uniqueArray(fc.record({ provider: fc.constantFrom(...IDS), id: fc.constantFrom('o1', 'o2') }), { maxLength: 3, selector: (o) => `${o.id}-${o.provider}` }),
-  perMachine: fc.option(fc.uniqueArray(fc.constantFrom('m0', 'm1', 'm2', 'zz'), { minLength: 1, maxLength: 2 }), { nil: undefined }),
-  deregister: fc.boolean(),
-});
-
-interface Input { target: string; machines: MachineSpec[]; orphans: { provider: (typeof IDS)[number]; id: string }[]; perMachine: string[] | undefined; deregister: boolean }
 
 async function planOf(state: FakeState, inp: Input): Promise<Plan> {
   const snap = await takeSnapshot(state, { providerId: inp.target, profile: 'auto', stateTypes: [] });
@@ -107,17 +41,25 @@ describe('plan safety properties', () => {
       const resources = build(inp.machines, inp.orphans);
       const plan = await planOf(new FakeState(resources), inp);
       const running = runningParents(resources, inp.target);
-      const steps = [...plan.items, ...(plan.deregistration.item ? [plan.deregistration.item] : [])].flatMap((i) => i.steps);
-      for (const s of steps) {
-        if (s.op === 'wipe') continue;
-        const md = s.target.metadata;
+      const d = plan.deregistration.item;
+      const ops = [...plan.items, ...(d ? [...d.cleanup, d] : [])].flatMap((i) => i.ops);
+      const read = new Map(resources.map((r) => [`${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id}`, r]));
+      for (const s of ops) {
+        if (s.op === 'wipe' || s.op === 'get') continue;
+        const r = read.get(`${s.target.namespace}/${s.target.type}/${s.target.id}`);
+        if (!r && (s.target.type === T.InfraProviderHealthStatus || s.target.type === T.InfraProviderStatus)) continue;
+        const md = r!.metadata;
         expect(isOurResource(md, inp.target)).toBe(true);
-        const removed = s.op === 'release' ? s.finalizers : s.removeFinalizers;
-        for (const f of removed) {
-          expect(isOurFinalizer(f, inp.target)).toBe(true);
-          expect(md.finalizers).toContain(f);
+        if (s.op === 'remove-finalizers') {
+          // As read: at its version, in its phase.
+          expect([s.version, s.phase]).toEqual([md.version, md.phase]);
+          for (const f of s.finalizers) {
+            expect(isOurFinalizer(f, inp.target)).toBe(true);
+            expect(md.finalizers).toContain(f);
+          }
         }
-        if (md.type === T.InfraMachine || md.type === T.MachineRequest) expect(md.phase).toBe('tearingDown');
+        if (s.op === 'destroy' || s.op === 'teardown') expect(s.owner).toBe(md.owner);
+        if (md.type === T.InfraMachine || md.type === T.MachineRequest) expect([s.op, md.phase]).toEqual(['remove-finalizers', 'tearingDown']);
         const parent = md.labels[LABEL_MACHINE_REQUEST] ?? md.id;
         expect(running.has(parent)).toBe(false);
         if (inp.perMachine) expect((inp.perMachine as readonly string[]).includes(parent) || md.type === T.BMCConfig).toBe(true);

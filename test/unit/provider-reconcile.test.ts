@@ -253,8 +253,9 @@ describe('reconcile: the settle after the last write (what others still held whe
     expect(o.reason).toContain('ClusterMachineRequestStatusController: Omni\'s ClusterMachineRequestStatusController holds it until other.ProvisionController is gone');
     expect(o.nextStep).toContain('run stub-provider with that provider\'s own ID');
     expect(r.settle).toEqual({ ms: 300, items: 1, gone: 0, held: 1 });
-    // One watch per kind waited on, no Get: the settle reads nothing else.
-    expect(fake.calls.watch).toBe(2); // the status's teardown wait, and the request's settle
+    // One watch per kind the run read, each listed once: the waits and the settle are queries on them.
+    expect(fake.calls.watch).toBe(fake.calls.list);
+    expect(fake.calls.list).toBe(14);
   });
 
   it('the watch shows what holds it at the end, not what held it when released', async () => {
@@ -276,7 +277,7 @@ describe('reconcile: the settle after the last write (what others still held whe
     const r = await run(fake, { providerId: KV, settleMs: 0 });
     expect(r.outcomes.find((x) => x.kind === 'MachineRequest')).toMatchObject({ status: 'released', settle: { ms: 0, outcome: 'not-watched' }, heldBy: ['ClusterMachineRequestStatusController', 'other.ProvisionController'] });
     expect(r.settle).toEqual({ ms: 0, items: 1, gone: 0, held: 0 });
-    expect(fake.calls.watch).toBe(1); // the status's teardown wait only
+    expect(fake.calls.watch).toBe(fake.calls.list);
   });
 
   it('a deletion left to Omni (nothing of ours on it) that Omni does not let go: blocked at the end, after the settle time', async () => {
