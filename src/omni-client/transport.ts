@@ -17,7 +17,7 @@ import { silentLogger } from '../log.js';
 import { DEFAULT_READ_LIMITS, ReadBudget, discard, parseJson, readAnswer, type ReadLimits } from './body.js';
 import { where, type CallContext } from './call.js';
 import { SigningClock } from './clock.js';
-import { gzipChoice, type CompressionPolicy } from './compression.js';
+import { DEFAULT_COMPRESSION_POLICY, gzipChoice, type CompressionPolicy } from './compression.js';
 import { Deadlines } from './deadline.js';
 import { createDispatchers, type DispatcherKind, type Dispatchers } from './dispatcher.js';
 import { normalizeEndpoint, type Endpoint } from './endpoint.js';
@@ -47,7 +47,7 @@ export interface TransportOptions {
   random?: () => number;
   /** Where proxy variables are read from; default process.env. */
   env?: NodeJS.ProcessEnv;
-  /** Which calls ask Omni for gzip (compression.ts). Default 'auto'. */
+  /** Which calls ask Omni for gzip (compression.ts). Default DEFAULT_COMPRESSION_POLICY. */
   gzip?: CompressionPolicy;
   /** Read limits; unset ones are body.ts DEFAULT_READ_LIMITS (`listItems` is `--max-list-items`). */
   limits?: Partial<ReadLimits>;
@@ -90,7 +90,7 @@ export class Transport {
     );
     this.#dispatchers = createDispatchers(this.endpoint, { connections: opts.connections ?? 16, env: opts.env ?? process.env, tls: tlsOptions(opts), log });
     this.dispatcherKind = this.#dispatchers.kind;
-    this.#headers = new RequestHeaders(opts.signer, gzipChoice(opts.gzip ?? 'auto', this.endpoint.origin, this.dispatcherKind === 'proxy'));
+    this.#headers = new RequestHeaders(opts.signer, gzipChoice(opts.gzip ?? DEFAULT_COMPRESSION_POLICY, this.endpoint.origin, this.dispatcherKind === 'proxy'));
   }
 
   /** Milliseconds added to the local clock when signing (0 unless Omni's clock was adopted). */
