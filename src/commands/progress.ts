@@ -11,10 +11,16 @@
 
 import { Writable } from 'node:stream';
 import type { ItemEnded, ReconcileProgress } from '../provider/reconcile.js';
+import { describeThrottling } from '../provider/report.js';
 import { escapeControl } from '../untrusted.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 
 export type ProgressCounts = ReconcileProgress;
+/** What the progress line says of back-pressure (omni-client/pressure.ts ThrottlingStats). */
+export interface Throttled {
+  signals: number;
+  waitedMs: number;
+}
 
 export interface ProgressTimers {
   now(): number;
@@ -54,6 +60,8 @@ export class ProgressLine {
   private readonly tickMs: number;
   /** Where log lines go: the progress line is erased first and redrawn (throttled) after them. */
   readonly logStream: Writable;
+  /** How much Omni throttled the writes so far (the client's counters), read at every draw. */
+  throttling: (() => Throttled) | undefined;
 
   constructor(private readonly out: NodeJS.WritableStream, o: { intervalMs?: number; tickMs?: number; timers?: ProgressTimers } = {}) {
     this.timers = o.timers ?? realTimers;
@@ -133,7 +141,7 @@ export class ProgressLine {
     this.lastDraw = now;
     this.dirty = false;
     const left = c.timeLeftMs === undefined ? undefined : c.timeLeftMs - (now - this.latestAt);
-    this.out.write(`${CLEAR}${this.fit(progressText(c, now - (this.startedAt ?? now), left))}`);
+    this.out.write(`${CLEAR}${this.fit(progressText(c, now - (this.startedAt ?? now), left, this.throttling?.()))}`);
     this.shown = true;
     this.plan();
   }
@@ -149,11 +157,13 @@ export class ProgressLine {
  * The progress line's text. Counts only, and the clock, but escaped all the same, so that nothing
  * added to this line can break it (design rule 13).
  */
-export function progressText(c: ProgressCounts, elapsedMs: number, leftMs?: number): string {
+export function progressText(c: ProgressCounts, elapsedMs: number, leftMs?: number, throttled?: Throttled): string {
   const ended = `${c.released} released, ${c.refused} refused, ${c.blocked} blocked, ${c.failed} failed`;
   const open = `${c.running} running, ${c.waiting} waiting, ${c.remaining} remaining`;
   const clock = `${formatClock(elapsedMs)} elapsed${leftMs === undefined ? '' : `, ${formatClock(leftMs, true)} left`}`;
-  return escapeControl(`stub-provider: ${ended} · ${open} · ${clock}`);
+  // Only once Omni has pushed back: a run that is not throttled keeps its line as it was.
+  const pressure = throttled && throttled.signals > 0 ? ` · ${describeThrottling(throttled)}` : '';
+  return escapeControl(`stub-provider: ${ended} · ${open} · ${clock}${pressure}`);
 }
 
 const STATUS_WORD: Record<ItemEnded['status'], string> = { released: 'released', refused: 'refused', blocked: 'blocked', failed: 'failed', interrupted: 'interrupted' };

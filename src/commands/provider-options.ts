@@ -155,8 +155,8 @@ export function loggerFor(c: Pick<ConnectionConfig, 'logLevel' | 'logFormat' | '
   return createLogger({ level: c.logLevel, ...(c.logFormat ? { format: c.logFormat } : {}), ...(c.color !== undefined ? { color: c.color } : {}), destination: io.stderr });
 }
 
-/** The client; `onWrite` hears of every write it sends (the audit log). */
-export async function connect(c: ConnectionConfig, io: Io, logger: Logger, onWrite?: WriteObserver): Promise<OmniClient> {
+/** The client; `onWrite` hears of every write it sends (the audit log); `backPressure`: how long a throttled write is retried. */
+export async function connect(c: ConnectionConfig, io: Io, logger: Logger, onWrite?: WriteObserver, backPressure?: { maxWaitMs: number }): Promise<OmniClient> {
   const key = await loadServiceAccountKey({ ...(c.keyFile ? { file: c.keyFile } : {}), env: io.env });
   return createOmniClient({
     endpoint: c.endpoint,
@@ -166,6 +166,8 @@ export async function connect(c: ConnectionConfig, io: Io, logger: Logger, onWri
     logger,
     connections: c.concurrency,
     limits: { listItems: c.maxListItems },
+    // Writes in flight adapt to back-pressure between 1 and --concurrency (omni-client/pressure.ts).
+    backPressure: { maxWritesInFlight: c.concurrency, ...backPressure },
     ...(onWrite ? { onWrite } : {}),
   });
 }

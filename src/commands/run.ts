@@ -8,7 +8,7 @@ import type { WipeOptions } from '../wipe/index.js';
 import { Audit } from '../provider/audit.js';
 import { preflight } from '../provider/preflight.js';
 import { reconcile } from '../provider/reconcile.js';
-import { planReport, renderText, runReport } from '../provider/report.js';
+import { planReport, renderText, runReport, throttlingOf } from '../provider/report.js';
 import type { PreflightResult } from '../provider/preflight.js';
 import type { ReconcileResult } from '../provider/reconcile.js';
 import { parseDuration, parseDurationOrZero } from './durations.js';
@@ -79,7 +79,9 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promis
   const progress = progressFor(c, io);
   const log = progress ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream }) : loggerFor(c, io);
   const audit = new Audit(outputs.auditSink, Date.now, log, undefined, progress ? { writeLogLevel: 'debug' } : {});
-  const client = await connect(c, io, log, audit.observer);
+  // A write throttled by Omni is retried for --step-timeout at most (what --timeout allows with --wait).
+  const client = await connect(c, io, log, audit.observer, { maxWaitMs: c.wait && Number.isFinite(c.timeoutMs) ? c.timeoutMs : c.stepTimeoutMs });
+  if (progress) progress.throttling = () => client.throttling();
   let failed = false;
   let pre: PreflightResult;
   let result: ReconcileResult;
@@ -115,7 +117,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promis
   }
   const interruptCode = sig.code();
   if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
-  return runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, ...(interruptCode ? { interruptCode } : {}) });
+  return runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, throttling: throttlingOf(client.throttling()), ...(interruptCode ? { interruptCode } : {}) });
 }
 
 export const runCommand = defineCommand({

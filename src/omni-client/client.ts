@@ -1,8 +1,9 @@
 // The Omni API client: one transport (one shared undici dispatcher), one signer, one State (the
-// gateway's CoreState wrapped by wrap.ts).
+// gateway's CoreState, its writes under back-pressure control (pressure.ts), wrapped by wrap.ts).
 
 import { silentLogger } from '../log.js';
 import { loadServiceAccountKey, parseServiceAccountKey, Signer, type ServiceAccountKey } from './auth.js';
+import { withBackPressure, type BackPressureOptions, type ThrottlingStats } from './pressure.js';
 import { GatewayState } from './state.js';
 import type { DispatcherKind } from './dispatcher.js';
 import { Transport, type TransportOptions } from './transport.js';
@@ -18,6 +19,8 @@ export interface OmniClientOptions extends Omit<TransportOptions, 'endpoint' | '
   key: string | ServiceAccountKey;
   /** Told of every write before it is sent and of its outcome (state.ts); the audit log. */
   onWrite?: WriteObserver;
+  /** How writes ride out back-pressure (pressure.ts); the most in flight defaults to `connections`. */
+  backPressure?: Partial<Omit<BackPressureOptions, 'logger' | 'now' | 'delay' | 'random'>>;
 }
 
 export interface OmniClient {
@@ -34,6 +37,8 @@ export interface OmniClient {
   /** Offset added to the local clock when signing; non-zero after Omni's clock was adopted. */
   serverClockOffsetMs(): number;
   stats(): { callsByMethod: Record<string, number>; signOps: number };
+  /** How much the writes were throttled so far (pressure.ts). */
+  throttling(): ThrottlingStats;
 }
 
 export async function createOmniClient(opts: OmniClientOptions): Promise<OmniClient> {
@@ -41,11 +46,14 @@ export async function createOmniClient(opts: OmniClientOptions): Promise<OmniCli
   const logger = opts.logger ?? silentLogger();
   const key = typeof opts.key === 'string' ? await parseServiceAccountKey(opts.key, { now }) : opts.key;
   const signer = new Signer(key);
-  const { key: _key, onWrite, ...transportOpts } = opts;
+  const { key: _key, onWrite, backPressure, ...transportOpts } = opts;
   const transport = new Transport({ ...transportOpts, signer, logger, now });
   if (opts.insecureSkipTlsVerify) logger.warn({ endpoint: transport.endpoint.origin }, 'TLS certificate verification is disabled (--insecure-skip-tls-verify)');
   const timing = { logger, ...(opts.delay ? { delay: opts.delay } : {}), ...(opts.random ? { random: opts.random } : {}) };
-  const state = wrapCore(new GatewayState(transport, { ...timing, ...(onWrite ? { onWrite } : {}) }), timing);
+  const pressured = withBackPressure(new GatewayState(transport, { ...timing, ...(onWrite ? { onWrite } : {}) }), {
+    maxWritesInFlight: opts.connections ?? 16, ...backPressure, ...timing,
+  });
+  const state = wrapCore(pressured, timing);
   return {
     state,
     providerId: key.providerId,
@@ -55,6 +63,7 @@ export async function createOmniClient(opts: OmniClientOptions): Promise<OmniCli
     close: () => transport.close(),
     serverClockOffsetMs: () => transport.clockOffsetMs(),
     stats: () => ({ ...transport.stats(), signOps: signer.stats().signOps }),
+    throttling: () => pressured.throttling(),
   };
 }
 

@@ -73,6 +73,10 @@ export interface ClientErrorOptions {
   method?: string;
   /** The resource the call was about. */
   resource?: Pointer;
+  /** The HTTP status of the answer that carried the error (Omni's, or a proxy's). */
+  httpStatus?: number;
+  /** How long the server (or a proxy in front of it) asked to wait before another call (`Retry-After`), in ms. */
+  retryAfterMs?: number;
 }
 
 /** The root of every error the client raises. `code` is stable; `message` names what failed, escaped. */
@@ -82,6 +86,9 @@ export class ClientError extends Error {
   readonly retriable: boolean;
   readonly method: string | undefined;
   readonly resource: Pointer | undefined;
+  /** The answer's `Retry-After`, in ms from when it arrived (status.ts); undefined when it had none. */
+  readonly retryAfterMs: number | undefined;
+  readonly httpStatus: number | undefined;
 
   constructor(code: string, message: string, options: ClientErrorOptions = {}) {
     super(message, options.cause !== undefined ? { cause: options.cause } : undefined);
@@ -90,11 +97,12 @@ export class ClientError extends Error {
     this.retriable = options.retriable ?? false;
     this.method = options.method;
     this.resource = options.resource;
+    this.retryAfterMs = options.retryAfterMs;
+    this.httpStatus = options.httpStatus;
   }
 }
 
 export interface OmniErrorContext extends Omit<ClientErrorOptions, 'retriable'> {
-  httpStatus?: number;
   /** The Date header of the answer that carried the error: Omni's clock, for skew adoption. */
   serverDate?: string;
 }
@@ -108,7 +116,6 @@ export class OmniError extends ClientError {
   readonly grpcCode: number;
   /** Omni's message as sent (`message` has it escaped, after the call and the code). */
   readonly omniMessage: string;
-  readonly httpStatus: number | undefined;
   readonly serverDate: string | undefined;
 
   constructor(grpcCode: number, omniMessage: string, ctx: OmniErrorContext = {}, code = 'OMNI_ERR') {
@@ -118,7 +125,6 @@ export class OmniError extends ClientError {
     super(code, escapeControl(`${where ? `${where}: ` : ''}${grpcCodeName(grpcCode)}: ${omniMessage}`), { ...ctx, retriable: grpcCode === GrpcCode.Unavailable });
     this.grpcCode = grpcCode;
     this.omniMessage = omniMessage;
-    this.httpStatus = ctx.httpStatus;
     this.serverDate = ctx.serverDate;
   }
 }
@@ -246,6 +252,12 @@ export class RedirectError extends fixedCode('STUB_REDIRECTED') {}
 /** Omni refused the signature and its clock is further from ours than the client adopts. Exit 4. */
 export class ClockSkewError extends fixedCode('STUB_CLOCK_SKEW') {}
 
+/**
+ * A write that Omni (or a proxy in front of it) kept throttling until its retries or its time ran out
+ * (pressure.ts): nothing more was sent. Exit 5: a run later, or with a lower --concurrency, carries on.
+ */
+export class ThrottledError extends fixedCode('STUB_THROTTLED') {}
+
 /** A write of a resource read without its spec, refused before it is sent (it would erase the spec). */
 export class SpecOmittedError extends fixedCode('CLIENT_SPEC_OMITTED') {}
 
@@ -263,7 +275,7 @@ export function brokeInTransit(e: unknown): e is ClientError {
 /** Every error class with a fixed code (or, for ProtocolError, a set of them). */
 type CodedError =
   | InstanceType<(typeof OMNI_CLASSES)[number]> | WatchErroredError | ConfigError | KeyError | TransportError | ProtocolError
-  | RedirectError | ClockSkewError | SpecOmittedError;
+  | RedirectError | ClockSkewError | ThrottledError | SpecOmittedError;
 /** The error classes by their stable code, for `hasCode`. */
 type ClassByCode = { [E in CodedError as E['code']]: E };
 export type ClientErrorCode = keyof ClassByCode;

@@ -16,6 +16,10 @@ export {
 } from './auth.js';
 export { GatewayState, type GatewayStateOptions, type StateTransport } from './state.js';
 export { wrapCore, type ConflictPolicy } from './wrap.js';
+export {
+  WriteWindow, withBackPressure, classifyWriteFailure, createVerdict, destroyVerdict, updateVerdict,
+  type BackPressureOptions, type BackPressureState, type ThrottlingStats, type Verdict, type WriteFailure,
+} from './pressure.js';
 export { DEFAULT_READ_LIMITS, type ReadLimits } from './body.js';
 export { observeWrite, outcomeOf, type WriteIntent, type WriteObserver, type WriteOutcome } from './write-observer.js';
 export { Transport, type OpenStream, type TransportOptions } from './transport.js';

@@ -3,6 +3,10 @@
 // broken connection, Omni's Unavailable, a proxy's 502/503/504 without Omni's status. The loop
 // retries those with capped jittered backoff, and once after adopting Omni's clock on a refused
 // signature (clock.ts). Nothing else is retried: a refusal or a malformed answer would repeat.
+// A write (Create, Update, Destroy) is sent again here only when it never left (the connection was
+// never opened) or Omni refused its signature: any other failure leaves its outcome unknown, and
+// sending it blindly could apply it twice. pressure.ts reads such a write back and decides.
+// A `Retry-After` is honoured (capped at RETRY_AFTER_CAP_MS) when it is longer than the backoff.
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
@@ -39,6 +43,21 @@ const RETRIABLE_CAUSES = new Set([
   'UND_ERR_CONNECT_TIMEOUT',
   'Z_BUF_ERROR',
 ]);
+
+/** The longest `Retry-After` the client honours, per wait (a proxy may ask for hours). */
+export const RETRY_AFTER_CAP_MS = 60_000;
+
+/** The methods that change Omni: their outcome is unknown once sent and unanswered. */
+export const WRITE_METHODS: ReadonlySet<MethodName> = new Set<MethodName>(['Create', 'Update', 'Destroy']);
+
+/** Node's and undici's codes of a connection that never opened: the call did not leave. */
+const NEVER_SENT_CAUSES = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/** Whether a failure shows that the call never reached the server (the connection never opened). */
+export function neverSent(e: ClientError): boolean {
+  const cause = (e.cause as NodeJS.ErrnoException | undefined)?.code;
+  return e instanceof TransportError && e.httpStatus === undefined && typeof cause === 'string' && NEVER_SENT_CAUSES.has(cause);
+}
 
 /**
  * What an attempt's failure is: the abort's error once the call's signal aborted; the client's
@@ -97,8 +116,10 @@ export class Retrier {
           throw this.refused(method, ctx, e);
         }
         if (!e.retriable || retries >= this.policy.retries) throw e;
+        // A write whose outcome is unknown is the caller's to read back (pressure.ts), never resent here.
+        if (WRITE_METHODS.has(method) && !neverSent(e)) throw e;
         ctx.onRetry?.();
-        const ms = jitteredBackoff(retries++, this.policy.backoff, this.policy.random);
+        const ms = Math.max(jitteredBackoff(retries++, this.policy.backoff, this.policy.random), Math.min(e.retryAfterMs ?? 0, RETRY_AFTER_CAP_MS));
         this.policy.log.debug({ method, attempt: retries, delayMs: ms, err: e.message }, 'retrying an Omni call');
         try {
           await this.policy.delay(ms, scope.signal);

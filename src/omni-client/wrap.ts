@@ -48,8 +48,39 @@ export function wrapCore(core: CoreState, policy: ConflictPolicy = {}): State {
   return new WrappedState(core, policy);
 }
 
-class WrappedState implements State {
-  readonly #core: CoreState;
+/**
+ * A CoreState that passes every call to another: the base of the decorators over a backend
+ * (WrappedState here, pressure.ts's writes under back-pressure), which override what they add to.
+ */
+export class DelegatingCore implements CoreState {
+  constructor(protected readonly core: CoreState) {}
+
+  get(p: Pointer, opts?: CallOptions): Promise<Resource> {
+    return this.core.get(p, opts);
+  }
+
+  list(namespace: string, type: string, opts?: QueryOptions): Promise<Resource[]> {
+    return this.core.list(namespace, type, opts);
+  }
+
+  watchKind(namespace: string, type: string, opts?: WatchKindOptions): AsyncIterable<WatchEvent[]> {
+    return this.core.watchKind(namespace, type, opts);
+  }
+
+  create(r: Resource, opts?: OwnerOptions): Promise<Resource> {
+    return this.core.create(r, opts);
+  }
+
+  update(r: Resource, opts?: UpdateOptions): Promise<Resource> {
+    return this.core.update(r, opts);
+  }
+
+  destroy(p: Pointer, opts?: OwnerOptions): Promise<void> {
+    return this.core.destroy(p, opts);
+  }
+}
+
+class WrappedState extends DelegatingCore implements State {
   readonly #attempts: number;
   readonly #backoff: BackoffOptions;
   readonly #delay: DelayFn;
@@ -57,7 +88,7 @@ class WrappedState implements State {
   readonly #log: Logger;
 
   constructor(core: CoreState, policy: ConflictPolicy) {
-    this.#core = core;
+    super(core);
     this.#attempts = policy.attempts ?? 8;
     this.#backoff = policy.backoff ?? { baseMs: 20, capMs: 1_000 };
     this.#delay = policy.delay ?? defaultDelay;
@@ -65,34 +96,10 @@ class WrappedState implements State {
     this.#log = policy.logger ?? silentLogger();
   }
 
-  get(p: Pointer, opts?: CallOptions): Promise<Resource> {
-    return this.#core.get(p, opts);
-  }
-
-  list(namespace: string, type: string, opts?: QueryOptions): Promise<Resource[]> {
-    return this.#core.list(namespace, type, opts);
-  }
-
-  watchKind(namespace: string, type: string, opts?: WatchKindOptions): AsyncIterable<WatchEvent[]> {
-    return this.#core.watchKind(namespace, type, opts);
-  }
-
-  create(r: Resource, opts?: OwnerOptions): Promise<Resource> {
-    return this.#core.create(r, opts);
-  }
-
-  update(r: Resource, opts?: UpdateOptions): Promise<Resource> {
-    return this.#core.update(r, opts);
-  }
-
-  destroy(p: Pointer, opts?: OwnerOptions): Promise<void> {
-    return this.#core.destroy(p, opts);
-  }
-
   async updateWithConflicts<S extends string>(
     target: Resource | Pointer, change: (current: Resource) => Resource | S, opts: UpdateWithConflictsOptions = {},
   ): Promise<UpdateWithConflictsResult<S>> {
-    const core = this.#core;
+    const core = this.core;
     const ptr = pointerOf(target);
     const expectedPhase = opts.expectedPhase;
     // A resource read without its spec cannot be written back as read: read it first.

@@ -15,184 +15,35 @@
 // Messages and codes are Omni's (`%q` as Go prints it, backend.ts). Omni runs its role checks as
 // validations of its API state, so their refusals read "failed to validate: 1 error occurred: ...
 // rpc error: code = PermissionDenied desc = <why>" with the code kept (the recordings show it).
+//
+// This file composes the layers into the StateApi the gateway serves; each has its own file:
+// access-roles.ts (layer 1), access-infra.ts (layer 2), access-validations.ts (the validations).
 
-import { errorFromStatus, GrpcCode, grpcCodeName, OmniError } from '../omni-client/errors.js';
+import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
 import type { Pointer, Resource } from '../omni-client/resource.js';
+import { cloneResource, LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, pointerOf, T } from '../omni-client/resource.js';
+import type { Identity, Query, StateApi, WatchBatches, WatchParams } from './api.js';
+import { ROLE_RANK } from './api.js';
 import {
-  bytesEqual, cloneResource, LABEL_INFRA_PROVIDER_ID, NS_DEFAULT, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL,
-  PHASE_RUNNING, PHASE_TEARING_DOWN, pointerOf, recordsEqual, T,
-} from '../omni-client/resource.js';
-import { decodeSpec, encodeSpec, MachineRequestSpec } from '../omni-client/specs.js';
-import { EventType, LabelTermOperation } from '../omni-client/wire.js';
-import type { Identity, Query, Role, SimEvent, StateApi, WatchBatches, WatchParams } from './api.js';
-import { INTERNAL, ROLE_RANK } from './api.js';
+  checkNamespaceAndType, filterWatch, finalizerOnlyChange, type InfraConfig, infraConfig, isInfraNamespace, labelled, PROVIDER_NS_PREFIX,
+} from './access-infra.js';
+import { denied, isRead, outerCheck, roleCheck, roleValidation, type Verb } from './access-roles.js';
+import { checkMachineRequestImmutable, checkProviderDeletable } from './access-validations.js';
 import { backendMessage, backendOf, CACHED_TYPES, goQuote } from './backend.js';
 import type { OmniVersion } from './version.js';
 import { atLeast, parseVersion } from './version.js';
 
-const PROVIDER_NS_PREFIX = 'infra-provider:';
-const PROVIDER_TYPE_SUFFIX = '.infraprovider.sidero.dev';
-
-type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'destroy';
-const isRead = (v: Verb) => v === 'get' || v === 'list' || v === 'watch';
+// The module's exports as they were before the split, so that no importer has to change.
+export { validationError } from './access-validations.js';
 
 const q = goQuote;
-const denied = (msg: string) => errorFromStatus(GrpcCode.PermissionDenied, msg);
-
-/**
- * Omni's `validated` state error: "failed to validate: " + a one-entry go-multierror list. A plain
- * error is InvalidArgument; a gRPC status error keeps its code and is listed as gRPC prints it.
- */
-export function validationError(e: string | OmniError): OmniError {
-  const entry = typeof e === 'string' ? e : `rpc error: code = ${grpcCodeName(e.grpcCode)} desc = ${e.omniMessage}`;
-  return errorFromStatus(typeof e === 'string' ? GrpcCode.InvalidArgument : e.grpcCode, `failed to validate: 1 error occurred:\n\t* ${entry}\n\n`);
-}
-
-/** Omni's role checks (filterAccess), run as validations of its API state. */
-function roleValidation(check: () => void): void {
-  try {
-    check();
-  } catch (e) {
-    throw e instanceof OmniError ? validationError(e) : e;
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Layer 2: infraprovider.State resource configuration (getResourceConfig)
-
-interface InfraConfig {
-  readOnlyForProviders: boolean;
-  checkID: boolean;
-  onlyAdminCanRead: boolean;
-}
-
-function infraConfig(ns: string, type: string, v: OmniVersion): InfraConfig | undefined {
-  const c = (readOnlyForProviders = false, checkID = false, onlyAdminCanRead = false): InfraConfig => ({ readOnlyForProviders, checkID, onlyAdminCanRead });
-  if (ns.startsWith(PROVIDER_NS_PREFIX)) return c();
-  switch (type) {
-    case T.MachineRequest:
-    case T.InfraMachine:
-      return c(true);
-    case T.InfraMachineRegistration:
-      return atLeast(v, '0.52') ? c(true) : undefined;
-    case T.ProviderJoinConfig:
-      return atLeast(v, '1.0') ? c(true) : undefined;
-    case T.MachineRequestStatus:
-    case T.InfraMachineStatus:
-    case T.ConfigPatchRequest:
-      return c();
-    case T.InfraProviderStatus:
-    case T.InfraProviderHealthStatus:
-    case T.InfraProvider:
-      return c(false, true);
-    case T.BMCConfig:
-      return c(true, false, true);
-    default:
-      return undefined;
-  }
-}
-
-function isInfraNamespace(ns: string): boolean {
-  return ns === NS_INFRA_PROVIDER || ns === NS_INFRA_PROVIDER_EPHEMERAL || ns.startsWith(PROVIDER_NS_PREFIX);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Layer 1: Omni's generic role checks (filterAccess + filterAccessByType), for the types that matter
-
-const omni = (n: string) => `${n}.omni.sidero.dev`;
-
-/** Readable by InfraProvider and above (and read-only for everyone, see READ_ONLY). */
-const PROVIDER_READABLE = new Set<string>([T.Machine, omni('SiderolinkAPIConfigs'), omni('ConnectionParams')]);
-
-/** "Valid signature only" types. */
-const SIGNATURE_ONLY = new Set<string>([
-  T.Namespace, T.ResourceDefinition, T.SysVersion,
-  ...['FeaturesConfigs', 'TalosExtensions', 'TalosVersions', 'KubernetesVersions', 'InstallationMedias', 'OngoingTasks',
-    'MachineStatusMetrics', 'Notifications', 'ClusterMetrics', 'ClusterStatusMetrics', 'AdvertisedEndpoints', 'CurrentUsers',
-    'ClusterPermissions', 'Quirks', 'VersionContract', 'Permissions'].map(omni),
-]);
-
-/** Reader to read, Operator to write. */
-const READER_OPERATOR = new Set<string>([
-  T.Link, T.InfraProviderCombinedStatus,
-  ...['Clusters', 'ClusterBootstrapStatuses', 'ClusterConfigVersions', 'ClusterDestroyStatuses', 'ClusterEndpoints', 'ClusterKubernetesNodes',
-    'ClusterMachineIdentities', 'ClusterMachineStatuses', 'ClusterMachineRequestStatuses', 'ClusterMachineTalosVersions', 'ClusterMachines',
-    'ClusterMachineConfigPatches', 'ClusterMachineConfigStatuses', 'ClusterStatuses', 'ClusterDiagnostics', 'ClusterUUIDs', 'ClusterWorkloadProxyStatuses',
-    'ClusterTaints', 'ConfigPatches', 'ControlPlaneStatuses', 'ExposedServices', 'EtcdBackups', 'EtcdBackupStatuses', 'EtcdManualBackups',
-    'InfraMachineConfigs', 'KubernetesStatuses', 'KubernetesUpgradeStatuses', 'LoadBalancerConfigs', 'LoadBalancerStatuses', 'MachineLabels',
-    'MachineSets', 'MachineSetDestroyStatuses', 'MachineSetNodes', 'MachineRequestSetStatuses', 'MachineRequestSets', 'MachineSetStatuses',
-    'PendingMachines', 'LinkStatuses', 'JoinTokenStatuses', 'JoinTokens', 'DefaultJoinTokens', 'NodeUniqueTokenStatuses', 'GRPCTunnelConfigs',
-    'MachineClasses', 'MachineExtensionsStatuses', 'MachineExtensions', 'MachineInstallDiskConfigs', 'MachineInstallDiskStatuses', 'MachineStatuses',
-    'MachineStatusSnapshots', 'MachineStatusLinks', 'MachineConfigGenOptions', 'MachinePendingUpdates', 'SchematicConfigurations',
-    'InstallationMediaConfigs', 'ExtensionsConfigurations', 'MachineUpgradeStatuses', 'KernelArgs', 'KernelArgsStatuses', 'TalosUpgradeStatuses',
-    'NodeForceDestroyRequests', 'KubernetesManifestGroups', 'RotateTalosCAs', 'RotateKubernetesCAs', 'KubernetesHealthChecks',
-    'KubernetesHealthCheckStatuses', 'ImagePullRequests', 'ImagePullStatuses'].map(omni),
-]);
-
-const ADMIN_ONLY = new Set<string>([
-  T.InfraProvider,
-  'JWTPublicKeys.system.sidero.dev',
-  ...['Identities', 'IdentityLastActives', 'IdentityStatuses', 'PublicKeyLastActives', 'Users', 'ServiceAccountStatuses', 'SAMLLabelRules',
-    'AccessPolicies', 'EtcdBackupS3Confs', 'InfraMachineBMCConfigs'].map(omni),
-]);
-
-/** Fully managed by users (common.UserManagedResourceTypes). */
-const USER_MANAGED = new Set<string>([
-  T.InfraProvider,
-  ...['AccessPolicies', 'SAMLLabelRules', 'DefaultJoinTokens', 'GRPCTunnelConfigs', 'Clusters', 'ConfigPatches', 'EtcdManualBackups', 'MachineClasses',
-    'MachineLabels', 'MachineSets', 'MachineSetNodes', 'EtcdBackupS3Confs', 'ExtensionsConfigurations', 'KernelArgs', 'MachineRequestSets',
-    'InfraMachineBMCConfigs', 'InfraMachineConfigs', 'InstallationMediaConfigs', 'MachineInstallDiskConfigs', 'NodeForceDestroyRequests',
-    'KubernetesManifestGroups', 'RotateTalosCAs', 'RotateKubernetesCAs', 'KubernetesHealthChecks'].map(omni),
-]);
-
-const IDENTITY_TYPES = new Set<string>([omni('Identities'), omni('Users')]);
-const LINK_LIKE = new Set<string>([T.Link, omni('PendingMachines')]);
-const JOIN_TOKEN = omni('JoinTokens');
-
-function roleCheck(who: Identity, min: Role): void {
-  if (ROLE_RANK[who.role] < ROLE_RANK[min]) throw denied(`unauthorized: access denied: insufficient role: ${q(who.role)}`);
-}
-
-function outerCheck(who: Identity, type: string, verb: Verb, v: OmniVersion): void {
-  if (PROVIDER_READABLE.has(type)) roleCheck(who, 'InfraProvider');
-  else if (READER_OPERATOR.has(type)) {
-    roleCheck(who, isRead(verb) ? 'Reader' : 'Operator');
-    if (verb === 'create' && type === JOIN_TOKEN) {
-      throw denied('only read, update and destroy access is permitted, create should be done via the management.CreateJoinToken API call');
-    }
-  } else if (SIGNATURE_ONLY.has(type)) {
-    // A verified signature is all these need, and every caller that gets here has one.
-  } else if (ADMIN_ONLY.has(type)) {
-    roleCheck(who, 'Admin');
-    if (!isRead(verb) && IDENTITY_TYPES.has(type)) {
-      throw denied(`only read access is permitted on resource ${type}, mutations should be done via ManagementService API calls`);
-    }
-  } else throw denied('no access is permitted');
-  // filterAccessByType
-  if (USER_MANAGED.has(type)) return;
-  if (LINK_LIKE.has(type)) {
-    if (atLeast(v, '1.9')) {
-      if (isRead(verb) || verb === 'destroy') return;
-      throw denied('only read and delete access is permitted');
-    }
-    if (isRead(verb) || verb === 'update' || verb === 'destroy') return;
-    throw denied('only read, update and delete access is permitted');
-  }
-  if (type === JOIN_TOKEN) {
-    if (verb !== 'create') return;
-    throw denied('only read, update and destroy access is permitted; create should be done via the management.CreateJoinToken API call');
-  }
-  if (isRead(verb)) return;
-  throw denied('only read access is permitted');
-}
-
-// ---------------------------------------------------------------------------------------------
 
 export interface AccessOptions {
   /** The simulated Omni version (`omni.version` of the scenario). */
   version: OmniVersion | string;
 }
 
+/** What layer 2 decided for one call. */
 interface InfraAccess {
   config: InfraConfig;
   /** Set when the caller is exactly InfraProvider and the namespace is shared: label-checked. */
@@ -235,7 +86,7 @@ class AccessApi implements StateApi {
       if (atLeast(this.v, '0.50') && !this.inner.view({ namespace: NS_INFRA_PROVIDER, type: T.InfraProvider, id })) {
         throw denied(`infra provider with name ${q(id)} is not registered in the system`);
       }
-      return { config, labelProviderId: this.checkNamespaceAndType(ns, type, id) ? id : undefined };
+      return { config, labelProviderId: checkNamespaceAndType(ns, type, id) ? id : undefined };
     }
     // Users (Reader and above).
     if (!isRead(verb) && type !== T.InfraProvider && !(type === T.MachineRequest && atLeast(this.v, '1.7'))) {
@@ -246,47 +97,6 @@ class AccessApi implements StateApi {
     }
     if (config.onlyAdminCanRead && who.role !== 'Admin') throw denied(`only admins are allowed to read ${q(type)} resources`);
     return { config, labelProviderId: undefined };
-  }
-
-  /** True when labels must be checked (shared namespaces). */
-  private checkNamespaceAndType(ns: string, type: string, id: string): boolean {
-    if (ns === NS_INFRA_PROVIDER || ns === NS_INFRA_PROVIDER_EPHEMERAL) return true;
-    const own = `${PROVIDER_NS_PREFIX}${id}`;
-    if (ns === own) {
-      const suffix = `.${id}${PROVIDER_TYPE_SUFFIX}`;
-      if (!type.endsWith(suffix)) {
-        throw errorFromStatus(GrpcCode.InvalidArgument, `resources in namespace ${q(ns)} must have a type suffix ${q(suffix)}`);
-      }
-      return false;
-    }
-    throw denied(`namespace not allowed, must be one of: ${NS_INFRA_PROVIDER}, ${NS_INFRA_PROVIDER_EPHEMERAL}, ${own}`);
-  }
-
-
-
-  /** validations/infra_provider.go (1.4+): no tearing down or destroying a provider with Running machines. */
-  private checkProviderDeletable(p: Pointer, who: Identity): void {
-    if (who.internal || p.type !== T.InfraProvider || !atLeast(this.v, '1.4')) return;
-    if (!this.inner.view(p)) return;
-    const query: Query = { labelQueries: [[{ key: LABEL_INFRA_PROVIDER_ID, op: LabelTermOperation.EQUAL, value: [p.id], invert: false }]], idRegexp: '' };
-    const running = this.inner.list(INTERNAL, NS_DEFAULT, T.Machine, query).filter((m) => m.metadata.phase === PHASE_RUNNING).map((m) => m.metadata.id);
-    if (running.length > 0) {
-      throw validationError(`cannot delete the infra provider ${q(p.id)}, as there are ${running.length} running machines managed by it: [${running.join(' ')}]`);
-    }
-  }
-
-  /** infraprovider/validation.go: a MachineRequest's spec never changes (compared as decoded messages, unknown fields included). */
-  private checkMachineRequestImmutable(old: Resource, next: Resource): void {
-    if (old.metadata.type !== T.MachineRequest) return;
-    const canon = (b: Uint8Array): Uint8Array => {
-      try {
-        const d = decodeSpec(MachineRequestSpec, b);
-        return encodeSpec(MachineRequestSpec, d.value, d.unknown);
-      } catch {
-        return b;
-      }
-    };
-    if (!bytesEqual(canon(old.spec.protoSpec), canon(next.spec.protoSpec))) throw validationError('machine request spec is immutable');
   }
 
   // -- StateApi --------------------------------------------------------------------------------
@@ -352,8 +162,8 @@ class AccessApi implements StateApi {
       if (!labelled(old, providerId)) throw errorFromStatus(GrpcCode.NotFound, 'not found');
     }
     // Omni's validations, behind the access checks.
-    if (isInfraNamespace(namespace)) this.checkMachineRequestImmutable(old, r);
-    if (old.metadata.phase === PHASE_RUNNING && r.metadata.phase === PHASE_TEARING_DOWN) this.checkProviderDeletable(r.metadata, who);
+    if (isInfraNamespace(namespace)) checkMachineRequestImmutable(old, r);
+    if (old.metadata.phase === PHASE_RUNNING && r.metadata.phase === PHASE_TEARING_DOWN) checkProviderDeletable(this.inner, this.v, r.metadata, who);
     if (providerId === undefined) return this.inner.update(who, r, owner, expectedPhase);
     const next = cloneResource(r);
     next.metadata.labels[LABEL_INFRA_PROVIDER_ID] = providerId;
@@ -366,7 +176,7 @@ class AccessApi implements StateApi {
       return;
     }
     const a = this.check(who, p.namespace, p.type, 'destroy');
-    this.checkProviderDeletable(p, who);
+    checkProviderDeletable(this.inner, this.v, p, who);
     const cur = this.read(p);
     const providerId = a?.labelProviderId;
     if (providerId !== undefined) {
@@ -386,7 +196,7 @@ class AccessApi implements StateApi {
         this.check(who, p.namespace, p.type, 'destroy');
         return this.inner.teardown(who, p, owner);
       }
-      this.checkProviderDeletable(p, who);
+      checkProviderDeletable(this.inner, this.v, p, who);
     }
     const cur = this.get(who, p);
     if (cur.metadata.phase === PHASE_TEARING_DOWN) return cur.metadata.finalizers.length === 0;
@@ -417,37 +227,5 @@ class AccessApi implements StateApi {
     const id = a?.labelProviderId;
     if (id === undefined) return batches;
     return filterWatch(batches, id, params.aggregated, atLeast(this.v, '1.0'));
-  }
-}
-
-function labelled(r: Resource, providerId: string): boolean {
-  return Object.hasOwn(r.metadata.labels, LABEL_INFRA_PROVIDER_ID) && r.metadata.labels[LABEL_INFRA_PROVIDER_ID] === providerId;
-}
-
-/** resourcesAreEqual: equal after ignoring version and finalizers (timestamps not compared); spec bytes exactly. */
-function finalizerOnlyChange(old: Resource, next: Resource): boolean {
-  const a = old.metadata;
-  const b = next.metadata;
-  return a.namespace === b.namespace && a.type === b.type && a.id === b.id && a.phase === b.phase && a.owner === b.owner &&
-    recordsEqual(a.labels, b.labels) && recordsEqual(a.annotations, b.annotations) && bytesEqual(old.spec.protoSpec, next.spec.protoSpec);
-}
-
-/**
- * The infra-provider state's event filter. From 1.0: BOOTSTRAPPED, ERRORED and NOOP always pass,
- * others only with the caller's label (tombstones have none, so a single-resource watch of a missing
- * resource gets no initial event); aggregated batches are forwarded even when emptied. Before 1.0
- * (753259c2) NOOP was filtered like a resource event, and the aggregated filter let nothing through
- * on its type alone, BOOTSTRAPPED included.
- */
-async function* filterWatch(batches: WatchBatches, providerId: string, aggregated: boolean, v10: boolean): AsyncGenerator<SimEvent[]> {
-  const passes = (e: SimEvent): boolean => {
-    if (aggregated && !v10) return labelled(e.resource, providerId);
-    if (e.eventType === EventType.BOOTSTRAPPED || e.eventType === EventType.ERRORED) return true;
-    if (e.eventType === EventType.NOOP && v10) return true;
-    return labelled(e.resource, providerId);
-  };
-  for await (const batch of batches) {
-    const kept = batch.filter(passes);
-    if (aggregated || kept.length > 0) yield kept;
   }
 }

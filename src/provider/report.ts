@@ -77,10 +77,47 @@ export interface Report {
   deregistration: { status: string; reasons: string[]; lastStep?: string; lastStepAfterRun?: string; warning?: string };
   planned?: { writes: number; announce: boolean; items: { kind: string; id: string; reason: string; steps: PlannedStep[] }[] };
   writes: Record<string, number>;
+  /**
+   * run: how much Omni (or a proxy) throttled the writes, when it did (omni-client/pressure.ts):
+   * back-pressure answers, the wall time writes were held back, the fewest writes in flight, writes
+   * sent again after a re-read showed they had not taken effect, and writes of unknown outcome that
+   * a re-read showed had (not sent again). Absent when nothing was throttled or lost.
+   */
+  throttling?: Throttling;
   timedOut: boolean;
   interrupted: boolean;
   result: ReportResult;
   exitCode: number;
+}
+
+export interface Throttling {
+  signals: number;
+  lostAnswers: number;
+  waitedMs: number;
+  minWritesInFlight: number;
+  maxWritesInFlight: number;
+  retriedWrites: number;
+  foundApplied: number;
+  gaveUp: number;
+  firstSignalAt?: string;
+  lastSignalAt?: string;
+}
+
+/** What the client counted (ThrottlingStats), as the report has it: only when something happened. */
+export function throttlingOf(t: Omit<Throttling, 'firstSignalAt' | 'lastSignalAt'> & { firstSignalAt?: number; lastSignalAt?: number } | undefined): Throttling | undefined {
+  if (!t || (t.signals === 0 && t.lostAnswers === 0)) return undefined;
+  const at = (ms: number | undefined) => (ms !== undefined ? new Date(ms).toISOString() : undefined);
+  const first = at(t.firstSignalAt);
+  const last = at(t.lastSignalAt);
+  return {
+    signals: t.signals, lostAnswers: t.lostAnswers, waitedMs: t.waitedMs, minWritesInFlight: t.minWritesInFlight, maxWritesInFlight: t.maxWritesInFlight,
+    retriedWrites: t.retriedWrites, foundApplied: t.foundApplied, gaveUp: t.gaveUp, ...(first ? { firstSignalAt: first } : {}), ...(last ? { lastSignalAt: last } : {}),
+  };
+}
+
+/** "throttled: 12 signals, waited 3.4 s" (the text summary and the progress line). */
+export function describeThrottling(t: Pick<Throttling, 'signals' | 'waitedMs'>): string {
+  return `throttled: ${t.signals} signal${t.signals === 1 ? '' : 's'}, waited ${(t.waitedMs / 1000).toFixed(1)} s`;
 }
 
 interface Common {
@@ -171,7 +208,7 @@ export function planReport(plan: Plan, c: Common): Report {
 }
 
 /** The report of `run`. `interruptCode` is 130 or 143 when a signal stopped it. */
-export function runReport(r: ReconcileResult, c: Common & { writes: Record<string, number>; interruptCode?: ExitCodeValue }): Report {
+export function runReport(r: ReconcileResult, c: Common & { writes: Record<string, number>; throttling?: Throttling | undefined; interruptCode?: ExitCodeValue }): Report {
   const plan = r.lastPlan;
   const released = r.outcomes.filter((o) => o.status === 'released' && o.kind !== 'leftover' && o.kind !== 'deregistration');
   const cleaned = r.outcomes.filter((o) => o.status === 'released' && o.kind === 'leftover').length;
@@ -211,6 +248,7 @@ export function runReport(r: ReconcileResult, c: Common & { writes: Record<strin
     settle: r.settle,
     deregistration: deregistrationOf(plan, r.deregistered, result),
     writes: c.writes,
+    ...(c.throttling ? { throttling: c.throttling } : {}),
     timedOut: r.timedOut,
     interrupted: r.interrupted,
     result,
@@ -276,6 +314,12 @@ export function renderText(report: Report): string {
   section('Refused', rep.refused, (x) => `${x.kind} ${x.id}: ${x.reason}`);
   const st = rep.settle;
   if (st && st.items > 0) out.push('', st.ms > 0 ? `Watched for up to ${describeDuration(st.ms)} after the last write (--settle) the ${st.items} item(s) others still held: ${st.gone} gone, ${st.held} still held.` : `Not watched after the last write (--settle 0): ${st.items} item(s) others still held are reported as last read.`);
+  const th = rep.throttling;
+  if (th) {
+    out.push('', `Omni ${describeThrottling(th)} (writes in flight down to ${th.minWritesInFlight} of ${th.maxWritesInFlight}); ` +
+      `${th.retriedWrites} write(s) sent again after a re-read, ${th.foundApplied} found applied on re-read and not sent again` +
+      `${th.lostAnswers ? `, ${th.lostAnswers} answer(s) lost` : ''}${th.gaveUp ? `; ${th.gaveUp} write(s) given up (STUB_THROTTLED)` : ''}.`);
+  }
   section('Blocked', rep.blocked, withNext);
   section('Failed', rep.failed, withNext);
   section('Still running (untouched)', rep.running, withNext);

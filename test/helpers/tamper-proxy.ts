@@ -26,6 +26,11 @@ export type Tamper =
    * return the replacement line(s), or null to drop the line. Status and headers are kept.
    */
   | { kind: 'lines'; map: (line: string, index: number) => string | string[] | null; status?: number }
+  /**
+   * Forward, read the upstream answer to its end (the server has done what was asked), then break the
+   * connection without answering: a write whose answer was lost.
+   */
+  | { kind: 'drop-answer' }
   /** Answer without asking upstream: `write` gets the response and may stream, stall or never end. */
   | { kind: 'respond'; write: (res: ServerResponse, req: IncomingMessage) => void | Promise<void> };
 
@@ -90,6 +95,11 @@ export async function startTamperProxy(upstream: string, rule: TamperRule = () =
     res.on('close', () => upReq.destroy());
     upReq.on('error', (e) => res.destroy(e));
     upReq.on('response', (upRes) => {
+      if (t.kind === 'drop-answer') {
+        upRes.resume();
+        upRes.on('end', () => res.destroy());
+        return;
+      }
       if (t.kind === 'pass') {
         res.writeHead(upRes.statusCode ?? 502, upRes.headers);
         upRes.pipe(res);

@@ -121,10 +121,20 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
 
   for (let code = 1; code <= 16; code++) {
     it(`code ${code} (HTTP ${httpStatusFromGrpcCode(code)})`, async () => {
-      const c = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, delay: noDelay, env: {}, retries: 0 });
+      const c = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, delay: noDelay, env: {}, retries: 0, backPressure: { retries: 0 } });
       try {
         gw.on('Update', (_q, s) => sendJson(s, httpStatusFromGrpcCode(code), { code, message: `omni says ${code}` }));
-        const err = await c.state.update(res('m1')).catch((e: unknown) => e);
+        // A back-pressure code leaves the Update's outcome unknown: it is read back (unchanged here),
+        // and with no retries left it ends as STUB_THROTTLED carrying Omni's error.
+        gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }));
+        let err = await c.state.update(res('m1')).catch((e: unknown) => e);
+        if (code === GrpcCode.DeadlineExceeded || code === GrpcCode.ResourceExhausted || code === GrpcCode.Unavailable) {
+          expect(err).toBeInstanceOf(errors.ThrottledError);
+          expect(gw.calls('Get')).toHaveLength(1);
+          err = (err as Error).cause;
+        } else {
+          expect(gw.calls('Get')).toHaveLength(0);
+        }
         expect(err).toBeInstanceOf(OmniError);
         expect((err as OmniError).code).toBe(byCode.get(code)?.CODE);
         expect((err as OmniError).grpcCode).toBe(code);
@@ -185,9 +195,33 @@ describe('retries', () => {
   });
 
   it('is bounded: 1 + 4 attempts, then UnavailableError', async () => {
-    gw.on('Destroy', (_q, s) => sendJson(s, 503, { code: 14, message: 'down' }));
-    await expect(client.state.destroy(ptr)).rejects.toBeInstanceOf(errors.UnavailableError);
-    expect(gw.calls('Destroy')).toHaveLength(5);
+    gw.on('Get', (_q, s) => sendJson(s, 503, { code: 14, message: 'down' }));
+    await expect(client.state.get(ptr)).rejects.toBeInstanceOf(errors.UnavailableError);
+    expect(gw.calls('Get')).toHaveLength(5);
+  });
+
+  it('a write is never sent again by the transport: an Unavailable Destroy is read back first, sent again only while a Get finds it, bounded', async () => {
+    const c = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, delay: noDelay, env: {}, backPressure: { retries: 3 } });
+    try {
+      gw.on('Destroy', (_q, s) => sendJson(s, 503, { code: 14, message: 'down' }));
+      gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }));
+      const err = await c.state.destroy(ptr).catch((e: unknown) => e);
+      expect(err).toMatchObject({ code: 'STUB_THROTTLED', message: expect.stringContaining('Destroy infra-provider/InfraMachines.omni.sidero.dev/m1: throttled by Omni') });
+      expect((err as Error).cause).toBeInstanceOf(errors.UnavailableError);
+      expect(gw.calls('Destroy')).toHaveLength(4);
+      expect(gw.calls('Get')).toHaveLength(4);
+      expect(c.throttling()).toMatchObject({ signals: 4, retriedWrites: 3, foundApplied: 0, gaveUp: 1, minWritesInFlight: 1 });
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('a Destroy whose answer was lost is done once a Get by its ID answers NotFound: not sent again', async () => {
+    gw.on('Destroy', (_q, s) => { s.socket?.destroy(); });
+    await client.state.destroy(ptr);
+    expect(gw.calls('Destroy')).toHaveLength(1);
+    expect(gw.calls('Get')).toHaveLength(1);
+    expect(client.throttling()).toMatchObject({ signals: 0, lostAnswers: 1, foundApplied: 1, retriedWrites: 0 });
   });
 
   it('a connection reset is retried', async () => {

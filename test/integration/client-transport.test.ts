@@ -132,8 +132,14 @@ describe('deadlines and cancellation', () => {
 
   it('a per-call timeout overrides the default', async () => {
     gw.on('Update', () => undefined);
-    const c = await mk({ timeoutMs: 60_000 });
-    await expect(c.state.update(res('m1'), { timeoutMs: 50 })).rejects.toBeInstanceOf(DeadlineExceededError);
+    // The Update's own deadline leaves its outcome unknown: it is read back (unchanged here) and,
+    // with no retries left, ends as STUB_THROTTLED carrying the deadline (pressure.ts).
+    gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }));
+    const c = await mk({ timeoutMs: 60_000, backPressure: { retries: 0 } });
+    const err = await c.state.update(res('m1'), { timeoutMs: 50 }).catch((e: unknown) => e);
+    expect(err).toMatchObject({ code: 'STUB_THROTTLED' });
+    expect((err as Error).cause).toBeInstanceOf(DeadlineExceededError);
+    expect((err as Error).message).toContain('no answer within 50 ms (client deadline)');
   });
 
   it('an AbortSignal cancels a call in flight; an aborted signal makes no call at all', async () => {

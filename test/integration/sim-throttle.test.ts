@@ -1,13 +1,14 @@
 // The sim's back-pressure over real HTTP on loopback: Omni 1.9's write budget (a write waits for
 // its bytes and is applied; one that cannot have them before min(Grpc-Timeout, maxWait) is refused at
 // once with DeadlineExceeded; one over the burst with ResourceExhausted; a client gone while it waits
-// leaves nothing applied), and a proxy answering 429 / 503 with Retry-After. What today's client
-// makes of each is asserted too: these are the signals the stub has to adapt to.
+// leaves nothing applied), and a proxy answering 429 / 503 with Retry-After. What the client makes
+// of each is asserted too: these are the signals the stub adapts to (omni-client/pressure.ts; the
+// whole run under them: test/integration/back-pressure.test.ts).
 
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
-import { DeadlineExceededError, ProtocolError, TransportError } from '../../src/omni-client/errors.js';
+import { DeadlineExceededError, ThrottledError, TransportError } from '../../src/omni-client/errors.js';
 import { newMetadata, NS_INFRA_PROVIDER_EPHEMERAL, providerNamespace, providerType, T, type Resource } from '../../src/omni-client/resource.js';
 import { encodeSpec, InfraProviderHealthStatusSpec } from '../../src/omni-client/specs.js';
 import { providerRegistration } from '../../src/omni-sim/generate.js';
@@ -30,7 +31,8 @@ beforeAll(async () => {
     resources: providerRegistration(ID, { static: true }),
     faults: {},
   });
-  client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys[`infra-provider:${ID}`]!, delay: noDelay, env: {}, retries: 0 });
+  // No retries of the transport's, nor of a throttled write's: each signal is seen as it is.
+  client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys[`infra-provider:${ID}`]!, delay: noDelay, env: {}, retries: 0, backPressure: { retries: 0 } });
   const k = sim.generatedKeys[`infra-provider:${ID}`]!;
   key = { name: k.name, armoredPrivateKey: k.armoredPrivateKey };
 });
@@ -97,14 +99,15 @@ describe("Omni's write budget", () => {
     expect(exists(r)).toBe(true);
   });
 
-  it('without a Grpc-Timeout maxWait bounds the wait; the client today takes it as a typed DeadlineExceeded', async () => {
+  it('without a Grpc-Timeout maxWait bounds the wait; the client reads the Create back (NotFound) and, with no retries left, gives up naming it', async () => {
     const one = cost(thing());
     sim.faults.set({ throttle: { infraProvider: { bytesPerSecond: Math.ceil(one / 2), burst: one + 8 }, maxWaitMs: 200 } });
     await drain();
     const r = thing();
     const e = await client.state.create(r).catch((x: unknown) => x);
-    expect(e).toBeInstanceOf(DeadlineExceededError);
-    expect((e as Error).message).toMatch(/Create .*: DeadlineExceeded: etcd write throttled out after/);
+    expect(e).toBeInstanceOf(ThrottledError);
+    expect((e as Error).message).toMatch(/^Create .*: throttled by Omni: .*DeadlineExceeded: etcd write throttled out after/);
+    expect((e as Error).cause).toBeInstanceOf(DeadlineExceededError);
     expect(exists(r)).toBe(false);
     expect(sim.faults.throttle!.stats().infraProvider.failedTimeout).toBe(1);
   });
@@ -140,25 +143,30 @@ describe("Omni's write budget", () => {
 });
 
 describe('a proxy that limits requests', () => {
-  it('answers 429 with Retry-After and a body of its own once its bucket is empty; today\'s client takes that as STUB_HTTP_STATUS', async () => {
+  it('answers 429 with Retry-After and a body of its own once its bucket is empty; the client takes it for back-pressure, Retry-After carried', async () => {
     sim.faults.set({ proxyLimit: { requestsPerSecond: 0, burst: 1, status: 429, retryAfterS: 3 } });
     const first = await rawCall(sim.endpoint, key, 'Get', { namespace: NS, type: TYPE, id: 'x' });
     expect(first.status).toBe(404);
     const refused = await rawCall(sim.endpoint, key, 'Get', { namespace: NS, type: TYPE, id: 'x' });
     expect([refused.status, refused.headers['retry-after'], refused.text]).toEqual([429, '3', '429 Too Many Requests\n']);
+    // The Create's 429 is a signal; reading it back is refused by the proxy too (a read, not retried
+    // here with retries: 0), and that refusal ends the write: nothing concluded, nothing sent again.
+    const signals = client.throttling().signals;
     const e = await client.state.create(thing()).catch((x: unknown) => x);
-    expect(e).toBeInstanceOf(ProtocolError);
-    expect((e as ProtocolError).code).toBe('STUB_HTTP_STATUS');
-    expect(sim.faults.proxyLimit!.stats()).toEqual({ passed: 1, refused: 2 });
+    expect(e).toBeInstanceOf(TransportError);
+    expect(e).toMatchObject({ code: 'STUB_TRANSPORT', httpStatus: 429, retryAfterMs: 3000, retriable: true, method: '/cosi.resource.State/Get' });
+    expect(client.throttling().signals).toBe(signals + 1);
+    expect(sim.faults.proxyLimit!.stats()).toEqual({ passed: 1, refused: 3 });
     sim.faults.set({ proxyLimit: undefined });
     expect((await rawCall(sim.endpoint, key, 'Get', { namespace: NS, type: TYPE, id: 'x' })).status).toBe(404);
   });
 
-  it('or 503 with Retry-After, which today\'s client retries as a transport error without reading Retry-After', async () => {
+  it('or 503 with Retry-After, which the client retries as a transport error, honouring Retry-After', async () => {
     sim.faults.set({ proxyLimit: { requestsPerSecond: 0, burst: 0, status: 503, retryAfterS: 1 } });
     const refused = await rawCall(sim.endpoint, key, 'Get', { namespace: NS, type: TYPE, id: 'x' });
     expect([refused.status, refused.headers['retry-after']]).toEqual([503, '1']);
     const e = await client.state.get({ namespace: NS, type: TYPE, id: 'x' }).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(TransportError);
+    expect(e).toMatchObject({ httpStatus: 503, retryAfterMs: 1000 });
   });
 });

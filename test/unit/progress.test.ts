@@ -139,6 +139,22 @@ describe('progress text', () => {
       'stub-provider: 3 released, 1 refused, 2 blocked, 1 failed · 500 running, 4 waiting, 10 remaining · 1m05s elapsed, 1s left');
   });
 
+  it('says how much Omni throttled the writes, once it has', () => {
+    const c = { released: 3, refused: 0, blocked: 0, failed: 0, running: 8, waiting: 0, remaining: 2 };
+    expect(progressText(c, 5_000, undefined, { signals: 0, waitedMs: 0 })).toBe('stub-provider: 3 released, 0 refused, 0 blocked, 0 failed · 8 running, 0 waiting, 2 remaining · 5s elapsed');
+    expect(progressText(c, 5_000, undefined, { signals: 12, waitedMs: 3_450 })).toBe(
+      'stub-provider: 3 released, 0 refused, 0 blocked, 0 failed · 8 running, 0 waiting, 2 remaining · 5s elapsed · throttled: 12 signals, waited 3.5 s');
+  });
+
+  it('the progress line reads the client\'s throttling at every draw', async () => {
+    const tty = fakeTty(200);
+    const line = new ProgressLine(tty, { timers: fakeTimers() });
+    line.throttling = () => ({ signals: 1, waitedMs: 200 });
+    line.update(counts(1, 2));
+    await flush();
+    expect(tty.text()).toContain('· throttled: 1 signal, waited 0.2 s');
+  });
+
   it('formats durations for a person', () => {
     expect([0, 999, 42_000, 60_000, 185_000, 3_599_999, 3_600_000, 3_725_000, 90_000_000].map((ms) => formatClock(ms))).toEqual(['0s', '0s', '42s', '1m00s', '3m05s', '59m59s', '1h00m', '1h02m', '25h00m']);
     expect(formatClock(1, true)).toBe('1s');

@@ -6,7 +6,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
-import { bareMetalMachine, healthStatus, label, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
+import { bareMetalMachine, healthStatus, label, providerStatus, provisionedRequest, reconcileOptions, res } from '../helpers/provider-fixtures.js';
 import { NotFoundError } from '../../src/omni-client/errors.js';
 import type { Resource } from '../../src/omni-client/resource.js';
 import { NS_INFRA_PROVIDER, T, describePointer, providerNamespace, providerType } from '../../src/omni-client/resource.js';
@@ -33,9 +33,7 @@ async function planOf(fake: FakeState, id = ID): Promise<Plan> {
   return buildPlan(snap, { providerId: id, machines: [], deregister: true, wipe: false });
 }
 
-function opts(o: Partial<ReconcileOptions> = {}): ReconcileOptions {
-  return { providerId: ID, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 5_000, omniWaitMs: 2_000, concurrency: 4, ...o };
-}
+const opts = (o: Partial<ReconcileOptions> = {}): ReconcileOptions => reconcileOptions(ID, o);
 
 const run = (fake: FakeState, o: Partial<ReconcileOptions> = {}) => reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts(o));
 const notFound = () => new NotFoundError('not found');

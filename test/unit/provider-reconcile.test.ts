@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
-import { bareMetalMachine, label, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
+import { bareMetalMachine, label, providerStatus, provisionedRequest, reconcileOptions, res } from '../helpers/provider-fixtures.js';
 import { reconcile } from '../../src/provider/reconcile.js';
 import type { ReconcileOptions } from '../../src/provider/reconcile.js';
 import { Audit } from '../../src/provider/audit.js';
@@ -15,9 +15,7 @@ const ID = 'bare-metal';
 const U1 = '11111111-1111-1111-1111-111111111111';
 const U2 = '22222222-2222-2222-2222-222222222222';
 
-function opts(o: Partial<ReconcileOptions> = {}): ReconcileOptions {
-  return { providerId: ID, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 5_000, omniWaitMs: 2_000, concurrency: 4, ...o };
-}
+const opts = (o: Partial<ReconcileOptions> = {}): ReconcileOptions => reconcileOptions(ID, o);
 
 async function run(fake: FakeState, o: Partial<ReconcileOptions> = {}, audit?: Audit) {
   fake.onWrite = audit?.observer;
