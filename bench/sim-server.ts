@@ -3,7 +3,7 @@
 // on 127.0.0.1:0 with the requested latency, prints one ready line (JSON: endpoint, key) on stdout,
 // then answers line commands on stdin:
 //   stats  -> one JSON line: calls served by method, the kinds listed or watched, what is left of
-//             the provider, the sim's CPU/RSS
+//             the provider, the sim's CPU/RSS, the write budget's counters when it is on
 //   reset  -> forgets the calls counted so far (after the transport probe); answers {"reset":true}
 //   quit   -> closes and exits (so does the end of stdin)
 // The key goes to the parent over the pipe only; it is never logged.
@@ -25,11 +25,19 @@ const args = yargs(hideBin(process.argv))
   .option('requests', { type: 'number', default: 0 })
   .option('latency-ms', { type: 'number', default: 5 })
   .option('provider-id', { type: 'string', default: 'bench' })
+  .option('throttle-bytes-per-s', { type: 'number', default: 0, describe: "Omni 1.9's write budget for the infra-provider class (0: off)" })
+  .option('throttle-burst', { type: 'number', default: 0 })
+  .option('throttle-max-wait-ms', { type: 'number' })
   .parseSync();
 
-/** Counts every call the gateway hands to the access layer (after authentication), by method. */
-function counting(inner: StateApi, calls: Record<string, number>, kinds: Set<string>): StateApi {
-  const n = (m: string) => { calls[m] = (calls[m] ?? 0) + 1; };
+/**
+ * Counts every call the gateway hands to the access layer (after authentication), by method; a write
+ * the write budget made wait is handed over again after the wait, and counted once.
+ */
+function counting(inner: StateApi, calls: Record<string, number>, kinds: Set<string>, resending: () => boolean): StateApi {
+  const n = (m: string) => {
+    if (!resending()) calls[m] = (calls[m] ?? 0) + 1;
+  };
   return {
     get: (w, p) => (n('Get'), inner.get(w, p)),
     list: (w, ns, t, q) => (n('List'), kinds.add(`${ns}/${t}`), inner.list(w, ns, t, q)),
@@ -91,10 +99,15 @@ tuneGc();
 
 async function main(): Promise<void> {
   const inFlight = new InFlight();
-  const scenario = generateScenario({ providerId: args['provider-id'], machines: args.machines, requests: args.requests, faults: { latencyMs: args['latency-ms'] } });
+  const throttle = args['throttle-bytes-per-s'] > 0
+    ? { infraProvider: { bytesPerSecond: args['throttle-bytes-per-s'], burst: args['throttle-burst'] }, ...(args['throttle-max-wait-ms'] !== undefined ? { maxWaitMs: args['throttle-max-wait-ms'] } : {}) }
+    : undefined;
+  const scenario = generateScenario({ providerId: args['provider-id'], machines: args.machines, requests: args.requests, faults: { latencyMs: args['latency-ms'], ...(throttle ? { throttle } : {}) } });
   const calls: Record<string, number> = {};
   const kinds = new Set<string>();
-  const sim = await createSim(scenario, { access: (ctx) => counting(createAccessApi(ctx.store, { version: ctx.omniVersion }), calls, kinds) });
+  let resending = (): boolean => false;
+  const sim = await createSim(scenario, { access: (ctx) => counting(createAccessApi(ctx.store, { version: ctx.omniVersion }), calls, kinds, () => resending()) });
+  resending = () => sim.faults.throttle?.resending() ?? false;
   await sim.controllers?.idle();
   const key = sim.keys[`infra-provider:${args['provider-id']}`];
   process.stdout.write(`${JSON.stringify({ ready: true, endpoint: sim.endpoint, key, resources: sim.store.all().length })}\n`);
@@ -116,6 +129,7 @@ async function main(): Promise<void> {
           mean_in_flight: inFlight.mean(),
           left: leftOf(sim.store.all(), args['provider-id']),
           sim: { cpu_s: (ru.userCPUTime + ru.systemCPUTime) / 1e6, peak_rss_mb: ru.maxRSS / 1024 },
+          ...(sim.faults.throttle ? { throttle: sim.faults.throttle.stats().infraProvider } : {}),
         })}\n`);
       });
     } else if (cmd === 'reset') {

@@ -7,6 +7,7 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { createOmniClient } from '../src/omni-client/client.js';
+import { COMPRESSION_POLICIES } from '../src/omni-client/compression.js';
 import { tuneGc } from '../src/gc-tuning.js';
 import { createLogger, silentLogger } from '../src/log.js';
 import { reconcile } from '../src/provider/reconcile.js';
@@ -22,6 +23,7 @@ const args = yargs(hideBin(process.argv))
   .option('machines', { type: 'number', default: 0, describe: 'naive: how many machines to release' })
   .option('requests', { type: 'number', default: 0, describe: 'naive: how many requests to release' })
   .option('log-level', { type: 'string', describe: 'log the stub to stderr (JSON) at this level' })
+  .option('compression', { choices: COMPRESSION_POLICIES, describe: 'which calls ask gzip (default: the client\'s, auto)' })
   .parseSync();
 
 // The same V8 setting as the binary (src/main.ts), so that the lib variant measures what ships.
@@ -34,7 +36,7 @@ async function main(): Promise<void> {
   let peakHeap = 0;
   const sampler = setInterval(() => { peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed); }, 100);
   const logger = args['log-level'] ? createLogger({ level: args['log-level'], format: 'json' }) : silentLogger();
-  const client = await createOmniClient({ endpoint, key, logger, connections: args.mode === 'naive' ? 1 : args.concurrency, timeoutMs: 120_000 });
+  const client = await createOmniClient({ endpoint, key, logger, connections: args.mode === 'naive' ? 1 : args.concurrency, timeoutMs: 120_000, ...(args.compression ? { gzip: args.compression } : {}) });
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const out: Record<string, unknown> = {};

@@ -19,6 +19,7 @@ export const simOptions = {
   dump: { type: 'string', describe: 'Write the final state here (scenario shape) on SIGTERM/SIGINT' },
   tls: { type: 'boolean', default: false, describe: 'Serve HTTPS with a freshly generated self-signed certificate' },
   'tls-ca-out': { type: 'string', describe: 'With --tls: write the certificate (the CA to trust) here' },
+  faults: { type: 'string', describe: 'Faults on top of the scenario\'s, as YAML or JSON with the keys of its `faults:` (docs/omni-behaviour.md, "Faults the sim can add"), e.g. \'{throttle: {infra_provider: {bytes_per_second: 20000, burst: 20000}}}\' (Omni 1.9\'s write budget) or \'{proxy_limit: {requests_per_second: 50, burst: 10, status: 429}}\'' },
   'keys-dir': { type: 'string', describe: 'Also write DIR/endpoint and each generated key to its own file (DIR/<provider-id>.key for infra-provider:<id>), before the ready line; for OMNI_SERVICE_ACCOUNT_KEY=$(cat DIR/<id>.key) or --service-account-key-file' },
 } as const satisfies OptionTable;
 
@@ -31,6 +32,8 @@ export interface SimConfig {
   tls: boolean;
   tlsCaOut?: string;
   keysDir?: string;
+  /** `--faults` as given (YAML or JSON), parsed with the scenario when the sim is loaded. */
+  faults?: string;
   color?: boolean;
 }
 
@@ -42,6 +45,7 @@ export function parseSim(given: Given<typeof simOptions>, env: NodeJS.ProcessEnv
   const dumpFile = nonEmpty(a.dump);
   const tlsCaOut = nonEmpty(a['tls-ca-out']);
   const keysDir = nonEmpty(a['keys-dir']);
+  const faults = nonEmpty(a.faults);
   return {
     scenario: { value: a.scenario, file: resolveScenarioFile(a.scenario, '--scenario') },
     listen,
@@ -49,6 +53,7 @@ export function parseSim(given: Given<typeof simOptions>, env: NodeJS.ProcessEnv
     tls: a.tls,
     ...(tlsCaOut ? { tlsCaOut } : {}),
     ...(keysDir ? { keysDir } : {}),
+    ...(faults ? { faults } : {}),
     ...colorOption(a, env),
   };
 }
@@ -111,10 +116,12 @@ export const simCommand = defineCommand({
 /** `sim`: serves the scenario until SIGTERM or SIGINT, then writes the dump. */
 async function serve(c: SimConfig): Promise<void> {
   // The simulated Omni is loaded only by the commands that serve it (see loadSim).
-  const { createSim, loadScenarioFile, ScenarioError, generateSelfSignedCert, summarizeDump } = await loadSim();
+  const { createSim, loadScenarioFile, parseFaults, ScenarioError, generateSelfSignedCert, summarizeDump } = await loadSim();
   let scenario;
+  let faults;
   try {
     scenario = await loadScenarioFile(c.scenario.file);
+    faults = c.faults !== undefined ? parseFaults(c.faults, '--faults') : undefined;
   } catch (e) {
     if (e instanceof ScenarioError) throw new UsageError(e.message, { cause: e });
     throw e;
@@ -134,7 +141,7 @@ async function serve(c: SimConfig): Promise<void> {
   if (tls && c.tlsCaOut) await writeAtomically(c.tlsCaOut, tls.cert);
   // Subscribe before announcing readiness: a signal right after the ready line must not kill us.
   const signalled = untilSignal();
-  const sim = await createSim(scenario, { host: c.listen.host, port: c.listen.port, ...(tls ? { tls } : {}), onControllerError: (f) => log.error({ task: f.task, err: f.cause }, f.message) });
+  const sim = await createSim(scenario, { host: c.listen.host, port: c.listen.port, ...(tls ? { tls } : {}), ...(faults ? { faults } : {}), onControllerError: (f) => log.error({ task: f.task, err: f.cause }, f.message) });
   if (c.keysDir) await writeKeys(c.keysDir, sim.endpoint, sim.keys);
   log.info({ endpoint: sim.endpoint, omniVersion: sim.omniVersion, resources: scenario.resources.length }, 'simulated Omni ready');
   process.stdout.write(`${JSON.stringify({ endpoint: sim.endpoint, keys: sim.keys })}\n`);
@@ -151,5 +158,5 @@ async function serve(c: SimConfig): Promise<void> {
  */
 export async function loadSim() {
   const [index, scenario, tls, dump] = await Promise.all([import('../omni-sim/index.js'), import('../omni-sim/scenario.js'), import('../omni-sim/tls.js'), import('../omni-sim/dump-state.js')]);
-  return { createSim: index.createSim, loadScenarioFile: scenario.loadScenarioFile, ScenarioError: scenario.ScenarioError, generateSelfSignedCert: tls.generateSelfSignedCert, summarizeDump: dump.summarizeDump };
+  return { createSim: index.createSim, loadScenarioFile: scenario.loadScenarioFile, parseFaults: scenario.parseFaults, ScenarioError: scenario.ScenarioError, generateSelfSignedCert: tls.generateSelfSignedCert, summarizeDump: dump.summarizeDump };
 }

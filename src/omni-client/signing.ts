@@ -2,6 +2,7 @@
 // type, what encodings are asked for (gzip), the user agent; and what Omni's refusal of them says.
 
 import { errCtx, type CallContext } from './call.js';
+import type { GzipChoice } from './compression.js';
 import { UnauthenticatedError } from './errors.js';
 import type { MethodName } from './wire.js';
 import { VERSION } from '../version.js';
@@ -19,10 +20,10 @@ const STREAM_METHODS = new Set<MethodName>(['List', 'Watch']);
 export class RequestHeaders {
   #cache = new WeakMap<Record<string, string>, Record<string, string>>();
 
-  /** `gzipUnary`: ask for gzip on unary calls too (TransportOptions.gzip 'all'); streams always ask. */
+  /** `gzip`: which calls ask for gzip (compression.ts, from TransportOptions.gzip). */
   constructor(
     readonly signer: RequestSigner,
-    private readonly gzipUnary: boolean,
+    private readonly gzip: GzipChoice,
   ) {}
 
   /**
@@ -38,7 +39,7 @@ export class RequestHeaders {
         // Omni's gzip handler picks only a bare `gzip` token; its `deflate` is raw DEFLATE
         // (docs/omni-behaviour.md, "Resources and routes"). No header at all (not `identity`) when
         // gzip is not wanted: Omni then answers uncompressed.
-        ...(this.gzipUnary || STREAM_METHODS.has(method) ? { 'accept-encoding': 'gzip' } : {}),
+        ...((STREAM_METHODS.has(method) ? this.gzip.streams : this.gzip.unary) ? { 'accept-encoding': 'gzip' } : {}),
         'user-agent': USER_AGENT,
         ...signed,
       };

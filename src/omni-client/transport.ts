@@ -17,6 +17,7 @@ import { silentLogger } from '../log.js';
 import { DEFAULT_READ_LIMITS, ReadBudget, discard, parseJson, readAnswer, type ReadLimits } from './body.js';
 import { where, type CallContext } from './call.js';
 import { SigningClock } from './clock.js';
+import { DEFAULT_COMPRESSION_POLICY, gzipChoice, type CompressionPolicy } from './compression.js';
 import { Deadlines } from './deadline.js';
 import { createDispatchers, type DispatcherKind, type Dispatchers } from './dispatcher.js';
 import { normalizeEndpoint, type Endpoint } from './endpoint.js';
@@ -46,13 +47,8 @@ export interface TransportOptions {
   random?: () => number;
   /** Where proxy variables are read from; default process.env. */
   env?: NodeJS.ProcessEnv;
-  /**
-   * Which calls ask Omni for gzip. 'streams' (default): List and Watch only, whose bodies are many
-   * resources; a unary body is one resource, and gzip per small reply cost both sides more CPU than
-   * the bytes it saves (bench: about a third of the sim's and a tenth of the client's CPU per call).
-   * 'all': every call, like Omni's own HTTP clients. A gzip answer is decoded either way.
-   */
-  gzip?: 'streams' | 'all';
+  /** Which calls ask Omni for gzip (compression.ts). Default DEFAULT_COMPRESSION_POLICY. */
+  gzip?: CompressionPolicy;
   /** Read limits; unset ones are body.ts DEFAULT_READ_LIMITS (`listItems` is `--max-list-items`). */
   limits?: Partial<ReadLimits>;
 }
@@ -84,7 +80,6 @@ export class Transport {
     const log = opts.logger ?? silentLogger();
     this.#limits = { ...DEFAULT_READ_LIMITS, ...definedOnly(opts.limits ?? {}) };
     this.#budget = new ReadBudget(this.#limits.bufferedBytes);
-    this.#headers = new RequestHeaders(opts.signer, opts.gzip === 'all');
     this.#clock = new SigningClock(opts.now ?? Date.now, this.endpoint.origin, log);
     this.#deadlines = new Deadlines(opts.timeoutMs ?? 30_000);
     this.#retrier = new Retrier(
@@ -95,6 +90,7 @@ export class Transport {
     );
     this.#dispatchers = createDispatchers(this.endpoint, { connections: opts.connections ?? 16, env: opts.env ?? process.env, tls: tlsOptions(opts), log });
     this.dispatcherKind = this.#dispatchers.kind;
+    this.#headers = new RequestHeaders(opts.signer, gzipChoice(opts.gzip ?? DEFAULT_COMPRESSION_POLICY, this.endpoint.origin, this.dispatcherKind === 'proxy'));
   }
 
   /** Milliseconds added to the local clock when signing (0 unless Omni's clock was adopted). */

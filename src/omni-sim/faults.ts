@@ -2,20 +2,37 @@
 // time. Every fault imitates something a client meets in production: a slow Omni, a proxy cutting
 // long streams, a skewed server clock, a rolling restart (503 bursts, broken streams, bookmarks from
 // before it refused: etcd's history compacted, the in-memory backend's cookie new), and controllers
-// racing the client on the same resource, and back-pressure (throttle.ts): Omni 1.9's write budget
-// per caller class, and a proxy that answers 429 or 503 with Retry-After.
+// racing the client on the same resource, back-pressure (throttle.ts): Omni 1.9's write budget
+// per caller class, and a proxy that answers 429 or 503 with Retry-After; and a write whose answer is
+// lost (applied, then the connection drops: a proxy or Omni restarting between commit and reply).
 
 import type { Pointer } from '../omni-client/resource.js';
 import type { Identity, SimClock } from './api.js';
 import { CALLER_CLASSES, ProxyLimit, WriteThrottle, type CallerClass, type ClassBudget, type ProxyLimitConfig, type ThrottleConfig } from './throttle.js';
 
-export interface ConflictStorm {
-  /** Which resources: type required; namespace and ID optional (any). */
-  type: string;
+/** Which resources a fault applies to: each field left out matches any. */
+export interface ResourceFilter {
+  type?: string;
   namespace?: string;
   id?: string;
+}
+
+export interface ConflictStorm extends ResourceFilter {
+  /** Which resources: type required; namespace and ID optional (any). */
+  type: string;
   /** How many client Updates of a matching resource lose the race (version bumped just before). */
   count: number;
+}
+
+/** The gateway calls that write. */
+export const WRITE_METHODS = ['Create', 'Update', 'Destroy', 'Teardown', 'TeardownAndDestroy'] as const;
+export type WriteMethod = (typeof WRITE_METHODS)[number];
+
+export interface LostWriteAnswers extends ResourceFilter {
+  /** How many more matching client writes are applied and then lose their answer. */
+  count: number;
+  /** Only this kind of write; any when left out. */
+  method?: WriteMethod;
 }
 
 export interface FaultConfig {
@@ -32,6 +49,16 @@ export interface FaultConfig {
   throttle?: ThrottleConfig;
   /** A proxy in front of Omni that limits requests (throttle.ts). */
   proxyLimit?: ProxyLimitConfig;
+  /**
+   * The next `count` client writes that succeed (of `method`, on matching resources) are applied and
+   * their connection destroyed before any byte of the answer: the client cannot tell whether it
+   * took effect.
+   */
+  loseWriteAnswers?: LostWriteAnswers;
+}
+
+function matches(f: ResourceFilter, p: Pointer): boolean {
+  return (f.type === undefined || f.type === p.type) && (f.namespace === undefined || f.namespace === p.namespace) && (f.id === undefined || f.id === p.id);
 }
 
 /** What a restart acts on (wired by index.ts). */
@@ -66,6 +93,7 @@ export class Faults {
   private cfg: FaultConfig = {};
   private targets: (RestartTarget & VersionBumper)[] = [];
   private restarts = 0;
+  private lost = 0;
   private writeThrottle: WriteThrottle | undefined;
   private requestLimit: ProxyLimit | undefined;
 
@@ -85,6 +113,7 @@ export class Faults {
     const next: FaultConfig = { ...this.cfg, ...config };
     for (const k of Object.keys(next) as (keyof FaultConfig)[]) if (next[k] === undefined) delete next[k];
     if (next.conflictStorm) next.conflictStorm = { ...next.conflictStorm };
+    if (next.loseWriteAnswers) next.loseWriteAnswers = { ...next.loseWriteAnswers };
     this.cfg = next;
     if (Object.hasOwn(config, 'throttle')) this.writeThrottle = next.throttle ? new WriteThrottle(next.throttle, this.monotonic) : undefined;
     if (Object.hasOwn(config, 'proxyLimit')) this.requestLimit = next.proxyLimit ? new ProxyLimit(next.proxyLimit, this.monotonic) : undefined;
@@ -113,6 +142,11 @@ export class Faults {
   /** The monotonic time (ms) of the throttles' clock. */
   now(): number {
     return this.monotonic();
+  }
+
+  /** How many write answers were lost so far (loseWriteAnswers; not reset by `reset`). */
+  get lostWriteAnswers(): number {
+    return this.lost;
   }
 
   /** How many restarts have been simulated. */
@@ -166,12 +200,19 @@ export class Faults {
   /** Before a client Update: a storm bumps the resource's version so the client's read is stale. */
   beforeUpdate(p: Pointer): void {
     const s = this.cfg.conflictStorm;
-    if (!s || s.count <= 0 || s.type !== p.type) return;
-    if (s.namespace !== undefined && s.namespace !== p.namespace) return;
-    if (s.id !== undefined && s.id !== p.id) return;
+    if (!s || s.count <= 0 || !matches(s, p)) return;
     let bumped = false;
     for (const t of this.targets) bumped = t.bumpVersion(p) || bumped;
     if (bumped) s.count--;
+  }
+
+  /** After a client write on `p` succeeded: true when its answer must be lost (consumes one). */
+  takeLostAnswer(method: string, p: Pointer): boolean {
+    const l = this.cfg.loseWriteAnswers;
+    if (!l || l.count <= 0 || (l.method !== undefined && l.method !== method) || !matches(l, p)) return false;
+    l.count--;
+    this.lost++;
+    return true;
   }
 
   dropWatchAfterEvents(): number | undefined {
@@ -246,6 +287,26 @@ function proxyLimitFromPlain(x: unknown, p: string): ProxyLimitConfig {
   return out as ProxyLimitConfig;
 }
 
+/** `{type, namespace, id, count}` (and `method` when allowed): count required, the rest optional strings. */
+function countedFilterFromPlain(x: unknown, p: string, extra: 'method'[]): LostWriteAnswers {
+  const known = ['type', 'namespace', 'id', ...extra, 'count'];
+  if (!isMap(x)) throw new FaultConfigError(`${p}: expected ${extra.length > 0 ? 'a count or ' : ''}a map with ${known.join(', ')}`);
+  const out: Partial<LostWriteAnswers> = {};
+  for (const [k, v] of Object.entries(x)) {
+    const q = `${p}.${k}`;
+    if (k === 'count') out.count = int(v, q);
+    else if (k === 'method' && extra.includes('method')) {
+      if (!(WRITE_METHODS as readonly unknown[]).includes(v)) throw new FaultConfigError(`${q}: expected one of ${WRITE_METHODS.join(', ')}`);
+      out.method = v as WriteMethod;
+    } else if (k === 'type' || k === 'namespace' || k === 'id') {
+      if (typeof v !== 'string') throw new FaultConfigError(`${q}: expected a string`);
+      out[k] = v;
+    } else throw new FaultConfigError(`${q}: unknown key (known: ${known.join(', ')})`);
+  }
+  if (out.count === undefined) throw new FaultConfigError(`${p}: ${extra.length > 0 ? 'count is required' : 'type and count are required'}`);
+  return out as LostWriteAnswers;
+}
+
 /** Parses a scenario's `faults:` map; errors name the key under `path`. */
 export function faultConfigFromPlain(v: unknown, path: string): FaultConfig {
   if (v === null || v === undefined) return {};
@@ -259,26 +320,18 @@ export function faultConfigFromPlain(v: unknown, path: string): FaultConfig {
       }
       out[INT_KEYS[k as keyof typeof INT_KEYS]] = x;
     } else if (k === 'conflict_storm') {
-      if (!isMap(x)) throw new FaultConfigError(`${path}.${k}: expected a map with type and count`);
-      const storm: Partial<ConflictStorm> = {};
-      for (const [sk, sv] of Object.entries(x)) {
-        const p = `${path}.${k}.${sk}`;
-        if (sk === 'count') {
-          if (typeof sv !== 'number' || !Number.isSafeInteger(sv) || sv < 0) throw new FaultConfigError(`${p}: expected a non-negative integer`);
-          storm.count = sv;
-        } else if (sk === 'type' || sk === 'namespace' || sk === 'id') {
-          if (typeof sv !== 'string') throw new FaultConfigError(`${p}: expected a string`);
-          storm[sk] = sv;
-        } else throw new FaultConfigError(`${p}: unknown key (known: type, namespace, id, count)`);
-      }
-      if (storm.type === undefined || storm.count === undefined) throw new FaultConfigError(`${path}.${k}: type and count are required`);
+      const storm = countedFilterFromPlain(x, `${path}.${k}`, []);
+      if (storm.type === undefined) throw new FaultConfigError(`${path}.${k}: type and count are required`);
       out.conflictStorm = storm as ConflictStorm;
+    } else if (k === 'lose_write_answers') {
+      // A bare count: any write; a map narrows it to a method and resources.
+      out.loseWriteAnswers = typeof x === 'number' ? { count: int(x, `${path}.${k}`) } : countedFilterFromPlain(x, `${path}.${k}`, ['method']);
     } else if (k === 'throttle') {
       out.throttle = throttleFromPlain(x, `${path}.${k}`);
     } else if (k === 'proxy_limit') {
       out.proxyLimit = proxyLimitFromPlain(x, `${path}.${k}`);
     } else {
-      throw new FaultConfigError(`${path}.${k}: unknown fault (known: ${[...Object.keys(INT_KEYS), 'conflict_storm', 'throttle', 'proxy_limit'].join(', ')})`);
+      throw new FaultConfigError(`${path}.${k}: unknown fault (known: ${[...Object.keys(INT_KEYS), 'conflict_storm', 'throttle', 'proxy_limit', 'lose_write_answers'].join(', ')})`);
     }
   }
   return out;
@@ -288,6 +341,10 @@ export function faultConfigToPlain(c: FaultConfig): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [k, field] of Object.entries(INT_KEYS)) if (c[field] !== undefined) out[k] = c[field];
   if (c.conflictStorm) out['conflict_storm'] = { ...c.conflictStorm };
+  if (c.loseWriteAnswers) {
+    const l = c.loseWriteAnswers;
+    out['lose_write_answers'] = Object.keys(l).length === 1 ? l.count : { ...l };
+  }
   if (c.throttle) {
     const t: Record<string, unknown> = {};
     if (c.throttle.maxWaitMs !== undefined) t['max_wait_ms'] = c.throttle.maxWaitMs;

@@ -8,7 +8,7 @@
 // dumpScenario writes the scenario shape so that parse(dump(parse(x))) equals parse(x).
 
 import { readFile } from 'node:fs/promises';
-import { parseAllDocuments, stringify } from 'yaml';
+import { parseAllDocuments, parseDocument, stringify } from 'yaml';
 import type { Resource } from '../omni-client/resource.js';
 import { bytesEqual, isValidPhase, newMetadata, NS_EPHEMERAL, T } from '../omni-client/resource.js';
 import {
@@ -198,6 +198,21 @@ function parseIdentity(ctx: Ctx, raw: unknown, path: string): ScenarioIdentity {
 }
 
 const resourceKey = (r: Resource) => `${r.metadata.namespace}\u0000${r.metadata.type}\u0000${r.metadata.id}`;
+
+/**
+ * Faults given apart from a scenario (`stub-provider sim --faults`): a YAML or JSON map with the keys
+ * of a scenario's `faults:`, e.g. `{throttle: {infra_provider: {bytes_per_second: 20000, burst: 20000}}}`.
+ */
+export function parseFaults(text: string, source: string): FaultConfig {
+  const doc = parseDocument(text, { intAsBigInt: true, uniqueKeys: true });
+  const e = doc.errors[0];
+  if (e) throw new ScenarioError(`${source}: ${e.message}`);
+  try {
+    return faultConfigFromPlain(normalize(doc.toJS({ maxAliasCount: 100 })), source);
+  } catch (x) {
+    throw new ScenarioError((x as Error).message, { cause: x });
+  }
+}
 
 /** Parses a scenario (either shape, one or more YAML documents). `source` names the file in errors. */
 export function parseScenario(text: string, source = 'scenario'): Scenario {

@@ -18,7 +18,7 @@ import {
 } from '../omni-client/wire.js';
 import type { Identity, SimClock, SimEvent, StateApi, WatchParams } from './api.js';
 import { gatewayBehaviour, renderYamlSpecAt, type GatewayBehaviour } from './behaviour.js';
-import type { Faults } from './faults.js';
+import { WRITE_METHODS, type Faults } from './faults.js';
 import { queryFromWire } from './query.js';
 import { firstJsonValue, GoJsonError, keyPosition } from './request-json.js';
 import { StreamBrokenError } from './store.js';
@@ -40,8 +40,8 @@ export interface GatewayOptions {
 export const MAX_REQUEST_BYTES = 32 * 1024 * 1024;
 const PREFIX = '/api/cosi.resource.State/';
 const TEARDOWN_METHODS = new Set<string>(['Teardown', 'TeardownAndDestroy']);
-/** The calls that write, and so may wait for Omni's write budget. */
-const WRITE_METHODS = new Set<string>(['Create', 'Update', 'Destroy', 'Teardown', 'TeardownAndDestroy']);
+/** The calls that write, and so may wait for Omni's write budget or lose their answer. */
+const WRITES = new Set<string>(WRITE_METHODS);
 /** grpc-gateway forwards the gRPC answer's header metadata: an answer that succeeded carries its content type. */
 const GRPC_CONTENT_TYPE = ['Grpc-Metadata-Content-Type', 'application/grpc'] as const;
 
@@ -77,13 +77,24 @@ function sortedKeys(m: Record<string, string>): Record<string, string> {
   return out;
 }
 
-/** Writes a body, gzip/deflate-compressed when asked, flushing after every write (per stream line). */
+/**
+ * The level Omni compresses `/api/` with: `compress.Handler(..., gzip.DefaultCompression)` in
+ * `internal/backend/grpc/grpc.go` (1.3.4, 1.9.3 and later alike; BestCompression is only for the
+ * static frontend). Go's default level is 6, as zlib's.
+ */
+export const OMNI_GZIP_LEVEL = 6;
+
+/**
+ * Writes a body, gzip/deflate-compressed when asked, flushing after every write: grpc-gateway flushes
+ * after every stream message, and Omni's compress handler turns each flush into a sync flush of its
+ * gzip writer, so every List item and every Watch message is a deflate block of its own.
+ */
 class Body {
   private readonly z: zlib.Gzip | zlib.DeflateRaw | undefined;
   constructor(private readonly res: ServerResponse, encoding: 'gzip' | 'deflate' | undefined) {
     if (encoding) {
       res.setHeader('Content-Encoding', encoding);
-      this.z = encoding === 'gzip' ? zlib.createGzip() : zlib.createDeflateRaw();
+      this.z = encoding === 'gzip' ? zlib.createGzip({ level: OMNI_GZIP_LEVEL }) : zlib.createDeflateRaw({ level: OMNI_GZIP_LEVEL });
       this.z.on('error', () => res.destroy());
       this.z.pipe(res);
     }
@@ -106,10 +117,12 @@ class Body {
     socket.end();
     setTimeout(() => socket.destroy(), 1000).unref();
   }
-  end(s?: string): void {
+  /** Ends the body; the last write's sync flush is kept (Omni flushes it before closing its gzip writer; zlib would fold it into the finish). */
+  end(): void {
     if (this.res.destroyed) return;
-    if (this.z) this.z.end(s);
-    else this.res.end(s);
+    const z = this.z;
+    if (z) z.flush(zlib.constants.Z_SYNC_FLUSH, () => z.end());
+    else this.res.end();
   }
 }
 
@@ -131,6 +144,13 @@ class YamlCache {
     this.m.set(key, v);
     return v;
   }
+}
+
+/** The resource a write request names (Create, Update: in its resource's metadata). */
+function writtenPointer(method: MethodName, msg: Record<string, unknown>): Pointer {
+  const r = method === 'Create' ? msg['resource'] : method === 'Update' ? msg['new_resource'] : undefined;
+  const md = r === undefined ? msg : (((r as Record<string, unknown>)['metadata'] ?? {}) as Record<string, unknown>);
+  return { namespace: String(md['namespace'] ?? ''), type: String(md['type'] ?? ''), id: String(md['id'] ?? '') };
 }
 
 export class Gateway {
@@ -246,6 +266,11 @@ export class Gateway {
     if (method === 'List') return this.list(req, res, who, msg);
     try {
       const out = await this.unary(method, who, msg, res, call);
+      if (faults && WRITES.has(method) && faults.takeLostAnswer(method, writtenPointer(method, msg))) {
+        // Applied, and the connection goes before the first byte of the answer.
+        res.destroy();
+        return;
+      }
       res.setHeader(GRPC_CONTENT_TYPE[0], GRPC_CONTENT_TYPE[1]);
       this.sendUnary(req, res, 200, encodeMessage(Methods[method].response, out));
     } catch (e) {
@@ -294,7 +319,7 @@ export class Gateway {
   private async unary(method: MethodName, who: Identity, msg: Record<string, unknown>, res: ServerResponse, call: ThrottleCall): Promise<Record<string, unknown>> {
     const faults = this.opts.faults;
     const throttle = faults?.throttle;
-    if (!faults || !throttle || !WRITE_METHODS.has(method)) return this.apply(method, who, msg, res);
+    if (!faults || !throttle || !WRITES.has(method)) return this.apply(method, who, msg, res);
     const gone = new Promise<void>((resolve) => res.once('close', () => resolve()));
     return throttled(throttle, call, (ms) => faults.waitForBudget(ms, gone), () => this.apply(method, who, msg, res));
   }
@@ -392,9 +417,9 @@ export class Gateway {
       return;
     }
     const body = this.startStream(req, res);
-    // Every line is at hand: one write (one gzip flush) for the lot instead of a flush per line,
-    // which cost a zlib call per resource on both sides. A client cannot tell from the bytes.
-    if (items.length > 0) body.write(items.map((r) => this.line({ result: encodeMessage(Methods.List.response, { resource: this.out(r) }) })).join(''));
+    // One message (and one flush) per item, as Omni sends a List: a client pays an inflate step per
+    // item of a gzip List, and the benchmark should see that cost.
+    for (const r of items) body.write(this.line({ result: encodeMessage(Methods.List.response, { resource: this.out(r) }) }));
     this.streams.delete(res);
     body.end();
   }
@@ -502,7 +527,7 @@ export class Gateway {
     res.setHeader('Content-Type', 'application/json');
     const enc = this.encodingFor(req);
     if (enc) {
-      const buf = enc === 'gzip' ? zlib.gzipSync(text) : zlib.deflateRawSync(text);
+      const buf = enc === 'gzip' ? zlib.gzipSync(text, { level: OMNI_GZIP_LEVEL }) : zlib.deflateRawSync(text, { level: OMNI_GZIP_LEVEL });
       res.setHeader('Content-Encoding', enc);
       res.end(buf);
     } else res.end(text);

@@ -180,6 +180,8 @@ export interface ThrottleCall {
   deadline?: number | undefined;
   /** Bytes reserved by an earlier attempt of this call, taken by its next write. */
   reserved?: { cls: CallerClass; bytes: number; waitedMs: number } | undefined;
+  /** How many times the operation was sent again after a wait (0: the first time). */
+  resent?: number;
 }
 
 /** Thrown by a write that must wait for its bytes, before it changed anything: wait `waitMs`, then send it again. */
@@ -212,6 +214,11 @@ export class WriteThrottle {
 
   stats(): ThrottleStats {
     return structuredClone(this.counts);
+  }
+
+  /** Whether the state operation running now is a call sent again after a wait (not a call of its own, for a count of calls). */
+  resending(): boolean {
+    return (this.calls.getStore()?.resent ?? 0) > 0;
   }
 
   /** Runs `fn` (a call's state operation, synchronous or not) as that call: its writes see its deadline. */
@@ -290,6 +297,7 @@ export async function throttled<T>(t: WriteThrottle | undefined, call: ThrottleC
         throw errorFromStatus(GrpcCode.Canceled, 'context canceled');
       }
       call.reserved = e.reserved;
+      call.resent = attempt + 1;
     }
   }
 }

@@ -36,6 +36,16 @@ async function startSim(args: string[]): Promise<Running> {
   return sim as Running;
 }
 
+/** `stub-provider sim ARGS` that is expected to stop by itself: its exit code and stderr. */
+async function exitOf(args: string[]): Promise<{ code: number | null; err: string }> {
+  const child = spawn(process.execPath, [MAIN, 'sim', ...args], { cwd: ROOT });
+  children.push(child);
+  let err = '';
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const code = await new Promise<number | null>((r) => child.on('exit', r));
+  return { code, err };
+}
+
 function keyFrom(serviceAccountKey: string) {
   const k = JSON.parse(Buffer.from(serviceAccountKey, 'base64').toString('utf8')) as { name: string; pgp_key: string };
   return { name: k.name, armoredPrivateKey: k.pgp_key };
@@ -97,15 +107,42 @@ describe('stub-provider sim', () => {
     expect(parseScenario(await readFile(dump, 'utf8')).resources).toHaveLength(6);
   });
 
+  it('--faults adds faults on top of the scenario\'s: Omni\'s write budget, a proxy\'s 503 with Retry-After', async () => {
+    const sim = await startSim(['--scenario', BARE, '--faults', '{throttle: {infra_provider: {bytes_per_second: 1, burst: 10}}}']);
+    const key = keyFrom(sim.ready.keys['infra-provider:bare-metal'] as string);
+    const post = async (endpoint: string, method: string, body: unknown) => {
+      const res = await request(`${endpoint}/api/cosi.resource.State/${method}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...(await signHeaders(key, `/cosi.resource.State/${method}`)) },
+        body: JSON.stringify(body),
+      });
+      return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
+    };
+    const ptr = { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: UUID };
+    const got = JSON.parse((await post(sim.ready.endpoint, 'Get', ptr)).text) as { resource: { metadata: Record<string, unknown>; spec: unknown } };
+    const md = got.resource.metadata;
+    const upd = await post(sim.ready.endpoint, 'Update', { new_resource: { metadata: { ...md, finalizers: [] }, spec: got.resource.spec }, options: { owner: 'InfraMachineController' } });
+    // The write costs more than the burst of 10 bytes.
+    expect([upd.status, (JSON.parse(upd.text) as { code: number }).code]).toEqual([429, 8]);
+    sim.child.kill('SIGTERM');
+    expect(await sim.exited).toBe(0);
+
+    const proxied = await startSim(['--scenario', BARE, '--faults', '{"proxy_limit": {"requests_per_second": 0, "burst": 0, "status": 503, "retry_after_s": 9}}']);
+    const refused = await post(proxied.ready.endpoint, 'Get', ptr);
+    expect([refused.status, refused.headers['retry-after']]).toEqual([503, '9']);
+  });
+
+  it('bad --faults are a usage error (exit 2) naming the key', async () => {
+    const { code, err } = await exitOf(['--scenario', BARE, '--faults', '{throttle: {infra_provider: {bytes_per_second: 0, burst: 1}}}']);
+    expect(code).toBe(2);
+    expect(err).toContain('--faults.throttle.infra_provider.bytes_per_second: expected a positive integer');
+  });
+
   it('a bad scenario is a usage error (exit 2) naming the document and key', async () => {
     dir = await mkdtemp(join(tmpdir(), 'sim-e2e-'));
     const bad = join(dir, 'bad.yaml');
     await writeFile(bad, 'omni: { version: "1.3" }\n---\nmetadata: { namespace: a, type: b, id: c, phase: nope }\n');
-    const child = spawn(process.execPath, [MAIN, 'sim', '--scenario', bad], { cwd: ROOT });
-    children.push(child);
-    let err = '';
-    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-    const code = await new Promise<number | null>((r) => child.on('exit', r));
+    const { code, err } = await exitOf(['--scenario', bad]);
     expect(code).toBe(2);
     expect(err).toContain('document 1: metadata.phase');
   });

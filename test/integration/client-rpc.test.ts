@@ -93,11 +93,26 @@ describe('List', () => {
     gw.on('List', (_q, s) => new LineWriter(s).end());
     expect(await client.state.list('infra-provider', 'X')).toEqual([]);
     expect(gw.calls('List')[0]?.body).toEqual({ namespace: 'infra-provider', type: 'X', options: {} });
+    // By default (compression.ts DEFAULT_COMPRESSION_POLICY, `streams`) a List asks for gzip.
     expect(gw.calls('List')[0]?.headers['accept-encoding']).toBe('gzip');
   });
 });
 
 describe('gzip choice', () => {
+  it("gzip: 'streams' asks for gzip on List and Watch only, wherever Omni is", async () => {
+    const streams = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, delay: noDelay, env: {}, gzip: 'streams' });
+    try {
+      gw.on('List', (_q, s) => new LineWriter(s, { gzip: true }).end());
+      gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }));
+      expect(await streams.state.list('infra-provider', 'X')).toEqual([]);
+      await streams.state.get(ptr);
+      expect(gw.calls('List')[0]?.headers['accept-encoding']).toBe('gzip');
+      expect(gw.calls('Get')[0]?.headers['accept-encoding']).toBeUndefined();
+    } finally {
+      await streams.close();
+    }
+  });
+
   it("gzip: 'all' asks for gzip on unary calls too, and decodes the gzip answer", async () => {
     const all = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, delay: noDelay, env: {}, gzip: 'all' });
     try {

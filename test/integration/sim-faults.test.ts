@@ -1,12 +1,14 @@
 // Faults of the simulated Omni, seen over HTTP the way a client meets them.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { FaultConfigError, faultConfigFromPlain, faultConfigToPlain } from '../../src/omni-sim/faults.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { rawCall, type RawKey } from '../helpers/raw-client.js';
 import { openStream } from '../helpers/sim-stream.js';
 
 const NS = 'infra-provider';
 const TYPE = 'InfraMachineStatuses.omni.sidero.dev';
+const OTHER = 'Other';
 
 let sim: Sim;
 let key: RawKey;
@@ -149,5 +151,87 @@ describe('faults', () => {
     expect(await v1.ended).toBe('end');
     expect(await v0.ended).toBe('end');
     await expect(v0.next()).rejects.toThrow(/ended/);
+  });
+});
+
+type Md = Record<string, unknown>;
+const stored = (id: string, type = TYPE) => sim.store.peek({ namespace: NS, type, id });
+/** An Update adding `fin` to what the store holds now (or to `from`, an earlier read). */
+const update = (id: string, fin: string, from?: Md) => {
+  const cur = from ?? (stored(id)!.metadata as unknown as Md);
+  return call('Update', { new_resource: { metadata: { ...cur, finalizers: [...((cur['finalizers'] as string[] | undefined) ?? []), fin] }, spec: {} } });
+};
+/** The call fails without an HTTP answer (the socket closed under it). */
+const lost = async (p: Promise<unknown>) => {
+  await expect(p).rejects.toThrow(/other side closed|socket|ECONNRESET/i);
+};
+
+describe('lose_write_answers: a client write applied, then its connection destroyed before any byte of the answer', () => {
+  afterEach(() => sim.faults.set({ loseWriteAnswers: undefined }));
+
+  it('a bare count: the next write is applied and its connection dropped; the one after is answered', async () => {
+    const before = sim.faults.lostWriteAnswers;
+    sim.faults.set({ loseWriteAnswers: { count: 1 } });
+    await lost(create('l1'));
+    expect(stored('l1')?.metadata.version).toBe('1');
+    expect((await create('l2')).status).toBe(200);
+    expect(sim.faults.lostWriteAnswers - before).toBe(1);
+    expect(sim.faults.config.loseWriteAnswers?.count).toBe(0);
+    // Sent again, the lost Create meets what it did: AlreadyExists, nothing applied twice.
+    const again = await create('l1');
+    expect([again.status, (again.json as { code: number }).code]).toEqual([409, 6]);
+  });
+
+  it('a filter by method and resource; a write that fails is answered and not counted; the resend is refused', async () => {
+    await create('a');
+    await create('b');
+    const v1 = stored('a')!.metadata as unknown as Md;
+    sim.faults.set({ loseWriteAnswers: { count: 1, method: 'Update', type: TYPE, id: 'a' } });
+    expect((await create('c')).status).toBe(200); // not an Update
+    expect((await update('b', 'x')).status).toBe(200); // another resource
+    await lost(update('a', 'first'));
+    expect(stored('a')?.metadata).toMatchObject({ version: '2', finalizers: ['first'] });
+    expect(sim.faults.config.loseWriteAnswers?.count).toBe(0);
+
+    sim.faults.set({ loseWriteAnswers: { count: 1, method: 'Update', id: 'a' } });
+    const stale = await update('a', 'stale', v1); // version 1: refused, answered, not counted
+    expect([stale.status, (stale.json as { code: number }).code]).toEqual([400, 9]) // FailedPrecondition, as grpc-gateway maps it;
+    expect(sim.faults.config.loseWriteAnswers?.count).toBe(1);
+    const v2 = stored('a')!.metadata as unknown as Md;
+    await lost(update('a', 'second', v2));
+    // The client sends its lost Update again, as read: the version moved, so it is refused.
+    const resend = await update('a', 'second', v2);
+    expect([resend.status, (resend.json as { code: number }).code]).toEqual([400, 9]) // FailedPrecondition, as grpc-gateway maps it;
+    expect(stored('a')?.metadata).toMatchObject({ version: '3', finalizers: ['first', 'second'] });
+  });
+
+  it('a lost Destroy is applied: the resend answers NotFound', async () => {
+    await create('d', OTHER);
+    sim.faults.set({ loseWriteAnswers: { count: 1, method: 'Destroy', type: OTHER } });
+    await lost(call('Destroy', { namespace: NS, type: OTHER, id: 'd' }));
+    expect(stored('d', OTHER)).toBeUndefined();
+    const again = await call('Destroy', { namespace: NS, type: OTHER, id: 'd' });
+    expect([again.status, (again.json as { code: number }).code]).toEqual([404, 5]);
+  });
+});
+
+describe('lose_write_answers in the scenario form', () => {
+  it('a count or a map, both ways', () => {
+    expect(faultConfigFromPlain({ lose_write_answers: 3 }, 'faults')).toEqual({ loseWriteAnswers: { count: 3 } });
+    expect(faultConfigToPlain({ loseWriteAnswers: { count: 3 } })).toEqual({ lose_write_answers: 3 });
+    const plain = { lose_write_answers: { count: 2, method: 'TeardownAndDestroy', type: 'T', namespace: 'n', id: 'i' } };
+    const c = faultConfigFromPlain(plain, 'faults');
+    expect(c).toEqual({ loseWriteAnswers: { count: 2, method: 'TeardownAndDestroy', type: 'T', namespace: 'n', id: 'i' } });
+    expect(faultConfigToPlain(c)).toEqual(plain);
+  });
+
+  it.each([
+    [{ lose_write_answers: -1 }, 'faults.lose_write_answers: expected a non-negative integer'],
+    [{ lose_write_answers: { method: 'Update' } }, 'faults.lose_write_answers: count is required'],
+    [{ lose_write_answers: { count: 1, method: 'Get' } }, 'faults.lose_write_answers.method: expected one of Create, Update, Destroy, Teardown, TeardownAndDestroy'],
+    [{ lose_write_answers: { count: 1, kind: 'x' } }, 'faults.lose_write_answers.kind: unknown key (known: type, namespace, id, method, count)'],
+    [{ conflict_storm: { type: 'T', count: 1, method: 'Update' } }, 'faults.conflict_storm.method: unknown key (known: type, namespace, id, count)'],
+  ])('%j is refused: %s', (plain, message) => {
+    expect(() => faultConfigFromPlain(plain, 'faults')).toThrow(new FaultConfigError(message));
   });
 });

@@ -22,7 +22,8 @@ beforeEach(async () => {
     faults: {},
   });
   proxy = await startTamperProxy(sim.endpoint);
-  client = await createOmniClient({ endpoint: proxy.endpoint, key: sim.keys[`infra-provider:${ID}`]!, delay: noDelay, env: {}, retries: 0 });
+  // gzip asked on loopback too, so that the proxy is seen to pass compressed answers through.
+  client = await createOmniClient({ endpoint: proxy.endpoint, key: sim.keys[`infra-provider:${ID}`]!, delay: noDelay, env: {}, retries: 0, gzip: 'streams' });
 });
 afterEach(async () => {
   await client.close();

@@ -162,12 +162,15 @@ describe('WriteThrottle', () => {
     t.within({}, () => t.gate(provider, 'T', () => 100));
     const waits: number[] = [];
     let applied = 0;
+    const resent: boolean[] = [];
     const write = () => {
+      resent.push(t.resending());
       t.gate(provider, 'T', () => 50);
       return ++applied;
     };
     await expect(throttled(t, {}, async (ms) => { waits.push(ms); c.advance(ms); return true; }, write)).resolves.toBe(1);
     expect(waits).toEqual([500]);
+    expect(resent).toEqual([false, true]);
     expect(t.stats().infraProvider).toMatchObject({ admitted: 2, admittedBytes: 150, waited: 1, waitedMs: 500 });
     await expect(throttled(t, {}, async () => false, write)).rejects.toMatchObject({ grpcCode: 1 });
     expect(applied).toBe(1);
