@@ -23,12 +23,11 @@ export type CompressionPolicy = 'auto' | 'streams' | 'all' | 'none';
 export const COMPRESSION_POLICIES: readonly CompressionPolicy[] = ['auto', 'streams', 'all', 'none'];
 
 /**
- * `streams`, not yet `auto`: with the provider's per-kind caches (issue 19) a run against the sim on
- * loopback with uncompressed streams leaves MachineRequests unreleased (17 tests fail; with gzip
- * streams, whose answers arrive a little later, they pass): a race to fix in the provider before
- * `auto` can be the default (docs/performance.md, "Compression").
+ * `auto`: gzip only where it pays. On loopback (Omni on this machine, no proxy) inflating costs the
+ * stub more CPU than the bytes cost the link; elsewhere List and Watch, whose bodies are many
+ * resources (docs/performance.md, "Compression").
  */
-export const DEFAULT_COMPRESSION_POLICY: CompressionPolicy = 'streams';
+export const DEFAULT_COMPRESSION_POLICY: CompressionPolicy = 'auto';
 
 /** Which kinds of call ask for gzip. */
 export interface GzipChoice {
