@@ -193,7 +193,6 @@ class PressuredState extends DelegatingCore implements BackPressureState {
   /** One write: sent within the window; on a signal or a lost answer read back, and sent again only if it did not take effect. Bounded. */
   async #write<T>(w: WriteCall, send: () => Promise<T>, reread: () => Promise<Reread<T>>): Promise<T> {
     const signal = w.opts.signal;
-    const what = `${w.method} ${escapeControl(describePointer(w.resource))}`;
     let deadline = this.#now() + this.#queueWaitMs;
     let sends = 0;
     let signals = 0;
@@ -205,13 +204,15 @@ class PressuredState extends DelegatingCore implements BackPressureState {
       const spent = firstFailureAt !== undefined ? ` within ${((this.#now() - firstFailureAt) / 1000).toFixed(1)} s` : '';
       const history = [signals ? `${signals} back-pressure answer${signals > 1 ? 's' : ''}` : '', lost ? `${lost} lost answer${lost > 1 ? 's' : ''}` : ''].filter(Boolean).join(' and ');
       return new ThrottledError(
-        `${what}: throttled by Omni: ${why}${history ? ` after ${history}${spent}` : ''}${last instanceof Error ? ` (last: ${last.message})` : ''}; ` +
+        `${w.method} ${escapeControl(describePointer(w.resource))}: throttled by Omni: ${why}${history ? ` after ${history}${spent}` : ''}${last instanceof Error ? ` (last: ${last.message})` : ''}; ` +
           'nothing more was sent. Run again later (a run reads it again and carries on), or with a lower --concurrency',
         { resource: w.resource, method: `/cosi.resource.State/${w.method}`, ...(last !== undefined ? { cause: last } : {}) },
       );
     };
     for (;;) {
-      const ticket = await this.#holding(() => this.#window.acquire(signal, deadline, () => giveUp(sends === 0 ? `no room to send it for ${Math.round(this.#queueWaitMs / 1000)} s` : 'its time ran out waiting for room to send it again')), this.#window.wouldWait());
+      // Room now and nobody waiting (every write of an unthrottled run): no promise, no timer.
+      const ticket = this.#window.tryAcquire(signal) ??
+        await this.#holding(() => this.#window.acquire(signal, deadline, () => giveUp(sends === 0 ? `no room to send it for ${Math.round(this.#queueWaitMs / 1000)} s` : 'its time ran out waiting for room to send it again')), this.#window.wouldWait());
       let failure: WriteFailure;
       try {
         sends++;

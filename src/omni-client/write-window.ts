@@ -83,6 +83,11 @@ export class WriteWindow {
     return this.#pausedUntil;
   }
 
+  /** A place for one write now, without a promise, when there is room and nobody waits; undefined otherwise. */
+  tryAcquire(signal?: AbortSignal): Ticket | undefined {
+    return !signal?.aborted && this.#queue.length === 0 && this.#canStart() ? this.#start() : undefined;
+  }
+
   /** A place for one write: at once when there is room, else in turn. Rejects at `deadline` (ms, `now`'s clock) or when `signal` aborts. */
   acquire(signal?: AbortSignal, deadline = Infinity, onTimeout: () => unknown = () => new Error('no room for the write in time')): Promise<Ticket> {
     if (signal?.aborted) return Promise.reject(new CanceledError('cancelled by the caller', { cause: signal.reason }));
