@@ -11,6 +11,7 @@
 import { checkMutations } from './mutations.mjs';
 
 const STORE = 'src/omni-sim/store.ts';
+const STORE_WATCH = 'src/omni-sim/store-watch.ts';
 
 const MUTATIONS = [
   { name: 'a version conflict is answered as success', file: STORE,
@@ -21,7 +22,7 @@ const MUTATIONS = [
     from: "  private checkOwner(cur: Resource, owner: string, op: 'update' | 'destroy'): void {\n", to: "  private checkOwner(cur: Resource, owner: string, op: 'update' | 'destroy'): void {\n    if (owner !== '\\u0000') return;\n" },
   { name: 'Destroy ignores pending finalizers', file: STORE,
     from: '    if (cur.metadata.finalizers.length > 0) {', to: '    if (cur.metadata.finalizers.length < 0) {' },
-  { name: 'a label-query update that stops a match stays an UPDATED', file: STORE,
+  { name: 'a label-query update that stops a match stays an UPDATED', file: STORE_WATCH,
     from: '    if (before && now) return out(EventType.UPDATED, e.old);', to: '    if (before) return out(EventType.UPDATED, e.old);' },
 ];
 

@@ -5,51 +5,30 @@
 // etcd for most, memory for `ephemeral`, `meta` and provider health statuses. That decides the
 // wording of errors and the Update check order (etcd: exists -> version -> owner -> expected phase;
 // in memory: exists -> owner -> version -> expected phase).
-// Choices where the sim simplifies (documented so tests can rely on them):
-// - Bookmarks are the backend's: etcd's revision (8 bytes, big-endian; one counter for the whole
-//   store, as etcd's revision is), or the in-memory backend's per-process cookie + position (16
-//   bytes). etcd refuses a bookmark of the wrong length when the watch is asked for, and one older
-//   than its retained (compacted) history with an ERRORED event once the watch is established; a
-//   revision from the future waits for it. Memory refuses anything it did not issue, up front.
+// Watches (bookmarks, initial events, query transitions, batches) are store-watch.ts's pure functions
+// over the state this store owns. A choice where the sim simplifies (documented so tests can rely on it):
 // - A restart (faults.ts) behaves as a restart after which etcd's history is compacted: the revision
 //   moves on, every bookmark issued before is refused (etcd: ERRORED; memory: a new cookie).
-// - tail_events is served only for Omni's in-memory namespaces; elsewhere it fails like etcd does.
 // Everything goes in and out as deep copies: callers can never mutate stored state.
 
 import { randomBytes } from 'node:crypto';
 import type { Pointer, Resource } from '../omni-client/resource.js';
-import { cloneResource, PHASE_TEARING_DOWN, newMetadata, pointerOf } from '../omni-client/resource.js';
+import { cloneResource, PHASE_TEARING_DOWN, pointerOf } from '../omni-client/resource.js';
 import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
 import { EventType } from '../omni-client/wire.js';
-import type { Identity, Query, SimClock, SimEvent, StateApi, WatchBatches, WatchParams } from './api.js';
-import { backendMessage as msg, backendOf, goQuote, resourceString } from './backend.js';
-import { compileQuery, isEmptyQuery, type Matcher } from './query.js';
+import type { Identity, Query, SimClock, StateApi, WatchBatches, WatchParams } from './api.js';
+import { backendMessage as msg, backendOf } from './backend.js';
+import { compileQuery, isEmptyQuery } from './query.js';
+import {
+  checkWatchParams, concerns, encodeBookmark, formatTimestamp, initialEvents, kindOf, resumeFrom, tombstone, watchBatches,
+  WatchView, type StoreEvent, type Watcher,
+} from './store-watch.js';
 import { marshaledSize } from './throttle.js';
 
+export { ETCD_BOOKMARK_LENGTH, ETCD_COMPACTED, formatTimestamp, INMEM_BOOKMARK_LENGTH, type StoreEvent } from './store-watch.js';
+
 export const DEFAULT_HISTORY_CAPACITY = 10_000;
-/** The in-memory backend's bookmark: 8-byte process cookie + 8-byte position. */
-export const INMEM_BOOKMARK_LENGTH = 16;
-/** etcd's bookmark: the 8-byte revision. */
-export const ETCD_BOOKMARK_LENGTH = 8;
-/** etcd's answer to a watch from a revision it no longer has (clientv3's ErrCompacted). */
-export const ETCD_COMPACTED = 'etcdserver: mvcc: required revision has been compacted';
 const EPOCH = '1970-01-01T00:00:00Z';
-
-/** A Timestamp as protojson prints it: RFC 3339 UTC, fractional digits only when non-zero. */
-export function formatTimestamp(ms: number): string {
-  return new Date(ms).toISOString().replace('.000Z', 'Z');
-}
-
-/** One stored change, as controllers and watches see it. */
-export interface StoreEvent {
-  /** EventType.CREATED, UPDATED or DESTROYED. */
-  eventType: number;
-  /** The stored object itself, shared with the store and every listener: read it, never change it. */
-  resource: Resource;
-  old?: Resource;
-  /** Position in the store's history (1, 2, ...). */
-  pos: number;
-}
 
 export interface StoreOptions {
   clock: SimClock;
@@ -77,30 +56,10 @@ export class StreamBrokenError extends Error {
 }
 
 const keyOf = (p: Pointer) => `${p.namespace}\u0000${p.type}\u0000${p.id}`;
-const kindOf = (p: { namespace: string; type: string }) => `${p.namespace}\u0000${p.type}`;
 const byId = (a: Resource, b: Resource) => (a.metadata.id < b.metadata.id ? -1 : a.metadata.id > b.metadata.id ? 1 : 0);
-
-/** COSI's tombstone (markers, a missing watched resource): version `undefined`, created = updated = now, as NewMetadata makes it. */
-function tombstone(p: { namespace: string; type: string; id?: string }, nowMs: number): Resource {
-  const at = formatTimestamp(nowMs);
-  return { metadata: newMetadata({ namespace: p.namespace, type: p.type, id: p.id ?? '' }, { created: at, updated: at }), spec: { protoSpec: new Uint8Array(0) } };
-}
 
 const err = (code: number, message: string, resource?: Pointer) =>
   errorFromStatus(code, message, resource ? { resource } : {});
-
-interface Watcher {
-  kind: string;
-  id: string | undefined;
-  queue: StoreEvent[];
-  /** Events up to this position are not this watch's (a resume from a future etcd revision). */
-  after: number;
-  overrun: boolean;
-  /** An ERRORED event to deliver next, after which the watch ends. */
-  errored: string | undefined;
-  broken: Error | undefined;
-  wake: (() => void) | undefined;
-}
 
 export class SimStore implements StateApi {
   private readonly clock: SimClock;
@@ -328,29 +287,11 @@ export class SimStore implements StateApi {
   }
 
   watch(_who: Identity, params: WatchParams, signal: AbortSignal): WatchBatches {
-    const single = params.id !== undefined;
-    const q = params.query;
-    if (single && params.bootstrapContents) {
-      throw err(GrpcCode.Unimplemented, 'bootstrap contents are not supported for single resource watch');
-    }
-    if (single && q.labelQueries.length > 0) {
-      throw err(GrpcCode.Unimplemented, 'label queries are not supported for single resource watch');
-    }
+    checkWatchParams(params);
     const fromBookmark = params.startFromBookmark !== undefined;
-    if (params.bootstrapContents && params.tailEvents > 0) {
-      throw err(GrpcCode.Unknown, 'bootstrap contents and tail events are mutually exclusive');
-    }
-    if (params.bootstrapContents && fromBookmark) {
-      throw err(GrpcCode.Unknown, 'bootstrap contents and start from bookmark are mutually exclusive');
-    }
-    if (params.tailEvents > 0 && fromBookmark) {
-      throw err(GrpcCode.Unknown, 'tail events and start from bookmark are mutually exclusive');
-    }
-    if (params.tailEvents > 0 && backendOf(params) !== 'inmem') {
-      throw err(GrpcCode.Unknown, 'tail events are not supported by the persistent store');
-    }
-    const matcher = compileQuery(q);
-    const resume = fromBookmark ? this.resumeFrom(params, params.startFromBookmark as Uint8Array) : { pos: this.pos };
+    const matcher = compileQuery(params.query);
+    const history = { cookie: this.cookie, pos: this.pos, oldest: this.history[this.historyHead]?.pos };
+    const resume = fromBookmark ? resumeFrom(params, params.startFromBookmark as Uint8Array, history) : { pos: this.pos };
     const startPos = resume.pos;
 
     const w: Watcher = {
@@ -364,10 +305,15 @@ export class SimStore implements StateApi {
       wake: undefined,
     };
     // Replayed history (bookmark or tail) goes through the same queue as live events.
-    if (fromBookmark && resume.errored === undefined) w.queue.push(...this.retainedHistory().filter((e) => e.pos > startPos && this.concerns(w, e)));
-    if (params.tailEvents > 0) w.queue.push(...this.retainedHistory().filter((e) => this.concerns(w, e)).slice(-params.tailEvents));
+    if (fromBookmark && resume.errored === undefined) w.queue.push(...this.retainedHistory().filter((e) => e.pos > startPos && concerns(w, e)));
+    if (params.tailEvents > 0) w.queue.push(...this.retainedHistory().filter((e) => concerns(w, e)).slice(-params.tailEvents));
 
-    const initial = this.initialEvents(params, matcher);
+    const initial = initialEvents(params, matcher, {
+      bookmark: this.bookmark(params, this.pos),
+      nowMs: this.clock.now(),
+      current: () => this.resources.get(keyOf({ namespace: params.namespace, type: params.type, id: params.id ?? '' })),
+      contents: () => this.list(INTERNAL_READER, params.namespace, params.type, params.query),
+    });
     this.watchers.add(w);
     const unsubscribe = () => {
       this.watchers.delete(w);
@@ -375,43 +321,15 @@ export class SimStore implements StateApi {
     };
     signal.addEventListener('abort', unsubscribe, { once: true });
 
-    const convert = (e: StoreEvent): SimEvent | undefined => this.convert(e, matcher, isEmptyQuery(q));
-    const keep = (e: SimEvent) => params.apiVersion > 0 || (e.eventType !== EventType.BOOTSTRAPPED && e.eventType !== EventType.ERRORED);
-    const aggregated = params.aggregated;
-    const erroredEvent = (error: string): SimEvent => ({ eventType: EventType.ERRORED, resource: tombstone(params, this.clock.now()), error });
-
-    async function* batches(): AsyncGenerator<SimEvent[]> {
-      try {
-        for (const group of initial) {
-          const first = group.filter(keep);
-          if (aggregated && first.length > 0) yield first;
-          else for (const e of first) yield [e];
-        }
-        for (;;) {
-          if (signal.aborted) return;
-          if (w.broken) throw w.broken;
-          if (w.overrun || w.errored !== undefined) {
-            const e = erroredEvent(w.errored ?? 'buffer overrun');
-            if (keep(e)) yield [e];
-            return;
-          }
-          if (w.queue.length === 0) {
-            await new Promise<void>((resolve) => {
-              w.wake = resolve;
-            });
-            w.wake = undefined;
-            continue;
-          }
-          const taken = aggregated ? w.queue.splice(0) : w.queue.splice(0, 1);
-          const events = taken.map(convert).filter((e): e is SimEvent => e !== undefined).filter(keep);
-          if (events.length > 0) yield events;
-        }
-      } finally {
-        signal.removeEventListener('abort', unsubscribe);
-        unsubscribe();
-      }
-    }
-    return batches();
+    const view = new WatchView(matcher, isEmptyQuery(params.query));
+    return watchBatches(w, {
+      params,
+      initial,
+      signal,
+      convert: (e) => view.convert(e, this.bookmark(e.resource.metadata, e.pos)),
+      erroredEvent: (error) => ({ eventType: EventType.ERRORED, resource: tombstone(params, this.clock.now()), error }),
+      unsubscribe,
+    });
   }
 
   // ------------------------------------------------------------------------------------------
@@ -449,90 +367,7 @@ export class SimStore implements StateApi {
   }
 
   private bookmark(kind: { namespace: string; type: string }, pos: number): Uint8Array {
-    if (backendOf(kind) === 'etcd') {
-      const b = Buffer.alloc(ETCD_BOOKMARK_LENGTH);
-      b.writeBigUInt64BE(BigInt(pos));
-      return new Uint8Array(b);
-    }
-    const b = Buffer.alloc(INMEM_BOOKMARK_LENGTH);
-    this.cookie.copy(b, 0);
-    b.writeBigUInt64BE(BigInt(pos), 8);
-    return new Uint8Array(b);
-  }
-
-  /**
-   * Where a watch resumed from `bm` starts, with the ERRORED it gets instead of events when etcd no
-   * longer has that revision; refusals made before the watch is established are thrown.
-   */
-  private resumeFrom(params: WatchParams, bm: Uint8Array): { pos: number; errored?: string } {
-    // Events after the bookmark are all still known when the first retained one follows it.
-    const oldest = this.history[this.historyHead]?.pos ?? this.pos + 1;
-    if (backendOf(params) === 'etcd') {
-      if (bm.length !== ETCD_BOOKMARK_LENGTH) {
-        const what = goQuote(resourceString({ namespace: params.namespace, type: params.type, id: params.id ?? '' }));
-        throw err(GrpcCode.FailedPrecondition, `failed to ${params.id !== undefined ? 'watch' : 'watchKind'} ${what}: invalid bookmark length: ${bm.length}`);
-      }
-      const pos = Number(Buffer.from(bm).readBigUInt64BE(0));
-      return pos < oldest - 1 ? { pos, errored: ETCD_COMPACTED } : { pos };
-    }
-    const invalid = () => err(GrpcCode.FailedPrecondition, 'invalid watch bookmark');
-    if (bm.length !== INMEM_BOOKMARK_LENGTH) throw invalid();
-    const b = Buffer.from(bm);
-    if (!b.subarray(0, 8).equals(this.cookie)) throw invalid();
-    const pos = Number(b.readBigUInt64BE(8));
-    if (pos > this.pos || pos < oldest - 1) throw invalid();
-    return { pos };
-  }
-
-  /**
-   * What a watch sends before live events, in the batches an aggregated watch gets them in (etcd and
-   * memory backends alike; the recordings show it): a single-resource watch's current state (or a
-   * DESTROYED tombstone) with the bookmark of now; bootstrap contents as CREATED events without a
-   * bookmark, then the BOOTSTRAPPED marker with it, in one batch; the bootstrap bookmark's NOOP in a
-   * batch of its own.
-   */
-  private initialEvents(params: WatchParams, m: Matcher): SimEvent[][] {
-    const out: SimEvent[][] = [];
-    const bm = this.bookmark(params, this.pos);
-    const now = this.clock.now();
-    if (params.id !== undefined && params.startFromBookmark === undefined && params.tailEvents <= 0) {
-      const r = this.resources.get(keyOf({ namespace: params.namespace, type: params.type, id: params.id }));
-      out.push([
-        r && m(r.metadata)
-          ? { eventType: EventType.CREATED, resource: cloneResource(r), bookmark: bm }
-          : { eventType: EventType.DESTROYED, resource: tombstone(params, now), bookmark: bm },
-      ]);
-    }
-    if (params.bootstrapContents) {
-      const contents: SimEvent[] = this.list(INTERNAL_READER, params.namespace, params.type, params.query)
-        .map((r) => ({ eventType: EventType.CREATED, resource: r }));
-      out.push([...contents, { eventType: EventType.BOOTSTRAPPED, resource: tombstone(params, now), bookmark: bm }]);
-    }
-    if (params.bootstrapBookmark) out.push([{ eventType: EventType.NOOP, resource: tombstone(params, now), bookmark: bm }]);
-    return out;
-  }
-
-  private concerns(w: Watcher, e: StoreEvent): boolean {
-    return kindOf(e.resource.metadata) === w.kind && (w.id === undefined || e.resource.metadata.id === w.id);
-  }
-
-  /** A stored event as this watch sees it: query match transitions become CREATED/DESTROYED. */
-  private convert(e: StoreEvent, m: Matcher, noQuery: boolean): SimEvent | undefined {
-    const bookmark = this.bookmark(e.resource.metadata, e.pos);
-    const out = (eventType: number, old?: Resource): SimEvent => ({
-      eventType,
-      resource: cloneResource(e.resource),
-      ...(old ? { old: cloneResource(old) } : {}),
-      bookmark,
-    });
-    if (noQuery) return out(e.eventType, e.old);
-    const now = m(e.resource.metadata);
-    if (e.eventType !== EventType.UPDATED || !e.old) return now ? out(e.eventType) : undefined;
-    const before = m(e.old.metadata);
-    if (before && now) return out(EventType.UPDATED, e.old);
-    if (now) return out(EventType.CREATED);
-    if (before) return out(EventType.DESTROYED);
-    return undefined;
+    return encodeBookmark(kind, pos, this.cookie);
   }
 
   private emit(eventType: number, resource: Resource, old?: Resource): void {
@@ -547,7 +382,7 @@ export class SimStore implements StateApi {
       this.historyHead = 0;
     }
     for (const w of this.watchers) {
-      if (!this.concerns(w, e) || w.overrun || e.pos <= w.after) continue;
+      if (!concerns(w, e) || w.overrun || e.pos <= w.after) continue;
       if (w.queue.length >= this.watchBufferCapacity) {
         w.overrun = true;
         w.queue = [];
