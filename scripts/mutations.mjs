@@ -1,11 +1,12 @@
 // Shows that tests bite: applies one mutation at a time to a copy of the repository and runs the
 // given test files on that copy; every mutation must make every one of them fail by an assertion
-// (all their tests still collected), never survive. The repository is not touched: the copy is a
+// (or, with `caughtBy: 'any'`, at least one of them; all their tests still collected), never survive. The repository is not touched: the copy is a
 // temporary tree (src, test, scripts, the configs, dist; node_modules linked), removed afterwards.
 // A mutated file under src/ is also compiled alone into the copy's dist/, for the tests that run
 // the built CLI (`stub-provider sim`).
 //
-// Used by scripts/state-mutations.mjs; prints one line per mutation and `<label> caught: N/M`.
+// Used by scripts/state-mutations.mjs and scripts/codec-mutations.mjs; prints one line per mutation
+// and `<label> caught: N/M`.
 
 import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
@@ -55,15 +56,17 @@ function compileAlone(tree, file) {
 }
 
 /**
- * @param {{ label: string, files: string[], mutations: { name: string, file: string, from: string, to: string }[], env?: Record<string, string>, concurrency?: number }} o
- * @returns {Promise<number>} the exit code: 0 when every mutation was caught by every file
+ * `caughtBy`: 'every' file must fail (default), or 'any' of them (suites that each check a part).
+ * `built`: whether the tests run the built CLI, so the copy needs dist/ (default true).
+ * @param {{ label: string, files: string[], mutations: { name: string, file: string, from: string, to: string }[], env?: Record<string, string>, concurrency?: number, caughtBy?: 'every' | 'any', built?: boolean }} o
+ * @returns {Promise<number>} the exit code: 0 when every mutation was caught
  */
-export async function checkMutations({ label, files, mutations, env = {}, concurrency = 5 }) {
+export async function checkMutations({ label, files, mutations, env = {}, concurrency = 5, caughtBy = 'every', built = true }) {
   if (!existsSync(join(REPO, 'node_modules/vitest/vitest.mjs'))) {
     console.error(`${label}: node_modules/vitest is missing; run npm ci first`);
     return 1;
   }
-  if (!existsSync(join(REPO, 'dist/src/main.js'))) {
+  if (built && !existsSync(join(REPO, 'dist/src/main.js'))) {
     console.error(`${label}: dist/ is missing; run npm run build first`);
     return 1;
   }
@@ -72,7 +75,7 @@ export async function checkMutations({ label, files, mutations, env = {}, concur
   const copy = () => {
     const tree = mkdtempSync(join(tmpdir(), 'stub-provider-mutations-'));
     trees.push(tree);
-    for (const p of COPIED) cpSync(join(REPO, p), join(tree, p), { recursive: true });
+    for (const p of COPIED) if (built || p !== 'dist') cpSync(join(REPO, p), join(tree, p), { recursive: true });
     symlinkSync(join(REPO, 'node_modules'), join(tree, 'node_modules'), 'dir');
     return tree;
   };
@@ -97,18 +100,18 @@ export async function checkMutations({ label, files, mutations, env = {}, concur
         return { ok: false, line: `  NOT APPLIED  ${m.name}: the text to mutate is not in ${m.file} exactly once (update the mutation)` };
       }
       writeFileSync(join(tree, m.file), original.slice(0, at) + m.to + original.slice(at + m.from.length));
-      if (m.file.startsWith('src/')) compileAlone(tree, m.file);
+      if (built && m.file.startsWith('src/')) compileAlone(tree, m.file);
       const r = await vitest(tree, files, join(tree, '.vitest-report.json'));
       const got = perFile(r.report, tree);
       const counts = files.map((f) => ({ f, ...(got.get(f) ?? { failed: 0, total: 0 }), want: base.get(f)?.total ?? 0 }));
       const collectedAll = counts.every((c) => c.total === c.want);
       const summary = counts.map((c) => `${c.f.split('/').pop()}: ${c.failed}/${c.want}`).join(', ');
-      if (collectedAll && counts.every((c) => c.failed > 0)) return { ok: true, line: `  caught       ${m.name} (failed: ${summary})` };
+      if (collectedAll && (caughtBy === 'any' ? counts.some((c) => c.failed > 0) : counts.every((c) => c.failed > 0))) return { ok: true, line: `  caught       ${m.name} (failed: ${summary})` };
       if (!collectedAll) {
         const tail = r.output.split('\n').slice(-20).map((l) => `      ${l}`).join('\n');
         return { ok: false, line: `  BROKE        ${m.name}: not every test was collected (${summary}); fix the mutation\n${tail}` };
       }
-      return { ok: false, line: `  SURVIVED     ${m.name}: some test files passed in full (failed: ${summary})` };
+      return { ok: false, line: `  SURVIVED     ${m.name}: ${caughtBy === 'any' ? 'every test' : 'some test files'} passed in full (failed: ${summary})` };
     };
     const results = new Array(mutations.length);
     let next = 0;
@@ -119,7 +122,7 @@ export async function checkMutations({ label, files, mutations, env = {}, concur
         // Back to the unmutated files for the next mutation in this copy.
         const m = mutations[i];
         writeFileSync(join(tree, m.file), readFileSync(join(REPO, m.file)));
-        if (m.file.startsWith('src/')) cpSync(join(REPO, 'dist', m.file.replace(/\.ts$/, '.js')), join(tree, 'dist', m.file.replace(/\.ts$/, '.js')));
+        if (built && m.file.startsWith('src/')) cpSync(join(REPO, 'dist', m.file.replace(/\.ts$/, '.js')), join(tree, 'dist', m.file.replace(/\.ts$/, '.js')));
       }
     }));
     for (const r of results) console.log(r.line);
