@@ -19,12 +19,13 @@
 import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
 import { escapeControl } from '../untrusted.js';
-import { AlreadyExistsError, CanceledError, ClientError, FailedPreconditionError, ThrottledError, hasCode } from './errors.js';
+import { AlreadyExistsError, CanceledError, ClientError, FailedPreconditionError, ThrottledError } from './errors.js';
 import type { Pointer, Resource } from './resource.js';
 import { describePointer, pointerOf } from './resource.js';
 import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './retry.js';
 import type { CallOptions, CoreState, OwnerOptions, UpdateOptions } from './types.js';
 import { DelegatingCore } from './wrap.js';
+import { getIfExists } from './read.js';
 import { WriteWindow } from './write-window.js';
 import { classifyWriteFailure, createVerdict, destroyVerdict, updateVerdict, type WriteFailure } from './write-verdict.js';
 
@@ -147,7 +148,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
     const ptr = pointerOf(r);
     const owner = opts.owner ?? r.metadata.owner;
     return this.#write({ method: 'Create', resource: ptr, opts }, () => this.core.create(r, opts), async () => {
-      const cur = await this.#getIfExists(ptr, opts);
+      const cur = await getIfExists(this.core, ptr, readOpts(opts));
       switch (createVerdict(r, owner, cur)) {
         case 'applied': return { applied: cur! };
         case 'not-applied': return 'resend';
@@ -172,22 +173,13 @@ class PressuredState extends DelegatingCore implements BackPressureState {
   override destroy(p: Pointer, opts: OwnerOptions = {}): Promise<void> {
     const ptr = pointerOf(p);
     return this.#write({ method: 'Destroy', resource: ptr, opts }, () => this.core.destroy(p, opts), async () => {
-      const cur = await this.#getIfExists(ptr, opts);
+      const cur = await getIfExists(this.core, ptr, readOpts(opts));
       switch (destroyVerdict(opts.before, cur)) {
         case 'applied': return { applied: undefined };
         case 'not-applied': return 'resend';
         case 'changed': throw changed('Destroy', ptr, opts.before?.metadata.version ?? '', cur!);
       }
     });
-  }
-
-  async #getIfExists(p: Pointer, opts: CallOptions): Promise<Resource | undefined> {
-    try {
-      return await this.core.get(p, readOpts(opts));
-    } catch (e) {
-      if (hasCode(e, 'OMNI_NOT_FOUND')) return undefined;
-      throw e;
-    }
   }
 
   /** One write: sent within the window; on a signal or a lost answer read back, and sent again only if it did not take effect. Bounded. */
