@@ -3,10 +3,11 @@
 // with a Get then an Update, once per finalizer, and a controller destroys its output with a Get
 // then a Destroy; nothing is batched, nothing runs in parallel.
 
-import type { Pointer, Resource } from '../src/omni-client/resource.js';
-import { NS_INFRA_PROVIDER, providerNamespace, providerType, T } from '../src/omni-client/resource.js';
-import type { State } from '../src/omni-client/types.js';
-import { NotFoundError, isOmniError } from '../src/omni-client/errors.js';
+import type { Pointer, Resource } from '../src/omni-api/resource.js';
+import { NS_INFRA_PROVIDER, providerNamespace, providerType, T } from '../src/omni-api/resource.js';
+import type { State } from '../src/omni-api/state.js';
+import { NotFoundError } from '../src/omni-api/errors.js';
+import { isOmniError } from '../src/omni-client/errors.js';
 import { BARE_METAL_FINALIZER_NAMES } from '../src/omni-sim/generate.js';
 
 /** Output type of each bare-metal controller, in `infra-provider:<id>` unless it is the status. */

@@ -23,7 +23,7 @@ import { measureBareHttp } from './bare-http.js';
 import { startLink, type Link } from './link.js';
 import { COMPRESSION_POLICIES } from '../src/omni-client/compression.js';
 import { createOmniClient } from '../src/omni-client/client.js';
-import { providerNamespace, providerType } from '../src/omni-client/resource.js';
+import { providerNamespace, providerType } from '../src/omni-api/resource.js';
 import { machineUuid } from '../src/omni-sim/generate.js';
 import { hideBin } from 'yargs/helpers';
 

@@ -12,7 +12,7 @@ import { createInterface } from 'node:readline';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { tuneGc } from '../src/gc-tuning.js';
-import type { Resource } from '../src/omni-client/resource.js';
+import type { Resource } from '../src/omni-api/resource.js';
 import diagnostics from 'node:diagnostics_channel';
 import type { StateApi } from '../src/omni-sim/api.js';
 import { createAccessApi } from '../src/omni-sim/access.js';

@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { runnerImport } from 'vite';
 import { REPO, checkMutations } from './mutations.mjs';
 
-const MESSAGES = 'src/omni-client/specs/messages.ts';
-const CODEC = 'src/omni-client/specs/codec.ts';
+const MESSAGES = 'src/omni-api/specs/messages.ts';
+const CODEC = 'src/omni-api/specs/codec.ts';
 
 /** Each: the file, one exact piece of text in it (it must occur once), and what it becomes. */
 const MUTATIONS = [

@@ -9,7 +9,7 @@ import { allFlags, COMMANDS, commands, globalOptions } from './commands/index.js
 import type { AnyCommand, CommandName, ConfigOf } from './commands/index.js';
 import type { Given, OptionTable } from './commands/options.js';
 import { describeError, ExitCode, ResultExit } from './exit-codes.js';
-import { escapeControl } from './untrusted.js';
+import { escapeControl } from './omni-api/untrusted.js';
 import { VERSION } from './version.js';
 
 const COMPLETION = 'completion';

@@ -1,6 +1,6 @@
 // Exit codes of docs/design.md ("Exit codes"), and the errors that carry them.
 
-import { ClientError, OmniError } from './omni-client/errors.js';
+import { ApiError, OmniError } from './omni-api/errors.js';
 
 export const ExitCode = {
   OK: 0,
@@ -82,7 +82,7 @@ const EXIT_BY_CODE: Record<string, ExitCodeValue> = {
 /** Maps any error to the exit code a Job can act on. */
 export function exitCodeFor(err: unknown): ExitCodeValue {
   if (err instanceof StubError) return err.exitCode;
-  if (err instanceof ClientError) return EXIT_BY_CODE[err.code] ?? (err instanceof OmniError ? ExitCode.Internal : ExitCode.Incomplete);
+  if (err instanceof ApiError) return EXIT_BY_CODE[err.code] ?? (err instanceof OmniError ? ExitCode.Internal : ExitCode.Incomplete);
   return ExitCode.Internal;
 }
 
@@ -97,7 +97,7 @@ export function describeError(err: unknown): ErrorDescription {
   const e = err as { message?: unknown; code?: unknown };
   const message = typeof e?.message === 'string' ? e.message : String(err);
   // Our errors and the client's carry a stable code; anything else is unexpected (a bug).
-  const code = (err instanceof StubError || err instanceof ClientError) && typeof e.code === 'string' ? e.code : 'STUB_INTERNAL';
+  const code = (err instanceof StubError || err instanceof ApiError) && typeof e.code === 'string' ? e.code : 'STUB_INTERNAL';
   const hint = tlsHint(err);
   return { code, message: hint ? `${message}. ${hint}` : message, exitCode: exitCodeFor(err) };
 }

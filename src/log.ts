@@ -8,7 +8,7 @@
 import pino from 'pino';
 import pretty from 'pino-pretty';
 import type { Logger } from 'pino';
-import { escapeControl, escapeControlIn, inertJson } from './untrusted.js';
+import { escapeControl, escapeControlIn, inertJson } from './omni-api/untrusted.js';
 
 export type { Logger };
 

@@ -3,7 +3,7 @@
 
 import { DEFAULT_DEMO_OMNI_VERSION } from '../demo/scenario.js';
 import { StubError, UsageError } from '../exit-codes.js';
-import { inertJson } from '../untrusted.js';
+import { inertJson } from '../omni-api/untrusted.js';
 import { parseVersion, VersionError } from '../omni-sim/version.js';
 import { defineCommand, once } from './options.js';
 import type { Flags, Given, OptionTable } from './options.js';

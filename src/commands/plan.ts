@@ -4,8 +4,8 @@
 
 import { ExitCode, PreflightError, UsageError } from '../exit-codes.js';
 import type { Logger } from '../log.js';
-import type { State } from '../omni-client/types.js';
-import { NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, providerNamespace, T } from '../omni-client/resource.js';
+import type { State } from '../omni-api/state.js';
+import { NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, providerNamespace, T } from '../omni-api/resource.js';
 import { VERSION } from '../version.js';
 import { preflight } from '../provider/preflight.js';
 import type { PreflightResult } from '../provider/preflight.js';

@@ -12,7 +12,7 @@
 import { Writable } from 'node:stream';
 import type { ItemEnded, ReconcileProgress } from '../provider/reconcile.js';
 import { describeThrottling } from '../provider/report.js';
-import { escapeControl } from '../untrusted.js';
+import { escapeControl } from '../omni-api/untrusted.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 
 export type ProgressCounts = ReconcileProgress;

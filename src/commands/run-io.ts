@@ -9,7 +9,7 @@ import { describeError, ExitCode, ResultExit, StubError, UsageError } from '../e
 import type { ExitCodeValue } from '../exit-codes.js';
 import type { Report } from '../provider/report.js';
 import { renderText } from '../provider/report.js';
-import { escapeControl, inertJson } from '../untrusted.js';
+import { escapeControl, inertJson } from '../omni-api/untrusted.js';
 import { VERSION } from '../version.js';
 import type { Io, OutputFormat, ResultTarget } from './provider-options.js';
 import { resultTarget } from './provider-options.js';

@@ -7,16 +7,14 @@
 //     down and creates a new request while the provider is offline.
 // Shapes as docs/omni-lifecycle.md 1 and 3.1 describe them; the sim's controllers add Omni's own finalizers.
 
-import type { Resource } from '../omni-client/resource.js';
+import type { Resource } from '../omni-api/resource.js';
 import {
   LABEL_INFRA_PROVIDER_ID, LABEL_IS_STATIC_INFRA_PROVIDER, LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, NS_DEFAULT, NS_EPHEMERAL,
   NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, newMetadata, providerNamespace, providerType,
-} from '../omni-client/resource.js';
-import type { Metadata, Phase } from '../omni-client/resource.js';
-import {
-  AcceptanceStatus, BMCConfigurationSpec, InfraMachineSpec, InfraMachineStatusPowerState, InfraMachineStatusSpec, InfraProviderHealthStatusSpec,
-  InfraProviderStatusSpec, MachineRequestSetSpec, MachineRequestSpec, MachineRequestStage, MachineRequestStatusSpec, SysVersionSpec, encodeSpec,
-} from '../omni-client/specs.js';
+} from '../omni-api/resource.js';
+import type { Metadata, Phase } from '../omni-api/resource.js';
+import { AcceptanceStatus, BMCConfigurationSpec, InfraMachineSpec, InfraMachineStatusPowerState, InfraMachineStatusSpec, InfraProviderHealthStatusSpec, InfraProviderStatusSpec, MachineRequestSetSpec, MachineRequestSpec, MachineRequestStage, MachineRequestStatusSpec, SysVersionSpec } from '../omni-api/specs/messages.js';
+import { encodeSpec } from '../omni-api/specs/codec.js';
 import type { Scenario } from '../omni-sim/scenario.js';
 import { atLeast } from '../omni-sim/version.js';
 import { BARE_METAL_CONTROLLERS, HEALTH_STATUS_CONTROLLER, PROVISION_CONTROLLER } from '../provider/profile.js';

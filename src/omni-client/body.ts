@@ -7,8 +7,8 @@ import { isUtf8 } from 'node:buffer';
 import type { Readable } from 'node:stream';
 import { gunzipSync } from 'node:zlib';
 import type { Dispatcher } from 'undici';
-import { escapeControl } from '../untrusted.js';
-import { WireError } from './wire.js';
+import { escapeControl } from '../omni-api/untrusted.js';
+import { WireError } from '../omni-api/wire.js';
 
 const MiB = 1024 * 1024;
 

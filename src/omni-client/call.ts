@@ -1,11 +1,11 @@
 // One call as the transport's parts see it: what the caller passes with it, and how an error names
 // it (the method and the resource, whose ID may come from a server: escaped).
 
-import { escapeControl } from '../untrusted.js';
-import type { OmniErrorContext } from './errors.js';
-import type { Pointer } from './resource.js';
-import { describePointer } from './resource.js';
-import { fullMethod, type MethodName } from './wire.js';
+import { escapeControl } from '../omni-api/untrusted.js';
+import type { OmniErrorContext } from '../omni-api/errors.js';
+import type { Pointer } from '../omni-api/resource.js';
+import { describePointer } from '../omni-api/resource.js';
+import { fullMethod, type MethodName } from '../omni-api/wire.js';
 
 export interface CallContext {
   signal?: AbortSignal | undefined;

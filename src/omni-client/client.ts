@@ -7,7 +7,7 @@ import { withBackPressure, type BackPressureOptions, type ThrottlingStats } from
 import { GatewayState } from './state.js';
 import type { DispatcherKind } from './dispatcher.js';
 import { Transport, type TransportOptions } from './transport.js';
-import type { State } from './types.js';
+import type { State } from '../omni-api/state.js';
 import type { WriteObserver } from './write-observer.js';
 import { wrapCore } from './wrap.js';
 

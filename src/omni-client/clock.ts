@@ -5,8 +5,9 @@
 // them is badly wrong or the header is not Omni's.
 
 import type { Logger } from 'pino';
-import { ClockSkewError, hasCode, type UnauthenticatedError } from './errors.js';
-import { fullMethod, type MethodName } from './wire.js';
+import { ClockSkewError, hasCode } from './errors.js';
+import { type UnauthenticatedError } from '../omni-api/errors.js';
+import { fullMethod, type MethodName } from '../omni-api/wire.js';
 
 /** Skew beyond which we sign with the server's time (Omni accepts 5 minutes). */
 const MAX_SKEW_MS = 4 * 60_000;

@@ -10,8 +10,8 @@
 import { setMaxListeners } from 'node:events';
 import { onAbort } from './abort.js';
 import { errCtx, type CallContext } from './call.js';
-import { CanceledError, DeadlineExceededError, type OmniError } from './errors.js';
-import type { MethodName } from './wire.js';
+import { CanceledError, DeadlineExceededError, type OmniError } from '../omni-api/errors.js';
+import type { MethodName } from '../omni-api/wire.js';
 
 /** One call's cancellation: the caller's signal, the deadline, and close(). */
 export interface Scope {

@@ -1,8 +1,8 @@
 // The Omni API client's public surface.
 
 export * from './errors.js';
-export * from './resource.js';
-export type * from './types.js';
+export * from '../omni-api/resource.js';
+export type * from '../omni-api/state.js';
 export { createOmniClient, type OmniClient, type OmniClientOptions } from './client.js';
 export {
   loadServiceAccountKey,

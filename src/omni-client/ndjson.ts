@@ -8,9 +8,9 @@ import { createGunzip } from 'node:zlib';
 import type { Dispatcher } from 'undici';
 import { DEFAULT_READ_LIMITS, describeBytes, encodingOfAnswer, parseJsonText, snippet, type Encoding, type ReadBudget, type ReadLimits } from './body.js';
 import { errCtx, type CallContext } from './call.js';
-import { errorFromStatus } from './errors.js';
+import { errorFromStatus } from '../omni-api/errors.js';
 import { isObject, statusOf } from './status.js';
-import { WireError, type MethodName } from './wire.js';
+import { WireError, type MethodName } from '../omni-api/wire.js';
 
 /**
  * The `result` of each line of a stream answer; an `{"error":..}` line becomes the typed error (with

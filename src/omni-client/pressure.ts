@@ -18,12 +18,13 @@
 
 import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
-import { escapeControl } from '../untrusted.js';
-import { AlreadyExistsError, CanceledError, ClientError, FailedPreconditionError, ThrottledError } from './errors.js';
-import type { Pointer, Resource } from './resource.js';
-import { describePointer, pointerOf } from './resource.js';
+import { escapeControl } from '../omni-api/untrusted.js';
+import { AlreadyExistsError, CanceledError, ApiError, FailedPreconditionError } from '../omni-api/errors.js';
+import { ThrottledError } from './errors.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { describePointer, pointerOf } from '../omni-api/resource.js';
 import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './retry.js';
-import type { CallOptions, CoreState, OwnerOptions, UpdateOptions } from './types.js';
+import type { CallOptions, CoreState, OwnerOptions, UpdateOptions } from '../omni-api/state.js';
 import { DelegatingCore } from './wrap.js';
 import { getIfExists } from './read.js';
 import { WriteWindow } from './write-window.js';
@@ -213,7 +214,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
         return v;
       } catch (e) {
         failure = classifyWriteFailure(e, signal);
-        const retryAfterMs = e instanceof ClientError ? e.retryAfterMs : undefined;
+        const retryAfterMs = e instanceof ApiError ? e.retryAfterMs : undefined;
         this.#window.release(ticket, failure === 'pressure' ? { kind: 'signal', retryAfterMs } : { kind: 'other' });
         if (failure === 'final') throw e;
         last = e;

@@ -1,5 +1,5 @@
 // What is retried, how often, and how long between attempts. Every failure of an attempt becomes a
-// ClientError (failureOf) that says whether sending the call again may succeed (`retriable`): a
+// ApiError (failureOf) that says whether sending the call again may succeed (`retriable`): a
 // broken connection, Omni's Unavailable, a proxy's 502/503/504 without Omni's status. The loop
 // retries those with capped jittered backoff, and once after adopting Omni's clock on a refused
 // signature (clock.ts). Nothing else is retried: a refusal or a malformed answer would repeat.
@@ -10,12 +10,13 @@
 
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
-import { escapeControl } from '../untrusted.js';
+import { escapeControl } from '../omni-api/untrusted.js';
 import { errCtx, where, type CallContext } from './call.js';
 import { isSignatureRefusal, type SigningClock } from './clock.js';
 import type { Scope } from './deadline.js';
-import { ClientError, ProtocolError, TransportError, type UnauthenticatedError } from './errors.js';
-import { WireError, type MethodName } from './wire.js';
+import { ApiError, type UnauthenticatedError } from '../omni-api/errors.js';
+import { ProtocolError, TransportError } from './errors.js';
+import { WireError, type MethodName } from '../omni-api/wire.js';
 
 export type DelayFn = (ms: number, signal?: AbortSignal) => Promise<void>;
 
@@ -54,7 +55,7 @@ export const WRITE_METHODS: ReadonlySet<MethodName> = new Set<MethodName>(['Crea
 const NEVER_SENT_CAUSES = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /** Whether a failure shows that the call never reached the server (the connection never opened). */
-export function neverSent(e: ClientError): boolean {
+export function neverSent(e: ApiError): boolean {
   const cause = (e.cause as NodeJS.ErrnoException | undefined)?.code;
   return e instanceof TransportError && e.httpStatus === undefined && typeof cause === 'string' && NEVER_SENT_CAUSES.has(cause);
 }
@@ -65,9 +66,9 @@ export function neverSent(e: ClientError): boolean {
  * naming the call and the endpoint; anything else (undici, Node, zlib) a TransportError, retriable
  * when its code is one of a connection that broke.
  */
-export function failureOf(method: MethodName, ctx: CallContext, scope: Scope, origin: string, raw: unknown): ClientError {
+export function failureOf(method: MethodName, ctx: CallContext, scope: Scope, origin: string, raw: unknown): ApiError {
   if (scope.signal.aborted) return scope.abortError();
-  if (raw instanceof ClientError) return raw;
+  if (raw instanceof ApiError) return raw;
   if (raw instanceof WireError) {
     return new ProtocolError(raw.code, `${where(method, ctx)}: bad answer from Omni at ${origin}: ${escapeControl(raw.message)}`, errCtx(method, ctx));
   }
@@ -93,7 +94,7 @@ export class Retrier {
     private readonly clock: SigningClock,
     private readonly origin: string,
     /** The error for a signature Omni refused with the clock adopted (or not to be adopted). */
-    private readonly refused: (method: MethodName, ctx: CallContext, e: UnauthenticatedError) => ClientError,
+    private readonly refused: (method: MethodName, ctx: CallContext, e: UnauthenticatedError) => ApiError,
   ) {}
 
   async run<T>(method: MethodName, ctx: CallContext, scope: Scope, attempt: () => Promise<T>): Promise<T> {
@@ -130,7 +131,7 @@ export class Retrier {
     }
   }
 
-  failure(method: MethodName, ctx: CallContext, scope: Scope, raw: unknown): ClientError {
+  failure(method: MethodName, ctx: CallContext, scope: Scope, raw: unknown): ApiError {
     return failureOf(method, ctx, scope, this.origin, raw);
   }
 }

@@ -3,8 +3,8 @@
 
 import { errCtx, type CallContext } from './call.js';
 import type { GzipChoice } from './compression.js';
-import { UnauthenticatedError } from './errors.js';
-import type { MethodName } from './wire.js';
+import { UnauthenticatedError } from '../omni-api/errors.js';
+import type { MethodName } from '../omni-api/wire.js';
 import { VERSION } from '../version.js';
 
 /** What the transport needs from auth.ts's Signer. */

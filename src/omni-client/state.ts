@@ -8,9 +8,10 @@
 
 import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
-import { FailedPreconditionError, SpecOmittedError, TransportError, WatchErroredError, brokeInTransit, hasCode } from './errors.js';
-import type { Phase, Pointer, Resource } from './resource.js';
-import { VERSION_UNDEFINED, describePointer, pointerOf } from './resource.js';
+import { FailedPreconditionError, WatchErroredError } from '../omni-api/errors.js';
+import { SpecOmittedError, TransportError, brokeInTransit, hasCode } from './errors.js';
+import type { Phase, Pointer, Resource } from '../omni-api/resource.js';
+import { VERSION_UNDEFINED, describePointer, pointerOf } from '../omni-api/resource.js';
 import type { CallContext } from './call.js';
 import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './retry.js';
 import type { OpenStream, Transport } from './transport.js';
@@ -25,7 +26,7 @@ import type {
   WatchEvent,
   WatchEventType,
   WatchKindOptions,
-} from './types.js';
+} from '../omni-api/state.js';
 import {
   CreateRequestSchema,
   DestroyRequestSchema,
@@ -44,7 +45,7 @@ import {
   resourceFromWire,
   resourceToWire,
   type MessageSchema,
-} from './wire.js';
+} from '../omni-api/wire.js';
 
 /** The transport surface the State needs (a Transport, or a test double). */
 export type StateTransport = Pick<Transport, 'unary' | 'collect' | 'openStream'>;

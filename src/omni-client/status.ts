@@ -10,8 +10,9 @@ import { isUtf8 } from 'node:buffer';
 import type { Dispatcher } from 'undici';
 import { discard, readAnswer, snippet, type ReadBudget, type ReadLimits } from './body.js';
 import { errCtx, where, type CallContext } from './call.js';
-import { ProtocolError, RedirectError, TransportError, errorFromStatus, httpStatusFromGrpcCode, type ClientError } from './errors.js';
-import type { MethodName } from './wire.js';
+import { ProtocolError, RedirectError, TransportError } from './errors.js';
+import { errorFromStatus, httpStatusFromGrpcCode, type ApiError } from '../omni-api/errors.js';
+import type { MethodName } from '../omni-api/wire.js';
 
 export interface Status {
   code: number;
@@ -67,7 +68,7 @@ export function retryAfterOf(headers: Record<string, string | string[] | undefin
 }
 
 /** The error a non-200 answer of `origin` is; its body is read within the limits. */
-export async function errorOfAnswer(method: MethodName, ctx: CallContext, origin: string, res: Dispatcher.ResponseData, limits: ReadLimits, budget: ReadBudget): Promise<ClientError> {
+export async function errorOfAnswer(method: MethodName, ctx: CallContext, origin: string, res: Dispatcher.ResponseData, limits: ReadLimits, budget: ReadBudget): Promise<ApiError> {
   const http = res.statusCode;
   if (http >= 300 && http < 400) {
     discard(res.body);

@@ -21,13 +21,14 @@ import { DEFAULT_COMPRESSION_POLICY, gzipChoice, type CompressionPolicy } from '
 import { Deadlines } from './deadline.js';
 import { createDispatchers, type DispatcherKind, type Dispatchers } from './dispatcher.js';
 import { normalizeEndpoint, type Endpoint } from './endpoint.js';
-import { TransportError, type ClientError } from './errors.js';
+import { TransportError } from './errors.js';
+import { type ApiError } from '../omni-api/errors.js';
 import { results } from './ndjson.js';
 import { Retrier, defaultDelay, type BackoffOptions, type DelayFn } from './retry.js';
 import { RequestHeaders, type RequestSigner } from './signing.js';
 import { errorOfAnswer } from './status.js';
 import { tlsOptions } from './tls.js';
-import { WireError, fullMethod, type MethodName } from './wire.js';
+import { WireError, fullMethod, type MethodName } from '../omni-api/wire.js';
 
 export interface TransportOptions {
   endpoint: string;
@@ -186,7 +187,7 @@ export class Transport {
       res.body.destroy();
       scope.dispose();
     };
-    const failure = (e: unknown): ClientError => this.#retrier.failure(method, ctx, scope, e);
+    const failure = (e: unknown): ApiError => this.#retrier.failure(method, ctx, scope, e);
     return {
       first,
       close,
@@ -227,7 +228,7 @@ export class Transport {
     });
   }
 
-  #errorOf(method: MethodName, ctx: CallContext, res: Dispatcher.ResponseData): Promise<ClientError> {
+  #errorOf(method: MethodName, ctx: CallContext, res: Dispatcher.ResponseData): Promise<ApiError> {
     return errorOfAnswer(method, ctx, this.endpoint.origin, res, this.#limits, this.#budget);
   }
 }

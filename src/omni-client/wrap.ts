@@ -14,9 +14,10 @@
 
 import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
-import { CanceledError, hasCode, type NotFoundError } from './errors.js';
-import type { Pointer, Resource } from './resource.js';
-import { PHASE_RUNNING, PHASE_TEARING_DOWN, cloneResource, pointerOf } from './resource.js';
+import { CanceledError, type NotFoundError } from '../omni-api/errors.js';
+import { hasCode } from './errors.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { PHASE_RUNNING, PHASE_TEARING_DOWN, cloneResource, pointerOf } from '../omni-api/resource.js';
 import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './retry.js';
 import type {
   CallOptions,
@@ -31,7 +32,7 @@ import type {
   UpdateWithConflictsResult,
   WatchEvent,
   WatchKindOptions,
-} from './types.js';
+} from '../omni-api/state.js';
 
 export interface ConflictPolicy {
   /** Update attempts of one update-with-conflicts before giving up. Default 8. */

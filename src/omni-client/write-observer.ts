@@ -3,8 +3,8 @@
 // outcome after. "Failed" is kept for an answer in which Omni refused the write; anything else that
 // ends a write that was (or may have been) sent is "unknown": it may have been applied.
 
-import { CanceledError, GrpcCode, OmniError } from './errors.js';
-import type { Phase, Pointer, Resource } from './resource.js';
+import { CanceledError, GrpcCode, OmniError } from '../omni-api/errors.js';
+import type { Phase, Pointer, Resource } from '../omni-api/resource.js';
 
 export interface WriteIntent {
   method: 'Create' | 'Update' | 'Destroy';

@@ -2,9 +2,10 @@
 // shows of a write whose outcome is unknown: applied, not applied, or changed by someone else
 // (pressure.ts; docs/design.md rule 14).
 
-import { ClientError, hasCode } from './errors.js';
-import type { Resource } from './resource.js';
-import { versionNumber } from './resource.js';
+import { ApiError } from '../omni-api/errors.js';
+import { hasCode } from './errors.js';
+import type { Resource } from '../omni-api/resource.js';
+import { versionNumber } from '../omni-api/resource.js';
 
 
 /**
@@ -18,7 +19,7 @@ export type WriteFailure = 'pressure' | 'lost' | 'final';
 const PRESSURE_CODES = new Set(['OMNI_DEADLINE_EXCEEDED', 'OMNI_RESOURCE_EXHAUSTED', 'OMNI_UNAVAILABLE']);
 
 export function classifyWriteFailure(e: unknown, signal?: AbortSignal): WriteFailure {
-  if (!(e instanceof ClientError) || signal?.aborted) return 'final';
+  if (!(e instanceof ApiError) || signal?.aborted) return 'final';
   if (PRESSURE_CODES.has(e.code)) return 'pressure';
   if (hasCode(e, 'STUB_TRANSPORT')) {
     if (e.httpStatus !== undefined) return 'pressure';

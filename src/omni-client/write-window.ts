@@ -2,7 +2,7 @@
 // AIMD, halved on a signal once per round, grown by one per window's worth of successes, FIFO, and
 // a Retry-After (capped) that holds every new write until it has passed. Reads are never held here.
 
-import { CanceledError } from './errors.js';
+import { CanceledError } from '../omni-api/errors.js';
 import { RETRY_AFTER_CAP_MS } from './retry.js';
 
 // --- the adaptive window ------------------------------------------------------------------------

@@ -4,10 +4,10 @@
 // only), the namespace and type-suffix rules, and the provider label that filters reads and
 // watches in the shared namespaces (docs/omni-wire.md 4.2 to 4.5).
 
-import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
-import type { Resource } from '../omni-client/resource.js';
-import { bytesEqual, LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, recordsEqual, T } from '../omni-client/resource.js';
-import { EventType } from '../omni-client/wire.js';
+import { errorFromStatus, GrpcCode } from '../omni-api/errors.js';
+import type { Resource } from '../omni-api/resource.js';
+import { bytesEqual, LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, recordsEqual, T } from '../omni-api/resource.js';
+import { EventType } from '../omni-api/wire.js';
 import type { SimEvent, WatchBatches } from './api.js';
 import { denied } from './access-roles.js';
 import { goQuote as q } from './backend.js';

@@ -4,8 +4,8 @@
 // InfraProvider account may read outside its namespaces (docs/omni-wire.md 3.4, 4.6). The
 // infra-provider state's own rules (layer 2) are access-infra.ts.
 
-import { errorFromStatus, GrpcCode, OmniError } from '../omni-client/errors.js';
-import { T } from '../omni-client/resource.js';
+import { errorFromStatus, GrpcCode, OmniError } from '../omni-api/errors.js';
+import { T } from '../omni-api/resource.js';
 import type { Identity, Role } from './api.js';
 import { ROLE_RANK } from './api.js';
 import { validationError } from './access-validations.js';

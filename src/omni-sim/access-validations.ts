@@ -4,11 +4,12 @@
 // validations of its API state, so a refusal reads "failed to validate: 1 error occurred: ..." with
 // a gRPC status's code kept (docs/omni-wire.md 1.5 and 4.6).
 
-import { errorFromStatus, GrpcCode, grpcCodeName, type OmniError } from '../omni-client/errors.js';
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { bytesEqual, LABEL_INFRA_PROVIDER_ID, NS_DEFAULT, PHASE_RUNNING, T } from '../omni-client/resource.js';
-import { decodeSpec, encodeSpec, MachineRequestSpec } from '../omni-client/specs.js';
-import { LabelTermOperation } from '../omni-client/wire.js';
+import { errorFromStatus, GrpcCode, grpcCodeName, type OmniError } from '../omni-api/errors.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { bytesEqual, LABEL_INFRA_PROVIDER_ID, NS_DEFAULT, PHASE_RUNNING, T } from '../omni-api/resource.js';
+import { decodeSpec, encodeSpec } from '../omni-api/specs/codec.js';
+import { MachineRequestSpec } from '../omni-api/specs/messages.js';
+import { LabelTermOperation } from '../omni-api/wire.js';
 import type { Identity, Query, StateApi } from './api.js';
 import { INTERNAL } from './api.js';
 import { goQuote as q } from './backend.js';

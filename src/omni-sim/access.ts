@@ -19,9 +19,9 @@
 // This file composes the layers into the StateApi the gateway serves; each has its own file:
 // access-roles.ts (layer 1), access-infra.ts (layer 2), access-validations.ts (the validations).
 
-import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { cloneResource, LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, pointerOf, T } from '../omni-client/resource.js';
+import { errorFromStatus, GrpcCode } from '../omni-api/errors.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { cloneResource, LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, pointerOf, T } from '../omni-api/resource.js';
 import type { Identity, Query, StateApi, WatchBatches, WatchParams } from './api.js';
 import { ROLE_RANK } from './api.js';
 import {

@@ -3,10 +3,10 @@
 //   gateway              --calls-->               StateApi of access.ts (Omni's access rules for the caller)
 //   access.ts            --delegates to-->        StateApi of store.ts (COSI state semantics, no access rules)
 //   controllers.ts       --uses-->                the store directly as Omni's internal actor, and its events
-// Errors are thrown as the typed errors of src/omni-client/errors.ts (errorFromStatus), carrying the
+// Errors are thrown as the typed errors of src/omni-api/errors.ts (errorFromStatus), carrying the
 // gRPC code and message Omni would send; the gateway maps them to HTTP.
 
-import type { Pointer, Resource } from '../omni-client/resource.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
 
 export type Role = 'None' | 'InfraProvider' | 'Reader' | 'Operator' | 'Admin';
 

@@ -16,7 +16,7 @@
 
 import * as openpgp from 'openpgp';
 import type { Identity } from './api.js';
-import { InternalError, UnauthenticatedError } from '../omni-client/errors.js';
+import { InternalError, UnauthenticatedError } from '../omni-api/errors.js';
 
 export const INVALID_SIGNATURE = 'invalid signature';
 

@@ -13,7 +13,7 @@
 //            ("7"); Update checks owner, then version, then phase.
 //   cache    a Get of a cached kind that is absent: "resource T(ns/id@v) doesn't exist".
 
-import { NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, NS_META, T, VERSION_UNDEFINED, type Pointer } from '../omni-client/resource.js';
+import { NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, NS_META, T, VERSION_UNDEFINED, type Pointer } from '../omni-api/resource.js';
 
 export type Backend = 'etcd' | 'inmem';
 

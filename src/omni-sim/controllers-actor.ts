@@ -4,8 +4,8 @@
 // nothing changes, so that a pass finding nothing to do stays silent. Also the two facts of a
 // provider the controllers keep asking: is it still Running, and where its ID sits on a Link.
 
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { cloneResource, LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, T } from '../omni-client/resource.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { cloneResource, LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, T } from '../omni-api/resource.js';
 import type { StateApi } from './api.js';
 import { INTERNAL } from './api.js';
 import { EMPTY_QUERY } from './query.js';

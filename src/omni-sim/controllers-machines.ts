@@ -4,9 +4,9 @@
 // what changed by release (the 1.4 InfraMachineController finalizer on Links, the provider ID moving
 // from annotation to label, registrations refused for a provider being deleted) is section 8 there.
 
-import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
-import type { Resource } from '../omni-client/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, newMetadata, NS_DEFAULT, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, T } from '../omni-client/resource.js';
+import { errorFromStatus, GrpcCode } from '../omni-api/errors.js';
+import type { Resource } from '../omni-api/resource.js';
+import { LABEL_INFRA_PROVIDER_ID, newMetadata, NS_DEFAULT, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, T } from '../omni-api/resource.js';
 import { INTERNAL } from './api.js';
 import { C, type OmniActor, ptr } from './controllers-actor.js';
 import { atLeast } from './version.js';

@@ -4,10 +4,10 @@
 // combined status that go with it, and the provider's ConfigPatchRequests. The handlers and their
 // order are docs/omni-lifecycle.md 7.3; what each release added is section 8 there.
 
-import type { Resource } from '../omni-client/resource.js';
+import type { Resource } from '../omni-api/resource.js';
 import {
   LABEL_INFRA_PROVIDER_ID, NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_RUNNING, T,
-} from '../omni-client/resource.js';
+} from '../omni-api/resource.js';
 import { C, eqLabel, type OmniActor, ptr } from './controllers-actor.js';
 import { atLeast } from './version.js';
 

@@ -5,8 +5,8 @@
 // (docs/omni-lifecycle.md 2.1); anything else is a ControllerError, kept and thrown by `idle()`, so
 // that the test that caused it fails instead of the sim silently no longer reconciling.
 
-import type { OmniError } from '../omni-client/errors.js';
-import { GrpcCode } from '../omni-client/errors.js';
+import type { OmniError } from '../omni-api/errors.js';
+import { GrpcCode } from '../omni-api/errors.js';
 
 const MAX_TASKS_PER_DRAIN = 5000;
 const MAX_RETRIES = 5;

@@ -3,11 +3,12 @@
 // and the requests Omni creates for a set. The chain of a deletion is docs/omni-lifecycle.md 4.2,
 // who lets go when is section 3.2, and the sets' caveat from 1.4 is section 9.
 
-import type { Resource } from '../omni-client/resource.js';
+import type { Resource } from '../omni-api/resource.js';
 import {
   LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST_SET, newMetadata, NS_DEFAULT, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, T,
-} from '../omni-client/resource.js';
-import { decodeSpec, encodeSpec, MachineRequestSetSpec, MachineRequestSpec, MachineRequestStatusSpec, updateSpec } from '../omni-client/specs.js';
+} from '../omni-api/resource.js';
+import { decodeSpec, encodeSpec, updateSpec } from '../omni-api/specs/codec.js';
+import { MachineRequestSetSpec, MachineRequestSpec, MachineRequestStatusSpec } from '../omni-api/specs/messages.js';
 import { INTERNAL } from './api.js';
 import { C, eqLabel, type OmniActor, ptr } from './controllers-actor.js';
 import { atLeast } from './version.js';

@@ -29,9 +29,9 @@
 // resource family: controllers-machines.ts, controllers-requests.ts, controllers-provider.ts.
 
 import { randomBytes } from 'node:crypto';
-import type { Resource } from '../omni-client/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST_SET, NS_DEFAULT, NS_INFRA_PROVIDER, PHASE_TEARING_DOWN, T } from '../omni-client/resource.js';
-import { EventType } from '../omni-client/wire.js';
+import type { Resource } from '../omni-api/resource.js';
+import { LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST_SET, NS_DEFAULT, NS_INFRA_PROVIDER, PHASE_TEARING_DOWN, T } from '../omni-api/resource.js';
+import { EventType } from '../omni-api/wire.js';
 import type { SimClock } from './api.js';
 import { C, type ControllerStore, eqLabel, OmniActor } from './controllers-actor.js';
 import { deleteMachine, reconcileInfraMachine, reconcileLink, reconcileMachine, registerStaticMachine, type StaticMachineOptions } from './controllers-machines.js';

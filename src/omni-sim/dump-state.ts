@@ -10,10 +10,10 @@
 // in Omni or may not have been dumped. `summarizeDump` says what the dump holds, for the caller to
 // word what the plan could not see.
 
-import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, T } from '../omni-client/resource.js';
-import type { CallOptions, QueryOptions, RemoveFinalizersResult, State, WatchEvent } from '../omni-client/types.js';
+import { errorFromStatus, GrpcCode } from '../omni-api/errors.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, T } from '../omni-api/resource.js';
+import type { CallOptions, QueryOptions, RemoveFinalizersResult, State, WatchEvent } from '../omni-api/state.js';
 import type { Identity, Query } from './api.js';
 import { createAccessApi } from './access.js';
 import { emailForIdentityName } from './keys.js';

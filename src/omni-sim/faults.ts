@@ -6,7 +6,7 @@
 // per caller class, and a proxy that answers 429 or 503 with Retry-After; and a write whose answer is
 // lost (applied, then the connection drops: a proxy or Omni restarting between commit and reply).
 
-import type { Pointer } from '../omni-client/resource.js';
+import type { Pointer } from '../omni-api/resource.js';
 import type { Identity, SimClock } from './api.js';
 import { CALLER_CLASSES, ProxyLimit, WriteThrottle, type CallerClass, type ClassBudget, type ProxyLimitConfig, type ThrottleConfig } from './throttle.js';
 

@@ -5,7 +5,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as zlib from 'node:zlib';
-import { GrpcCode, httpStatusFromGrpcCode, OmniError } from '../omni-client/errors.js';
+import { GrpcCode, httpStatusFromGrpcCode, OmniError } from '../omni-api/errors.js';
 
 /** grpc-gateway forwards the gRPC answer's header metadata: an answer that succeeded carries its content type. */
 export const GRPC_CONTENT_TYPE = ['Grpc-Metadata-Content-Type', 'application/grpc'] as const;

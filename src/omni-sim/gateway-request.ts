@@ -3,8 +3,8 @@
 // with protobuf-go's error prefix), and the resource a write names (for faults that lose its answer).
 
 import type { IncomingMessage } from 'node:http';
-import type { Pointer } from '../omni-client/resource.js';
-import { decodeMessage, WireError, type MessageSchema, type MethodName } from '../omni-client/wire.js';
+import type { Pointer } from '../omni-api/resource.js';
+import { decodeMessage, WireError, type MessageSchema, type MethodName } from '../omni-api/wire.js';
 import { firstJsonValue, GoJsonError, keyPosition } from './request-json.js';
 
 /** gRPC's default receive limit as Omni raises it (constants.GRPCMaxMessageSize). */

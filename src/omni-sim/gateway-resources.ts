@@ -2,12 +2,13 @@
 // server validates it (proto_spec of its registered types decoded, yaml_spec ignored), and a resource or
 // Watch event answered as Omni answers it (yaml_spec rendered for the version, map keys sorted).
 
-import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
-import type { Resource } from '../omni-client/resource.js';
-import { decodeSpec, OMNI_SPEC_SCHEMAS } from '../omni-client/specs.js';
-import { EventType, resourceFromWire, resourceToWire } from '../omni-client/wire.js';
+import { errorFromStatus, GrpcCode } from '../omni-api/errors.js';
+import type { Resource } from '../omni-api/resource.js';
+import { decodeSpec } from '../omni-api/specs/codec.js';
+import { OMNI_SPEC_SCHEMAS } from '../omni-api/specs/specs.js';
+import { EventType, resourceFromWire, resourceToWire } from '../omni-api/wire.js';
 import type { SimEvent } from './api.js';
-import { renderYamlSpecAt } from './behaviour.js';
+import { renderYamlSpec } from './behaviour.js';
 import type { OmniVersion } from './version.js';
 
 /** A map with its keys in order, as Go's protojson writes map fields (the recordings show labels sorted). */
@@ -32,7 +33,7 @@ class YamlCache {
       this.m.set(key, v);
       return v;
     }
-    const v = renderYamlSpecAt(type, bytes, this.version);
+    const v = renderYamlSpec(type, bytes, this.version);
     if (this.m.size >= this.max) this.m.delete(this.m.keys().next().value as string);
     this.m.set(key, v);
     return v;

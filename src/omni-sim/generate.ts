@@ -4,15 +4,13 @@
 // writing and parsing YAML) and by the fault and safety tests. Deterministic: the same options give
 // byte-identical resources.
 
-import type { Phase, Resource } from '../omni-client/resource.js';
+import type { Phase, Resource } from '../omni-api/resource.js';
 import {
   LABEL_INFRA_PROVIDER_ID, LABEL_IS_STATIC_INFRA_PROVIDER, LABEL_MACHINE_REQUEST_SET, newMetadata, NS_INFRA_PROVIDER,
   providerNamespace, providerType, T,
-} from '../omni-client/resource.js';
-import {
-  BareMetalMachineStatusSpec, BMCConfigurationSpec, encodeSpec, InfraMachineSpec, InfraMachineStatusSpec, InfraProviderStatusSpec,
-  MachineRequestSpec, MachineRequestStatusSpec, PowerOperationSpec, WipeStatusSpec,
-} from '../omni-client/specs.js';
+} from '../omni-api/resource.js';
+import { BareMetalMachineStatusSpec, BMCConfigurationSpec, InfraMachineSpec, InfraMachineStatusSpec, InfraProviderStatusSpec, MachineRequestSpec, MachineRequestStatusSpec, PowerOperationSpec, WipeStatusSpec } from '../omni-api/specs/messages.js';
+import { encodeSpec } from '../omni-api/specs/codec.js';
 import type { FaultConfig } from './faults.js';
 import type { Scenario, ScenarioIdentity } from './scenario.js';
 import { DEFAULT_OMNI_VERSION } from './scenario.js';

@@ -13,9 +13,10 @@ import { parseScenario, dumpScenario, type Scenario } from './scenario.js';
 import { type Authenticator, Gateway, listen } from './server.js';
 import { SimStore } from './store.js';
 import { parseVersion } from './version.js';
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { newMetadata, NS_EPHEMERAL, T } from '../omni-client/resource.js';
-import { encodeSpec, SysVersionSpec } from '../omni-client/specs.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { newMetadata, NS_EPHEMERAL, T } from '../omni-api/resource.js';
+import { encodeSpec } from '../omni-api/specs/codec.js';
+import { SysVersionSpec } from '../omni-api/specs/messages.js';
 
 const SYS_VERSION_ID = 'current';
 

@@ -9,9 +9,9 @@
 // Approximation: Go uses RE2; we use JS RegExp after rejecting what RE2 does not have (look-around,
 // back-references) and translating what JS spells differently (`(?P<name>`, leading `(?flags)`).
 
-import type { Metadata, Resource } from '../omni-client/resource.js';
-import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
-import { LabelTermOperation as Op } from '../omni-client/wire.js';
+import type { Metadata, Resource } from '../omni-api/resource.js';
+import { errorFromStatus, GrpcCode } from '../omni-api/errors.js';
+import { LabelTermOperation as Op } from '../omni-api/wire.js';
 import type { LabelTermQ, Query } from './api.js';
 
 export const EMPTY_QUERY: Query = { labelQueries: [], idRegexp: '' };

@@ -3,17 +3,19 @@
 //   - the scenario shape: `omni: {version}`, `identities: [...]`, `resources: [...]`, `faults: {...}`;
 //   - documents as `omnictl get ... -o yaml` prints them (docs/omni-wire.md 6): top-level
 //     `metadata` + `spec`, version a bare number, spec keys in omnictl's spelling.
-// A resource's spec is a map (`spec:`, for the types src/omni-client/specs.ts knows; proto or omnictl
+// A resource's spec is a map (`spec:`, for the types src/omni-api/specs/specs.ts knows; proto or omnictl
 // key spelling), or `proto_spec:` (standard base64, any type), plus `yaml_spec:` for opaque types.
 // dumpScenario writes the scenario shape so that parse(dump(parse(x))) equals parse(x).
 
 import { readFile } from 'node:fs/promises';
 import { parseAllDocuments, parseDocument, stringify } from 'yaml';
-import type { Resource } from '../omni-client/resource.js';
-import { bytesEqual, isValidPhase, newMetadata, NS_EPHEMERAL, T } from '../omni-client/resource.js';
-import {
-  decodeSpec, encodeSpec, formatTimestamp, OMNI_SPEC_SCHEMAS, parseTimestamp, specFromPlain, specSchemaForType, specToPlain, SysVersionSpec,
-} from '../omni-client/specs.js';
+import type { Resource } from '../omni-api/resource.js';
+import { bytesEqual, isValidPhase, newMetadata, NS_EPHEMERAL, T } from '../omni-api/resource.js';
+import { decodeSpec, encodeSpec } from '../omni-api/specs/codec.js';
+import { formatTimestamp, parseTimestamp } from '../omni-api/specs/timestamp.js';
+import { OMNI_SPEC_SCHEMAS, specSchemaForType } from '../omni-api/specs/specs.js';
+import { specFromPlain, specToPlain } from './plain.js';
+import { SysVersionSpec } from '../omni-api/specs/messages.js';
 import { ROLE_RANK, type Role } from './api.js';
 import { type FaultConfig, faultConfigFromPlain, faultConfigToPlain } from './faults.js';
 import { parseVersion } from './version.js';

@@ -10,9 +10,9 @@ import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } fro
 import { createServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { encodeMessage, fullMethod, Methods, type MethodName } from '../omni-client/wire.js';
+import { errorFromStatus, GrpcCode } from '../omni-api/errors.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { encodeMessage, fullMethod, Methods, type MethodName } from '../omni-api/wire.js';
 import type { Identity, SimClock, SimEvent, StateApi, WatchParams } from './api.js';
 import { gatewayBehaviour, type GatewayBehaviour } from './behaviour.js';
 import { WRITE_METHODS, type Faults } from './faults.js';

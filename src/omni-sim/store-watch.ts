@@ -10,10 +10,10 @@
 //   revision from the future waits for it. Memory refuses anything it did not issue, up front.
 // - tail_events is served only for Omni's in-memory namespaces; elsewhere it fails like etcd does.
 
-import type { Resource } from '../omni-client/resource.js';
-import { cloneResource, newMetadata } from '../omni-client/resource.js';
-import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
-import { EventType } from '../omni-client/wire.js';
+import type { Resource } from '../omni-api/resource.js';
+import { cloneResource, newMetadata } from '../omni-api/resource.js';
+import { errorFromStatus, GrpcCode } from '../omni-api/errors.js';
+import { EventType } from '../omni-api/wire.js';
 import type { SimEvent, WatchParams } from './api.js';
 import { backendOf, goQuote, resourceString } from './backend.js';
 import type { Matcher } from './query.js';

@@ -12,10 +12,10 @@
 // Everything goes in and out as deep copies: callers can never mutate stored state.
 
 import { randomBytes } from 'node:crypto';
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { cloneResource, PHASE_TEARING_DOWN, pointerOf } from '../omni-client/resource.js';
-import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
-import { EventType } from '../omni-client/wire.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { cloneResource, PHASE_TEARING_DOWN, pointerOf } from '../omni-api/resource.js';
+import { errorFromStatus, GrpcCode } from '../omni-api/errors.js';
+import { EventType } from '../omni-api/wire.js';
 import type { Identity, Query, SimClock, StateApi, WatchBatches, WatchParams } from './api.js';
 import { backendMessage as msg, backendOf } from './backend.js';
 import { compileQuery, isEmptyQuery } from './query.js';

@@ -22,8 +22,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { deflateRawSync } from 'node:zlib';
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
-import { errorFromStatus, GrpcCode } from '../omni-client/errors.js';
-import type { Resource } from '../omni-client/resource.js';
+import { errorFromStatus, GrpcCode } from '../omni-api/errors.js';
+import type { Resource } from '../omni-api/resource.js';
 import type { Identity } from './api.js';
 
 export type CallerClass = 'user' | 'infraProvider' | 'internal';

@@ -4,12 +4,13 @@
 // here starts with `stub-provider`, so a re-run recognises its own heartbeat (design rule 7).
 
 import type { Logger } from 'pino';
-import type { Resource } from '../omni-client/resource.js';
-import { LABEL_IS_STATIC_INFRA_PROVIDER, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, newMetadata } from '../omni-client/resource.js';
-import type { State } from '../omni-client/types.js';
+import type { Resource } from '../omni-api/resource.js';
+import { LABEL_IS_STATIC_INFRA_PROVIDER, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, newMetadata } from '../omni-api/resource.js';
+import type { State } from '../omni-api/state.js';
 import { getIfExists } from '../omni-client/read.js';
 import { hasCode } from '../omni-client/errors.js';
-import { InfraProviderHealthStatusSpec, InfraProviderStatusSpec, encodeSpec, updateSpec, decodeSpec } from '../omni-client/specs.js';
+import { InfraProviderHealthStatusSpec, InfraProviderStatusSpec } from '../omni-api/specs/messages.js';
+import { encodeSpec, updateSpec, decodeSpec } from '../omni-api/specs/codec.js';
 import { PreflightError } from '../exit-codes.js';
 import { HEALTH_STATUS_CONTROLLER } from './profile.js';
 import { STUB_MARKER } from './plan.js';

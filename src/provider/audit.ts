@@ -11,10 +11,10 @@
 
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { PHASE_RUNNING, PHASE_TEARING_DOWN, describePointer } from '../omni-client/resource.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { PHASE_RUNNING, PHASE_TEARING_DOWN, describePointer } from '../omni-api/resource.js';
 import type { WriteIntent, WriteObserver, WriteOutcome } from '../omni-client/write-observer.js';
-import { inertJson } from '../untrusted.js';
+import { inertJson } from '../omni-api/untrusted.js';
 
 export type AuditOp = 'create' | 'update' | 'teardown' | 'destroy';
 export type AuditResult = 'ok' | 'failed' | 'unknown';

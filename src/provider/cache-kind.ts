@@ -4,9 +4,9 @@
 // What it knows by ID and what it knows gone are kept apart from what it holds: an absence from it
 // is never evidence (design rules 4 and 10).
 
-import type { Resource } from '../omni-client/resource.js';
-import { versionNumber } from '../omni-client/resource.js';
-import type { State, WatchEvent } from '../omni-client/types.js';
+import type { Resource } from '../omni-api/resource.js';
+import { versionNumber } from '../omni-api/resource.js';
+import type { State, WatchEvent } from '../omni-api/state.js';
 import { hasCode } from '../omni-client/errors.js';
 import { ExitCode, StubError } from '../exit-codes.js';
 import type { Limiter } from './limiter.js';

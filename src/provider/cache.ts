@@ -10,9 +10,9 @@
 // its watch) is an absence, never evidence. Evidence that an ID named something is a live event
 // naming it, a Get that found it or a write of this run that succeeded (`namedById`); evidence that
 
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { LABEL_MACHINE_REQUEST, NS_DEFAULT, T } from '../omni-client/resource.js';
-import type { State } from '../omni-client/types.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { LABEL_MACHINE_REQUEST, NS_DEFAULT, T } from '../omni-api/resource.js';
+import type { State } from '../omni-api/state.js';
 import { KindCache, safeVersion } from './cache-kind.js';
 import type { CacheOptions, KindHost, Waiter } from './cache-kind.js';
 import { isOurResource, machineCarriesProvider } from './ownership.js';

@@ -7,13 +7,14 @@
 
 import type { Logger } from 'pino';
 import { ExitCode, StubError } from '../exit-codes.js';
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { NS_INFRA_PROVIDER, T, describePointer, versionNumber } from '../omni-client/resource.js';
-import type { State } from '../omni-client/types.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { NS_INFRA_PROVIDER, T, describePointer, versionNumber } from '../omni-api/resource.js';
+import type { State } from '../omni-api/state.js';
 import { getIfExists } from '../omni-client/read.js';
 import { hasCode } from '../omni-client/errors.js';
-import { BMCConfigSpec, BMCConfigurationSpec, decodeSpec } from '../omni-client/specs.js';
-import type { MessageSchema } from '../omni-client/specs.js';
+import { BMCConfigSpec, BMCConfigurationSpec } from '../omni-api/specs/messages.js';
+import { decodeSpec } from '../omni-api/specs/codec.js';
+import type { MessageSchema } from '../omni-api/specs/schema.js';
 import { machineFactsFromBmc, runWipes, wipeBlocksRelease } from '../wipe/index.js';
 import type { WipeOptions, WipeResult, WipeStrategy } from '../wipe/index.js';
 import { describeDuration, describeHolds, nextStepsOf, predictHolds, stillHolding } from './explain.js';

@@ -4,7 +4,7 @@
 // asks the same planner again for the item. `plan` prints them (report.ts), so what it shows is
 // what `run` does.
 
-import type { Phase, Pointer, Resource } from '../omni-client/resource.js';
+import type { Phase, Pointer, Resource } from '../omni-api/resource.js';
 import type { HoldFacts } from './explain.js';
 
 /**

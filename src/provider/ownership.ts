@@ -3,8 +3,8 @@
 // hold upper case letters and dots (docs/omni-lifecycle.md 2.2), so `proxmox` is not `proxmox-talos` and
 // `BareMetal-IAD1` is not `baremetal-iad1`.
 
-import type { Metadata } from '../omni-client/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, providerNamespace } from '../omni-client/resource.js';
+import type { Metadata } from '../omni-api/resource.js';
+import { LABEL_INFRA_PROVIDER_ID, providerNamespace } from '../omni-api/resource.js';
 
 /** Exactly `<id>.<Name>` with a non-empty, dot-free Name: every provider controller's name (0.2). */
 export function isOurFinalizer(finalizer: string, providerId: string): boolean {

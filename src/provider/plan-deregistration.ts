@@ -1,8 +1,8 @@
 // PURE: the deregistration part of the plan (design rule 10): whether nothing of the provider is
 // left in use, why not, and what deregistering destroys, in which order.
 
-import type { Resource } from '../omni-client/resource.js';
-import { LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_RUNNING, T, describePointer } from '../omni-client/resource.js';
+import type { Resource } from '../omni-api/resource.js';
+import { LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_RUNNING, T, describePointer } from '../omni-api/resource.js';
 import type { Operation } from './operations.js';
 import { deleteWarning, kindOf, releasesCompletely } from './plan-facts.js';
 import type { Deregistration, DeregistrationItem, Note } from './plan.js';

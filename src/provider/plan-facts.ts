@@ -1,9 +1,10 @@
 // What the planner reads off a resource or Omni's version, for itself and for the report: our
 // marker, the MachineRequestStatus a refusal wrote, the warning of `omnictl infraprovider delete`.
 
-import type { Resource } from '../omni-client/resource.js';
-import { decodeSpec, MachineRequestStatusSpec as MachineRequestStatusSpecSchema } from '../omni-client/specs.js';
-import type { MachineRequestStatusSpec } from '../omni-client/specs.js';
+import type { Resource } from '../omni-api/resource.js';
+import { decodeSpec } from '../omni-api/specs/codec.js';
+import { MachineRequestStatusSpec as MachineRequestStatusSpecSchema } from '../omni-api/specs/messages.js';
+import type { MachineRequestStatusSpec } from '../omni-api/specs/messages.js';
 import { predictHolds, predictionOf } from './explain.js';
 import type { PlanItem } from './plan.js';
 

@@ -4,7 +4,7 @@
 // deregistration. `planner.ts` decides (pure: no I/O, no clock); `executor.ts` performs exactly
 // these operations, and after a conflict asks the same planner for that item again (`replanItem`).
 
-import type { Pointer, Resource } from '../omni-client/resource.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
 import type { HoldFacts } from './explain.js';
 import type { CheckLiveProviderOp, CreateRefusalOp, Operation } from './operations.js';
 import { Planner } from './planner.js';

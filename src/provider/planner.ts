@@ -6,8 +6,8 @@
 // a parent that a Get of its ID did not find, and every operation says whether its target was read
 // by its ID.
 
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, T, describePointer, pointerOf, providerType } from '../omni-client/resource.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, T, describePointer, pointerOf, providerType } from '../omni-api/resource.js';
 import { describeHolds, nextStepsOf, predictHolds, predictionOf } from './explain.js';
 import type { HoldFacts, MachinePresence } from './explain.js';
 import type { Operation, RemoveFinalizersOp } from './operations.js';

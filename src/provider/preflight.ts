@@ -1,12 +1,14 @@
 // Preflight (issue item 1): the key is the provider's, the API answers, the provider is registered,
 // and no live provider with this ID is running (design rule 7). Also reads Omni's version.
 
-import type { Resource } from '../omni-client/resource.js';
-import { NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../omni-client/resource.js';
-import type { State } from '../omni-client/types.js';
+import type { Resource } from '../omni-api/resource.js';
+import { NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../omni-api/resource.js';
+import type { State } from '../omni-api/state.js';
 import { getIfExists } from '../omni-client/read.js';
-import { OmniError, hasCode } from '../omni-client/errors.js';
-import { InfraProviderHealthStatusSpec, decodeSpec } from '../omni-client/specs.js';
+import { OmniError } from '../omni-api/errors.js';
+import { hasCode } from '../omni-client/errors.js';
+import { InfraProviderHealthStatusSpec } from '../omni-api/specs/messages.js';
+import { decodeSpec } from '../omni-api/specs/codec.js';
 import { PreflightError, UsageError } from '../exit-codes.js';
 import { STUB_MARKER } from './plan.js';
 import { backendVersionOf } from './snapshot.js';

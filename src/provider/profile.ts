@@ -1,7 +1,7 @@
 // Which resource types and finalizers a provider kind uses (docs/omni-lifecycle.md 1 and 3.1, docs/providers.md), and how
 // `--profile` / `--state-type` turn into the types the stub reads and cleans.
 
-import { providerType } from '../omni-client/resource.js';
+import { providerType } from '../omni-api/resource.js';
 
 export type ProfileOption = 'auto' | 'bare-metal' | 'provisioning';
 

@@ -2,8 +2,8 @@
 // calls answered (a Get, an Update, a Destroy) and what its watches saw. The executor reads the
 // resource it writes from here, waits for Omni through it, and plans an item again from it.
 
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_INFRA_PROVIDER, T } from '../omni-client/resource.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_INFRA_PROVIDER, T } from '../omni-api/resource.js';
 import type { PlanItem } from './plan.js';
 import { statusMachineId } from './plan-facts.js';
 import type { Snapshot } from './snapshot.js';

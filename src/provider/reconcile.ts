@@ -8,9 +8,9 @@
 // with --wait, on every change its caches see, until everything is released or --timeout passed.
 
 import type { Logger } from 'pino';
-import type { Pointer } from '../omni-client/resource.js';
-import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../omni-client/resource.js';
-import type { State } from '../omni-client/types.js';
+import type { Pointer } from '../omni-api/resource.js';
+import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../omni-api/resource.js';
+import type { State } from '../omni-api/state.js';
 import { getIfExists } from '../omni-client/read.js';
 import type { WipeOptions, WipeStrategy } from '../wipe/index.js';
 import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';

@@ -2,10 +2,11 @@
 // FAILED and an error naming the reason, owned by `<id>.ProvisionController` (the planned Create).
 
 import type { Logger } from 'pino';
-import { newMetadata } from '../omni-client/resource.js';
-import type { State } from '../omni-client/types.js';
+import { newMetadata } from '../omni-api/resource.js';
+import type { State } from '../omni-api/state.js';
 import { hasCode } from '../omni-client/errors.js';
-import { MachineRequestStage, MachineRequestStatusSpec, encodeSpec } from '../omni-client/specs.js';
+import { MachineRequestStage, MachineRequestStatusSpec } from '../omni-api/specs/messages.js';
+import { encodeSpec } from '../omni-api/specs/codec.js';
 import type { Limiter } from './limiter.js';
 import type { Outcomes } from './outcomes.js';
 import type { Refusal } from './plan.js';

@@ -4,7 +4,7 @@
 
 import { ExitCode } from '../exit-codes.js';
 import type { ExitCodeValue } from '../exit-codes.js';
-import { escapeControlIn } from '../untrusted.js';
+import { escapeControlIn } from '../omni-api/untrusted.js';
 import type { Operation } from './operations.js';
 import { targetOf } from './operations.js';
 import type { Note, Plan, PlanItem } from './plan.js';

@@ -8,8 +8,8 @@
 // report).
 
 import type { Logger } from 'pino';
-import type { Pointer } from '../omni-client/resource.js';
-import { describePointer } from '../omni-client/resource.js';
+import type { Pointer } from '../omni-api/resource.js';
+import { describePointer } from '../omni-api/resource.js';
 import { describeHolds, nextStepsOf, predictHolds } from './explain.js';
 import type { Hold, HoldFacts } from './explain.js';
 import type { ItemOutcome, Outcomes } from './outcomes.js';

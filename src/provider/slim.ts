@@ -1,9 +1,9 @@
 // What the provider keeps of each resource it read: strings shared across the fleet, specs only
 // where it may write them back or reads them.
 
-import type { Resource } from '../omni-client/resource.js';
-import { T, providerType } from '../omni-client/resource.js';
-import { OMNI_SPEC_SCHEMAS } from '../omni-client/specs.js';
+import type { Resource } from '../omni-api/resource.js';
+import { T, providerType } from '../omni-api/resource.js';
+import { OMNI_SPEC_SCHEMAS } from '../omni-api/specs/specs.js';
 import { ourFinalizers } from './ownership.js';
 
 export class Slimmer {

@@ -5,11 +5,11 @@
 // makes it a leftover), and the children a release must come after (rule 5). None of them in a run
 // where every List holds what it should. The result is plain data; `plan.ts` decides.
 
-import type { Pointer, Resource } from '../omni-client/resource.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
 import {
   LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_TEARING_DOWN, T, describePointer, providerNamespace,
-} from '../omni-client/resource.js';
-import type { State } from '../omni-client/types.js';
+} from '../omni-api/resource.js';
+import type { State } from '../omni-api/state.js';
 import { getIfExists } from '../omni-client/read.js';
 import { hasCode } from '../omni-client/errors.js';
 import { ProviderCache } from './cache.js';
@@ -17,8 +17,9 @@ import { isOurResource, ourFinalizers } from './ownership.js';
 import { Limiter } from './limiter.js';
 import type { ProfileOption, ResolvedProfile } from './profile.js';
 import { PROVIDER_WIDE_IDS, resolveProfile } from './profile.js';
-import { LABEL_IS_STATIC_INFRA_PROVIDER } from '../omni-client/resource.js';
-import { decodeSpec, SysVersionSpec } from '../omni-client/specs.js';
+import { LABEL_IS_STATIC_INFRA_PROVIDER } from '../omni-api/resource.js';
+import { decodeSpec } from '../omni-api/specs/codec.js';
+import { SysVersionSpec } from '../omni-api/specs/messages.js';
 
 export interface Unreadable {
   namespace: string;

@@ -9,7 +9,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { T } from '../../src/omni-client/resource.js';
+import { T } from '../../src/omni-api/resource.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
 import { bareMetalMachine, generateScenario, machineUuid } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';

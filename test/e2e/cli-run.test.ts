@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Resource } from '../../src/omni-client/resource.js';
+import type { Resource } from '../../src/omni-api/resource.js';
 import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario.js';
 import type { Report } from '../../src/provider/report.js';
 import { cleanEnv, MAIN, requireBuiltCli, runCli, scratchDirEachTest } from '../helpers/cli-process.js';

@@ -13,7 +13,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
-import { T } from '../../src/omni-client/resource.js';
+import { T } from '../../src/omni-api/resource.js';
 import { sysVersionResource } from '../../src/omni-sim/index.js';
 import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario.js';
 

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { T, type Resource } from '../../src/omni-client/resource.js';
+import { T, type Resource } from '../../src/omni-api/resource.js';
 import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { wireResource } from '../helpers/fake-gateway.js';

@@ -4,8 +4,8 @@
 // fails here, and so does a vector of a message we have no codec for.
 
 import { describe, expect, it } from 'vitest';
-import { OMNI_SPEC_SCHEMAS, PROVIDER_SPEC_SCHEMAS } from '../../src/omni-client/specs.js';
-import type { FieldSchema } from '../../src/omni-client/specs/schema.js';
+import { OMNI_SPEC_SCHEMAS, PROVIDER_SPEC_SCHEMAS } from '../../src/omni-api/specs/specs.js';
+import type { FieldSchema } from '../../src/omni-api/specs/schema.js';
 import { goPeer } from '../helpers/peers.js';
 import { allSchemas, goVectors, sharedVectorFiles, type AnySchema, type GoldenVector } from '../helpers/specs-golden.js';
 

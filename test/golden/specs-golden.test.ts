@@ -16,7 +16,9 @@
 // holds, are listed in specs-coverage.test.ts.
 
 import { beforeAll, describe, expect, it } from 'vitest';
-import { decodeSpec, encodeSpec, SpecError, specFromPlain, specToPlain, unknownFieldsOf } from '../../src/omni-client/specs.js';
+import { decodeSpec, encodeSpec } from '../../src/omni-api/specs/codec.js';
+import { SpecError, unknownFieldsOf } from '../../src/omni-api/specs/schema.js';
+import { specFromPlain, specToPlain } from '../../src/omni-sim/plain.js';
 import { goPeer } from '../helpers/peers.js';
 import {
   allSchemas, fromB64, goFilter, goVectors, hex, sharedVectorFiles, toB64, wireFields,

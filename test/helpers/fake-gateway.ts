@@ -5,8 +5,8 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createGzip, constants as zc, type Gzip } from 'node:zlib';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { ResourceSchema, encodeMessage, resourceToWire } from '../../src/omni-client/wire.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { ResourceSchema, encodeMessage, resourceToWire } from '../../src/omni-api/wire.js';
 
 export interface FakeRequest {
   /** The gRPC method name, e.g. `Get`. */

@@ -7,13 +7,13 @@
 // rules: for those, tests use the simulated Omni. The State conformance suite
 // (test/integration/state-conformance.test.ts) holds it to the same rules as the sim and the client.
 
-import type { Pointer, Resource } from '../../src/omni-client/resource.js';
-import { PHASE_TEARING_DOWN, T } from '../../src/omni-client/resource.js';
+import type { Pointer, Resource } from '../../src/omni-api/resource.js';
+import { PHASE_TEARING_DOWN, T } from '../../src/omni-api/resource.js';
 import type {
   CallOptions, OwnerOptions, QueryOptions, RemoveFinalizersOptions, RemoveFinalizersResult, State, UpdateOptions, UpdateWithConflictsOptions,
   UpdateWithConflictsResult, WatchEvent, WatchKindOptions,
-} from '../../src/omni-client/types.js';
-import { CanceledError } from '../../src/omni-client/errors.js';
+} from '../../src/omni-api/state.js';
+import { CanceledError } from '../../src/omni-api/errors.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';
 import { observeWrite, type WriteIntent, type WriteObserver } from '../../src/omni-client/write-observer.js';
 import type { Identity } from '../../src/omni-sim/api.js';

@@ -3,8 +3,8 @@
 // state, ConfigPatchRequests, orphaned statuses; whole-provider or per-machine runs.
 
 import fc from 'fast-check';
-import type { Phase, Resource } from '../../src/omni-client/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST, NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
+import type { Phase, Resource } from '../../src/omni-api/resource.js';
+import { LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST, NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../src/omni-api/resource.js';
 import { res } from './provider-fixtures.js';
 
 export const IDS = ['bm', 'bm-2', 'BM', 'b', 'bm.x'] as const;

@@ -6,7 +6,8 @@
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeSpec, encodeSpec, SysVersionSpec } from '../../src/omni-client/specs.js';
+import { decodeSpec, encodeSpec } from '../../src/omni-api/specs/codec.js';
+import { SysVersionSpec } from '../../src/omni-api/specs/messages.js';
 import { sharedPath } from './shared-data.js';
 
 export interface RecordedRequest {

@@ -1,11 +1,12 @@
 // Resources as a bare-metal or SDK-based provider leaves them behind, for tests of src/provider.
 
-import type { Phase, Resource } from '../../src/omni-client/resource.js';
+import type { Phase, Resource } from '../../src/omni-api/resource.js';
 import {
   LABEL_INFRA_PROVIDER_ID, LABEL_IS_STATIC_INFRA_PROVIDER, LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET,
   NS_DEFAULT, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, newMetadata, providerNamespace, providerType,
-} from '../../src/omni-client/resource.js';
-import { BMCConfigurationSpec, InfraProviderHealthStatusSpec, InfraProviderStatusSpec, MachineRequestStage, MachineRequestStatusSpec, encodeSpec } from '../../src/omni-client/specs.js';
+} from '../../src/omni-api/resource.js';
+import { BMCConfigurationSpec, InfraProviderHealthStatusSpec, InfraProviderStatusSpec, MachineRequestStage, MachineRequestStatusSpec } from '../../src/omni-api/specs/messages.js';
+import { encodeSpec } from '../../src/omni-api/specs/codec.js';
 import { BARE_METAL_CONTROLLERS } from '../../src/provider/profile.js';
 import type { ReconcileOptions } from '../../src/provider/reconcile.js';
 

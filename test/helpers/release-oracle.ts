@@ -10,8 +10,8 @@
 //   - with `complete`: none of our finalizers is left on a tearing-down resource, and the outputs of
 //     every released machine or request are gone.
 
-import type { Resource } from '../../src/omni-client/resource.js';
-import { T } from '../../src/omni-client/resource.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { T } from '../../src/omni-api/resource.js';
 
 const LABEL = 'omni.sidero.dev/infra-provider-id';
 const REQUEST_LABEL = 'omni.sidero.dev/machine-request';

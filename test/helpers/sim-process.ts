@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { Resource } from '../../src/omni-client/resource.js';
+import type { Resource } from '../../src/omni-api/resource.js';
 import { dumpScenario, parseScenario, type Scenario } from '../../src/omni-sim/scenario.js';
 
 import { MAIN } from './cli-process.js';

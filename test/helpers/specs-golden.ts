@@ -9,8 +9,8 @@ import { spawn, execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
-import * as M from '../../src/omni-client/specs/messages.js';
-import type { MessageSchema } from '../../src/omni-client/specs/schema.js';
+import * as M from '../../src/omni-api/specs/messages.js';
+import type { MessageSchema } from '../../src/omni-api/specs/schema.js';
 import { sharedPath } from './shared-data.js';
 
 export type AnySchema = MessageSchema<unknown>;

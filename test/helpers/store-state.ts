@@ -7,9 +7,9 @@
 // built on it, and the State conformance suite (test/integration/state-conformance.test.ts) runs
 // against it beside the double and the real client.
 
-import type { Pointer, Resource } from '../../src/omni-client/resource.js';
-import type { CallOptions, CoreState, LabelQuery, OwnerOptions, QueryOptions, UpdateOptions, WatchEvent, WatchEventType, WatchKindOptions } from '../../src/omni-client/types.js';
-import { LabelTermOperation } from '../../src/omni-client/wire.js';
+import type { Pointer, Resource } from '../../src/omni-api/resource.js';
+import type { CallOptions, CoreState, LabelQuery, OwnerOptions, QueryOptions, UpdateOptions, WatchEvent, WatchEventType, WatchKindOptions } from '../../src/omni-api/state.js';
+import { LabelTermOperation } from '../../src/omni-api/wire.js';
 import type { Identity, Query } from '../../src/omni-sim/api.js';
 import { SimStore } from '../../src/omni-sim/store.js';
 

@@ -10,7 +10,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { T, type Resource } from '../../src/omni-client/resource.js';
+import { T, type Resource } from '../../src/omni-api/resource.js';
 import type { FaultConfig } from '../../src/omni-sim/faults.js';
 import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';

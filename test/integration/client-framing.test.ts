@@ -3,8 +3,10 @@
 
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
-import * as errors from '../../src/omni-client/errors.js';
-import { GrpcCode, OmniError, TransportError, httpStatusFromGrpcCode } from '../../src/omni-client/errors.js';
+import * as apiErrors from '../../src/omni-api/errors.js';
+import * as clientErrors from '../../src/omni-client/errors.js';
+import { GrpcCode, OmniError, httpStatusFromGrpcCode } from '../../src/omni-api/errors.js';
+import { TransportError } from '../../src/omni-client/errors.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
 import { LineWriter, noDelay, res, sendJson, startFakeGateway, wireResource, type FakeGateway } from '../helpers/fake-gateway.js';
 
@@ -65,7 +67,7 @@ describe('NDJSON and gzip', () => {
 
   it('a gzip error body is decoded too', async () => {
     gw.on('Get', (_q, s) => sendJson(s, 400, { code: 9, message: 'conflict' }, { gzip: true }));
-    await expect(client.state.get(ptr)).rejects.toBeInstanceOf(errors.FailedPreconditionError);
+    await expect(client.state.get(ptr)).rejects.toBeInstanceOf(apiErrors.FailedPreconditionError);
   });
 });
 
@@ -78,7 +80,7 @@ describe('stream errors', () => {
       w.end();
     });
     const err = await client.state.list('infra-provider', ptr.type).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(errors.PermissionDeniedError);
+    expect(err).toBeInstanceOf(apiErrors.PermissionDeniedError);
     expect((err as OmniError).httpStatus).toBe(200);
     expect((err as OmniError).omniMessage).toBe('no access is permitted');
     expect(gw.calls('List')).toHaveLength(1);
@@ -91,7 +93,7 @@ describe('stream errors', () => {
       w.end();
     });
     const err = await client.state.list('infra-provider', ptr.type).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(errors.PermissionDeniedError);
+    expect(err).toBeInstanceOf(apiErrors.PermissionDeniedError);
     expect((err as OmniError).httpStatus).toBe(403);
     expect((err as OmniError).message).toContain(`/cosi.resource.State/List infra-provider/${ptr.type}/: PermissionDenied: infra provider with name`);
   });
@@ -103,14 +105,14 @@ describe('stream errors', () => {
       w.end();
     });
     const err = await client.state.list('infra-provider', ptr.type).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(errors.ProtocolError);
+    expect(err).toBeInstanceOf(clientErrors.ProtocolError);
     expect(err).toMatchObject({ code: 'STUB_PROTOCOL', message: expect.stringMatching(/bad answer from Omni at http:\/\/127\.0\.0\.1:\d+: a stream line that is not JSON: \{"result": nope\}/) });
   });
 });
 
 describe('gRPC code -> error class (the code comes from the body)', () => {
   const byCode = new Map<number, { CODE: string; GRPC: number }>(
-    Object.values(errors)
+    Object.values(apiErrors)
       .filter((v): v is { CODE: string; GRPC: number } & typeof OmniError => typeof v === 'function' && 'GRPC' in v && 'CODE' in v)
       .map((c) => [c.GRPC, c]),
   );
@@ -129,7 +131,7 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
         gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }));
         let err = await c.state.update(res('m1')).catch((e: unknown) => e);
         if (code === GrpcCode.DeadlineExceeded || code === GrpcCode.ResourceExhausted || code === GrpcCode.Unavailable) {
-          expect(err).toBeInstanceOf(errors.ThrottledError);
+          expect(err).toBeInstanceOf(clientErrors.ThrottledError);
           expect(gw.calls('Get')).toHaveLength(1);
           err = (err as Error).cause;
         } else {
@@ -149,9 +151,9 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
 
   it('400 with code 3 is InvalidArgument (a phase conflict), 400 with code 9 FailedPrecondition (a version conflict)', async () => {
     gw.on('Update', (_q, s) => sendJson(s, 400, { code: 3, message: 'phase conflict' }));
-    await expect(client.state.update(res('m1'))).rejects.toBeInstanceOf(errors.InvalidArgumentError);
+    await expect(client.state.update(res('m1'))).rejects.toBeInstanceOf(apiErrors.InvalidArgumentError);
     gw.on('Update', (_q, s) => sendJson(s, 400, { code: 9, message: 'version conflict' }));
-    await expect(client.state.update(res('m1'))).rejects.toBeInstanceOf(errors.FailedPreconditionError);
+    await expect(client.state.update(res('m1'))).rejects.toBeInstanceOf(apiErrors.FailedPreconditionError);
   });
 
   it('an error status without a status body is never taken for Omni\'s error (a bare 404 is not NotFound)', async () => {
@@ -160,7 +162,7 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
       s.end('<html>nginx: not found</html>');
     });
     const err = await client.state.get(ptr).catch((e: unknown) => e);
-    expect(err).toBeInstanceOf(errors.ProtocolError);
+    expect(err).toBeInstanceOf(clientErrors.ProtocolError);
     expect(err).toMatchObject({ code: 'STUB_HTTP_STATUS', message: expect.stringContaining('answered HTTP 404 without a gRPC status (google.rpc.Status) for it: <html>nginx: not found</html>') });
   });
 
@@ -196,7 +198,7 @@ describe('retries', () => {
 
   it('is bounded: 1 + 4 attempts, then UnavailableError', async () => {
     gw.on('Get', (_q, s) => sendJson(s, 503, { code: 14, message: 'down' }));
-    await expect(client.state.get(ptr)).rejects.toBeInstanceOf(errors.UnavailableError);
+    await expect(client.state.get(ptr)).rejects.toBeInstanceOf(apiErrors.UnavailableError);
     expect(gw.calls('Get')).toHaveLength(5);
   });
 
@@ -207,7 +209,7 @@ describe('retries', () => {
       gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }));
       const err = await c.state.destroy(ptr).catch((e: unknown) => e);
       expect(err).toMatchObject({ code: 'STUB_THROTTLED', message: expect.stringContaining('Destroy infra-provider/InfraMachines.omni.sidero.dev/m1: throttled by Omni') });
-      expect((err as Error).cause).toBeInstanceOf(errors.UnavailableError);
+      expect((err as Error).cause).toBeInstanceOf(apiErrors.UnavailableError);
       expect(gw.calls('Destroy')).toHaveLength(4);
       expect(gw.calls('Get')).toHaveLength(4);
       expect(c.throttling()).toMatchObject({ signals: 4, retriedWrites: 3, foundApplied: 0, gaveUp: 1, minWritesInFlight: 1 });

@@ -4,9 +4,9 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
-import { AlreadyExistsError, FailedPreconditionError, NotFoundError, PermissionDeniedError, UnauthenticatedError } from '../../src/omni-client/errors.js';
-import { T, newMetadata, type Resource } from '../../src/omni-client/resource.js';
-import type { WatchEvent } from '../../src/omni-client/types.js';
+import { AlreadyExistsError, FailedPreconditionError, NotFoundError, PermissionDeniedError, UnauthenticatedError } from '../../src/omni-api/errors.js';
+import { T, newMetadata, type Resource } from '../../src/omni-api/resource.js';
+import type { WatchEvent } from '../../src/omni-api/state.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { generateKey } from '../../src/omni-sim/keys.js';
 import { noDelay } from '../helpers/fake-gateway.js';

@@ -10,11 +10,9 @@
 
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
-import {
-  AlreadyExistsError, FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, PermissionDeniedError, UnauthenticatedError,
-} from '../../src/omni-client/errors.js';
-import { newMetadata, T, type Metadata, type Resource } from '../../src/omni-client/resource.js';
-import type { LabelQuery, WatchEvent } from '../../src/omni-client/types.js';
+import { AlreadyExistsError, FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, PermissionDeniedError, UnauthenticatedError } from '../../src/omni-api/errors.js';
+import { newMetadata, T, type Metadata, type Resource } from '../../src/omni-api/resource.js';
+import type { LabelQuery, WatchEvent } from '../../src/omni-api/state.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
 import { startCosiServer } from '../helpers/cosi-state.js';

@@ -3,10 +3,10 @@
 
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
-import { PermissionDeniedError } from '../../src/omni-client/errors.js';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { WatchErroredError } from '../../src/omni-client/errors.js';
-import type { WatchEvent } from '../../src/omni-client/types.js';
+import { PermissionDeniedError } from '../../src/omni-api/errors.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { WatchErroredError } from '../../src/omni-api/errors.js';
+import type { WatchEvent } from '../../src/omni-api/state.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
 import { LineWriter, res, startFakeGateway, wireResource, type FakeGateway } from '../helpers/fake-gateway.js';
 

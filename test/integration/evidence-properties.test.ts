@@ -11,8 +11,8 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createOmniClient } from '../../src/omni-client/client.js';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST, NS_INFRA_PROVIDER, T, newMetadata } from '../../src/omni-client/resource.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST, NS_INFRA_PROVIDER, T, newMetadata } from '../../src/omni-api/resource.js';
 import { silentLogger } from '../../src/log.js';
 import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
 import { createSim } from '../../src/omni-sim/index.js';

@@ -7,9 +7,10 @@
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient, type OmniClientOptions } from '../../src/omni-client/client.js';
-import { ClockSkewError, NotFoundError, ProtocolError, RedirectError, TransportError, UnavailableError, type OmniError } from '../../src/omni-client/errors.js';
+import { ClockSkewError, ProtocolError, RedirectError, TransportError } from '../../src/omni-client/errors.js';
+import { NotFoundError, UnavailableError, type OmniError } from '../../src/omni-api/errors.js';
 import { getIfExists } from '../../src/omni-client/read.js';
-import { T, type Resource } from '../../src/omni-client/resource.js';
+import { T, type Resource } from '../../src/omni-api/resource.js';
 import { exitCodeFor } from '../../src/exit-codes.js';
 import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';

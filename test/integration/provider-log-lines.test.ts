@@ -7,7 +7,7 @@ import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
 import { createOmniClient } from '../../src/omni-client/index.js';
 import type { OmniClient } from '../../src/omni-client/index.js';
-import { describePointer } from '../../src/omni-client/resource.js';
+import { describePointer } from '../../src/omni-api/resource.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
 import { generateScenario, provisionedRequest } from '../../src/omni-sim/generate.js';

@@ -16,7 +16,7 @@ import { startTamperProxy } from '../helpers/tamper-proxy.js';
 import type { TamperProxy } from '../helpers/tamper-proxy.js';
 import { reconcile } from '../../src/provider/reconcile.js';
 import { silentLogger } from '../../src/log.js';
-import { NS_INFRA_PROVIDER, T } from '../../src/omni-client/resource.js';
+import { NS_INFRA_PROVIDER, T } from '../../src/omni-api/resource.js';
 import type { WipeStrategy } from '../../src/wipe/index.js';
 import { FakeState } from '../helpers/fake-state.js';
 import * as fx from '../helpers/provider-fixtures.js';

@@ -8,8 +8,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Sim } from '../../src/omni-sim/index.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
-import type { Pointer, Resource } from '../../src/omni-client/resource.js';
-import { NS_DEFAULT, T, providerNamespace } from '../../src/omni-client/resource.js';
+import type { Pointer, Resource } from '../../src/omni-api/resource.js';
+import { NS_DEFAULT, T, providerNamespace } from '../../src/omni-api/resource.js';
 import { renderText } from '../../src/provider/report.js';
 import { planIn, providerSim, runIn } from '../helpers/cli-config.js';
 import { bareMetalMachine, omniMachine, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';

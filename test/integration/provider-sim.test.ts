@@ -3,9 +3,10 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Sim } from '../../src/omni-sim/index.js';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, T, providerNamespace } from '../../src/omni-client/resource.js';
-import { MachineRequestStatusSpec, SysVersionSpec, decodeSpec, encodeSpec } from '../../src/omni-client/specs.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, T, providerNamespace } from '../../src/omni-api/resource.js';
+import { MachineRequestStatusSpec, SysVersionSpec } from '../../src/omni-api/specs/messages.js';
+import { decodeSpec, encodeSpec } from '../../src/omni-api/specs/codec.js';
 import { exitCodeFor } from '../../src/exit-codes.js';
 import { planIn, providerSim, runIn } from '../helpers/cli-config.js';
 import { bareMetalMachine, healthStatus, label, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';

@@ -10,8 +10,8 @@
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { createOmniClient } from '../../src/omni-client/client.js';
-import type { Phase, Resource } from '../../src/omni-client/resource.js';
-import { T } from '../../src/omni-client/resource.js';
+import type { Phase, Resource } from '../../src/omni-api/resource.js';
+import { T } from '../../src/omni-api/resource.js';
 import { silentLogger } from '../../src/log.js';
 import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';

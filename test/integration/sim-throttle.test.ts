@@ -8,9 +8,11 @@
 import { request } from 'undici';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
-import { DeadlineExceededError, ThrottledError, TransportError } from '../../src/omni-client/errors.js';
-import { newMetadata, NS_INFRA_PROVIDER_EPHEMERAL, providerNamespace, providerType, T, type Resource } from '../../src/omni-client/resource.js';
-import { encodeSpec, InfraProviderHealthStatusSpec } from '../../src/omni-client/specs.js';
+import { DeadlineExceededError } from '../../src/omni-api/errors.js';
+import { ThrottledError, TransportError } from '../../src/omni-client/errors.js';
+import { newMetadata, NS_INFRA_PROVIDER_EPHEMERAL, providerNamespace, providerType, T, type Resource } from '../../src/omni-api/resource.js';
+import { encodeSpec } from '../../src/omni-api/specs/codec.js';
+import { InfraProviderHealthStatusSpec } from '../../src/omni-api/specs/messages.js';
 import { providerRegistration } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { marshaledSize } from '../../src/omni-sim/throttle.js';

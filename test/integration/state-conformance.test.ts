@@ -9,9 +9,9 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient } from '../../src/omni-client/client.js';
-import { AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError, PermissionDeniedError } from '../../src/omni-client/errors.js';
-import { newMetadata, T, type Metadata, type Resource } from '../../src/omni-client/resource.js';
-import type { LabelQuery, State, WatchEvent } from '../../src/omni-client/types.js';
+import { AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError, PermissionDeniedError } from '../../src/omni-api/errors.js';
+import { newMetadata, T, type Metadata, type Resource } from '../../src/omni-api/resource.js';
+import type { LabelQuery, State, WatchEvent } from '../../src/omni-api/state.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import { FakeState } from '../helpers/fake-state.js';

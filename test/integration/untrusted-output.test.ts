@@ -9,12 +9,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { emitResult } from '../../src/commands/run-io.js';
-import { T } from '../../src/omni-client/resource.js';
+import { T } from '../../src/omni-api/resource.js';
 import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { fakeTty, providerIdentity, runIn, testIo } from '../helpers/cli-config.js';
 import { startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';
-import { escapeControl } from '../../src/untrusted.js';
+import { escapeControl } from '../../src/omni-api/untrusted.js';
 
 const ID = 'kubevirt';
 const MAIN = join(process.cwd(), 'dist/src/main.js');

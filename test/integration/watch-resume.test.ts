@@ -6,9 +6,9 @@
 import { request as httpRequest, type ClientRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
-import { newMetadata, type Resource } from '../../src/omni-client/resource.js';
-import { WatchErroredError } from '../../src/omni-client/errors.js';
-import type { WatchEvent } from '../../src/omni-client/types.js';
+import { newMetadata, type Resource } from '../../src/omni-api/resource.js';
+import { WatchErroredError } from '../../src/omni-api/errors.js';
+import type { WatchEvent } from '../../src/omni-api/state.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
 import { ProviderCache } from '../../src/provider/cache.js';

@@ -4,9 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
 import { Writable } from 'node:stream';
-import { CanceledError, FailedPreconditionError } from '../../src/omni-client/errors.js';
-import { NS_INFRA_PROVIDER, T, newMetadata } from '../../src/omni-client/resource.js';
-import type { Resource } from '../../src/omni-client/resource.js';
+import { CanceledError, FailedPreconditionError } from '../../src/omni-api/errors.js';
+import { NS_INFRA_PROVIDER, T, newMetadata } from '../../src/omni-api/resource.js';
+import type { Resource } from '../../src/omni-api/resource.js';
 import { Audit } from '../../src/provider/audit.js';
 import type { AuditEntry } from '../../src/provider/audit.js';
 

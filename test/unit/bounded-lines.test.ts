@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { ReadBudget } from '../../src/omni-client/body.js';
 import { ndjsonLines } from '../../src/omni-client/ndjson.js';
-import { WireError } from '../../src/omni-client/wire.js';
+import { WireError } from '../../src/omni-api/wire.js';
 
 async function* chunks(parts: Buffer[]): AsyncGenerator<Buffer> {
   for (const p of parts) yield p;

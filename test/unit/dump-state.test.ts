@@ -4,8 +4,9 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { isOmniError, NotFoundError, PermissionDeniedError } from '../../src/omni-client/errors.js';
-import { NS_EPHEMERAL, NS_INFRA_PROVIDER, T } from '../../src/omni-client/resource.js';
+import { isOmniError } from '../../src/omni-client/errors.js';
+import { NotFoundError, PermissionDeniedError } from '../../src/omni-api/errors.js';
+import { NS_EPHEMERAL, NS_INFRA_PROVIDER, T } from '../../src/omni-api/resource.js';
 import { dumpState, ReadOnlyDumpError, summarizeDump } from '../../src/omni-sim/dump-state.js';
 import { parseScenario } from '../../src/omni-sim/scenario.js';
 

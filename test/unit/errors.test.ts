@@ -1,13 +1,12 @@
-// The client's errors have one root (ClientError): each a stable code, whether it is retriable, and
+// The API's and the client's errors have one root (ApiError): each a stable code, whether it is retriable, and
 // the exit code that code maps to (docs/design.md, "Exit codes"; docs/operator-guide.md lists the codes).
 
 import { describe, expect, it } from 'vitest';
-import * as errors from '../../src/omni-client/errors.js';
-import {
-  ClientError, ClockSkewError, ConfigError, GrpcCode, KeyError, OmniError, ProtocolError, RedirectError, SpecOmittedError, TransportError,
-  WatchErroredError, brokeInTransit, errorFromStatus, hasCode, isOmniError, NotFoundError, PermissionDeniedError,
-} from '../../src/omni-client/errors.js';
-import { SpecError } from '../../src/omni-client/specs/schema.js';
+import * as apiErrors from '../../src/omni-api/errors.js';
+import * as clientErrors from '../../src/omni-client/errors.js';
+import { ApiError, GrpcCode, OmniError, WatchErroredError, errorFromStatus, NotFoundError, PermissionDeniedError } from '../../src/omni-api/errors.js';
+import { ClockSkewError, ConfigError, KeyError, ProtocolError, RedirectError, SpecOmittedError, TransportError, brokeInTransit, hasCode, isOmniError } from '../../src/omni-client/errors.js';
+import { SpecError } from '../../src/omni-api/specs/schema.js';
 import { describeError, exitCodeFor } from '../../src/exit-codes.js';
 
 const OMNI_CODES: [number, string, number][] = [
@@ -30,21 +29,21 @@ const OMNI_CODES: [number, string, number][] = [
 ];
 
 describe('one error root', () => {
-  it.each(OMNI_CODES)('gRPC code %i is %s (exit %i), of its class, under ClientError; only Unavailable is retriable', (grpc, code, exit) => {
+  it.each(OMNI_CODES)('gRPC code %i is %s (exit %i), of its class, under ApiError; only Unavailable is retriable', (grpc, code, exit) => {
     const e = errorFromStatus(grpc, 'says Omni', { method: '/cosi.resource.State/Get', httpStatus: 500, serverDate: 'Tue, 01 Jan 2030 00:00:00 GMT' });
-    expect(e).toBeInstanceOf(ClientError);
+    expect(e).toBeInstanceOf(ApiError);
     expect(e).toBeInstanceOf(OmniError);
     expect({ code: e.code, grpcCode: e.grpcCode, retriable: e.retriable, exit: exitCodeFor(e) }).toEqual({ code, grpcCode: grpc, retriable: grpc === GrpcCode.Unavailable, exit });
     expect(e.name).toBe(e.constructor.name);
     expect((e.constructor as unknown as { CODE: string }).CODE).toBe(code);
     expect(e.serverDate).toBe('Tue, 01 Jan 2030 00:00:00 GMT');
     expect(e.method).toBe('/cosi.resource.State/Get');
-    expect(hasCode(e, code as errors.ClientErrorCode)).toBe(true);
+    expect(hasCode(e, code as clientErrors.ClientErrorCode)).toBe(true);
     expect(describeError(e)).toMatchObject({ code, exitCode: exit });
   });
 
   it('the client\'s own errors: stable codes and exit codes, retriable only when the transport says so', () => {
-    const cases: [ClientError, string, number][] = [
+    const cases: [ApiError, string, number][] = [
       [new ConfigError('bad endpoint'), 'STUB_CONFIG', 2],
       [new KeyError('not base64'), 'STUB_KEY_INVALID', 2],
       [new RedirectError('to /login'), 'STUB_REDIRECTED', 2],
@@ -62,17 +61,17 @@ describe('one error root', () => {
       [new WatchErroredError('buffer overrun'), 'OMNI_WATCH_ERRORED', 1],
     ];
     for (const [e, code, exit] of cases) {
-      expect(e, code).toBeInstanceOf(ClientError);
+      expect(e, code).toBeInstanceOf(ApiError);
       expect({ code: e.code, exit: exitCodeFor(e), described: describeError(e).code }, code).toEqual({ code, exit, described: code });
     }
     expect(cases.map(([e]) => e.retriable)).toEqual(cases.map(([e]) => e.message === 'ECONNRESET'));
     expect(describeError(new Error('a bug'))).toMatchObject({ code: 'STUB_INTERNAL', exitCode: 1 });
   });
 
-  it('every error class of errors.ts is a ClientError', () => {
-    const classes = Object.entries(errors).filter(([k, v]) => typeof v === 'function' && /^[A-Z]\w*Error$/.test(k) && 'prototype' in v);
+  it('every error class of both errors.ts (the API\'s, the client\'s) is an ApiError', () => {
+    const classes = Object.entries({ ...apiErrors, ...clientErrors }).filter(([k, v]) => typeof v === 'function' && /^[A-Z]\w*Error$/.test(k) && 'prototype' in v);
     expect(classes.length).toBeGreaterThan(20);
-    for (const [name, cls] of classes) expect((cls as { prototype: unknown }).prototype instanceof ClientError || cls === ClientError, name).toBe(true);
+    for (const [name, cls] of classes) expect((cls as { prototype: unknown }).prototype instanceof ApiError || cls === ApiError, name).toBe(true);
   });
 
   it('hasCode and isOmniError ask by code; brokeInTransit says which failures a watch reconnects after', () => {

@@ -4,13 +4,11 @@
 // over a scripted backend: what is sent again, what is not, and where it stops.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  AlreadyExistsError, DeadlineExceededError, FailedPreconditionError, NotFoundError, PermissionDeniedError, ResourceExhaustedError, ThrottledError, TransportError,
-  UnavailableError,
-} from '../../src/omni-client/errors.js';
+import { AlreadyExistsError, DeadlineExceededError, FailedPreconditionError, NotFoundError, PermissionDeniedError, ResourceExhaustedError, UnavailableError } from '../../src/omni-api/errors.js';
+import { ThrottledError, TransportError } from '../../src/omni-client/errors.js';
 import { classifyWriteFailure, createVerdict, destroyVerdict, updateVerdict, withBackPressure, WriteWindow, type Ticket } from '../../src/omni-client/pressure.js';
-import { cloneResource, newMetadata, type Pointer, type Resource } from '../../src/omni-client/resource.js';
-import type { CoreState } from '../../src/omni-client/types.js';
+import { cloneResource, newMetadata, type Pointer, type Resource } from '../../src/omni-api/resource.js';
+import type { CoreState } from '../../src/omni-api/state.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';
 
 const P: Pointer = { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: 'm1' };

@@ -4,9 +4,10 @@
 // reads a resource by its ID first, and only live events, Gets and this run's writes name an ID.
 
 import { describe, expect, it } from 'vitest';
-import { NotFoundError, TransportError } from '../../src/omni-client/errors.js';
-import { LABEL_INFRA_PROVIDER_ID, newMetadata, type Pointer, type Resource } from '../../src/omni-client/resource.js';
-import type { State, WatchEvent, WatchKindOptions } from '../../src/omni-client/types.js';
+import { NotFoundError } from '../../src/omni-api/errors.js';
+import { TransportError } from '../../src/omni-client/errors.js';
+import { LABEL_INFRA_PROVIDER_ID, newMetadata, type Pointer, type Resource } from '../../src/omni-api/resource.js';
+import type { State, WatchEvent, WatchKindOptions } from '../../src/omni-api/state.js';
 import { ProviderCache } from '../../src/provider/cache.js';
 
 const ID = 'kv';

@@ -7,9 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, healthStatus, label, providerStatus, provisionedRequest, reconcileOptions, res } from '../helpers/provider-fixtures.js';
-import { NotFoundError } from '../../src/omni-client/errors.js';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { NS_INFRA_PROVIDER, T, describePointer, providerNamespace, providerType } from '../../src/omni-client/resource.js';
+import { NotFoundError } from '../../src/omni-api/errors.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { NS_INFRA_PROVIDER, T, describePointer, providerNamespace, providerType } from '../../src/omni-api/resource.js';
 import { silentLogger } from '../../src/log.js';
 import { buildPlan } from '../../src/provider/plan.js';
 import type { Plan } from '../../src/provider/plan.js';

@@ -6,12 +6,12 @@ import { buildPlan, immediateWrites } from '../../src/provider/plan.js';
 import type { Plan } from '../../src/provider/plan.js';
 import type { Operation } from '../../src/provider/operations.js';
 import { stepNames } from '../helpers/plan-steps.js';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../src/omni-api/resource.js';
 import { isOurFinalizer, isOurResource } from '../../src/provider/ownership.js';
 import { resolveProfile, resolveStateType, stateTypeProblem } from '../../src/provider/profile.js';
-import { MachineRequestStage } from '../../src/omni-client/specs.js';
-import { PermissionDeniedError } from '../../src/omni-client/errors.js';
+import { MachineRequestStage } from '../../src/omni-api/specs/messages.js';
+import { PermissionDeniedError } from '../../src/omni-api/errors.js';
 import { predictHold, predictHolds, predictionOf } from '../../src/provider/explain.js';
 import type { HoldFacts } from '../../src/provider/explain.js';
 
@@ -259,7 +259,7 @@ describe('plan: leftovers and deregistration', () => {
 
   it('names a request refused by an earlier run as already refused', async () => {
     const rs = provisionedRequest('kubevirt', 'r1', { phase: 'running', stage: MachineRequestStage.FAILED, withCpr: false });
-    const { encodeSpec, MachineRequestStatusSpec } = await import('../../src/omni-client/specs.js');
+    const [{ encodeSpec }, { MachineRequestStatusSpec }] = await Promise.all([import('../../src/omni-api/specs/codec.js'), import('../../src/omni-api/specs/messages.js')]);
     rs[1]!.spec.protoSpec = encodeSpec(MachineRequestStatusSpec, { id: '', stage: 3, error: 'stub-provider: refused', status: '' });
     const plan = await planFor(rs, { id: 'kubevirt' });
     expect(plan.refusals).toEqual([expect.objectContaining({ id: 'r1', done: true })]);

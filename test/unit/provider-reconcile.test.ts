@@ -5,9 +5,10 @@ import { reconcile } from '../../src/provider/reconcile.js';
 import type { ReconcileOptions } from '../../src/provider/reconcile.js';
 import { Audit } from '../../src/provider/audit.js';
 import { silentLogger } from '../../src/log.js';
-import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
-import { FailedPreconditionError, UnavailableError } from '../../src/omni-client/errors.js';
-import { InfraProviderStatusSpec, MachineRequestStatusSpec, decodeSpec } from '../../src/omni-client/specs.js';
+import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-api/resource.js';
+import { FailedPreconditionError, UnavailableError } from '../../src/omni-api/errors.js';
+import { InfraProviderStatusSpec, MachineRequestStatusSpec } from '../../src/omni-api/specs/messages.js';
+import { decodeSpec } from '../../src/omni-api/specs/codec.js';
 import { createWipeStrategy } from '../../src/wipe/index.js';
 import type { WipeStrategy } from '../../src/wipe/index.js';
 

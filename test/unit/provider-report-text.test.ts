@@ -11,9 +11,10 @@ import type { Report } from '../../src/provider/report.js';
 import type { Plan } from '../../src/provider/plan.js';
 import { planReport, renderText, runReport } from '../../src/provider/report.js';
 import type { ItemOutcome, ReconcileResult } from '../../src/provider/reconcile.js';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { NS_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-client/resource.js';
-import { SysVersionSpec, encodeSpec } from '../../src/omni-client/specs.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { NS_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-api/resource.js';
+import { SysVersionSpec } from '../../src/omni-api/specs/messages.js';
+import { encodeSpec } from '../../src/omni-api/specs/codec.js';
 
 const ID = 'bare-metal';
 const U1 = '11111111-1111-1111-1111-111111111111';

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, provisionedRequest, res } from '../helpers/provider-fixtures.js';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { NS_INFRA_PROVIDER, T, newMetadata, providerNamespace, providerType } from '../../src/omni-client/resource.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { NS_INFRA_PROVIDER, T, newMetadata, providerNamespace, providerType } from '../../src/omni-api/resource.js';
 import { GatewayState, type StateTransport } from '../../src/omni-client/state.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';
 import { takeSnapshot } from '../../src/provider/snapshot.js';

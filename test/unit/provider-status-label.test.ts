@@ -6,7 +6,7 @@ import { bareMetalMachine, reconcileOptions, res } from '../helpers/provider-fix
 import { reconcile } from '../../src/provider/reconcile.js';
 import type { ReconcileOptions } from '../../src/provider/reconcile.js';
 import { silentLogger } from '../../src/log.js';
-import { LABEL_IS_STATIC_INFRA_PROVIDER, NS_INFRA_PROVIDER, T } from '../../src/omni-client/resource.js';
+import { LABEL_IS_STATIC_INFRA_PROVIDER, NS_INFRA_PROVIDER, T } from '../../src/omni-api/resource.js';
 import type { ProfileOption } from '../../src/provider/profile.js';
 
 const ID = 'bare-metal';

@@ -4,11 +4,12 @@ import type { Identity, SimEvent, StateApi, WatchParams } from '../../src/omni-s
 import { INTERNAL } from '../../src/omni-sim/api.js';
 import { SimStore } from '../../src/omni-sim/store.js';
 import { EMPTY_QUERY } from '../../src/omni-sim/query.js';
-import { OmniError } from '../../src/omni-client/errors.js';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { LABEL_INFRA_PROVIDER_ID as L, newMetadata, T } from '../../src/omni-client/resource.js';
-import { EventType } from '../../src/omni-client/wire.js';
-import { encodeSpec, MachineRequestSpec } from '../../src/omni-client/specs.js';
+import { OmniError } from '../../src/omni-api/errors.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { LABEL_INFRA_PROVIDER_ID as L, newMetadata, T } from '../../src/omni-api/resource.js';
+import { EventType } from '../../src/omni-api/wire.js';
+import { encodeSpec } from '../../src/omni-api/specs/codec.js';
+import { MachineRequestSpec } from '../../src/omni-api/specs/messages.js';
 
 const BM: Identity = { name: 'infra-provider:bare-metal', email: 'bare-metal@infra-provider.serviceaccount.omni.sidero.dev', role: 'InfraProvider', providerId: 'bare-metal' };
 const READER: Identity = { name: 'r@example.org', email: 'r@example.org', role: 'Reader' };

@@ -6,7 +6,7 @@ import * as openpgp from 'openpgp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { IdentityError, IdentityRegistry, metadataFromHeaders } from '../../src/omni-sim/auth.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
-import { InternalError, UnauthenticatedError } from '../../src/omni-client/errors.js';
+import { InternalError, UnauthenticatedError } from '../../src/omni-api/errors.js';
 
 const METHOD = '/cosi.resource.State/Get';
 const NOW = Date.now();

@@ -2,8 +2,8 @@
 // (as the real-Omni recordings show), in memory, and the controllers' cache; Go's %q.
 
 import { describe, expect, it } from 'vitest';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { newMetadata } from '../../src/omni-client/resource.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { newMetadata } from '../../src/omni-api/resource.js';
 import type { Identity } from '../../src/omni-sim/api.js';
 import { backendOf, goQuote, goQuoteRune } from '../../src/omni-sim/backend.js';
 import { SimStore } from '../../src/omni-sim/store.js';

@@ -1,9 +1,10 @@
 // What the sim does differently by Omni version at its gateway (src/omni-sim/behaviour.ts).
 
 import { describe, expect, it } from 'vitest';
-import { T } from '../../src/omni-client/resource.js';
-import { encodeSpec, InfraMachineSpec, InfraProviderStatusSpec } from '../../src/omni-client/specs.js';
-import { gatewayBehaviour, renderYamlSpecAt } from '../../src/omni-sim/behaviour.js';
+import { T } from '../../src/omni-api/resource.js';
+import { encodeSpec } from '../../src/omni-api/specs/codec.js';
+import { InfraMachineSpec, InfraProviderStatusSpec } from '../../src/omni-api/specs/messages.js';
+import { gatewayBehaviour, renderYamlSpec } from '../../src/omni-sim/behaviour.js';
 import { parseVersion } from '../../src/omni-sim/version.js';
 
 const machine: InfraMachineSpec = {
@@ -14,21 +15,21 @@ const machine: InfraMachineSpec = {
 describe('yaml_spec as the Omni version renders it', () => {
   it('leaves out fields the version does not have, even when the bytes carry them', () => {
     const bytes = encodeSpec(InfraMachineSpec, machine);
-    const old = renderYamlSpecAt(T.InfraMachine, bytes, parseVersion('1.3.4'));
+    const old = renderYamlSpec(T.InfraMachine, bytes, parseVersion('1.3.4'));
     expect(old).toBe('preferredpowerstate: 1\nacceptancestatus: 0\nclustertalosversion: ""\nextensions: []\nwipeid: ""\nextrakernelargs: ""\n' +
       'requestedrebootid: ""\ncordoned: false\ninstalleventid: 0\nnodeuniquetoken: ""\n');
-    expect(renderYamlSpecAt(T.InfraMachine, bytes, parseVersion('1.8.0'))).toBe(`${old}poweroffrequestid: off-1\n`);
+    expect(renderYamlSpec(T.InfraMachine, bytes, parseVersion('1.8.0'))).toBe(`${old}poweroffrequestid: off-1\n`);
   });
 
   it('renders an InfraProviderStatus without `version` before 1.10 (neither recording has it)', () => {
     const bytes = encodeSpec(InfraProviderStatusSpec, { schema: '', name: 'Recorded', description: '', icon: '', version: '' });
     const base = 'schema: ""\nname: Recorded\ndescription: ""\nicon: ""\n';
-    expect(renderYamlSpecAt(T.InfraProviderStatus, bytes, parseVersion('1.9.3'))).toBe(base);
-    expect(renderYamlSpecAt(T.InfraProviderStatus, bytes, parseVersion('1.10.0'))).toBe(`${base}version: ""\n`);
+    expect(renderYamlSpec(T.InfraProviderStatus, bytes, parseVersion('1.9.3'))).toBe(base);
+    expect(renderYamlSpec(T.InfraProviderStatus, bytes, parseVersion('1.10.0'))).toBe(`${base}version: ""\n`);
   });
 
   it('has no rendering for types without a schema', () => {
-    expect(renderYamlSpecAt('MachineStatus.rec.infraprovider.example', new Uint8Array(), parseVersion('1.9.3'))).toBeUndefined();
+    expect(renderYamlSpec('MachineStatus.rec.infraprovider.example', new Uint8Array(), parseVersion('1.9.3'))).toBeUndefined();
   });
 });
 

@@ -3,10 +3,11 @@ import { C, ControllerError, startOmniControllers, type ControllerStore, type Om
 import { INTERNAL } from '../../src/omni-sim/api.js';
 import { SimStore } from '../../src/omni-sim/store.js';
 import { EMPTY_QUERY } from '../../src/omni-sim/query.js';
-import type { Pointer, Resource } from '../../src/omni-client/resource.js';
-import { LABEL_INFRA_PROVIDER_ID as L, LABEL_MACHINE_REQUEST_SET, newMetadata, T } from '../../src/omni-client/resource.js';
-import { encodeSpec, MachineRequestStatusSpec } from '../../src/omni-client/specs.js';
-import { OmniError } from '../../src/omni-client/errors.js';
+import type { Pointer, Resource } from '../../src/omni-api/resource.js';
+import { LABEL_INFRA_PROVIDER_ID as L, LABEL_MACHINE_REQUEST_SET, newMetadata, T } from '../../src/omni-api/resource.js';
+import { encodeSpec } from '../../src/omni-api/specs/codec.js';
+import { MachineRequestStatusSpec } from '../../src/omni-api/specs/messages.js';
+import { OmniError } from '../../src/omni-api/errors.js';
 import { takeControllerFailures } from '../setup.js';
 
 const UUID = '6f9c0000-0000-4000-8000-000000000001';

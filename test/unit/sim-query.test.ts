@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { newMetadata, type Metadata } from '../../src/omni-client/resource.js';
-import { LabelTermOperation as Op } from '../../src/omni-client/wire.js';
+import { newMetadata, type Metadata } from '../../src/omni-api/resource.js';
+import { LabelTermOperation as Op } from '../../src/omni-api/wire.js';
 import { compileIdRegexp, compileQuery, numericValue, queryFromWire } from '../../src/omni-sim/query.js';
 import type { LabelTermQ } from '../../src/omni-sim/api.js';
 

@@ -5,8 +5,8 @@
 
 import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { describe, expect, it } from 'vitest';
-import { DeadlineExceededError, ResourceExhaustedError } from '../../src/omni-client/errors.js';
-import { newMetadata, type Resource } from '../../src/omni-client/resource.js';
+import { DeadlineExceededError, ResourceExhaustedError } from '../../src/omni-api/errors.js';
+import { newMetadata, type Resource } from '../../src/omni-api/resource.js';
 import type { Identity } from '../../src/omni-sim/api.js';
 import { Faults, faultConfigFromPlain, faultConfigToPlain, FaultConfigError } from '../../src/omni-sim/faults.js';
 import { SimStore } from '../../src/omni-sim/store.js';

@@ -2,46 +2,13 @@ import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import {
-  AcceptanceStatus,
-  BareMetalMachineStatusSpec,
-  BMCConfigSpec,
-  BMCConfigurationSpec,
-  ConfigPatchSpec,
-  ConnectionParamsSpec,
-  decodeSpec,
-  encodeSpec,
-  formatTimestamp,
-  InfraMachineSpec,
-  InfraMachineStatusSpec,
-  InfraProviderHealthStatusSpec,
-  InfraProviderSpec,
-  InfraProviderStatusSpec,
-  MachineRegistrationSpec,
-  MachineRequestSetSpec,
-  MachineRequestSpec,
-  MachineRequestStage,
-  MachineRequestStatusSpec,
-  MachineSpec,
-  parseTimestamp,
-  PowerOperationSpec,
-  ProviderJoinConfigSpec,
-  RebootStatusSpec,
-  renderYamlSpec,
-  SiderolinkAPIConfigSpec,
-  SiderolinkSpec,
-  SpecError,
-  specFromPlain,
-  specSchemaForType,
-  specToPlain,
-  SysVersionSpec,
-  TLSConfigSpec,
-  updateSpec,
-  WipeStatusSpec,
-  type FieldSchema,
-  type MessageSchema,
-  type SpecValue,
-} from '../../src/omni-client/specs.js';
+import { AcceptanceStatus, BareMetalMachineStatusSpec, BMCConfigSpec, BMCConfigurationSpec, ConfigPatchSpec, ConnectionParamsSpec, InfraMachineSpec, InfraMachineStatusSpec, InfraProviderHealthStatusSpec, InfraProviderSpec, InfraProviderStatusSpec, MachineRegistrationSpec, MachineRequestSetSpec, MachineRequestSpec, MachineRequestStage, MachineRequestStatusSpec, MachineSpec, PowerOperationSpec, ProviderJoinConfigSpec, RebootStatusSpec, SiderolinkAPIConfigSpec, SiderolinkSpec, SysVersionSpec, TLSConfigSpec, WipeStatusSpec } from '../../src/omni-api/specs/messages.js';
+import { decodeSpec, encodeSpec, updateSpec } from '../../src/omni-api/specs/codec.js';
+import { formatTimestamp, parseTimestamp } from '../../src/omni-api/specs/timestamp.js';
+import { specSchemaForType } from '../../src/omni-api/specs/specs.js';
+import { renderYamlSpec } from '../../src/omni-sim/behaviour.js';
+import { SpecError, type FieldSchema, type MessageSchema, type SpecValue } from '../../src/omni-api/specs/schema.js';
+import { specFromPlain, specToPlain } from '../../src/omni-sim/plain.js';
 
 type AnySchema = MessageSchema<unknown>;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { escapeControl, escapeControlIn, inertJson } from '../../src/untrusted.js';
+import { escapeControl, escapeControlIn, inertJson } from '../../src/omni-api/untrusted.js';
 
 describe('escapeControl', () => {
   it('leaves ordinary text alone, non-ASCII letters and emoji included', () => {

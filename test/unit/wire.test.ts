@@ -8,8 +8,8 @@ import {
   WatchRequestSchema,
   WireError,
   ResourceSchema,
-} from '../../src/omni-client/wire.js';
-import { newMetadata } from '../../src/omni-client/resource.js';
+} from '../../src/omni-api/wire.js';
+import { newMetadata } from '../../src/omni-api/resource.js';
 
 describe('wire JSON codec', () => {
   it('omits zero values but keeps set optional fields, even when empty', () => {

@@ -3,9 +3,9 @@
 // branch of the conflict loop is reached: bounded attempts, what is read again, what is thrown.
 
 import { describe, expect, it } from 'vitest';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError, PermissionDeniedError, UnavailableError } from '../../src/omni-client/errors.js';
-import { newMetadata, type Pointer, type Resource } from '../../src/omni-client/resource.js';
-import type { CoreState, UpdateOptions } from '../../src/omni-client/types.js';
+import { FailedPreconditionError, InvalidArgumentError, NotFoundError, PermissionDeniedError, UnavailableError } from '../../src/omni-api/errors.js';
+import { newMetadata, type Pointer, type Resource } from '../../src/omni-api/resource.js';
+import type { CoreState, UpdateOptions } from '../../src/omni-api/state.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';
 
 const P: Pointer = { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: 'm1' };

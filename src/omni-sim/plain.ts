@@ -4,10 +4,10 @@
 // lower case). A key the message does not have is an error naming it: a typo in a scenario must not
 // silently become a zero value.
 
-import type { FieldSchema, MessageSchema, SpecValue } from './schema.js';
-import { omnictlKey, SpecError } from './schema.js';
-import { emptySpec } from './codec.js';
-import { formatTimestamp, parseTimestamp } from './timestamp.js';
+import type { FieldSchema, MessageSchema, SpecValue } from '../omni-api/specs/schema.js';
+import { omnictlKey, SpecError } from '../omni-api/specs/schema.js';
+import { emptySpec } from '../omni-api/specs/codec.js';
+import { formatTimestamp, parseTimestamp } from '../omni-api/specs/timestamp.js';
 
 type AnySchema = MessageSchema<unknown>;
 

@@ -1,19 +1,11 @@
-// Spec codecs of the messages the stub reads or writes, and which resource type carries which.
-// Tables live in specs/messages.ts; the binary codec in specs/codec.ts; YAML-friendly plain objects
-// in specs/plain.ts. Types not listed here stay opaque `proto_spec` bytes.
+// src/omni-api/specs: the spec messages the stub reads or writes, and which resource type carries
+// which. The tables are specs/messages.ts (built with schema.ts); the binary codec is codec.ts, Omni's
+// Timestamp text timestamp.ts. Types not listed here stay opaque `proto_spec` bytes. (The YAML forms
+// of scenarios and dumps are the sim's: src/omni-sim/plain.ts.)
 
-import { stringify } from 'yaml';
-import { T } from './resource.js';
-import { decodeSpec } from './specs/codec.js';
-import * as M from './specs/messages.js';
-import { specToPlain } from './specs/plain.js';
-import type { MessageSchema } from './specs/schema.js';
-
-export * from './specs/schema.js';
-export * from './specs/codec.js';
-export * from './specs/plain.js';
-export * from './specs/messages.js';
-export { formatTimestamp, parseTimestamp, type TimestampParts } from './specs/timestamp.js';
+import { T } from '../resource.js';
+import * as M from './messages.js';
+import type { MessageSchema } from './schema.js';
 
 type AnySchema = MessageSchema<unknown>;
 
@@ -62,16 +54,4 @@ export function specSchemaForType(type: string): MessageSchema<unknown> | undefi
   // `<Name>.<id>.infraprovider.sidero.dev`: a non-empty provider ID between name and suffix.
   if (dot <= 0 || dot + 1 >= type.length - PROVIDER_TYPE_SUFFIX.length) return undefined;
   return PROVIDER_SPEC_SCHEMAS.get(type.slice(0, dot));
-}
-
-/**
- * The spec as `omnictl get -o yaml` shows it (keys without underscores, 4-space indent), or
- * `undefined` for a type without a schema here. Throws SpecError when the bytes do not decode.
- * Unknown fields are not shown (Go's YAML encoder does not show them either).
- */
-export function renderYamlSpec(type: string, bytes: Uint8Array): string | undefined {
-  const schema = specSchemaForType(type);
-  if (!schema) return undefined;
-  const { value } = decodeSpec(schema, bytes);
-  return stringify(specToPlain(schema, value, 'omnictl'), { indent: 4, indentSeq: true });
 }

@@ -3,7 +3,7 @@
 // messages.ts. No code generation: the codec in codec.ts walks these tables with @bufbuild/protobuf's
 // wire primitives.
 
-import { ClientError } from '../errors.js';
+import { ApiError } from '../errors.js';
 
 export type FieldKind =
   | 'string'
@@ -74,7 +74,7 @@ export function attachUnknownFields<T extends object>(value: T, unknown: Unknown
 }
 
 /** A spec value, plain object or byte string that does not fit its schema. */
-export class SpecError extends ClientError {
+export class SpecError extends ApiError {
   constructor(code: SpecErrorCode, message: string, options?: { cause?: unknown }) {
     super(code, message, options);
     this.name = 'SpecError';

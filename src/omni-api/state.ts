@@ -1,7 +1,7 @@
 // The State API as the rest of the program sees it, in two layers as cosi-project/runtime has them:
-// a CoreState (get, list, watch, create, update, destroy) is a backend (`state.ts` GatewayState over
-// Omni's gateway; in tests, the sim's store); a State is a CoreState wrapped by `wrap.ts`, which
-// writes teardown, removeFinalizers and update-with-conflicts once, over any backend.
+// a CoreState (get, list, watch, create, update, destroy) is a backend (the client's GatewayState over
+// Omni's gateway; in tests, the sim's store); a State is a CoreState wrapped by the client's `wrap.ts`,
+// which writes teardown, removeFinalizers and update-with-conflicts once, over any backend.
 
 import type { NotFoundError } from './errors.js';
 import type { Phase, Pointer, Resource } from './resource.js';
