@@ -8,7 +8,7 @@ import { NS_INFRA_PROVIDER, providerNamespace, providerType, T } from '../src/om
 import type { State } from '../src/omni-api/state.js';
 import { NotFoundError } from '../src/omni-api/errors.js';
 import { isOmniError } from '../src/omni-client/errors.js';
-import { BARE_METAL_FINALIZER_NAMES } from '../src/omni-sim/generate.js';
+import { BARE_METAL_FINALIZER_NAMES } from '../src/omni-sim/scenario/generate.js';
 
 /** Output type of each bare-metal controller, in `infra-provider:<id>` unless it is the status. */
 const OUTPUT_OF: Record<(typeof BARE_METAL_FINALIZER_NAMES)[number], string> = {

@@ -21,10 +21,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import yargs from 'yargs';
 import { measureBareHttp } from './bare-http.js';
 import { startLink, type Link } from './link.js';
-import { COMPRESSION_POLICIES } from '../src/omni-client/compression.js';
+import { COMPRESSION_POLICIES } from '../src/omni-client/transport/compression.js';
 import { createOmniClient } from '../src/omni-client/client.js';
 import { providerNamespace, providerType } from '../src/omni-api/resource.js';
-import { machineUuid } from '../src/omni-sim/generate.js';
+import { machineUuid } from '../src/omni-sim/scenario/generate.js';
 import { hideBin } from 'yargs/helpers';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -50,7 +50,7 @@ const args = yargs(hideBin(process.argv))
   .option('throttle-max-wait-ms', { type: 'number', describe: "the budget's maxWait (default Omni's, 30 s)" })
   .option('pin', { type: 'boolean', default: false, describe: 'run the main run with the sim on CPU 0 and the stub on CPU 1 (taskset), as a stub that runs elsewhere than Omni' })
   .option('pinned-run', { type: 'boolean', default: true, describe: 'then a pinned run: a fresh sim on CPU 0, the stub (and the transport probe) on CPU 1; --no-pinned-run skips it (so does --pin, or fewer than 2 CPUs)' })
-  .option('compression', { choices: COMPRESSION_POLICIES, describe: 'which calls the stub asks gzip for (src/omni-client/compression.ts; default: its own default, auto); --via lib only' })
+  .option('compression', { choices: COMPRESSION_POLICIES, describe: 'which calls the stub asks gzip for (src/omni-client/transport/compression.ts; default: its own default, auto); --via lib only' })
   .parseSync();
 
 const PER_MACHINE = 9;

@@ -1,5 +1,5 @@
 // The benchmark's simulated Omni, in a process of its own so that the stub's CPU and memory are
-// measured apart from the server's. Builds the scenario in code (src/omni-sim/generate.ts), serves it
+// measured apart from the server's. Builds the scenario in code (src/omni-sim/scenario/generate.ts), serves it
 // on 127.0.0.1:0 with the requested latency, prints one ready line (JSON: endpoint, key) on stdout,
 // then answers line commands on stdin:
 //   stats  -> one JSON line: calls served by method, the kinds listed or watched, what is left of
@@ -15,8 +15,8 @@ import { tuneGc } from '../src/gc-tuning.js';
 import type { Resource } from '../src/omni-api/resource.js';
 import diagnostics from 'node:diagnostics_channel';
 import type { StateApi } from '../src/omni-sim/api.js';
-import { createAccessApi } from '../src/omni-sim/access.js';
-import { generateScenario } from '../src/omni-sim/generate.js';
+import { createAccessApi } from '../src/omni-sim/access/access.js';
+import { generateScenario } from '../src/omni-sim/scenario/generate.js';
 import { createSim } from '../src/omni-sim/index.js';
 
 const args = yargs(hideBin(process.argv))

@@ -7,12 +7,12 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { createOmniClient } from '../src/omni-client/client.js';
-import { COMPRESSION_POLICIES } from '../src/omni-client/compression.js';
+import { COMPRESSION_POLICIES } from '../src/omni-client/transport/compression.js';
 import { tuneGc } from '../src/gc-tuning.js';
 import { createLogger, silentLogger } from '../src/log.js';
-import { reconcile } from '../src/provider/reconcile.js';
+import { reconcile } from '../src/provider/run/reconcile.js';
 import { VERSION } from '../src/version.js';
-import { machineUuid } from '../src/omni-sim/generate.js';
+import { machineUuid } from '../src/omni-sim/scenario/generate.js';
 import { naiveReleaseMachine, naiveReleaseRequest } from './naive.js';
 
 const args = yargs(hideBin(process.argv))

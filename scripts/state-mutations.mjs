@@ -10,8 +10,8 @@
 
 import { checkMutations } from './mutations.mjs';
 
-const STORE = 'src/omni-sim/store.ts';
-const STORE_WATCH = 'src/omni-sim/store-watch.ts';
+const STORE = 'src/omni-sim/store/store.ts';
+const STORE_WATCH = 'src/omni-sim/store/watch.ts';
 
 const MUTATIONS = [
   { name: 'a version conflict is answered as success', file: STORE,

@@ -1,11 +1,11 @@
 // Runs in every test file (vitest `setupFiles`): an error inside the simulated Omni's controllers
-// (src/omni-sim/controllers.ts) fails the test during which it happened. The controllers run on
+// (src/omni-sim/controllers/controllers.ts) fails the test during which it happened. The controllers run on
 // their own macrotasks, so nothing else would see it: Omni would log it and go on, and a test
 // could pass on a sim that quietly stopped reconciling. One that happens between two tests fails
 // the next one; after the last, the file.
 
 import { afterAll, afterEach } from 'vitest';
-import { onControllerFailure, type ControllerError } from '../src/omni-sim/controllers.js';
+import { onControllerFailure, type ControllerError } from '../src/omni-sim/controllers/controllers.js';
 
 const failures: ControllerError[] = [];
 onControllerFailure((f) => failures.push(f));

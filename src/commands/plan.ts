@@ -7,12 +7,12 @@ import type { Logger } from '../log.js';
 import type { State } from '../omni-api/state.js';
 import { NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, providerNamespace, T } from '../omni-api/resource.js';
 import { VERSION } from '../version.js';
-import { preflight } from '../provider/preflight.js';
-import type { PreflightResult } from '../provider/preflight.js';
-import { buildPlan } from '../provider/plan.js';
-import type { Plan } from '../provider/plan.js';
-import { planReport } from '../provider/report.js';
-import { takeSnapshot } from '../provider/snapshot.js';
+import { preflight } from '../provider/run/preflight.js';
+import type { PreflightResult } from '../provider/run/preflight.js';
+import { buildPlan } from '../provider/plan/plan.js';
+import type { Plan } from '../provider/plan/plan.js';
+import { planReport } from '../provider/report/report.js';
+import { takeSnapshot } from '../provider/read/snapshot.js';
 import { defineCommand, nonEmpty, once } from './options.js';
 import type { Given, OptionTable } from './options.js';
 import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
@@ -100,11 +100,11 @@ function liveProviderRefusal(id: string, pre: PreflightResult): PreflightError {
 
 /**
  * `--from-dump`: the dump served read-only in this process as the provider's account would see it
- * (src/omni-sim/dump-state.ts), planned by the same code. Missing what the plan needs is a usage
+ * (src/omni-sim/scenario/dump-state.ts), planned by the same code. Missing what the plan needs is a usage
  * error naming it; what a dump cannot hold is said in the result's `offline` note.
  */
 async function planFromDump(c: PlanConfig, { value, file }: { value: string; file: string }, log: Logger, sig: Signals): Promise<Result> {
-  const [{ loadScenarioFile, ScenarioError }, { dumpState, summarizeDump }] = await Promise.all([import('../omni-sim/scenario.js'), import('../omni-sim/dump-state.js')]);
+  const [{ loadScenarioFile, ScenarioError }, { dumpState, summarizeDump }] = await Promise.all([import('../omni-sim/scenario/scenario.js'), import('../omni-sim/scenario/dump-state.js')]);
   let scenario;
   try {
     scenario = await loadScenarioFile(file);

@@ -10,13 +10,13 @@
 // pino-pretty's lines on the same stream, which a bar library would not do for us; this is a few lines.
 
 import { Writable } from 'node:stream';
-import type { ItemEnded, ReconcileProgress } from '../provider/reconcile.js';
-import { describeThrottling } from '../provider/report.js';
+import type { ItemEnded, ReconcileProgress } from '../provider/run/reconcile.js';
+import { describeThrottling } from '../provider/report/report.js';
 import { escapeControl } from '../omni-api/untrusted.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 
 export type ProgressCounts = ReconcileProgress;
-/** What the progress line says of back-pressure (omni-client/pressure.ts ThrottlingStats). */
+/** What the progress line says of back-pressure (omni-client/write/pressure.ts ThrottlingStats). */
 export interface Throttled {
   signals: number;
   waitedMs: number;

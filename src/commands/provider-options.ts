@@ -166,7 +166,7 @@ export async function connect(c: ConnectionConfig, io: Io, logger: Logger, onWri
     logger,
     connections: c.concurrency,
     limits: { listItems: c.maxListItems },
-    // Writes in flight adapt to back-pressure between 1 and --concurrency (omni-client/pressure.ts).
+    // Writes in flight adapt to back-pressure between 1 and --concurrency (omni-client/write/pressure.ts).
     backPressure: { maxWritesInFlight: c.concurrency, ...backPressure },
     ...(onWrite ? { onWrite } : {}),
   });

@@ -157,6 +157,6 @@ async function serve(c: SimConfig): Promise<void> {
  * it: `run` and `plan` do not, and loading it with every command added ~16 MB to their resident memory.
  */
 export async function loadSim() {
-  const [index, scenario, tls, dump] = await Promise.all([import('../omni-sim/index.js'), import('../omni-sim/scenario.js'), import('../omni-sim/tls.js'), import('../omni-sim/dump-state.js')]);
+  const [index, scenario, tls, dump] = await Promise.all([import('../omni-sim/index.js'), import('../omni-sim/scenario/scenario.js'), import('../omni-sim/gateway/tls.js'), import('../omni-sim/scenario/dump-state.js')]);
   return { createSim: index.createSim, loadScenarioFile: scenario.loadScenarioFile, parseFaults: scenario.parseFaults, ScenarioError: scenario.ScenarioError, generateSelfSignedCert: tls.generateSelfSignedCert, summarizeDump: dump.summarizeDump };
 }

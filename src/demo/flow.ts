@@ -16,8 +16,8 @@ import { decodeSpec } from '../omni-api/specs/codec.js';
 import { INTERNAL } from '../omni-sim/api.js';
 import { createSim } from '../omni-sim/index.js';
 import type { Sim } from '../omni-sim/index.js';
-import type { Report } from '../provider/report.js';
-import { renderText } from '../provider/report.js';
+import type { Report } from '../provider/report/report.js';
+import { renderText } from '../provider/report/report.js';
 import { DEMO, demoScenario } from './scenario.js';
 
 export interface DemoOptions {

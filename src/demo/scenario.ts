@@ -15,7 +15,7 @@ import {
 import type { Metadata, Phase } from '../omni-api/resource.js';
 import { AcceptanceStatus, BMCConfigurationSpec, InfraMachineSpec, InfraMachineStatusPowerState, InfraMachineStatusSpec, InfraProviderHealthStatusSpec, InfraProviderStatusSpec, MachineRequestSetSpec, MachineRequestSpec, MachineRequestStage, MachineRequestStatusSpec, SysVersionSpec } from '../omni-api/specs/messages.js';
 import { encodeSpec } from '../omni-api/specs/codec.js';
-import type { Scenario } from '../omni-sim/scenario.js';
+import type { Scenario } from '../omni-sim/scenario/scenario.js';
 import { atLeast } from '../omni-sim/version.js';
 import { BARE_METAL_CONTROLLERS, HEALTH_STATUS_CONTROLLER, PROVISION_CONTROLLER } from '../provider/profile.js';
 

@@ -87,7 +87,7 @@ export class ApiError extends Error {
   readonly retriable: boolean;
   readonly method: string | undefined;
   readonly resource: Pointer | undefined;
-  /** The answer's `Retry-After`, in ms from when it arrived (status.ts); undefined when it had none. */
+  /** The answer's `Retry-After`, in ms from when it arrived (the client's transport/status.ts); undefined when it had none. */
   readonly retryAfterMs: number | undefined;
   readonly httpStatus: number | undefined;
 

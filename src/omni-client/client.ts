@@ -2,13 +2,13 @@
 // gateway's CoreState, its writes under back-pressure control (pressure.ts), wrapped by wrap.ts).
 
 import { silentLogger } from '../log.js';
-import { loadServiceAccountKey, parseServiceAccountKey, Signer, type ServiceAccountKey } from './auth.js';
-import { withBackPressure, type BackPressureOptions, type ThrottlingStats } from './pressure.js';
-import { GatewayState } from './state.js';
-import type { DispatcherKind } from './dispatcher.js';
-import { Transport, type TransportOptions } from './transport.js';
+import { loadServiceAccountKey, parseServiceAccountKey, Signer, type ServiceAccountKey } from './transport/auth.js';
+import { withBackPressure, type BackPressureOptions, type ThrottlingStats } from './write/pressure.js';
+import { GatewayState } from './gateway-state.js';
+import type { DispatcherKind } from './transport/dispatcher.js';
+import { Transport, type TransportOptions } from './transport/transport.js';
 import type { State } from '../omni-api/state.js';
-import type { WriteObserver } from './write-observer.js';
+import type { WriteObserver } from './write/observer.js';
 import { wrapCore } from './wrap.js';
 
 /** The transport's options (transport.ts), with the key in place of a signer. */
@@ -17,7 +17,7 @@ export interface OmniClientOptions extends Omit<TransportOptions, 'endpoint' | '
   endpoint: string;
   /** The OMNI_SERVICE_ACCOUNT_KEY value, or a key already loaded (see auth.ts loadServiceAccountKey). */
   key: string | ServiceAccountKey;
-  /** Told of every write before it is sent and of its outcome (state.ts); the audit log. */
+  /** Told of every write before it is sent and of its outcome (gateway-state.ts); the audit log. */
   onWrite?: WriteObserver;
   /** How writes ride out back-pressure (pressure.ts); the most in flight defaults to `connections`. */
   backPressure?: Partial<Omit<BackPressureOptions, 'logger' | 'now' | 'delay' | 'random'>>;

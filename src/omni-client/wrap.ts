@@ -1,4 +1,4 @@
-// A State over any CoreState (types.ts), in the manner of cosi-project/runtime's pkg/state/wrap.go:
+// A State over any CoreState (src/omni-api/state.ts), in the manner of cosi-project/runtime's pkg/state/wrap.go:
 // teardown, removeFinalizers and the update-with-conflicts loop under both are written once here,
 // and every backend (the gateway client, the sim's store in tests, the provider tests' double) gets
 // them from here. The rules are docs/design.md's rules 3 and 4:
@@ -18,7 +18,7 @@ import { CanceledError, type NotFoundError } from '../omni-api/errors.js';
 import { hasCode } from './errors.js';
 import type { Pointer, Resource } from '../omni-api/resource.js';
 import { PHASE_RUNNING, PHASE_TEARING_DOWN, cloneResource, pointerOf } from '../omni-api/resource.js';
-import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './retry.js';
+import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './transport/retry.js';
 import type {
   CallOptions,
   CoreState,

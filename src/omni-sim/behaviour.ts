@@ -5,7 +5,7 @@
 import { stringify } from 'yaml';
 import { decodeSpec } from '../omni-api/specs/codec.js';
 import { specSchemaForType } from '../omni-api/specs/specs.js';
-import { specToPlain } from './plain.js';
+import { specToPlain } from './scenario/plain.js';
 import { type FieldSchema, type MessageSchema } from '../omni-api/specs/schema.js';
 import { atLeast, parseVersion, type OmniVersion } from './version.js';
 

@@ -3,15 +3,15 @@
 // faults and Omni's own controllers for the scenario's Omni version.
 
 import type { Identity, SimClock, StateApi } from './api.js';
-import { createAccessApi } from './access.js';
+import { createAccessApi } from './access/access.js';
 import { gatewayBehaviour } from './behaviour.js';
-import { type ControllerError, type OmniControllers, startOmniControllers } from './controllers.js';
-import { createAuthenticate, IdentityRegistry } from './auth.js';
-import { type FaultConfig, Faults } from './faults.js';
-import { generateKey, type GeneratedKey } from './keys.js';
-import { parseScenario, dumpScenario, type Scenario } from './scenario.js';
-import { type Authenticator, Gateway, listen } from './server.js';
-import { SimStore } from './store.js';
+import { type ControllerError, type OmniControllers, startOmniControllers } from './controllers/controllers.js';
+import { createAuthenticate, IdentityRegistry } from './access/identities.js';
+import { type FaultConfig, Faults } from './gateway/faults.js';
+import { generateKey, type GeneratedKey } from './scenario/keys.js';
+import { parseScenario, dumpScenario, type Scenario } from './scenario/scenario.js';
+import { type Authenticator, Gateway, listen } from './gateway/server.js';
+import { SimStore } from './store/store.js';
 import { parseVersion } from './version.js';
 import type { Pointer, Resource } from '../omni-api/resource.js';
 import { newMetadata, NS_EPHEMERAL, T } from '../omni-api/resource.js';

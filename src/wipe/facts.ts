@@ -1,5 +1,5 @@
 // MachineFacts from the BMC data Omni or the bare-metal provider keeps. Takes the decoded specs as
-// plain objects (src/omni-client/specs.ts decodes the protobuf bytes):
+// plain objects (src/omni-api/specs/specs.ts decodes the protobuf bytes):
 //   bare-metal BMCConfigurationSpec: { ipmi: { address, port, username, password }, api: { address } }
 //   Omni infra.BMCConfigSpec:        { config: { ipmi: {...}, api: {...} } }
 // Proto3 defaults ("" and 0) mean "not set".

@@ -12,8 +12,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Resource } from '../../src/omni-api/resource.js';
-import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario.js';
-import type { Report } from '../../src/provider/report.js';
+import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario/scenario.js';
+import type { Report } from '../../src/provider/report/report.js';
 import { cleanEnv, MAIN, requireBuiltCli, runCli, scratchDirEachTest } from '../helpers/cli-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -3,7 +3,7 @@
 // unknown variable named as one, the command line winning), and colour (NO_COLOR, --no-color).
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { generateScenario } from '../../src/omni-sim/generate.js';
+import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { cleanEnv, requireBuiltCli, runCli } from '../helpers/cli-process.js';
 

@@ -15,7 +15,7 @@ import path from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
 import { T } from '../../src/omni-api/resource.js';
 import { sysVersionResource } from '../../src/omni-sim/index.js';
-import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario.js';
+import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario/scenario.js';
 
 /** The shell blocks (```sh, ```bash, ```shell) of a Markdown text, indentation of list items removed. */
 export function shellBlocks(markdown: string): string[] {

@@ -13,7 +13,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { T, type Resource } from '../../src/omni-api/resource.js';
-import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/generate.js';
+import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { wireResource } from '../helpers/fake-gateway.js';
 import { startTamperProxy, writeEndlessly, type TamperProxy, type TamperRule } from '../helpers/tamper-proxy.js';

@@ -13,12 +13,12 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Pointer } from '../../src/omni-api/resource.js';
 import { T } from '../../src/omni-api/resource.js';
-import { createAccessApi } from '../../src/omni-sim/access.js';
+import { createAccessApi } from '../../src/omni-sim/access/access.js';
 import type { StateApi } from '../../src/omni-sim/api.js';
-import { generateScenario } from '../../src/omni-sim/generate.js';
+import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import type { AuditEntry, AuditIntent, AuditOutcome } from '../../src/provider/audit.js';
-import type { Report } from '../../src/provider/report.js';
+import type { AuditEntry, AuditIntent, AuditOutcome } from '../../src/provider/report/audit.js';
+import type { Report } from '../../src/provider/report/report.js';
 import { MAIN, requireBuiltCli, scratchDirEachTest } from '../helpers/cli-process.js';
 import { forward, startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { loadScenarioFile } from '../../src/omni-sim/scenario.js';
+import { loadScenarioFile } from '../../src/omni-sim/scenario/scenario.js';
 import { cleanEnv, requireBuiltCli, runCli, scratchDirEachTest, startCli } from '../helpers/cli-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAIN, requireBuiltCli } from '../helpers/cli-process.js';
-import { parseScenario } from '../../src/omni-sim/scenario.js';
+import { parseScenario } from '../../src/omni-sim/scenario/scenario.js';
 import { startWithReadyLine, type Child } from '../helpers/child-process.js';
 import { signHeaders } from '../helpers/raw-client.js';
 

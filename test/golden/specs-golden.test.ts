@@ -18,7 +18,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { decodeSpec, encodeSpec } from '../../src/omni-api/specs/codec.js';
 import { SpecError, unknownFieldsOf } from '../../src/omni-api/specs/schema.js';
-import { specFromPlain, specToPlain } from '../../src/omni-sim/plain.js';
+import { specFromPlain, specToPlain } from '../../src/omni-sim/scenario/plain.js';
 import { goPeer } from '../helpers/peers.js';
 import {
   allSchemas, fromB64, goFilter, goVectors, hex, sharedVectorFiles, toB64, wireFields,
@@ -44,7 +44,7 @@ interface Ours {
 
 function ours(v: GoldenVector): Ours {
   const schema = schemas.get(v.message);
-  if (!schema) throw new Error(`no codec for ${v.message} in src/omni-client/specs/messages.ts`);
+  if (!schema) throw new Error(`no codec for ${v.message} in src/omni-api/specs/messages.ts`);
   const { value } = decodeSpec(schema, fromB64(v.proto_b64));
   return {
     schema,

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { goPeerBinaries } from './peers.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import { startWithReadyLine, type Child } from './child-process.js';
 import { failOnControllerErrors } from './sim-process.js';
 

@@ -15,7 +15,7 @@ import type {
 } from '../../src/omni-api/state.js';
 import { CanceledError } from '../../src/omni-api/errors.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';
-import { observeWrite, type WriteIntent, type WriteObserver } from '../../src/omni-client/write-observer.js';
+import { observeWrite, type WriteIntent, type WriteObserver } from '../../src/omni-client/write/observer.js';
 import type { Identity } from '../../src/omni-sim/api.js';
 import { StoreState } from './store-state.js';
 

@@ -2,7 +2,7 @@
 // in a row are one step, `dispose T/id` when they end in its Destroy, `release T/id` when they only
 // remove finalizers; a wipe is `wipe <machine>`. The Gets the item rests on are left out unless asked.
 
-import type { Operation } from '../../src/provider/operations.js';
+import type { Operation } from '../../src/provider/plan/operations.js';
 
 export function stepNames(ops: readonly Operation[], o: { byId?: boolean; gets?: boolean } = {}): string[] {
   const out: string[] = [];

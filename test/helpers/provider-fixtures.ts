@@ -8,7 +8,7 @@ import {
 import { BMCConfigurationSpec, InfraProviderHealthStatusSpec, InfraProviderStatusSpec, MachineRequestStage, MachineRequestStatusSpec } from '../../src/omni-api/specs/messages.js';
 import { encodeSpec } from '../../src/omni-api/specs/codec.js';
 import { BARE_METAL_CONTROLLERS } from '../../src/provider/profile.js';
-import type { ReconcileOptions } from '../../src/provider/reconcile.js';
+import type { ReconcileOptions } from '../../src/provider/run/reconcile.js';
 
 export interface Opts {
   phase?: Phase;

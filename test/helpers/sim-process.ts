@@ -7,7 +7,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Resource } from '../../src/omni-api/resource.js';
-import { dumpScenario, parseScenario, type Scenario } from '../../src/omni-sim/scenario.js';
+import { dumpScenario, parseScenario, type Scenario } from '../../src/omni-sim/scenario/scenario.js';
 
 import { MAIN } from './cli-process.js';
 
@@ -57,7 +57,7 @@ function firstLine(stream: NodeJS.ReadableStream): Promise<string> {
 
 /**
  * Throws when the log of a `stub-provider sim` holds an error of its controllers (it logs each
- * ControllerError of src/omni-sim/controllers.ts with the error's message).
+ * ControllerError of src/omni-sim/controllers/controllers.ts with the error's message).
  */
 export function failOnControllerErrors(stderr: string): void {
   const lines = stderr.split('\n').filter((l) => l.includes("the simulated Omni's controller task"));

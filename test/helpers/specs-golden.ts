@@ -115,7 +115,7 @@ function isSchema(v: unknown): v is AnySchema {
   return typeof v === 'object' && v !== null && typeof (v as AnySchema).name === 'string' && Array.isArray((v as AnySchema).fields);
 }
 
-/** Every message schema of src/omni-client/specs/messages.ts, and every one nested in them, by proto name. */
+/** Every message schema of src/omni-api/specs/messages.ts, and every one nested in them, by proto name. */
 export function allSchemas(): Map<string, AnySchema> {
   const out = new Map<string, AnySchema>();
   const visit = (s: AnySchema): void => {

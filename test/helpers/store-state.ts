@@ -1,5 +1,5 @@
-// The sim's COSI store (src/omni-sim/store.ts SimStore) as a CoreState of the client's
-// (src/omni-client/types.ts) in process: no HTTP, no access rules, and the client's own defaults
+// The sim's COSI store (src/omni-sim/store/store.ts SimStore) as a CoreState of the client's
+// (src/omni-api/state.ts) in process: no HTTP, no access rules, and the client's own defaults
 // (an Update or Create owner defaults to the resource's, kind watches are aggregated with bootstrap
 // contents and the bootstrap bookmark, api_version 1). Teardown, removeFinalizers and
 // update-with-conflicts come from the client's one implementation (src/omni-client/wrap.ts:
@@ -11,7 +11,7 @@ import type { Pointer, Resource } from '../../src/omni-api/resource.js';
 import type { CallOptions, CoreState, LabelQuery, OwnerOptions, QueryOptions, UpdateOptions, WatchEvent, WatchEventType, WatchKindOptions } from '../../src/omni-api/state.js';
 import { LabelTermOperation } from '../../src/omni-api/wire.js';
 import type { Identity, Query } from '../../src/omni-sim/api.js';
-import { SimStore } from '../../src/omni-sim/store.js';
+import { SimStore } from '../../src/omni-sim/store/store.js';
 
 const WHO: Identity = { name: 'test', email: 'test', role: 'Admin', internal: true };
 const EVENT_TYPES: WatchEventType[] = ['created', 'updated', 'destroyed', 'bootstrapped', 'errored', 'noop'];

@@ -7,9 +7,9 @@
 
 import { afterEach, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/index.js';
-import { generateScenario } from '../../src/omni-sim/generate.js';
+import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { reconcile } from '../../src/provider/reconcile.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
 import { silentLogger } from '../../src/log.js';
 import { forward, startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';
 

@@ -7,7 +7,7 @@ import * as apiErrors from '../../src/omni-api/errors.js';
 import * as clientErrors from '../../src/omni-client/errors.js';
 import { GrpcCode, OmniError, httpStatusFromGrpcCode } from '../../src/omni-api/errors.js';
 import { TransportError } from '../../src/omni-client/errors.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import { LineWriter, noDelay, res, sendJson, startFakeGateway, wireResource, type FakeGateway } from '../helpers/fake-gateway.js';
 
 let key: GeneratedKey;

@@ -18,7 +18,7 @@ import type { Resource } from '../../src/omni-api/resource.js';
 import type { WatchEvent } from '../../src/omni-api/state.js';
 import { decodeMessage, encodeMessage, ResourceSchema, resourceFromWire, resourceToWire } from '../../src/omni-api/wire.js';
 import { exitCodeFor } from '../../src/exit-codes.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import { canonical, loadRecordings, statusOfLines, type RecordedExchange } from '../helpers/omni-recordings.js';
 
 const recordings = loadRecordings();

@@ -5,7 +5,7 @@ import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
 import { FailedPreconditionError, NotFoundError, PermissionDeniedError } from '../../src/omni-api/errors.js';
 import type { Resource } from '../../src/omni-api/resource.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import { noDelay, res, sendJson, startFakeGateway, LineWriter, wireResource, type FakeGateway } from '../helpers/fake-gateway.js';
 
 let key: GeneratedKey;

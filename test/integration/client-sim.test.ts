@@ -8,7 +8,7 @@ import { AlreadyExistsError, FailedPreconditionError, NotFoundError, PermissionD
 import { T, newMetadata, type Resource } from '../../src/omni-api/resource.js';
 import type { WatchEvent } from '../../src/omni-api/state.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { generateKey } from '../../src/omni-sim/keys.js';
+import { generateKey } from '../../src/omni-sim/scenario/keys.js';
 import { noDelay } from '../helpers/fake-gateway.js';
 
 const NS = 'infra-provider';

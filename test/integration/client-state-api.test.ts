@@ -14,7 +14,7 @@ import { AlreadyExistsError, FailedPreconditionError, InternalError, InvalidArgu
 import { newMetadata, T, type Metadata, type Resource } from '../../src/omni-api/resource.js';
 import type { LabelQuery, WatchEvent } from '../../src/omni-api/state.js';
 import { createSim } from '../../src/omni-sim/index.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import { startCosiServer } from '../helpers/cosi-state.js';
 import { noDelay } from '../helpers/fake-gateway.js';
 import { startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';

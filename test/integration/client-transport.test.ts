@@ -14,7 +14,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { createOmniClient, type OmniClient, type OmniClientOptions } from '../../src/omni-client/client.js';
 import { CanceledError, DeadlineExceededError, UnauthenticatedError } from '../../src/omni-api/errors.js';
 import { KeyError, TransportError } from '../../src/omni-client/errors.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import { LineWriter, noDelay, res, sendJson, startFakeGateway, wireResource, type FakeGateway } from '../helpers/fake-gateway.js';
 
 let key: GeneratedKey;

@@ -7,7 +7,7 @@ import { PermissionDeniedError } from '../../src/omni-api/errors.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { WatchErroredError } from '../../src/omni-api/errors.js';
 import type { WatchEvent } from '../../src/omni-api/state.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import { LineWriter, res, startFakeGateway, wireResource, type FakeGateway } from '../helpers/fake-gateway.js';
 
 const NS = 'infra-provider';

@@ -14,10 +14,10 @@ import { createOmniClient } from '../../src/omni-client/client.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST, NS_INFRA_PROVIDER, T, newMetadata } from '../../src/omni-api/resource.js';
 import { silentLogger } from '../../src/log.js';
-import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
+import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
 import { createSim } from '../../src/omni-sim/index.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
-import { reconcile } from '../../src/provider/reconcile.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
 import { canonical, checkRelease, keyOf } from '../helpers/release-oracle.js';
 import { resultOf, startTamperProxy } from '../helpers/tamper-proxy.js';
 

@@ -13,13 +13,13 @@ import { createOmniClient } from '../../src/omni-client/client.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { T } from '../../src/omni-api/resource.js';
 import { silentLogger } from '../../src/log.js';
-import type { FaultConfig } from '../../src/omni-sim/faults.js';
-import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
+import type { FaultConfig } from '../../src/omni-sim/gateway/faults.js';
+import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { createAccessApi } from '../../src/omni-sim/access.js';
+import { createAccessApi } from '../../src/omni-sim/access/access.js';
 import { INTERNAL, type Identity, type StateApi, type WatchParams } from '../../src/omni-sim/api.js';
-import type { Scenario } from '../../src/omni-sim/scenario.js';
-import { reconcile, type ReconcileResult } from '../../src/provider/reconcile.js';
+import type { Scenario } from '../../src/omni-sim/scenario/scenario.js';
+import { reconcile, type ReconcileResult } from '../../src/provider/run/reconcile.js';
 import { checkRelease, keyOf } from '../helpers/release-oracle.js';
 import { MAIN, startSimProcess } from '../helpers/sim-process.js';
 

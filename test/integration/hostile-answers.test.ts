@@ -12,7 +12,7 @@ import { NotFoundError, UnavailableError, type OmniError } from '../../src/omni-
 import { getIfExists } from '../../src/omni-client/read.js';
 import { T, type Resource } from '../../src/omni-api/resource.js';
 import { exitCodeFor } from '../../src/exit-codes.js';
-import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/generate.js';
+import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { noDelay, wireResource } from '../helpers/fake-gateway.js';
 import { resultOf, startTamperProxy, writeEndlessly, type TamperProxy, type TamperRule } from '../helpers/tamper-proxy.js';

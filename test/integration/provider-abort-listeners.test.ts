@@ -8,9 +8,9 @@ import { createOmniClient } from '../../src/omni-client/index.js';
 import type { OmniClient } from '../../src/omni-client/index.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
-import { generateScenario } from '../../src/omni-sim/generate.js';
+import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
 import { silentLogger } from '../../src/log.js';
-import { reconcile } from '../../src/provider/reconcile.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
 
 let sim: Sim | undefined;
 let client: OmniClient | undefined;

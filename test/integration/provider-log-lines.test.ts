@@ -10,10 +10,10 @@ import type { OmniClient } from '../../src/omni-client/index.js';
 import { describePointer } from '../../src/omni-api/resource.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
-import { generateScenario, provisionedRequest } from '../../src/omni-sim/generate.js';
-import { Audit } from '../../src/provider/audit.js';
-import type { AuditEntry, AuditOutcome } from '../../src/provider/audit.js';
-import { reconcile } from '../../src/provider/reconcile.js';
+import { generateScenario, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
+import { Audit } from '../../src/provider/report/audit.js';
+import type { AuditEntry, AuditOutcome } from '../../src/provider/report/audit.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
 
 let sim: Sim | undefined;
 let client: OmniClient | undefined;

@@ -4,13 +4,13 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
-import { generateScenario } from '../../src/omni-sim/generate.js';
-import { parseScenario } from '../../src/omni-sim/scenario.js';
+import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
+import { parseScenario } from '../../src/omni-sim/scenario/scenario.js';
 import { NS_EPHEMERAL, T } from '../../src/omni-api/resource.js';
 import { SysVersionSpec } from '../../src/omni-api/specs/messages.js';
 import { decodeSpec, encodeSpec } from '../../src/omni-api/specs/codec.js';
-import { renderText } from '../../src/provider/report.js';
-import { DELETE_WARNING, DELETE_WARNING_VERSION_UNKNOWN } from '../../src/provider/plan.js';
+import { renderText } from '../../src/provider/report/report.js';
+import { DELETE_WARNING, DELETE_WARNING_VERSION_UNKNOWN } from '../../src/provider/plan/plan.js';
 import { planIn, runIn } from '../helpers/cli-config.js';
 import { res } from '../helpers/provider-fixtures.js';
 

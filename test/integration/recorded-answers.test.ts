@@ -13,7 +13,7 @@ import { OmniError } from '../../src/omni-api/errors.js';
 import type { Pointer } from '../../src/omni-api/resource.js';
 import type { WatchEvent } from '../../src/omni-api/state.js';
 import { ResourceSchema, decodeMessage, resourceFromWire } from '../../src/omni-api/wire.js';
-import { generateKey } from '../../src/omni-sim/keys.js';
+import { generateKey } from '../../src/omni-sim/scenario/keys.js';
 import { noDelay } from '../helpers/fake-gateway.js';
 import { sharedPath } from '../helpers/shared-data.js';
 

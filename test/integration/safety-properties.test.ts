@@ -13,12 +13,12 @@ import { createOmniClient } from '../../src/omni-client/client.js';
 import type { Phase, Resource } from '../../src/omni-api/resource.js';
 import { T } from '../../src/omni-api/resource.js';
 import { silentLogger } from '../../src/log.js';
-import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
+import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
-import type { Scenario } from '../../src/omni-sim/scenario.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
+import type { Scenario } from '../../src/omni-sim/scenario/scenario.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
-import { reconcile, type ReconcileResult } from '../../src/provider/reconcile.js';
+import { reconcile, type ReconcileResult } from '../../src/provider/run/reconcile.js';
 import { checkRelease, keyOf } from '../helpers/release-oracle.js';
 
 /** Provider IDs that are prefixes of one another, differ only in case, or hold dots. */

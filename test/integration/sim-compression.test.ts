@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
 import { providerNamespace, providerType, T } from '../../src/omni-api/resource.js';
 import type { WatchEvent } from '../../src/omni-api/state.js';
-import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/generate.js';
+import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { noDelay } from '../helpers/fake-gateway.js';
 import { signHeaders } from '../helpers/raw-client.js';

@@ -3,7 +3,7 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createSim } from '../../src/omni-sim/index.js';
-import { dumpScenario, loadScenarioFile, parseScenario, ScenarioError } from '../../src/omni-sim/scenario.js';
+import { dumpScenario, loadScenarioFile, parseScenario, ScenarioError } from '../../src/omni-sim/scenario/scenario.js';
 import { rawCall, type RawKey } from '../helpers/raw-client.js';
 
 const file = (name: string) => fileURLToPath(new URL(`../../scenarios/${name}`, import.meta.url));

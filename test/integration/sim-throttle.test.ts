@@ -13,9 +13,9 @@ import { ThrottledError, TransportError } from '../../src/omni-client/errors.js'
 import { newMetadata, NS_INFRA_PROVIDER_EPHEMERAL, providerNamespace, providerType, T, type Resource } from '../../src/omni-api/resource.js';
 import { encodeSpec } from '../../src/omni-api/specs/codec.js';
 import { InfraProviderHealthStatusSpec } from '../../src/omni-api/specs/messages.js';
-import { providerRegistration } from '../../src/omni-sim/generate.js';
+import { providerRegistration } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { marshaledSize } from '../../src/omni-sim/throttle.js';
+import { marshaledSize } from '../../src/omni-sim/gateway/throttle.js';
 import { noDelay } from '../helpers/fake-gateway.js';
 import { rawCall, signHeaders, type RawKey } from '../helpers/raw-client.js';
 

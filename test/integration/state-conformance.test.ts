@@ -1,6 +1,6 @@
 // One State conformance suite, modelled on COSI's own (cosi-project/runtime pkg/state/conformance,
 // whose case names the tests here borrow), for the three in-memory COSI implementations in the repo:
-//   - SimStore:     the simulated Omni's store (src/omni-sim/store.ts), in process (StoreState);
+//   - SimStore:     the simulated Omni's store (src/omni-sim/store/store.ts), in process (StoreState);
 //   - FakeState:    the provider tests' double (test/helpers/fake-state.ts);
 //   - GatewayState: the real client (src/omni-client) over the simulated Omni's /api gateway.
 // The double cannot drift from the sim, nor the sim from what the client expects, without one of

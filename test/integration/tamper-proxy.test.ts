@@ -4,7 +4,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
 import { T } from '../../src/omni-api/resource.js';
-import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/generate.js';
+import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { noDelay } from '../helpers/fake-gateway.js';
 import { startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';

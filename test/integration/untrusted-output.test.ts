@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { emitResult } from '../../src/commands/run-io.js';
 import { T } from '../../src/omni-api/resource.js';
-import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
+import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { fakeTty, providerIdentity, runIn, testIo } from '../helpers/cli-config.js';
 import { startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';

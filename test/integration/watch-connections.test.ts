@@ -5,9 +5,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOmniClient } from '../../src/omni-client/client.js';
 import { silentLogger } from '../../src/log.js';
-import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/generate.js';
+import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { reconcile } from '../../src/provider/reconcile.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
 
 const ID = 'bare-metal';
 let sim: Sim | undefined;

@@ -10,8 +10,8 @@ import { newMetadata, type Resource } from '../../src/omni-api/resource.js';
 import { WatchErroredError } from '../../src/omni-api/errors.js';
 import type { WatchEvent } from '../../src/omni-api/state.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
-import { ProviderCache } from '../../src/provider/cache.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
+import { ProviderCache } from '../../src/provider/read/cache.js';
 import { LineWriter, res, startFakeGateway, wireResource, type FakeGateway } from '../helpers/fake-gateway.js';
 import { startTamperProxy, type TamperProxy, type TamperRequest } from '../helpers/tamper-proxy.js';
 

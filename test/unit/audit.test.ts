@@ -7,8 +7,8 @@ import { Writable } from 'node:stream';
 import { CanceledError, FailedPreconditionError } from '../../src/omni-api/errors.js';
 import { NS_INFRA_PROVIDER, T, newMetadata } from '../../src/omni-api/resource.js';
 import type { Resource } from '../../src/omni-api/resource.js';
-import { Audit } from '../../src/provider/audit.js';
-import type { AuditEntry } from '../../src/provider/audit.js';
+import { Audit } from '../../src/provider/report/audit.js';
+import type { AuditEntry } from '../../src/provider/report/audit.js';
 
 const P = { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: 'm-1' };
 const before: Resource = { metadata: newMetadata(P, { version: '5', phase: 'tearingDown', owner: 'InfraMachineController', finalizers: ['bm.A', 'Other'] }), spec: { protoSpec: new Uint8Array([1]) } };

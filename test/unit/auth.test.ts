@@ -12,9 +12,9 @@ import {
   loadServiceAccountKey,
   parseServiceAccountKey,
   signaturePayload,
-} from '../../src/omni-client/auth.js';
+} from '../../src/omni-client/transport/auth.js';
 import { KeyError } from '../../src/omni-client/errors.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 const blob = (o: unknown): string => b64(JSON.stringify(o));

@@ -1,10 +1,10 @@
-// ndjsonLines (src/omni-client/body.ts) counts a line's bytes while they arrive, whatever the
+// ndjsonLines (src/omni-client/transport/body.ts) counts a line's bytes while they arrive, whatever the
 // chunking, refuses invalid UTF-8 even when a chunk boundary splits it, and holds nothing of the
 // read budget once a line is handed out.
 
 import { describe, expect, it } from 'vitest';
-import { ReadBudget } from '../../src/omni-client/body.js';
-import { ndjsonLines } from '../../src/omni-client/ndjson.js';
+import { ReadBudget } from '../../src/omni-client/transport/body.js';
+import { ndjsonLines } from '../../src/omni-client/transport/ndjson.js';
 import { WireError } from '../../src/omni-api/wire.js';
 
 async function* chunks(parts: Buffer[]): AsyncGenerator<Buffer> {

@@ -1,8 +1,8 @@
-// Which calls ask Omni for gzip (src/omni-client/compression.ts): none where Omni is on this machine,
+// Which calls ask Omni for gzip (src/omni-client/transport/compression.ts): none where Omni is on this machine,
 // streams elsewhere, and whatever an explicit policy says.
 
 import { describe, expect, it } from 'vitest';
-import { gzipChoice, isLoopbackHost } from '../../src/omni-client/compression.js';
+import { gzipChoice, isLoopbackHost } from '../../src/omni-client/transport/compression.js';
 
 describe('isLoopbackHost', () => {
   it.each(['127.0.0.1', '127.5.6.7', 'localhost', 'LOCALHOST', 'omni.localhost', '[::1]', '::1', '[::ffff:7f00:1]'])('%s is this machine', (h) => {

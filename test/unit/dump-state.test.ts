@@ -1,4 +1,4 @@
-// A dump served read-only as the provider's account sees it (src/omni-sim/dump-state.ts), what a
+// A dump served read-only as the provider's account sees it (src/omni-sim/scenario/dump-state.ts), what a
 // dump says about itself (summarizeDump), and the Omni version a header-less dump names.
 
 import { readFileSync } from 'node:fs';
@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { isOmniError } from '../../src/omni-client/errors.js';
 import { NotFoundError, PermissionDeniedError } from '../../src/omni-api/errors.js';
 import { NS_EPHEMERAL, NS_INFRA_PROVIDER, T } from '../../src/omni-api/resource.js';
-import { dumpState, ReadOnlyDumpError, summarizeDump } from '../../src/omni-sim/dump-state.js';
-import { parseScenario } from '../../src/omni-sim/scenario.js';
+import { dumpState, ReadOnlyDumpError, summarizeDump } from '../../src/omni-sim/scenario/dump-state.js';
+import { parseScenario } from '../../src/omni-sim/scenario/scenario.js';
 
 const EXAMPLE = readFileSync(fileURLToPath(new URL('../../scenarios/bare-metal-stuck.omnictl.yaml', import.meta.url)), 'utf8');
 const UUID = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';

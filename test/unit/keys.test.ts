@@ -1,6 +1,6 @@
 import * as openpgp from 'openpgp';
 import { describe, expect, it } from 'vitest';
-import { generateKey } from '../../src/omni-sim/keys.js';
+import { generateKey } from '../../src/omni-sim/scenario/keys.js';
 
 describe('generateKey (omnictl-style keys)', () => {
   it('makes a v4 EdDSA-legacy key with an expiry, packed as OMNI_SERVICE_ACCOUNT_KEY', async () => {

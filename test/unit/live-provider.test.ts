@@ -4,10 +4,10 @@
 import { describe, expect, it, vi } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, healthStatus, providerStatus, reconcileOptions, res } from '../helpers/provider-fixtures.js';
-import { Heartbeat } from '../../src/provider/announce.js';
-import { preflight } from '../../src/provider/preflight.js';
-import { reconcile } from '../../src/provider/reconcile.js';
-import type { ReconcileOptions } from '../../src/provider/reconcile.js';
+import { Heartbeat } from '../../src/provider/run/announce.js';
+import { preflight } from '../../src/provider/run/preflight.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
+import type { ReconcileOptions } from '../../src/provider/run/reconcile.js';
 import { silentLogger } from '../../src/log.js';
 import { exitCodeFor } from '../../src/exit-codes.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-api/resource.js';

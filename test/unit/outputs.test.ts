@@ -9,7 +9,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openOutputs } from '../../src/commands/run-io.js';
 import type { Io } from '../../src/commands/provider-options.js';
 import { UsageError } from '../../src/exit-codes.js';
-import type { Report } from '../../src/provider/report.js';
+import type { Report } from '../../src/provider/report/report.js';
 
 let dir: string;
 beforeEach(() => { dir = mkdtempSync(join(tmpdir(), 'outputs-')); });

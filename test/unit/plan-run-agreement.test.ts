@@ -13,14 +13,14 @@ import type { Input } from '../helpers/fleet-arbitrary.js';
 import { bareMetalMachine, healthStatus, omniMachine, providerStatus, provisionedRequest } from '../helpers/provider-fixtures.js';
 import type { Pointer, Resource } from '../../src/omni-api/resource.js';
 import { T, describePointer } from '../../src/omni-api/resource.js';
-import type { WriteIntent, WriteObserver } from '../../src/omni-client/write-observer.js';
+import type { WriteIntent, WriteObserver } from '../../src/omni-client/write/observer.js';
 import { silentLogger } from '../../src/log.js';
-import { buildPlan } from '../../src/provider/plan.js';
-import type { Plan } from '../../src/provider/plan.js';
-import { reconcile } from '../../src/provider/reconcile.js';
-import { planReport } from '../../src/provider/report.js';
-import type { PlannedStep, Report } from '../../src/provider/report.js';
-import { takeSnapshot } from '../../src/provider/snapshot.js';
+import { buildPlan } from '../../src/provider/plan/plan.js';
+import type { Plan } from '../../src/provider/plan/plan.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
+import { planReport } from '../../src/provider/report/report.js';
+import type { PlannedStep, Report } from '../../src/provider/report/report.js';
+import { takeSnapshot } from '../../src/provider/read/snapshot.js';
 
 const ID = 'bm';
 /** Finalizers of others on a machine, a request or their status: Omni's that let go (on teardown, or once alone), and holds that never clear here. */

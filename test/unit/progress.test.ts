@@ -8,7 +8,7 @@ import { ProgressLine, formatClock, itemLine, progressFor, progressText } from '
 import type { ProgressCounts, ProgressTimers } from '../../src/commands/progress.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
-import { generateScenario } from '../../src/omni-sim/generate.js';
+import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
 import { fakeTty, runConfigFrom, runIn, testIo } from '../helpers/cli-config.js';
 
 const CLEAR = '\r\x1b[2K';

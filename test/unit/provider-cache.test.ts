@@ -1,4 +1,4 @@
-// The provider's cache of one kind (src/provider/cache.ts): List once the watch is established, the
+// The provider's cache of one kind (src/provider/read/cache.ts): List once the watch is established, the
 // events that came meanwhile over it, later ones as they come; re-listed when the bookmark is refused.
 // Absence from it (its List, its watch) is never evidence (design rule 10): a no-finalizers wait
 // reads a resource by its ID first, and only live events, Gets and this run's writes name an ID.
@@ -8,7 +8,7 @@ import { NotFoundError } from '../../src/omni-api/errors.js';
 import { TransportError } from '../../src/omni-client/errors.js';
 import { LABEL_INFRA_PROVIDER_ID, newMetadata, type Pointer, type Resource } from '../../src/omni-api/resource.js';
 import type { State, WatchEvent, WatchKindOptions } from '../../src/omni-api/state.js';
-import { ProviderCache } from '../../src/provider/cache.js';
+import { ProviderCache } from '../../src/provider/read/cache.js';
 
 const ID = 'kv';
 const ptr: Pointer = { namespace: 'infra-provider', type: 'MachineRequestStatuses.omni.sidero.dev', id: 'r1' };

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, healthStatus, label, omniMachine, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
-import { takeSnapshot } from '../../src/provider/snapshot.js';
-import { buildPlan, immediateWrites } from '../../src/provider/plan.js';
-import type { Plan } from '../../src/provider/plan.js';
-import type { Operation } from '../../src/provider/operations.js';
+import { takeSnapshot } from '../../src/provider/read/snapshot.js';
+import { buildPlan, immediateWrites } from '../../src/provider/plan/plan.js';
+import type { Plan } from '../../src/provider/plan/plan.js';
+import type { Operation } from '../../src/provider/plan/operations.js';
 import { stepNames } from '../helpers/plan-steps.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../src/omni-api/resource.js';
@@ -12,8 +12,8 @@ import { isOurFinalizer, isOurResource } from '../../src/provider/ownership.js';
 import { resolveProfile, resolveStateType, stateTypeProblem } from '../../src/provider/profile.js';
 import { MachineRequestStage } from '../../src/omni-api/specs/messages.js';
 import { PermissionDeniedError } from '../../src/omni-api/errors.js';
-import { predictHold, predictHolds, predictionOf } from '../../src/provider/explain.js';
-import type { HoldFacts } from '../../src/provider/explain.js';
+import { predictHold, predictHolds, predictionOf } from '../../src/provider/plan/explain.js';
+import type { HoldFacts } from '../../src/provider/plan/explain.js';
 
 const ID = 'bare-metal';
 const U1 = '11111111-1111-1111-1111-111111111111';

@@ -10,10 +10,10 @@ import { OMNI, build, stateArb } from '../helpers/fleet-arbitrary.js';
 import type { Input } from '../helpers/fleet-arbitrary.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { LABEL_MACHINE_REQUEST, T } from '../../src/omni-api/resource.js';
-import { takeSnapshot } from '../../src/provider/snapshot.js';
-import { buildPlan, immediateWrites } from '../../src/provider/plan.js';
-import type { Plan } from '../../src/provider/plan.js';
-import { reconcile } from '../../src/provider/reconcile.js';
+import { takeSnapshot } from '../../src/provider/read/snapshot.js';
+import { buildPlan, immediateWrites } from '../../src/provider/plan/plan.js';
+import type { Plan } from '../../src/provider/plan/plan.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
 import { silentLogger } from '../../src/log.js';
 
 // Independent oracles of design rule 1 (not the code under test).

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, label, providerStatus, provisionedRequest, reconcileOptions, res } from '../helpers/provider-fixtures.js';
-import { reconcile } from '../../src/provider/reconcile.js';
-import type { ReconcileOptions } from '../../src/provider/reconcile.js';
-import { Audit } from '../../src/provider/audit.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
+import type { ReconcileOptions } from '../../src/provider/run/reconcile.js';
+import { Audit } from '../../src/provider/report/audit.js';
 import { silentLogger } from '../../src/log.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-api/resource.js';
 import { FailedPreconditionError, UnavailableError } from '../../src/omni-api/errors.js';

@@ -5,12 +5,12 @@
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, healthStatus, omniMachine, providerStatus, provisionedRequest, res } from '../helpers/provider-fixtures.js';
-import { takeSnapshot } from '../../src/provider/snapshot.js';
-import { buildPlan } from '../../src/provider/plan.js';
-import type { Report } from '../../src/provider/report.js';
-import type { Plan } from '../../src/provider/plan.js';
-import { planReport, renderText, runReport } from '../../src/provider/report.js';
-import type { ItemOutcome, ReconcileResult } from '../../src/provider/reconcile.js';
+import { takeSnapshot } from '../../src/provider/read/snapshot.js';
+import { buildPlan } from '../../src/provider/plan/plan.js';
+import type { Report } from '../../src/provider/report/report.js';
+import type { Plan } from '../../src/provider/plan/plan.js';
+import { planReport, renderText, runReport } from '../../src/provider/report/report.js';
+import type { ItemOutcome, ReconcileResult } from '../../src/provider/run/reconcile.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { NS_EPHEMERAL, T, providerNamespace, providerType } from '../../src/omni-api/resource.js';
 import { SysVersionSpec } from '../../src/omni-api/specs/messages.js';

@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, label, providerStatus, provisionedRequest, reconcileOptions, res } from '../helpers/provider-fixtures.js';
-import { reconcile } from '../../src/provider/reconcile.js';
-import type { ReconcileOptions } from '../../src/provider/reconcile.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
+import type { ReconcileOptions } from '../../src/provider/run/reconcile.js';
 import { silentLogger } from '../../src/log.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../src/omni-api/resource.js';
 

@@ -3,9 +3,9 @@ import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, provisionedRequest, res } from '../helpers/provider-fixtures.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { NS_INFRA_PROVIDER, T, newMetadata, providerNamespace, providerType } from '../../src/omni-api/resource.js';
-import { GatewayState, type StateTransport } from '../../src/omni-client/state.js';
+import { GatewayState, type StateTransport } from '../../src/omni-client/gateway-state.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';
-import { takeSnapshot } from '../../src/provider/snapshot.js';
+import { takeSnapshot } from '../../src/provider/read/snapshot.js';
 
 const ID = 'bare-metal';
 const U1 = '11111111-1111-1111-1111-111111111111';

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { createAccessApi } from '../../src/omni-sim/access.js';
+import { createAccessApi } from '../../src/omni-sim/access/access.js';
 import type { Identity, SimEvent, StateApi, WatchParams } from '../../src/omni-sim/api.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
-import { SimStore } from '../../src/omni-sim/store.js';
-import { EMPTY_QUERY } from '../../src/omni-sim/query.js';
+import { SimStore } from '../../src/omni-sim/store/store.js';
+import { EMPTY_QUERY } from '../../src/omni-sim/store/query.js';
 import { OmniError } from '../../src/omni-api/errors.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { LABEL_INFRA_PROVIDER_ID as L, newMetadata, T } from '../../src/omni-api/resource.js';

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as openpgp from 'openpgp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IdentityError, IdentityRegistry, metadataFromHeaders } from '../../src/omni-sim/auth.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
+import { IdentityError, IdentityRegistry, metadataFromHeaders } from '../../src/omni-sim/access/identities.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import { InternalError, UnauthenticatedError } from '../../src/omni-api/errors.js';
 
 const METHOD = '/cosi.resource.State/Get';

@@ -1,12 +1,12 @@
-// How the sim words its store's answers by where Omni keeps the kind (src/omni-sim/backend.ts): etcd
+// How the sim words its store's answers by where Omni keeps the kind (src/omni-sim/store/backend.ts): etcd
 // (as the real-Omni recordings show), in memory, and the controllers' cache; Go's %q.
 
 import { describe, expect, it } from 'vitest';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { newMetadata } from '../../src/omni-api/resource.js';
 import type { Identity } from '../../src/omni-sim/api.js';
-import { backendOf, goQuote, goQuoteRune } from '../../src/omni-sim/backend.js';
-import { SimStore } from '../../src/omni-sim/store.js';
+import { backendOf, goQuote, goQuoteRune } from '../../src/omni-sim/store/backend.js';
+import { SimStore } from '../../src/omni-sim/store/store.js';
 
 const who: Identity = { name: 't', email: 't', role: 'Admin', internal: true };
 const res = (namespace: string, type: string, id: string, init: Partial<Resource['metadata']> = {}): Resource => ({

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { C, ControllerError, startOmniControllers, type ControllerStore, type OmniControllers } from '../../src/omni-sim/controllers.js';
+import { C, ControllerError, startOmniControllers, type ControllerStore, type OmniControllers } from '../../src/omni-sim/controllers/controllers.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
-import { SimStore } from '../../src/omni-sim/store.js';
-import { EMPTY_QUERY } from '../../src/omni-sim/query.js';
+import { SimStore } from '../../src/omni-sim/store/store.js';
+import { EMPTY_QUERY } from '../../src/omni-sim/store/query.js';
 import type { Pointer, Resource } from '../../src/omni-api/resource.js';
 import { LABEL_INFRA_PROVIDER_ID as L, LABEL_MACHINE_REQUEST_SET, newMetadata, T } from '../../src/omni-api/resource.js';
 import { encodeSpec } from '../../src/omni-api/specs/codec.js';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { newMetadata, type Metadata } from '../../src/omni-api/resource.js';
 import { LabelTermOperation as Op } from '../../src/omni-api/wire.js';
-import { compileIdRegexp, compileQuery, numericValue, queryFromWire } from '../../src/omni-sim/query.js';
+import { compileIdRegexp, compileQuery, numericValue, queryFromWire } from '../../src/omni-sim/store/query.js';
 import type { LabelTermQ } from '../../src/omni-sim/api.js';
 
 const md = (id: string, labels: Record<string, string> = {}): Metadata =>

@@ -1,8 +1,8 @@
-// Request bodies as Omni's gateway reads them (src/omni-sim/request-json.ts): Go's encoding/json
+// Request bodies as Omni's gateway reads them (src/omni-sim/gateway/request-json.ts): Go's encoding/json
 // Decoder (the first value, Go's error words) and protojson's positions of refused keys.
 
 import { describe, expect, it } from 'vitest';
-import { firstJsonValue, keyPosition } from '../../src/omni-sim/request-json.js';
+import { firstJsonValue, keyPosition } from '../../src/omni-sim/gateway/request-json.js';
 
 const goError = (text: string): string => {
   try {

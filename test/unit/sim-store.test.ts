@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { newMetadata, type Resource } from '../../src/omni-api/resource.js';
 import { EventType, LabelTermOperation as Op } from '../../src/omni-api/wire.js';
 import { INTERNAL, type SimEvent, type WatchParams } from '../../src/omni-sim/api.js';
-import { EMPTY_QUERY } from '../../src/omni-sim/query.js';
-import { SimStore } from '../../src/omni-sim/store.js';
+import { EMPTY_QUERY } from '../../src/omni-sim/store/query.js';
+import { SimStore } from '../../src/omni-sim/store/store.js';
 
 const NS = 'infra-provider';
 const TYPE = 'InfraMachines.omni.sidero.dev';

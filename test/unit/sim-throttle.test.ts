@@ -1,4 +1,4 @@
-// The sim's back-pressure (src/omni-sim/throttle.ts) on a clock of the test's own: Omni 1.9's
+// The sim's back-pressure (src/omni-sim/gateway/throttle.ts) on a clock of the test's own: Omni 1.9's
 // write budget (a token bucket per caller class with golang.org/x/time/rate's reservations, charged
 // by the marshaled size, refusing at once what cannot be had within min(deadline, maxWait)), its
 // wiring into the store and the fault config, and the proxy's request limit.
@@ -8,9 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { DeadlineExceededError, ResourceExhaustedError } from '../../src/omni-api/errors.js';
 import { newMetadata, type Resource } from '../../src/omni-api/resource.js';
 import type { Identity } from '../../src/omni-sim/api.js';
-import { Faults, faultConfigFromPlain, faultConfigToPlain, FaultConfigError } from '../../src/omni-sim/faults.js';
-import { SimStore } from '../../src/omni-sim/store.js';
-import { grpcTimeoutMs, marshaledSize, ProxyLimit, ThrottleWait, throttled, TokenBucket, WriteThrottle, type ThrottleCall } from '../../src/omni-sim/throttle.js';
+import { Faults, faultConfigFromPlain, faultConfigToPlain, FaultConfigError } from '../../src/omni-sim/gateway/faults.js';
+import { SimStore } from '../../src/omni-sim/store/store.js';
+import { grpcTimeoutMs, marshaledSize, ProxyLimit, ThrottleWait, throttled, TokenBucket, WriteThrottle, type ThrottleCall } from '../../src/omni-sim/gateway/throttle.js';
 
 const provider: Identity = { name: 'infra-provider:p', email: 'p@infra-provider.serviceaccount.omni.sidero.dev', role: 'InfraProvider', providerId: 'p' };
 const user: Identity = { name: 'u@example.org', email: 'u@example.org', role: 'Admin' };

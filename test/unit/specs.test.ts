@@ -8,7 +8,7 @@ import { formatTimestamp, parseTimestamp } from '../../src/omni-api/specs/timest
 import { specSchemaForType } from '../../src/omni-api/specs/specs.js';
 import { renderYamlSpec } from '../../src/omni-sim/behaviour.js';
 import { SpecError, type FieldSchema, type MessageSchema, type SpecValue } from '../../src/omni-api/specs/schema.js';
-import { specFromPlain, specToPlain } from '../../src/omni-sim/plain.js';
+import { specFromPlain, specToPlain } from '../../src/omni-sim/scenario/plain.js';
 
 type AnySchema = MessageSchema<unknown>;
 

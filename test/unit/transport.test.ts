@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { ndjsonLines } from '../../src/omni-client/ndjson.js';
-import { normalizeEndpoint } from '../../src/omni-client/endpoint.js';
-import { jitteredBackoff } from '../../src/omni-client/retry.js';
+import { ndjsonLines } from '../../src/omni-client/transport/ndjson.js';
+import { normalizeEndpoint } from '../../src/omni-client/transport/endpoint.js';
+import { jitteredBackoff } from '../../src/omni-client/transport/retry.js';
 
 describe('normalizeEndpoint (like the Go client)', () => {
   it.each([

@@ -3,15 +3,15 @@
 // failed when Omni refused it, unknown when it may have been applied.
 
 import { describe, expect, it } from 'vitest';
-import { GatewayState, type StateTransport } from '../../src/omni-client/state.js';
+import { GatewayState, type StateTransport } from '../../src/omni-client/gateway-state.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';
-import type { CallContext } from '../../src/omni-client/call.js';
+import type { CallContext } from '../../src/omni-client/transport/call.js';
 import type { MethodName } from '../../src/omni-api/wire.js';
 import { CanceledError, FailedPreconditionError, NotFoundError, UnavailableError } from '../../src/omni-api/errors.js';
 import { TransportError } from '../../src/omni-client/errors.js';
 import { NS_INFRA_PROVIDER, T, newMetadata } from '../../src/omni-api/resource.js';
 import type { Resource } from '../../src/omni-api/resource.js';
-import type { WriteIntent, WriteOutcome } from '../../src/omni-client/write-observer.js';
+import type { WriteIntent, WriteOutcome } from '../../src/omni-client/write/observer.js';
 
 const U1 = '11111111-1111-1111-1111-111111111111';
 const P = { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: U1 };

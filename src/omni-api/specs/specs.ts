@@ -1,7 +1,7 @@
 // src/omni-api/specs: the spec messages the stub reads or writes, and which resource type carries
 // which. The tables are specs/messages.ts (built with schema.ts); the binary codec is codec.ts, Omni's
 // Timestamp text timestamp.ts. Types not listed here stay opaque `proto_spec` bytes. (The YAML forms
-// of scenarios and dumps are the sim's: src/omni-sim/plain.ts.)
+// of scenarios and dumps are the sim's: src/omni-sim/scenario/plain.ts.)
 
 import { T } from '../resource.js';
 import * as M from './messages.js';
