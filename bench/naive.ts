@@ -6,8 +6,7 @@
 import type { Pointer, Resource } from '../src/omni-api/resource.js';
 import { NS_INFRA_PROVIDER, providerNamespace, providerType, T } from '../src/omni-api/resource.js';
 import type { State } from '../src/omni-api/state.js';
-import { NotFoundError } from '../src/omni-api/errors.js';
-import { isOmniError } from '../src/omni-client/errors.js';
+import { hasCode } from '../src/omni-client/errors.js';
 import { BARE_METAL_FINALIZER_NAMES } from '../src/omni-sim/scenario/generate.js';
 
 /** Output type of each bare-metal controller, in `infra-provider:<id>` unless it is the status. */
@@ -24,7 +23,7 @@ async function getOrUndefined(state: State, p: Pointer): Promise<Resource | unde
   try {
     return await state.get(p);
   } catch (err) {
-    if (isOmniError(err, NotFoundError)) return undefined;
+    if (hasCode(err, 'OMNI_NOT_FOUND')) return undefined;
     throw err;
   }
 }

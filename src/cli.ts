@@ -5,9 +5,10 @@ import yargs from 'yargs';
 import type { Argv } from 'yargs';
 import { applyEnvironment, checkWords, CliUsageError, unknownFlagsMessage } from './cli-args.js';
 import type { KnownOptions } from './cli-args.js';
-import { allFlags, COMMANDS, commands, globalOptions } from './commands/index.js';
+import { allFlags, COMMANDS, commands } from './commands/index.js';
+import { globalOptions } from './commands/options.js';
 import type { AnyCommand, CommandName, ConfigOf } from './commands/index.js';
-import type { Given, OptionTable } from './commands/options.js';
+import type { CliContext, Command, Given, OptionTable } from './commands/options.js';
 import { describeError, ExitCode, ResultExit } from './exit-codes.js';
 import { escapeControl } from './omni-api/untrusted.js';
 import { VERSION } from './version.js';
@@ -72,7 +73,7 @@ function commandLineParser(argv: readonly string[], env: NodeJS.ProcessEnv, onCo
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let failure: unknown;
   try {
-    await commandLineParser(argv, env, (c, given) => c.handler(given, env)).parseAsync();
+    await commandLineParser(argv, env, (c, given) => c.handler(given, env, CLI)).parseAsync();
   } catch (err) {
     failure = err;
   }
@@ -95,8 +96,16 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
  * command line that main() would refuse throws the error main() would report.
  */
 export function configFrom<K extends CommandName>(command: K, args: readonly string[], env: NodeJS.ProcessEnv): ConfigOf<K> {
-  const ran: { c?: AnyCommand; given?: Given<OptionTable> } = {};
-  commandLineParser([command, ...args], env, (c, given) => { Object.assign(ran, { c, given }); }).exitProcess(false).parseSync();
-  if (ran.c !== COMMANDS[command] || !ran.given) throw new Error(`stub-provider ${[command, ...args].join(' ')} did not select the ${command} command (--help or --version?)`);
-  return ran.c.parse(ran.given, env) as ConfigOf<K>;
+  return configOf(COMMANDS[command] as AnyCommand, args, env) as ConfigOf<K>;
 }
+
+/** configFrom by the command itself: what a running command receives (CliContext). */
+function configOf<C>(command: Command<OptionTable, C>, args: readonly string[], env: NodeJS.ProcessEnv): C {
+  const name = [command.command].flat()[0] ?? '';
+  const ran: { c?: AnyCommand; given?: Given<OptionTable> } = {};
+  commandLineParser([name, ...args], env, (c, given) => { Object.assign(ran, { c, given }); }).exitProcess(false).parseSync();
+  if (ran.c !== command || !ran.given) throw new Error(`stub-provider ${[name, ...args].join(' ')} did not select the ${name} command (--help or --version?)`);
+  return command.parse(ran.given, env);
+}
+
+const CLI: CliContext = { configOf };

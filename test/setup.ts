@@ -5,7 +5,7 @@
 // the next one; after the last, the file.
 
 import { afterAll, afterEach } from 'vitest';
-import { onControllerFailure, type ControllerError } from '../src/omni-sim/controllers/controllers.js';
+import { onControllerFailure, type ControllerError } from '../src/omni-sim/controllers/queue.js';
 
 const failures: ControllerError[] = [];
 onControllerFailure((f) => failures.push(f));

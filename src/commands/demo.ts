@@ -6,7 +6,7 @@ import { StubError, UsageError } from '../exit-codes.js';
 import { inertJson } from '../omni-api/untrusted.js';
 import { parseVersion, VersionError } from '../omni-sim/version.js';
 import { defineCommand, once } from './options.js';
-import type { Flags, Given, OptionTable } from './options.js';
+import type { CliContext, Flags, Given, OptionTable } from './options.js';
 import { colorOption, OUTPUT_FORMATS } from './provider-options.js';
 import type { OutputFormat } from './provider-options.js';
 import { untilSignal } from './sim.js';
@@ -50,15 +50,16 @@ export const demoCommand = defineCommand({
   ],
   epilogue: 'Exit codes: 0 every check passed; 1 the demo did not show what it should (a bug); 2 usage.',
   parse: parseDemo,
-  handler: (given, env) => demo(parseDemo(given, env)),
+  handler: (given, env, cli) => demo(parseDemo(given, env), cli),
 });
 
-async function demo(c: DemoConfig): Promise<void> {
+async function demo(c: DemoConfig, cli: CliContext): Promise<void> {
   const json = c.output !== 'text';
   // Loaded here, not with every command: the demo brings the simulated Omni (see sim.ts loadSim).
   const { runDemo } = await import('../demo/flow.js');
   const { result, sim } = await runDemo({
     omniVersion: c.omniVersion,
+    cli,
     logLevel: c.logLevel,
     ...(c.color !== undefined ? { color: c.color } : {}),
     say: json ? () => undefined : (text) => { process.stdout.write(`${text}\n`); },

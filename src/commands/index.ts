@@ -9,7 +9,6 @@ import { planCommand } from './plan.js';
 import { runCommand } from './run.js';
 import { simCommand } from './sim.js';
 
-export { globalOptions } from './options.js';
 
 /** The commands by name; the configuration each one parses its command line into is ConfigOf<name>. */
 export const COMMANDS = { run: runCommand, plan: planCommand, sim: simCommand, demo: demoCommand } as const;

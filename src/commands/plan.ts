@@ -9,7 +9,7 @@ import { NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERA
 import { VERSION } from '../version.js';
 import { preflight } from '../provider/run/preflight.js';
 import type { PreflightResult } from '../provider/run/preflight.js';
-import { buildPlan } from '../provider/plan/plan.js';
+import { buildPlan } from '../provider/plan/planner.js';
 import type { Plan } from '../provider/plan/plan.js';
 import { planReport } from '../provider/report/report.js';
 import { takeSnapshot } from '../provider/read/snapshot.js';

@@ -10,7 +10,7 @@
 // pino-pretty's lines on the same stream, which a bar library would not do for us; this is a few lines.
 
 import { Writable } from 'node:stream';
-import type { ItemEnded, ReconcileProgress } from '../provider/run/reconcile.js';
+import type { ItemEnded, ReconcileProgress } from '../provider/run/outcomes.js';
 import { describeThrottling } from '../provider/report/report.js';
 import { escapeControl } from '../omni-api/untrusted.js';
 import type { ConnectionConfig, Io } from './provider-options.js';

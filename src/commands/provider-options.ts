@@ -2,8 +2,11 @@
 // once by each command's parse), where the result of every exit goes (ResultTarget), and the
 // connection both make: key, client. Every flag can also come from STUB_PROVIDER_<FLAG> (cli-args.ts).
 
-import { DEFAULT_READ_LIMITS, createOmniClient, loadServiceAccountKey } from '../omni-client/index.js';
-import type { OmniClient, WriteObserver } from '../omni-client/index.js';
+import { DEFAULT_READ_LIMITS } from '../omni-client/transport/body.js';
+import { createOmniClient } from '../omni-client/client.js';
+import { loadServiceAccountKey } from '../omni-client/transport/auth.js';
+import type { OmniClient } from '../omni-client/client.js';
+import type { WriteObserver } from '../omni-client/write/observer.js';
 import { UsageError } from '../exit-codes.js';
 import { colorWanted, createLogger } from '../log.js';
 import type { Logger, LogFormat } from '../log.js';

@@ -5,10 +5,10 @@
 // what it shows.
 
 import { Writable } from 'node:stream';
-import { configFrom } from '../cli.js';
-import { executePlan } from '../commands/plan.js';
+import type { CliContext } from '../commands/options.js';
+import { executePlan, planCommand } from '../commands/plan.js';
 import type { Io } from '../commands/provider-options.js';
-import { executeRun } from '../commands/run.js';
+import { executeRun, runCommand } from '../commands/run.js';
 import type { Resource } from '../omni-api/resource.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace } from '../omni-api/resource.js';
 import { MachineRequestStage, MachineRequestStatusSpec } from '../omni-api/specs/messages.js';
@@ -22,6 +22,8 @@ import { DEMO, demoScenario } from './scenario.js';
 
 export interface DemoOptions {
   omniVersion: string;
+  /** The CLI's parser: each step's configuration from its command line (commands/options.ts CliContext). */
+  cli: CliContext;
   /** Log level of the stub's own logs (stderr). */
   logLevel: string;
   /** Colour in those logs (`--no-color`, NO_COLOR); absent: on a terminal. */
@@ -116,8 +118,8 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   });
   // Each step is a command line, parsed as the CLI parses it; the demo's own logging flags on each.
   const logFlags = ['--log-level', o.logLevel, ...(o.color !== undefined ? [o.color ? '--color' : '--no-color'] : [])];
-  const runConfig = (id: string) => configFrom('run', ['--id', id, '--yes', '--timeout', '60s', '--step-timeout', '20s', ...logFlags], env(id));
-  const planConfig = (id: string) => configFrom('plan', ['--id', id, ...logFlags], env(id));
+  const runConfig = (id: string) => o.cli.configOf(runCommand, ['--id', id, '--yes', '--timeout', '60s', '--step-timeout', '20s', ...logFlags], env(id));
+  const planConfig = (id: string) => o.cli.configOf(planCommand, ['--id', id, ...logFlags], env(id));
   const showReport = (s: DemoStep, rep: Report) => {
     s.report = rep;
     say(indent(renderText(rep)));

@@ -7,25 +7,11 @@
 // Decoded messages are plain objects keyed by proto names; absent scalars decode to their zero value,
 // absent sub-messages and absent `optional` fields to `undefined`.
 
-import type { ProtocolCode } from './errors.js';
 import type { FieldSchema, Kind, MessageSchema } from './wire.js';
+import { WireError } from './wire.js';
 
 // ---------------------------------------------------------------------------------------------
 // Encoding (object with proto names -> JSON value)
-
-/**
- * A message that does not decode. On the client side the transport turns it into a ProtocolError
- * with `code`, naming the call and the endpoint (errors.ts); the sim answers InvalidArgument.
- */
-export class WireError extends Error {
-  constructor(
-    message: string,
-    readonly code: ProtocolCode = 'STUB_PROTOCOL',
-  ) {
-    super(message);
-    this.name = 'WireError';
-  }
-}
 
 function isZero(kind: Kind, v: unknown): boolean {
   switch (kind.k) {

@@ -1,12 +1,24 @@
 // The cosi.resource.State messages as tables (proto names, kinds, repeated and optional fields), the
-// methods of the service, and the resource model's wire form. Their JSON codec (protojson, as Omni's
-// gateway speaks it) is protojson.ts; its names are exported from here too.
+// methods of the service, and the resource model's wire form; WireError, a message that does not
+// decode. Their JSON codec (protojson, as Omni's gateway speaks it) is protojson.ts.
 
 import type { Metadata, Resource } from './resource.js';
 import { isValidPhase, isValidVersion } from './resource.js';
-import { WireError } from './protojson.js';
+import type { ProtocolCode } from './errors.js';
 
-export { WireError, decodeMessage, encodeMessage, type DecodeOptions } from './protojson.js';
+/**
+ * A message that does not decode. On the client side the transport turns it into a ProtocolError
+ * with `code`, naming the call and the endpoint (src/omni-client/errors.ts); the sim answers InvalidArgument.
+ */
+export class WireError extends Error {
+  constructor(
+    message: string,
+    readonly code: ProtocolCode = 'STUB_PROTOCOL',
+  ) {
+    super(message);
+    this.name = 'WireError';
+  }
+}
 
 export type Kind =
   | { k: 'string' }

@@ -4,7 +4,7 @@
 // may succeed (`retriable`). Retries, clock-skew adoption and watch resumption decide from those
 // fields and from what an error carries (Omni's Date header, the gRPC code), never from side tables.
 
-import { ApiError, OmniError, type ApiErrorOptions, type OmniCodedError, type ProtocolCode } from '../omni-api/errors.js';
+import { ApiError, type ApiErrorOptions, type OmniCodedError, type ProtocolCode } from '../omni-api/errors.js';
 
 /** A class of the client's own errors with one code. */
 function fixedCode<const C extends string>(code: C) {
@@ -88,9 +88,4 @@ export type ClientErrorCode = keyof ClassByCode;
 /** Whether `e` is the client's error with this stable code (narrowed to its class). */
 export function hasCode<C extends ClientErrorCode>(e: unknown, code: C): e is ClassByCode[C] {
   return e instanceof ApiError && e.code === code;
-}
-
-/** Kept for callers written before `hasCode`: an OmniError, of the given class's code when one is given. */
-export function isOmniError(e: unknown, cls?: { CODE: string }): e is OmniError {
-  return e instanceof OmniError && (cls === undefined || e.code === cls.CODE);
 }

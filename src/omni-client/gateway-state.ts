@@ -27,25 +27,9 @@ import type {
   WatchEventType,
   WatchKindOptions,
 } from '../omni-api/state.js';
-import {
-  CreateRequestSchema,
-  DestroyRequestSchema,
-  DestroyResponseSchema,
-  GetRequestSchema,
-  LabelTermOperation,
-  ListRequestSchema,
-  ResourceSchema,
-  UpdateRequestSchema,
-  WatchRequestSchema,
-  WatchResponseSchema,
-  WireError,
-  decodeMessage,
-  encodeMessage,
-  fullMethod,
-  resourceFromWire,
-  resourceToWire,
-  type MessageSchema,
-} from '../omni-api/wire.js';
+import { CreateRequestSchema, DestroyRequestSchema, DestroyResponseSchema, GetRequestSchema, LabelTermOperation, ListRequestSchema, ResourceSchema, UpdateRequestSchema, WatchRequestSchema, WatchResponseSchema, fullMethod, resourceFromWire, resourceToWire, type MessageSchema } from '../omni-api/wire.js';
+import { WireError } from '../omni-api/wire.js';
+import { decodeMessage, encodeMessage } from '../omni-api/protojson.js';
 
 /** The transport surface the State needs (a Transport, or a test double). */
 export type StateTransport = Pick<Transport, 'unary' | 'collect' | 'openStream'>;

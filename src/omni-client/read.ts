@@ -1,8 +1,7 @@
 // Reads over any State or CoreState (the gateway client or a test double).
 
 import type { Pointer, Resource } from '../omni-api/resource.js';
-import { NotFoundError } from '../omni-api/errors.js';
-import { isOmniError } from './errors.js';
+import { hasCode } from './errors.js';
 import type { CallOptions, CoreState } from '../omni-api/state.js';
 
 /** A Get that answers undefined when the resource does not exist (NotFound); every other error is thrown. */
@@ -10,7 +9,7 @@ export async function getIfExists(state: Pick<CoreState, 'get'>, p: Pointer, opt
   try {
     return await state.get(p, opts);
   } catch (err) {
-    if (isOmniError(err, NotFoundError)) return undefined;
+    if (hasCode(err, 'OMNI_NOT_FOUND')) return undefined;
     throw err;
   }
 }

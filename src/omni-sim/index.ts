@@ -5,7 +5,8 @@
 import type { Identity, SimClock, StateApi } from './api.js';
 import { createAccessApi } from './access/access.js';
 import { gatewayBehaviour } from './behaviour.js';
-import { type ControllerError, type OmniControllers, startOmniControllers } from './controllers/controllers.js';
+import { type ControllerError } from './controllers/queue.js';
+import { type OmniControllers, startOmniControllers } from './controllers/controllers.js';
 import { createAuthenticate, IdentityRegistry } from './access/identities.js';
 import { type FaultConfig, Faults } from './gateway/faults.js';
 import { generateKey, type GeneratedKey } from './scenario/keys.js';

@@ -13,7 +13,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bareMetalMachine, generateScenario, machineUuid } from '../../src/omni-sim/scenario/generate.js';
 import type { Report } from '../../src/provider/report/report.js';
-import { MAIN, startSimProcess } from '../helpers/sim-process.js';
+import { MAIN } from '../helpers/cli-process.js';
+import { startSimProcess } from '../helpers/sim-process.js';
 import type { SimProcess } from '../helpers/sim-process.js';
 import { TmuxTerminal, rows, tmuxMissing } from '../helpers/tmux.js';
 

@@ -6,7 +6,8 @@ import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createGzip, constants as zc, type Gzip } from 'node:zlib';
 import type { Resource } from '../../src/omni-api/resource.js';
-import { ResourceSchema, encodeMessage, resourceToWire } from '../../src/omni-api/wire.js';
+import { ResourceSchema, resourceToWire } from '../../src/omni-api/wire.js';
+import { encodeMessage } from '../../src/omni-api/protojson.js';
 
 export interface FakeRequest {
   /** The gRPC method name, e.g. `Get`. */

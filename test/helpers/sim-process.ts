@@ -11,7 +11,6 @@ import { dumpScenario, parseScenario, type Scenario } from '../../src/omni-sim/s
 
 import { MAIN } from './cli-process.js';
 
-export { MAIN };
 
 export interface SimProcess {
   endpoint: string;

@@ -6,7 +6,7 @@
 // for a version after the one that already shows it.
 
 import { afterEach, expect, it } from 'vitest';
-import { createOmniClient, type OmniClient } from '../../src/omni-client/index.js';
+import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
 import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { reconcile } from '../../src/provider/run/reconcile.js';

@@ -16,7 +16,8 @@ import { createOmniClient, type OmniClient } from '../../src/omni-client/client.
 import { errorFromStatus, OmniError } from '../../src/omni-api/errors.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import type { WatchEvent } from '../../src/omni-api/state.js';
-import { decodeMessage, encodeMessage, ResourceSchema, resourceFromWire, resourceToWire } from '../../src/omni-api/wire.js';
+import { decodeMessage, encodeMessage } from '../../src/omni-api/protojson.js';
+import { ResourceSchema, resourceFromWire, resourceToWire } from '../../src/omni-api/wire.js';
 import { exitCodeFor } from '../../src/exit-codes.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import { canonical, loadRecordings, statusOfLines, type RecordedExchange } from '../helpers/omni-recordings.js';

@@ -21,7 +21,8 @@ import { INTERNAL, type Identity, type StateApi, type WatchParams } from '../../
 import type { Scenario } from '../../src/omni-sim/scenario/scenario.js';
 import { reconcile, type ReconcileResult } from '../../src/provider/run/reconcile.js';
 import { checkRelease, keyOf } from '../helpers/release-oracle.js';
-import { MAIN, startSimProcess } from '../helpers/sim-process.js';
+import { MAIN } from '../helpers/cli-process.js';
+import { startSimProcess } from '../helpers/sim-process.js';
 
 const ID = 'bare-metal';
 

@@ -21,7 +21,8 @@ import type { Scenario } from '../../src/omni-sim/scenario/scenario.js';
 import { reconcile, type ReconcileResult } from '../../src/provider/run/reconcile.js';
 import type { Report } from '../../src/provider/report/report.js';
 import { canonical, checkRelease, keyOf } from '../helpers/release-oracle.js';
-import { MAIN, startSimProcess, type SimProcess } from '../helpers/sim-process.js';
+import { MAIN } from '../helpers/cli-process.js';
+import { startSimProcess, type SimProcess } from '../helpers/sim-process.js';
 import { startTamperProxy, type TamperProxy, type TamperRequest, type TamperRule } from '../helpers/tamper-proxy.js';
 
 const ID = 'bare-metal';

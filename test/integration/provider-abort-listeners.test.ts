@@ -4,8 +4,8 @@
 // a long --wait run leaks memory.
 
 import { afterEach, expect, it } from 'vitest';
-import { createOmniClient } from '../../src/omni-client/index.js';
-import type { OmniClient } from '../../src/omni-client/index.js';
+import { createOmniClient } from '../../src/omni-client/client.js';
+import type { OmniClient } from '../../src/omni-client/client.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
 import { generateScenario } from '../../src/omni-sim/scenario/generate.js';

@@ -5,8 +5,8 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
-import { createOmniClient } from '../../src/omni-client/index.js';
-import type { OmniClient } from '../../src/omni-client/index.js';
+import { createOmniClient } from '../../src/omni-client/client.js';
+import type { OmniClient } from '../../src/omni-client/client.js';
 import { describePointer } from '../../src/omni-api/resource.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';

@@ -6,8 +6,8 @@
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { afterEach, expect, it } from 'vitest';
-import { createOmniClient } from '../../src/omni-client/index.js';
-import type { OmniClient } from '../../src/omni-client/index.js';
+import { createOmniClient } from '../../src/omni-client/client.js';
+import type { OmniClient } from '../../src/omni-client/client.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
 import { bareMetalMachine, generateScenario, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
@@ -20,7 +20,7 @@ import { NS_INFRA_PROVIDER, T } from '../../src/omni-api/resource.js';
 import type { WipeStrategy } from '../../src/wipe/index.js';
 import { FakeState } from '../helpers/fake-state.js';
 import * as fx from '../helpers/provider-fixtures.js';
-import type { ItemEnded, ReconcileProgress } from '../../src/provider/run/reconcile.js';
+import type { ItemEnded, ReconcileProgress } from '../../src/provider/run/outcomes.js';
 
 let sim: Sim | undefined;
 let client: OmniClient | undefined;

@@ -12,7 +12,8 @@ import { createOmniClient, type OmniClient } from '../../src/omni-client/client.
 import { OmniError } from '../../src/omni-api/errors.js';
 import type { Pointer } from '../../src/omni-api/resource.js';
 import type { WatchEvent } from '../../src/omni-api/state.js';
-import { ResourceSchema, decodeMessage, resourceFromWire } from '../../src/omni-api/wire.js';
+import { ResourceSchema, resourceFromWire } from '../../src/omni-api/wire.js';
+import { decodeMessage } from '../../src/omni-api/protojson.js';
 import { generateKey } from '../../src/omni-sim/scenario/keys.js';
 import { noDelay } from '../helpers/fake-gateway.js';
 import { sharedPath } from '../helpers/shared-data.js';

@@ -4,7 +4,6 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { isOmniError } from '../../src/omni-client/errors.js';
 import { NotFoundError, PermissionDeniedError } from '../../src/omni-api/errors.js';
 import { NS_EPHEMERAL, NS_INFRA_PROVIDER, T } from '../../src/omni-api/resource.js';
 import { dumpState, ReadOnlyDumpError, summarizeDump } from '../../src/omni-sim/scenario/dump-state.js';
@@ -33,12 +32,12 @@ describe('dumpState', () => {
     expect((await st.get({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: UUID })).metadata.phase).toBe('tearingDown');
     expect(await st.list(NS_INFRA_PROVIDER, T.InfraMachine)).toHaveLength(1);
     const missing = await st.get({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: 'x' }).catch((e: unknown) => e);
-    expect(isOmniError(missing, NotFoundError)).toBe(true);
+    expect(missing).toBeInstanceOf(NotFoundError);
   });
 
   it('as another provider: not registered, the way Omni refuses it', async () => {
     const e = await dumpState(sc, 'BareMetal').list(NS_INFRA_PROVIDER, T.InfraMachine).catch((x: unknown) => x);
-    expect(isOmniError(e, PermissionDeniedError)).toBe(true);
+    expect(e).toBeInstanceOf(PermissionDeniedError);
     expect((e as Error).message).toMatch(/not registered in the system/);
   });
 

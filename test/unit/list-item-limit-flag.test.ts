@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { CliUsageError } from '../../src/cli-args.js';
 import { UsageError } from '../../src/exit-codes.js';
-import { DEFAULT_READ_LIMITS } from '../../src/omni-client/index.js';
+import { DEFAULT_READ_LIMITS } from '../../src/omni-client/transport/body.js';
 import { planConfigFrom, runConfigFrom } from '../helpers/cli-config.js';
 
 const base = ['--id', 'bare-metal', '--omni-api-endpoint', 'http://127.0.0.1:1'];

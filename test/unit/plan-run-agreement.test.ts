@@ -15,7 +15,7 @@ import type { Pointer, Resource } from '../../src/omni-api/resource.js';
 import { T, describePointer } from '../../src/omni-api/resource.js';
 import type { WriteIntent, WriteObserver } from '../../src/omni-client/write/observer.js';
 import { silentLogger } from '../../src/log.js';
-import { buildPlan } from '../../src/provider/plan/plan.js';
+import { buildPlan } from '../../src/provider/plan/planner.js';
 import type { Plan } from '../../src/provider/plan/plan.js';
 import { reconcile } from '../../src/provider/run/reconcile.js';
 import { planReport } from '../../src/provider/report/report.js';

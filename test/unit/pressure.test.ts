@@ -6,7 +6,9 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { AlreadyExistsError, DeadlineExceededError, FailedPreconditionError, NotFoundError, PermissionDeniedError, ResourceExhaustedError, UnavailableError } from '../../src/omni-api/errors.js';
 import { ThrottledError, TransportError } from '../../src/omni-client/errors.js';
-import { classifyWriteFailure, createVerdict, destroyVerdict, updateVerdict, withBackPressure, WriteWindow, type Ticket } from '../../src/omni-client/write/pressure.js';
+import { classifyWriteFailure, createVerdict, destroyVerdict, updateVerdict } from '../../src/omni-client/write/verdict.js';
+import { withBackPressure } from '../../src/omni-client/write/pressure.js';
+import { WriteWindow, type Ticket } from '../../src/omni-client/write/window.js';
 import { cloneResource, newMetadata, type Pointer, type Resource } from '../../src/omni-api/resource.js';
 import type { CoreState } from '../../src/omni-api/state.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';

@@ -11,13 +11,14 @@ import { NotFoundError } from '../../src/omni-api/errors.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { NS_INFRA_PROVIDER, T, describePointer, providerNamespace, providerType } from '../../src/omni-api/resource.js';
 import { silentLogger } from '../../src/log.js';
-import { buildPlan } from '../../src/provider/plan/plan.js';
+import { buildPlan } from '../../src/provider/plan/planner.js';
 import type { Plan } from '../../src/provider/plan/plan.js';
 import { stepNames } from '../helpers/plan-steps.js';
 import { resolveProfile } from '../../src/provider/profile.js';
 import { reconcile } from '../../src/provider/run/reconcile.js';
 import type { ReconcileOptions } from '../../src/provider/run/reconcile.js';
-import { parentsOf, takeSnapshot } from '../../src/provider/read/snapshot.js';
+import { parentsOf } from '../../src/provider/plan/facts.js';
+import { takeSnapshot } from '../../src/provider/read/snapshot.js';
 
 const ID = 'bare-metal';
 const U1 = '11111111-1111-1111-1111-111111111111';

@@ -4,7 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as openpgp from 'openpgp';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { IdentityError, IdentityRegistry, metadataFromHeaders } from '../../src/omni-sim/access/identities.js';
+import { IdentityError, IdentityRegistry } from '../../src/omni-sim/access/identities.js';
+import { metadataFromHeaders } from '../../src/omni-sim/access/siderov1.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import { InternalError, UnauthenticatedError } from '../../src/omni-api/errors.js';
 

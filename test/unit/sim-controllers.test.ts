@@ -1,5 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { C, ControllerError, startOmniControllers, type ControllerStore, type OmniControllers } from '../../src/omni-sim/controllers/controllers.js';
+import { C, type ControllerStore } from '../../src/omni-sim/controllers/actor.js';
+import { ControllerError } from '../../src/omni-sim/controllers/queue.js';
+import { startOmniControllers, type OmniControllers } from '../../src/omni-sim/controllers/controllers.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
 import { SimStore } from '../../src/omni-sim/store/store.js';
 import { EMPTY_QUERY } from '../../src/omni-sim/store/query.js';

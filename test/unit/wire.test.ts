@@ -1,14 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  decodeMessage,
-  encodeMessage,
-  resourceFromWire,
-  resourceToWire,
-  UpdateRequestSchema,
-  WatchRequestSchema,
-  WireError,
-  ResourceSchema,
-} from '../../src/omni-api/wire.js';
+import { decodeMessage, encodeMessage } from '../../src/omni-api/protojson.js';
+import { WireError } from '../../src/omni-api/wire.js';
+import { resourceFromWire, resourceToWire, UpdateRequestSchema, WatchRequestSchema, ResourceSchema } from '../../src/omni-api/wire.js';
 import { newMetadata } from '../../src/omni-api/resource.js';
 
 describe('wire JSON codec', () => {

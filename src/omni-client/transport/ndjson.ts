@@ -10,7 +10,8 @@ import { DEFAULT_READ_LIMITS, describeBytes, encodingOfAnswer, parseJsonText, sn
 import { errCtx, type CallContext } from './call.js';
 import { errorFromStatus } from '../../omni-api/errors.js';
 import { isObject, statusOf } from './status.js';
-import { WireError, type MethodName } from '../../omni-api/wire.js';
+import { WireError } from '../../omni-api/wire.js';
+import { type MethodName } from '../../omni-api/wire.js';
 
 /**
  * The `result` of each line of a stream answer; an `{"error":..}` line becomes the typed error (with

@@ -16,7 +16,8 @@ import { isSignatureRefusal, type SigningClock } from './clock.js';
 import type { Scope } from './deadline.js';
 import { ApiError, type UnauthenticatedError } from '../../omni-api/errors.js';
 import { ProtocolError, TransportError } from '../errors.js';
-import { WireError, type MethodName } from '../../omni-api/wire.js';
+import { WireError } from '../../omni-api/wire.js';
+import { type MethodName } from '../../omni-api/wire.js';
 
 export type DelayFn = (ms: number, signal?: AbortSignal) => Promise<void>;
 

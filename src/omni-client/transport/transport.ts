@@ -33,7 +33,8 @@ import { Retrier, defaultDelay, type BackoffOptions, type DelayFn } from './retr
 import { RequestHeaders, type RequestSigner } from './signing.js';
 import { errorOfAnswer } from './status.js';
 import { tlsOptions } from './tls.js';
-import { WireError, fullMethod, type MethodName } from '../../omni-api/wire.js';
+import { WireError } from '../../omni-api/wire.js';
+import { fullMethod, type MethodName } from '../../omni-api/wire.js';
 
 export interface TransportOptions {
   endpoint: string;

@@ -35,8 +35,6 @@ import { getIfExists } from '../read.js';
 import { WriteWindow } from './window.js';
 import { classifyWriteFailure, createVerdict, destroyVerdict, updateVerdict, type WriteFailure } from './verdict.js';
 
-export { WriteWindow, type Ticket, type WindowOptions, type WriteEnd } from './window.js';
-export { classifyWriteFailure, createVerdict, destroyVerdict, updateVerdict, type Verdict, type WriteFailure } from './verdict.js';
 
 // --- the decorator -------------------------------------------------------------------------------
 

@@ -38,7 +38,6 @@ import type { OmniVersion } from '../version.js';
 import { atLeast, parseVersion } from '../version.js';
 
 // The module's exports as they were before the split, so that no importer has to change.
-export { validationError } from './validations.js';
 
 const q = goQuote;
 

@@ -10,7 +10,6 @@ import { type GrpcMetadata, type HeaderMap, metadataFromHeaders, Siderov1Verifie
 import { emailForIdentityName, PROVIDER_EMAIL_DOMAIN } from '../scenario/keys.js';
 
 // The module's exports as they were before the split, so that no importer has to change.
-export { type GrpcMetadata, type HeaderMap, INVALID_SIGNATURE, metadataFromHeaders, SIGNED_HEADERS } from './siderov1.js';
 
 const PROVIDER_PREFIX = 'infra-provider:';
 /** Omni's cap on service-account key lifetimes: 365 days plus one minute of tolerance. */

@@ -9,7 +9,7 @@ import { cloneResource, LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, PHASE_RUNNIN
 import type { StateApi } from '../api.js';
 import { INTERNAL } from '../api.js';
 import { EMPTY_QUERY } from '../store/query.js';
-import type { StoreEvent } from '../store/store.js';
+import type { StoreEvent } from '../store/watch.js';
 import type { OmniVersion } from '../version.js';
 import { atLeast } from '../version.js';
 

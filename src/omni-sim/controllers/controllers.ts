@@ -45,15 +45,11 @@ import {
   CLUSTER_MACHINE, createMachineRequestSet, MACHINE_SET_NODE, type MachineRequestOptions, type MachineRequestSetOptions, newRequest,
   reconcileMachineRequest, reconcileMachineRequestStatus, reconcileSet, scaleDown,
 } from './requests.js';
-import type { StoreEvent } from '../store/store.js';
+import type { StoreEvent } from '../store/watch.js';
 import type { OmniVersion } from '../version.js';
 import { atLeast, parseVersion } from '../version.js';
 
 // The module's exports as they were before the split, so that no importer has to change.
-export { C, type ControllerStore } from './actor.js';
-export type { StaticMachineOptions } from './machines.js';
-export { ControllerError, onControllerFailure } from './queue.js';
-export type { MachineRequestOptions, MachineRequestSetOptions } from './requests.js';
 
 export interface OmniControllerOptions {
   version: OmniVersion | string;

@@ -4,7 +4,9 @@
 
 import type { IncomingMessage } from 'node:http';
 import type { Pointer } from '../../omni-api/resource.js';
-import { decodeMessage, WireError, type MessageSchema, type MethodName } from '../../omni-api/wire.js';
+import { decodeMessage } from '../../omni-api/protojson.js';
+import { WireError } from '../../omni-api/wire.js';
+import { type MessageSchema, type MethodName } from '../../omni-api/wire.js';
 import { firstJsonValue, GoJsonError, keyPosition } from './request-json.js';
 
 /** gRPC's default receive limit as Omni raises it (constants.GRPCMaxMessageSize). */

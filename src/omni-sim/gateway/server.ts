@@ -17,7 +17,8 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { errorFromStatus, GrpcCode } from '../../omni-api/errors.js';
 import type { Pointer, Resource } from '../../omni-api/resource.js';
-import { encodeMessage, fullMethod, Methods, type MethodName } from '../../omni-api/wire.js';
+import { encodeMessage } from '../../omni-api/protojson.js';
+import { fullMethod, Methods, type MethodName } from '../../omni-api/wire.js';
 import type { Identity, SimClock, SimEvent, StateApi, WatchParams } from '../api.js';
 import { gatewayBehaviour, type GatewayBehaviour } from '../behaviour.js';
 import { WRITE_METHODS, type Faults } from './faults.js';
@@ -31,8 +32,6 @@ import { StreamBrokenError } from '../store/store.js';
 import { grpcTimeoutMs, throttled, type ThrottleCall } from './throttle.js';
 import { parseVersion, type OmniVersion } from '../version.js';
 
-export { OMNI_GZIP_LEVEL, pickEncoding } from './answer.js';
-export { MAX_REQUEST_BYTES } from './request.js';
 
 export type Authenticator = (headers: IncomingHttpHeaders, fullMethod: string) => Promise<Identity>;
 

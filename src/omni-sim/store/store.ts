@@ -29,7 +29,6 @@ import {
 } from './watch.js';
 import { marshaledSize } from '../gateway/throttle.js';
 
-export { ETCD_BOOKMARK_LENGTH, ETCD_COMPACTED, formatTimestamp, INMEM_BOOKMARK_LENGTH, type StoreEvent } from './watch.js';
 
 export const DEFAULT_HISTORY_CAPACITY = 10_000;
 const EPOCH = '1970-01-01T00:00:00Z';

@@ -1,15 +1,30 @@
 // PURE: the deregistration part of the plan (design rule 10): whether nothing of the provider is
 // left in use, why not, and what deregistering destroys, in which order.
 
-import type { Resource } from '../../omni-api/resource.js';
+import type { Pointer, Resource } from '../../omni-api/resource.js';
 import { LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_RUNNING, T, describePointer } from '../../omni-api/resource.js';
 import type { Operation } from './operations.js';
-import { deleteWarning, kindOf, releasesCompletely } from './facts.js';
-import type { Deregistration, DeregistrationItem, Note } from './plan.js';
-import type { Planner } from './planner.js';
-import { parentsOf } from '../read/snapshot.js';
+import { deleteWarning, kindOf, parentsOf, releasesCompletely } from './facts.js';
+import type { Deregistration, DeregistrationItem, Note, PlanItem, PlanOptions, Snapshot } from './plan.js';
 
-export function planDeregistration(p: Planner): Deregistration {
+/** What deregistration reads of the planner (planner.ts) once every item is planned, and what it asks of it. */
+export interface PlanSoFar {
+  readonly id: string;
+  readonly whole: boolean;
+  readonly s: Snapshot;
+  readonly o: PlanOptions;
+  readonly items: readonly PlanItem[];
+  /** Deregistration adds the Machines that keep it waiting. */
+  readonly blocked: Note[];
+  readonly imById: ReadonlyMap<string, Resource>;
+  readonly mrById: ReadonlyMap<string, Resource>;
+  /** The per-item resources left (statuses, ConfigPatchRequests, the provider's namespace). */
+  perItem(): Resource[];
+  confirmedGone(ps: Iterable<Pointer>, why: string): Operation[];
+  dispose(r: Resource, why: string): Operation[];
+}
+
+export function planDeregistration(p: PlanSoFar): Deregistration {
   const lastStep = `omnictl infraprovider delete ${p.id}`;
   const warning = deleteWarning(p.s.omniVersion);
   const base = { lastStep, ...(warning ? { warning } : {}) };
@@ -52,7 +67,7 @@ export function planDeregistration(p: Planner): Deregistration {
  * The heartbeat check first; then at once, each its own clean-up, what is left of the provider;
  * then, in order, the heartbeat and the ProviderStatus, last.
  */
-function deregistrationItem(p: Planner): DeregistrationItem | undefined {
+function deregistrationItem(p: PlanSoFar): DeregistrationItem | undefined {
   const why = 'deregistration: nothing of the provider is left in use';
   const cleanup = p.perItem().map((r) => ({
     kind: 'leftover' as const,
@@ -69,7 +84,7 @@ function deregistrationItem(p: Planner): DeregistrationItem | undefined {
 }
 
 /** Parents named by what deregistration would destroy, neither listed nor confirmed gone by a Get. */
-function unconfirmedParents(p: Planner): string[] {
+function unconfirmedParents(p: PlanSoFar): string[] {
   const out = new Map<string, string>();
   for (const r of p.perItem()) {
     for (const parent of parentsOf(r, p.s.profile)) {
@@ -83,7 +98,7 @@ function unconfirmedParents(p: Planner): string[] {
   return [...out.values()];
 }
 
-function machineNote(p: Planner, m: Resource): Note {
+function machineNote(p: PlanSoFar, m: Resource): Note {
   const uuid = m.metadata.id;
   const im = p.imById.get(uuid);
   const rid = m.metadata.labels[LABEL_MACHINE_REQUEST];

@@ -1,12 +1,15 @@
-// What the planner reads off a resource or Omni's version, for itself and for the report: our
-// marker, the MachineRequestStatus a refusal wrote, the warning of `omnictl infraprovider delete`.
+// What the planner reads off a resource or Omni's version, for itself, the reads and the report: our
+// marker, the MachineRequestStatus a refusal wrote, the warning of `omnictl infraprovider delete`;
+// which resource belongs to which machine or request (parentsOf, childKinds).
 
-import type { Resource } from '../../omni-api/resource.js';
+import type { Pointer, Resource } from '../../omni-api/resource.js';
+import { LABEL_MACHINE_REQUEST, NS_INFRA_PROVIDER, T, providerNamespace } from '../../omni-api/resource.js';
 import { decodeSpec } from '../../omni-api/specs/codec.js';
 import { MachineRequestStatusSpec as MachineRequestStatusSpecSchema } from '../../omni-api/specs/messages.js';
 import type { MachineRequestStatusSpec } from '../../omni-api/specs/messages.js';
 import { predictHolds, predictionOf } from './explain.js';
 import type { PlanItem } from './plan.js';
+import { PROVIDER_WIDE_IDS, type ResolvedProfile } from '../profile.js';
 
 /** The marker that every error text and description the stub writes starts with (design rule 7). */
 export const STUB_MARKER = 'stub-provider';
@@ -63,4 +66,40 @@ export function releasesCompletely(item: PlanItem): boolean {
 export function kindOf(r: Resource | { type: string }): string {
   const type = 'metadata' in r ? r.metadata.type : r.type;
   return type.split('.')[0] ?? type;
+}
+
+/**
+ * The InfraMachine and/or MachineRequest a per-item resource belongs to, by its type: an
+ * InfraMachineStatus to the InfraMachine of its ID, a MachineRequestStatus to the MachineRequest of
+ * its ID, a ConfigPatchRequest to the request its label names, a resource in `infra-provider:<id>`
+ * to the InfraMachine (per-machine types) or MachineRequest (per-request types) of its ID, both for
+ * a type that is both. None for provider-wide resources (TLSConfig), which only deregistration cleans.
+ */
+export function parentsOf(r: Resource, profile: ResolvedProfile): (Pointer & { type: typeof T.InfraMachine | typeof T.MachineRequest })[] {
+  const md = r.metadata;
+  const im = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: pid });
+  const mr = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: pid });
+  if (md.namespace === NS_INFRA_PROVIDER) {
+    if (md.type === T.InfraMachineStatus) return [im(md.id)];
+    if (md.type === T.MachineRequestStatus) return [mr(md.id)];
+    const req = md.type === T.ConfigPatchRequest ? md.labels[LABEL_MACHINE_REQUEST] : undefined;
+    return req ? [mr(req)] : [];
+  }
+  if (PROVIDER_WIDE_IDS.has(md.id)) return [];
+  return [...(profile.machineTypes.includes(md.type) ? [im(md.id)] : []), ...(profile.stateTypes.includes(md.type) ? [mr(md.id)] : [])];
+}
+
+/** A namespace and a type. */
+export type NamespacedType = Pick<Pointer, 'namespace' | 'type'>;
+
+/**
+ * What `parentsOf` names the other way round, as the kinds whose resource of the parent's ID
+ * belongs to it: for an InfraMachine its InfraMachineStatus and the per-machine types in our
+ * namespace, for a MachineRequest its MachineRequestStatus and the per-request types.
+ * ConfigPatchRequests have IDs of their own and are found by List only.
+ */
+export function childKinds(parentType: typeof T.InfraMachine | typeof T.MachineRequest, profile: ResolvedProfile, providerId: string): NamespacedType[] {
+  const ns = providerNamespace(providerId);
+  if (parentType === T.InfraMachine) return [{ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus }, ...profile.machineTypes.map((t) => ({ namespace: ns, type: t }))];
+  return [{ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus }, ...profile.stateTypes.map((t) => ({ namespace: ns, type: t }))];
 }

@@ -11,11 +11,7 @@
 import type { Pointer, Resource } from '../../omni-api/resource.js';
 import type { HoldFacts } from './explain.js';
 import type { CheckLiveProviderOp, CreateRefusalOp, Operation } from './operations.js';
-import { Planner } from './planner.js';
 import type { ResolvedProfile } from '../profile.js';
-import type { Snapshot } from '../read/snapshot.js';
-
-export { DELETE_WARNING, DELETE_WARNING_VERSION_UNKNOWN, STUB_MARKER, atLeast, deleteWarning, isStubRefusal, releasesCompletely, statusMachineId, statusSpecOf } from './facts.js';
 
 export interface PlanOptions {
   providerId: string;
@@ -110,32 +106,50 @@ export interface Plan {
   announce: boolean;
 }
 
-export function buildPlan(s: Snapshot, o: PlanOptions): Plan {
-  return new Planner(s, o).build();
-}
-
-/** What planning one item again gave: its operations now, or why nothing of it is left to do. */
-export interface Replanned {
-  item?: PlanItem;
-  /** Nothing to do for it any more, and why (in use, held by others only, refused): from the notes. */
-  note?: Note;
-  /** Held by others only, and Omni lets go by itself: nothing of ours is left on it. */
-  lettingGo?: Note;
+/** A type a pass could not read, and why. */
+export interface Unreadable {
+  namespace: string;
+  type: string;
+  error: string;
 }
 
 /**
- * The same planner, for one item, from a snapshot of what that item reads now (the executor's, after
- * a conflict or an answer it did not plan for). A re-plan can never do more than a plan.
+ * A pass's input, as plain data: what the provider's reads (src/provider/read/snapshot.ts) found of
+ * Omni. The planner sees nothing else.
  */
-export function replanItem(s: Snapshot, o: PlanOptions, item: Pick<PlanItem, 'kind' | 'id' | 'reason'>, target?: Pointer): Replanned {
-  const p = new Planner(s, o);
-  p.replan(item, target);
-  const planned = p.items.find((i) => i.kind === item.kind && i.id === item.id);
-  if (planned) return { item: planned };
-  const same = (n: Note) => n.id === item.id;
-  const note = p.running.find(same) ?? p.blocked.find(same) ?? p.lettingGo.find(same);
-  const lettingGo = p.lettingGo.find(same);
-  return { ...(note ? { note } : {}), ...(lettingGo ? { lettingGo } : {}) };
+export interface Snapshot {
+  providerId: string;
+  /** Omni's backend version (SysVersion `current`), when readable. */
+  omniVersion?: string;
+  providerStatus?: Resource;
+  healthStatus?: Resource;
+  infraMachines: Resource[];
+  infraMachineStatuses: Resource[];
+  bmcConfigs: Resource[];
+  machineRequests: Resource[];
+  machineRequestStatuses: Resource[];
+  configPatchRequests: Resource[];
+  /** `Machines.omni.sidero.dev` carrying the ID (label or annotation); the others are dropped at once. */
+  machines: Resource[];
+  /** Resources in `infra-provider:<id>` by full type string (every type of the profile, even when empty). */
+  namespace: Record<string, Resource[]>;
+  profile: ResolvedProfile;
+  /** Types that could not be read (for example Machines on an Omni that refuses them). */
+  unreadable: Unreadable[];
+  /**
+   * Resources their List did not hold, by `describePointer`, for which a Get of that ID answered
+   * NotFound: parents (`parentsOf`) named by what is listed, and the children (`childKinds`) of the
+   * machines and requests being released. Only this makes what names a parent a leftover (rule 10).
+   */
+  goneById: ReadonlySet<string>;
+  /**
+   * Resources their List did not hold but a Get of their ID found: that List was not complete. Those
+   * labelled with our ID (or in our namespace) are in their list of the snapshot too, planned like
+   * any other.
+   */
+  missedByList: Resource[];
+  /** The resources of this snapshot (these objects) read by their ID (a Get, a live event, a write of this run), not only listed. */
+  foundById: ReadonlySet<Resource>;
 }
 
 /**

@@ -12,12 +12,10 @@ import { describeHolds, nextStepsOf, predictHolds, predictionOf } from './explai
 import type { HoldFacts, MachinePresence } from './explain.js';
 import type { Operation, RemoveFinalizersOp } from './operations.js';
 import { foreignFinalizers, ourFinalizers } from '../ownership.js';
-import type { Note, Plan, PlanItem, PlanOptions, Refusal } from './plan.js';
+import type { Note, Plan, PlanItem, PlanOptions, Refusal, Snapshot } from './plan.js';
 import { planDeregistration } from './deregistration.js';
-import { isStubRefusal, kindOf, statusMachineId, statusSpecOf } from './facts.js';
+import { childKinds, isStubRefusal, kindOf, parentsOf, statusMachineId, statusSpecOf } from './facts.js';
 import { PROVISION_CONTROLLER } from '../profile.js';
-import { childKinds, parentsOf } from '../read/snapshot.js';
-import type { Snapshot } from '../read/snapshot.js';
 
 export class Planner {
   readonly id: string;
@@ -346,4 +344,32 @@ function push<K, V>(m: Map<K, V[]>, k: K, v: V): void {
   const xs = m.get(k);
   if (xs) xs.push(v);
   else m.set(k, [v]);
+}
+
+export function buildPlan(s: Snapshot, o: PlanOptions): Plan {
+  return new Planner(s, o).build();
+}
+
+/** What planning one item again gave: its operations now, or why nothing of it is left to do. */
+export interface Replanned {
+  item?: PlanItem;
+  /** Nothing to do for it any more, and why (in use, held by others only, refused): from the notes. */
+  note?: Note;
+  /** Held by others only, and Omni lets go by itself: nothing of ours is left on it. */
+  lettingGo?: Note;
+}
+
+/**
+ * The same planner, for one item, from a snapshot of what that item reads now (the executor's, after
+ * a conflict or an answer it did not plan for). A re-plan can never do more than a plan.
+ */
+export function replanItem(s: Snapshot, o: PlanOptions, item: Pick<PlanItem, 'kind' | 'id' | 'reason'>, target?: Pointer): Replanned {
+  const p = new Planner(s, o);
+  p.replan(item, target);
+  const planned = p.items.find((i) => i.kind === item.kind && i.id === item.id);
+  if (planned) return { item: planned };
+  const same = (n: Note) => n.id === item.id;
+  const note = p.running.find(same) ?? p.blocked.find(same) ?? p.lettingGo.find(same);
+  const lettingGo = p.lettingGo.find(same);
+  return { ...(note ? { note } : {}), ...(lettingGo ? { lettingGo } : {}) };
 }

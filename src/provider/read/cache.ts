@@ -23,8 +23,6 @@ import { isOurResource, machineCarriesProvider } from '../ownership.js';
 import type { ItemSource, Reads, WaitOutcome, WaitUntil } from './reads.js';
 import { Slimmer } from './slim.js';
 
-export { ESTABLISH_FALLBACK_MS } from './kind-cache.js';
-export type { CacheOptions } from './kind-cache.js';
 
 /**
  * The caches of one run (or of one `plan`), by kind; the provider's own records (ProviderStatus,

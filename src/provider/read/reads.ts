@@ -6,7 +6,7 @@ import type { Pointer, Resource } from '../../omni-api/resource.js';
 import { LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_INFRA_PROVIDER, T } from '../../omni-api/resource.js';
 import type { PlanItem } from '../plan/plan.js';
 import { statusMachineId } from '../plan/facts.js';
-import type { Snapshot } from './snapshot.js';
+import type { Snapshot } from '../plan/plan.js';
 
 export type WaitOutcome = 'released' | 'gone' | 'timeout' | 'aborted';
 export type WaitUntil = 'no-finalizers' | 'gone';

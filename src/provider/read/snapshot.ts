@@ -3,11 +3,11 @@
 // nothing per machine, except one Get for each resource that a destructive step would take as
 // absent and no cache held (design rule 10): the parent a per-item resource names (only a NotFound
 // makes it a leftover), and the children a release must come after (rule 5). None of them in a run
-// where every List holds what it should. The result is plain data; `plan.ts` decides.
+// where every List holds what it should. The result is plain data (the Snapshot of plan/plan.ts); the planner decides.
 
 import type { Pointer, Resource } from '../../omni-api/resource.js';
 import {
-  LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_TEARING_DOWN, T, describePointer, providerNamespace,
+  NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_TEARING_DOWN, T, describePointer, providerNamespace,
 } from '../../omni-api/resource.js';
 import type { State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
@@ -15,52 +15,13 @@ import { hasCode } from '../../omni-client/errors.js';
 import { ProviderCache } from './cache.js';
 import { isOurResource, ourFinalizers } from '../ownership.js';
 import { Limiter } from '../run/limiter.js';
-import type { ProfileOption, ResolvedProfile } from '../profile.js';
-import { PROVIDER_WIDE_IDS, resolveProfile } from '../profile.js';
+import type { ProfileOption } from '../profile.js';
+import { resolveProfile } from '../profile.js';
+import type { Snapshot, Unreadable } from '../plan/plan.js';
+import { childKinds, parentsOf, type NamespacedType } from '../plan/facts.js';
 import { LABEL_IS_STATIC_INFRA_PROVIDER } from '../../omni-api/resource.js';
 import { decodeSpec } from '../../omni-api/specs/codec.js';
 import { SysVersionSpec } from '../../omni-api/specs/messages.js';
-
-export interface Unreadable {
-  namespace: string;
-  type: string;
-  error: string;
-}
-
-export interface Snapshot {
-  providerId: string;
-  /** Omni's backend version (SysVersion `current`), when readable. */
-  omniVersion?: string;
-  providerStatus?: Resource;
-  healthStatus?: Resource;
-  infraMachines: Resource[];
-  infraMachineStatuses: Resource[];
-  bmcConfigs: Resource[];
-  machineRequests: Resource[];
-  machineRequestStatuses: Resource[];
-  configPatchRequests: Resource[];
-  /** `Machines.omni.sidero.dev` carrying the ID (label or annotation); the others are dropped at once. */
-  machines: Resource[];
-  /** Resources in `infra-provider:<id>` by full type string (every type of the profile, even when empty). */
-  namespace: Record<string, Resource[]>;
-  profile: ResolvedProfile;
-  /** Types that could not be read (for example Machines on an Omni that refuses them). */
-  unreadable: Unreadable[];
-  /**
-   * Resources their List did not hold, by `describePointer`, for which a Get of that ID answered
-   * NotFound: parents (`parentsOf`) named by what is listed, and the children (`childKinds`) of the
-   * machines and requests being released. Only this makes what names a parent a leftover (rule 10).
-   */
-  goneById: ReadonlySet<string>;
-  /**
-   * Resources their List did not hold but a Get of their ID found: that List was not complete. Those
-   * labelled with our ID (or in our namespace) are in their list of the snapshot too, planned like
-   * any other.
-   */
-  missedByList: Resource[];
-  /** The resources of this snapshot (these objects) read by their ID (a Get, a live event, a write of this run), not only listed. */
-  foundById: ReadonlySet<Resource>;
-}
 
 export interface SnapshotOptions {
   providerId: string;
@@ -148,7 +109,7 @@ async function readSnapshot(state: State, cache: ProviderCache, opts: SnapshotOp
   // IDs by namespace and type: the IDs are the pooled strings of the lists; no key or pointer is
   // made for what a List holds (at 10 000 machines that is every one of 130 000 checks).
   const listed = new Map<string, Map<string, Set<string>>>();
-  const idsOf = (p: Kind): Set<string> => {
+  const idsOf = (p: NamespacedType): Set<string> => {
     let types = listed.get(p.namespace);
     if (!types) listed.set(p.namespace, (types = new Map()));
     let ids = types.get(p.type);
@@ -244,42 +205,6 @@ async function readSnapshot(state: State, cache: ProviderCache, opts: SnapshotOp
     missedByList,
     foundById,
   };
-}
-
-/**
- * The InfraMachine and/or MachineRequest a per-item resource belongs to, by its type: an
- * InfraMachineStatus to the InfraMachine of its ID, a MachineRequestStatus to the MachineRequest of
- * its ID, a ConfigPatchRequest to the request its label names, a resource in `infra-provider:<id>`
- * to the InfraMachine (per-machine types) or MachineRequest (per-request types) of its ID, both for
- * a type that is both. None for provider-wide resources (TLSConfig), which only deregistration cleans.
- */
-export function parentsOf(r: Resource, profile: ResolvedProfile): (Pointer & { type: typeof T.InfraMachine | typeof T.MachineRequest })[] {
-  const md = r.metadata;
-  const im = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: pid });
-  const mr = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: pid });
-  if (md.namespace === NS_INFRA_PROVIDER) {
-    if (md.type === T.InfraMachineStatus) return [im(md.id)];
-    if (md.type === T.MachineRequestStatus) return [mr(md.id)];
-    const req = md.type === T.ConfigPatchRequest ? md.labels[LABEL_MACHINE_REQUEST] : undefined;
-    return req ? [mr(req)] : [];
-  }
-  if (PROVIDER_WIDE_IDS.has(md.id)) return [];
-  return [...(profile.machineTypes.includes(md.type) ? [im(md.id)] : []), ...(profile.stateTypes.includes(md.type) ? [mr(md.id)] : [])];
-}
-
-/** A namespace and a type. */
-type Kind = Pick<Pointer, 'namespace' | 'type'>;
-
-/**
- * What `parentsOf` names the other way round, as the kinds whose resource of the parent's ID
- * belongs to it: for an InfraMachine its InfraMachineStatus and the per-machine types in our
- * namespace, for a MachineRequest its MachineRequestStatus and the per-request types.
- * ConfigPatchRequests have IDs of their own and are found by List only.
- */
-export function childKinds(parentType: typeof T.InfraMachine | typeof T.MachineRequest, profile: ResolvedProfile, providerId: string): Kind[] {
-  const ns = providerNamespace(providerId);
-  if (parentType === T.InfraMachine) return [{ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus }, ...profile.machineTypes.map((t) => ({ namespace: ns, type: t }))];
-  return [{ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus }, ...profile.stateTypes.map((t) => ({ namespace: ns, type: t }))];
 }
 
 /** SysVersion field 1, `backend_version` (for example `v1.3.4`); undefined when unset or unreadable. */

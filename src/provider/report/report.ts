@@ -13,7 +13,8 @@ import { targetOf } from '../plan/operations.js';
 import type { Note, Plan, PlanItem } from '../plan/plan.js';
 import { immediateWrites } from '../plan/plan.js';
 import type { PreflightResult } from '../run/preflight.js';
-import type { ItemOutcome, ReconcileResult } from '../run/reconcile.js';
+import type { ItemOutcome } from '../run/outcomes.js';
+import type { ReconcileResult } from '../run/reconcile.js';
 import { describeDuration } from '../plan/explain.js';
 
 export interface ReportEntry {

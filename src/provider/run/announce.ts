@@ -13,7 +13,7 @@ import { InfraProviderHealthStatusSpec, InfraProviderStatusSpec } from '../../om
 import { encodeSpec, updateSpec, decodeSpec } from '../../omni-api/specs/codec.js';
 import { PreflightError } from '../../exit-codes.js';
 import { HEALTH_STATUS_CONTROLLER } from '../profile.js';
-import { STUB_MARKER } from '../plan/plan.js';
+import { STUB_MARKER } from '../plan/facts.js';
 import { LIVE_HEARTBEAT_MS, heartbeatOf } from './preflight.js';
 
 export const HEARTBEAT_INTERVAL_MS = 30_000;

@@ -23,10 +23,11 @@ import type { Limiter } from './limiter.js';
 import type { DestroyOp, Operation, RemoveFinalizersOp, TeardownOp, WaitOp, WipeOp } from '../plan/operations.js';
 import { isOurFinalizer } from '../ownership.js';
 import type { PlanItem, PlanOptions } from '../plan/plan.js';
-import { releasesCompletely, replanItem } from '../plan/plan.js';
+import { releasesCompletely } from '../plan/facts.js';
+import { replanItem } from '../plan/planner.js';
 import type { ItemSource, Reads } from '../read/reads.js';
 import { itemSnapshot } from '../read/reads.js';
-import type { Snapshot } from '../read/snapshot.js';
+import type { Snapshot } from '../plan/plan.js';
 
 /** Re-plans of one item before it fails: each follows an answer that showed the resource changed. */
 const MAX_REPLANS = 4;

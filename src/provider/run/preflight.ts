@@ -10,7 +10,7 @@ import { hasCode } from '../../omni-client/errors.js';
 import { InfraProviderHealthStatusSpec } from '../../omni-api/specs/messages.js';
 import { decodeSpec } from '../../omni-api/specs/codec.js';
 import { PreflightError, UsageError } from '../../exit-codes.js';
-import { STUB_MARKER } from '../plan/plan.js';
+import { STUB_MARKER } from '../plan/facts.js';
 import { backendVersionOf } from '../read/snapshot.js';
 
 /** A heartbeat younger than this, not written by us, means the provider is alive (design rule 7). */

@@ -29,18 +29,15 @@ import { Limiter } from './limiter.js';
 import { Outcomes, keyOf } from './outcomes.js';
 import type { ItemEnded, ItemOutcome, ReconcileProgress, RefusalOutcome } from './outcomes.js';
 import type { Plan, PlanItem, PlanOptions } from '../plan/plan.js';
-import { buildPlan, immediateWrites } from '../plan/plan.js';
+import { buildPlan } from '../plan/planner.js';
+import { immediateWrites } from '../plan/plan.js';
 import type { ProfileOption } from '../profile.js';
 import { refuse } from './refusals.js';
 import { settle } from './settle.js';
 import type { SettleSummary } from './settle.js';
 import { takeSnapshot } from '../read/snapshot.js';
-import type { Snapshot } from '../read/snapshot.js';
+import type { Snapshot } from '../plan/plan.js';
 
-export type { ItemEnded, ItemOutcome, ItemSettle, ItemStatus, ReconcileProgress, RefusalOutcome } from './outcomes.js';
-export type { SettleSummary } from './settle.js';
-export { NotFoundUnconfirmedError } from './executor.js';
-export { refusalError } from './refusals.js';
 
 export interface ReconcileOptions {
   providerId: string;

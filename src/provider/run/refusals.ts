@@ -10,7 +10,7 @@ import { encodeSpec } from '../../omni-api/specs/codec.js';
 import type { Limiter } from './limiter.js';
 import type { Outcomes } from './outcomes.js';
 import type { Refusal } from '../plan/plan.js';
-import { STUB_MARKER } from '../plan/plan.js';
+import { STUB_MARKER } from '../plan/facts.js';
 
 export function refusalError(providerId: string, requestId: string): string {
   return `${STUB_MARKER}: provider ${providerId} is being decommissioned and accepts no new machines; request ${requestId} is refused`;
