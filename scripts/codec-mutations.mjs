@@ -56,7 +56,7 @@ const { module: shared } = await runnerImport(join(REPO, 'test/helpers/shared-da
 const { module: peers } = await runnerImport(join(REPO, 'test/helpers/peers.ts'));
 process.exitCode = await checkMutations({
   label: 'codec mutations',
-  files: ['test/golden/specs-golden.test.ts', 'test/golden/specs-coverage.test.ts'],
+  files: ['test/omni-api/specs/golden.peer.test.ts', 'test/omni-api/specs/coverage.peer.test.ts'],
   mutations: MUTATIONS,
   env: { STUB_TEST_SHARED_DIR: shared.sharedDir(), STUB_TEST_VENV: peers.venvDir() },
   // Each golden file checks a part of the codecs (vectors, coverage): one failing catches it. No

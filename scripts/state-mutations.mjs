@@ -1,8 +1,8 @@
 // Shows that the State suites bite (issue 13): each mutation breaks one rule of the simulated Omni's
 // COSI store, and the three suites that judge it must all fail on the mutated copy:
-//   - test/integration/state-conformance.test.ts  (ours, modelled on COSI's: store, double, client);
-//   - test/integration/client-state-api.test.ts   (the client against the sim and against COSI);
-//   - test/integration/cosi-conformance.test.ts   (COSI's own suite against `stub-provider sim`).
+//   - test/omni-api/state-conformance.test.ts  (ours, modelled on COSI's: store, double, client);
+//   - test/omni-client/state-api.peer.test.ts   (the client against the sim and against COSI);
+//   - test/omni-sim/cosi-conformance.peer.test.ts   (COSI's own suite against `stub-provider sim`).
 //
 //   node scripts/state-mutations.mjs      (npm run test:state-mutations; .ci/run runs it after npm test)
 //
@@ -28,6 +28,6 @@ const MUTATIONS = [
 
 process.exitCode = await checkMutations({
   label: 'state mutations',
-  files: ['test/integration/state-conformance.test.ts', 'test/integration/client-state-api.test.ts', 'test/integration/cosi-conformance.test.ts'],
+  files: ['test/omni-api/state-conformance.test.ts', 'test/omni-client/state-api.peer.test.ts', 'test/omni-sim/cosi-conformance.peer.test.ts'],
   mutations: MUTATIONS,
 });

@@ -5,7 +5,7 @@
 // call counting, a log of writes, injectable failures, and a few of Omni's controllers (destroying
 // released InfraMachines and MachineRequests, releasing its own finalizers on teardown). No access
 // rules: for those, tests use the simulated Omni. The State conformance suite
-// (test/integration/state-conformance.test.ts) holds it to the same rules as the sim and the client.
+// (test/omni-api/state-conformance.test.ts) holds it to the same rules as the sim and the client.
 
 import type { Pointer, Resource } from '../../src/omni-api/resource.js';
 import { PHASE_TEARING_DOWN, T } from '../../src/omni-api/resource.js';

@@ -4,7 +4,7 @@
 // contents and the bootstrap bookmark, api_version 1). Teardown, removeFinalizers and
 // update-with-conflicts come from the client's one implementation (src/omni-client/wrap.ts:
 // `wrapCore(new StoreState())`), as for the gateway. The provider tests' double (fake-state.ts) is
-// built on it, and the State conformance suite (test/integration/state-conformance.test.ts) runs
+// built on it, and the State conformance suite (test/omni-api/state-conformance.test.ts) runs
 // against it beside the double and the real client.
 
 import type { Pointer, Resource } from '../../src/omni-api/resource.js';
