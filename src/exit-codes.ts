@@ -42,13 +42,6 @@ export class PreflightError extends StubError {
   }
 }
 
-export class IncompleteError extends StubError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('STUB_INCOMPLETE', ExitCode.Incomplete, message, options);
-    this.name = 'IncompleteError';
-  }
-}
-
 /**
  * An exit code that the result already explains (`plan`'s 10, changes pending): cli.ts exits with it
  * and prints nothing more.

@@ -10,7 +10,6 @@ import pretty from 'pino-pretty';
 import type { Logger } from 'pino';
 import { escapeControl, escapeControlIn, inertJson } from './omni-api/untrusted.js';
 
-export type { Logger };
 
 export type LogFormat = 'json' | 'pretty';
 

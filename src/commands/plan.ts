@@ -3,7 +3,7 @@
 // 0 nothing to do, 10 changes pending, 3 and 4 where run would stop, 2 usage.
 
 import { ExitCode, PreflightError, UsageError } from '../exit-codes.js';
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import type { State } from '../omni-api/state.js';
 import { NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, providerNamespace, T } from '../omni-api/resource.js';
 import { VERSION } from '../version.js';

@@ -212,11 +212,6 @@ export function fullMethod(m: MethodName): string {
 // ---------------------------------------------------------------------------------------------
 // Resource model <-> wire objects
 
-export interface WireResource {
-  metadata?: Record<string, unknown>;
-  spec?: Record<string, unknown>;
-}
-
 /** The decoded (proto-named) form of a model Resource, ready for encodeMessage. */
 export function resourceToWire(r: Resource): Record<string, unknown> {
   const m = r.metadata;
@@ -278,25 +273,4 @@ export function resourceFromWire(w: unknown, validate = false): Resource {
       ...(typeof yaml === 'string' && yaml !== '' ? { yamlSpec: yaml } : {}),
     },
   };
-}
-
-/** google.rpc.Status as the gateway prints it: `{"code":..,"message":..,"details":[..]}`. */
-export interface RpcStatus {
-  code: number;
-  message: string;
-  details?: unknown[];
-}
-
-export function parseRpcStatus(json: unknown): RpcStatus | undefined {
-  if (typeof json !== 'object' || json === null) return undefined;
-  const o = json as Record<string, unknown>;
-  const code = typeof o['code'] === 'number' ? o['code'] : undefined;
-  const message = typeof o['message'] === 'string' ? o['message'] : undefined;
-  if (code === undefined && message === undefined) return undefined;
-  return { code: code ?? 2, message: message ?? '', ...(Array.isArray(o['details']) ? { details: o['details'] } : {}) };
-}
-
-/** Current time as Omni prints a Timestamp (RFC 3339, UTC, `Z`). */
-export function timestampNow(nowMs: number = Date.now()): string {
-  return new Date(nowMs).toISOString();
 }

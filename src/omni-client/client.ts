@@ -2,7 +2,7 @@
 // gateway's CoreState, its writes under back-pressure control (pressure.ts), wrapped by wrap.ts).
 
 import { silentLogger } from '../log.js';
-import { loadServiceAccountKey, parseServiceAccountKey, Signer, type ServiceAccountKey } from './transport/auth.js';
+import { parseServiceAccountKey, Signer, type ServiceAccountKey } from './transport/auth.js';
 import { withBackPressure, type BackPressureOptions, type ThrottlingStats } from './write/pressure.js';
 import { GatewayState } from './gateway-state.js';
 import type { DispatcherKind } from './transport/dispatcher.js';
@@ -66,5 +66,3 @@ export async function createOmniClient(opts: OmniClientOptions): Promise<OmniCli
     throttling: () => pressured.throttling(),
   };
 }
-
-export { loadServiceAccountKey };

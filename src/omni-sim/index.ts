@@ -2,7 +2,7 @@
 // loopback listener, with identities (generated key pairs where the scenario gives no public key),
 // faults and Omni's own controllers for the scenario's Omni version.
 
-import type { Identity, SimClock, StateApi } from './api.js';
+import type { SimClock, StateApi } from './api.js';
 import { createAccessApi } from './access/access.js';
 import { gatewayBehaviour } from './behaviour.js';
 import { type ControllerError } from './controllers/queue.js';
@@ -168,5 +168,3 @@ export function sysVersionResource(omniVersion: string, nowMs: number): Resource
     spec: { protoSpec: encodeSpec(SysVersionSpec, { backend_version: tag, instance_name: 'omni-sim', backend_api_version: gatewayBehaviour(v).backendApiVersion }) },
   };
 }
-
-export type { Identity, Scenario };

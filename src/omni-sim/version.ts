@@ -50,7 +50,3 @@ export function compareVersions(a: OmniVersion | string, b: OmniVersion | string
 export function atLeast(v: OmniVersion | string, min: OmniVersion | string): boolean {
   return compareVersions(v, min) >= 0;
 }
-
-export function formatVersion(v: OmniVersion): string {
-  return `${v.major}.${v.minor}.${v.patch}${v.prerelease ? `-${v.prerelease}` : ''}`;
-}

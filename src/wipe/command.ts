@@ -2,7 +2,7 @@
 // environment (PATH and the machine's facts, nothing else of ours: never the service account key).
 // Exit status 0 is success. Its output goes to the log with the BMC password scrubbed.
 
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import { splitCommand } from './argv.js';
 import { runProcess } from './process.js';
 import { abortedByTimeout, scrubSecrets, startResult, type Clock } from './result.js';

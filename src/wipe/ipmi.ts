@@ -1,7 +1,7 @@
 // `--wipe ipmi-power-off` / `ipmi-pxe-reboot`: chassis control through ipmitool. The password goes
 // to ipmitool only through IPMI_PASSWORD with -E, never on the command line (where `ps` shows it).
 
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import { FALLBACK_PATH } from './command.js';
 import { runProcess, type ProcessOutcome } from './process.js';
 import { abortedByTimeout, scrubSecrets, startResult, type Clock } from './result.js';

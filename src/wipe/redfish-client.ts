@@ -3,7 +3,7 @@
 // becomes a RedfishError that already says how the wipe ended (failed or skipped) and why.
 
 import { Agent, request } from 'undici';
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import { abortedByTimeout } from './result.js';
 import { Reason } from './types.js';
 

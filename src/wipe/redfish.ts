@@ -2,7 +2,7 @@
 // provider does to idle or removed machines: ComputerSystem.Reset ForceOff, or a one-time PXE boot
 // override followed by a restart (the provider's RebootStatusController behaviour on removal).
 
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import { RedfishClient, RedfishError } from './redfish-client.js';
 import { startResult, type Clock } from './result.js';
 import { Reason, type MachineFacts, type WipeResult, type WipeStrategy } from './types.js';

@@ -1,7 +1,7 @@
 // Runs a strategy over many machines: bounded concurrency, a timeout per machine, and one result per
 // machine, in input order. One machine's failure (even a thrown error) never stops the others.
 
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import { abortedByTimeout, monotonicNow, scrubSecrets, type Clock } from './result.js';
 import { Reason, type MachineFacts, type WipeResult, type WipeStrategy } from './types.js';
 

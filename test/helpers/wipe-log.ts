@@ -2,7 +2,7 @@
 
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import type { Logger } from '../../src/log.js';
+import type { Logger } from 'pino';
 import { REDACT_PATHS } from '../../src/log.js';
 
 export interface CapturedLog {

@@ -9,7 +9,7 @@
 // Approximation: Go uses RE2; we use JS RegExp after rejecting what RE2 does not have (look-around,
 // back-references) and translating what JS spells differently (`(?P<name>`, leading `(?flags)`).
 
-import type { Metadata, Resource } from '../../omni-api/resource.js';
+import type { Metadata } from '../../omni-api/resource.js';
 import { errorFromStatus, GrpcCode } from '../../omni-api/errors.js';
 import { LabelTermOperation as Op } from '../../omni-api/wire.js';
 import type { LabelTermQ, Query } from '../api.js';
@@ -134,8 +134,4 @@ export function compileQuery(q: Query): Matcher {
     if (ors.length === 0) return true;
     return ors.some((ands) => ands.every((m) => m(md)));
   };
-}
-
-export function matches(q: Query, r: Resource): boolean {
-  return compileQuery(q)(r.metadata);
 }

@@ -93,13 +93,6 @@ export interface CreateRefusalOp {
 
 export type Operation = RemoveFinalizersOp | TeardownOp | WaitOp | DestroyOp | WipeOp | ConfirmedGoneOp | CheckLiveProviderOp | CreateRefusalOp;
 
-/** The operations that write to Omni. */
-export type WriteOp = RemoveFinalizersOp | TeardownOp | DestroyOp | CreateRefusalOp;
-
-export function isWrite(op: Operation): op is WriteOp {
-  return op.op === 'remove-finalizers' || op.op === 'teardown' || op.op === 'destroy' || op.op === 'create';
-}
-
 /** What an operation acts on: `namespace/type/id`, or the machine ID of a wipe. */
 export function targetOf(op: Operation): string {
   if (op.op === 'wipe') return op.machineId;

@@ -2,12 +2,10 @@
 // at once what is left of the provider (each its own clean-up), then, once all of it is gone, the
 // heartbeat (its beats stopped first, or the next beat would write it again) and the ProviderStatus.
 
-import type { Executor } from './executor.js';
 import type { ItemOutcome } from './outcomes.js';
 import type { DeregistrationItem, PlanItem } from '../plan/plan.js';
 
 export interface DeregisterDeps {
-  executor: Executor;
   /** Runs an item and records its outcome; whether it was released. */
   runItem: (item: PlanItem) => Promise<boolean>;
   /** Records the deregistration's own outcome when it cannot go on. */

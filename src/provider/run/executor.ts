@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import { ExitCode, StubError } from '../../exit-codes.js';
 import type { Pointer, Resource } from '../../omni-api/resource.js';
-import { NS_INFRA_PROVIDER, T, describePointer, versionNumber } from '../../omni-api/resource.js';
+import { NS_INFRA_PROVIDER, T, describePointer } from '../../omni-api/resource.js';
 import type { State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
 import { hasCode } from '../../omni-client/errors.js';
@@ -27,6 +27,7 @@ import { releasesCompletely } from '../plan/facts.js';
 import { replanItem } from '../plan/planner.js';
 import type { ItemSource, Reads } from '../read/reads.js';
 import { itemSnapshot } from '../read/reads.js';
+import { safeVersion } from '../read/kind-cache.js';
 import type { Snapshot } from '../plan/plan.js';
 
 /** Re-plans of one item before it fails: each follows an answer that showed the resource changed. */
@@ -279,14 +280,6 @@ function sameTarget(a: Pointer, b: Pointer): boolean {
 function targetOfItem(item: PlanItem): Pointer | undefined {
   const first = item.ops.find((o): o is Exclude<Operation, WipeOp> => o.op !== 'wipe' && o.op !== 'get');
   return first?.target;
-}
-
-function safeVersion(v: string): bigint {
-  try {
-    return versionNumber(v);
-  } catch {
-    return 0n;
-  }
 }
 
 function decodeOrUndefined<V>(schema: MessageSchema<V>, r: Resource | undefined): V | undefined {

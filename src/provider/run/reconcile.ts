@@ -299,7 +299,6 @@ class Reconciler {
     if (!this.whole || d.status !== 'ready' || !d.item) return { parents, deferred: false };
     if (announced) return { parents, deferred: true };
     this.deregistered = await deregister({
-      executor,
       runItem: (item) => this.runItem(executor, item).then((end) => end?.status === 'released'),
       record: (outcome) => this.outcomes.record(keyOf(d.item!), outcome),
       checkNoLiveProvider: () => this.checkNoLiveProvider(),
