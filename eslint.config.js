@@ -9,11 +9,27 @@ import tseslint from 'typescript-eslint';
  * may import nothing of src/ but its own folder and the `allowed` ones (paths relative to src/).
  */
 const arrows = [
-  { folder: 'omni-api', allowed: [], why: 'src/omni-api is the model both sides speak: it imports nothing else of the project' },
-  { folder: 'omni-client', allowed: ['omni-api', 'log.ts', 'version.ts'], why: 'src/omni-client talks to Omni and knows nothing of what to do' },
-  { folder: 'omni-sim', allowed: ['omni-api'], why: 'src/omni-sim builds on src/omni-api only, never on the client it is a judge of' },
+  {
+    folder: 'omni-api',
+    allowed: [],
+    why: 'src/omni-api is the model both sides speak: it imports nothing else of the project',
+  },
+  {
+    folder: 'omni-client',
+    allowed: ['omni-api', 'log.ts', 'version.ts'],
+    why: 'src/omni-client talks to Omni and knows nothing of what to do',
+  },
+  {
+    folder: 'omni-sim',
+    allowed: ['omni-api'],
+    why: 'src/omni-sim builds on src/omni-api only, never on the client it is a judge of',
+  },
   { folder: 'wipe', allowed: ['omni-api', 'log.ts', 'exit-codes.ts'], why: 'src/wipe is a leaf behind its one door' },
-  { folder: 'provider', allowed: ['omni-client', 'omni-api', 'wipe', 'log.ts', 'exit-codes.ts'], why: 'src/provider never sees the sim or the CLI' },
+  {
+    folder: 'provider',
+    allowed: ['omni-client', 'omni-api', 'wipe', 'log.ts', 'exit-codes.ts'],
+    why: 'src/provider never sees the sim or the CLI',
+  },
   { folder: 'log.ts', allowed: ['omni-api'], why: 'log.ts is a leaf' },
   { folder: 'exit-codes.ts', allowed: ['omni-api'], why: 'exit-codes.ts is a leaf' },
   { folder: 'version.ts', allowed: [], why: 'version.ts is a leaf' },
@@ -30,7 +46,8 @@ const zones = [
   {
     target: ['./src/commands', './src/demo'],
     from: ['./src/cli.ts', './src/main.ts'],
-    message: 'Nothing below the CLI imports it: a command receives what it needs of the CLI at run time (CliContext; docs/architecture.md, "Imports").',
+    message:
+      'Nothing below the CLI imports it: a command receives what it needs of the CLI at run time (CliContext; docs/architecture.md, "Imports").',
   },
 ];
 

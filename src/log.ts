@@ -10,7 +10,6 @@ import pretty from 'pino-pretty';
 import type { Logger } from 'pino';
 import { escapeControl, escapeControlIn, inertJson } from './omni-api/untrusted.js';
 
-
 export type LogFormat = 'json' | 'pretty';
 
 /** Paths that may hold a secret, wherever they appear in a log object. */
@@ -79,7 +78,14 @@ function escapeForPretty(line: string): string {
 }
 
 function prettyStream(dest: NodeJS.WritableStream, color: boolean): NodeJS.WritableStream {
-  return pretty({ destination: dest, colorize: color, singleLine: true, sync: true, ignore: 'pid,hostname,name', translateTime: 'HH:MM:ss' });
+  return pretty({
+    destination: dest,
+    colorize: color,
+    singleLine: true,
+    sync: true,
+    ignore: 'pid,hostname,name',
+    translateTime: 'HH:MM:ss',
+  });
 }
 
 /** A logger that drops everything (tests, library use). */

@@ -16,7 +16,10 @@ describe('--help of every command', () => {
     const help = await helpOf([name]);
     expect(help).toMatch(/^Examples:$/m);
     // The examples are this command's: each example line runs it (the default command may omit `run`).
-    const examples = help.slice(help.indexOf('Examples:')).split('\n').filter((l) => /^ {2}\S/.test(l));
+    const examples = help
+      .slice(help.indexOf('Examples:'))
+      .split('\n')
+      .filter((l) => /^ {2}\S/.test(l));
     expect(examples.length).toBeGreaterThan(0);
     if (name !== 'run') expect(examples.some((l) => l.includes(`stub-provider ${name}`))).toBe(true);
   });

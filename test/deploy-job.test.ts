@@ -22,7 +22,13 @@ interface Job {
   spec: {
     backoffLimit: number;
     activeDeadlineSeconds: number;
-    podFailurePolicy: { rules: { action: string; onExitCodes?: { containerName?: string; operator: string; values: number[] }; onPodConditions?: { type: string }[] }[] };
+    podFailurePolicy: {
+      rules: {
+        action: string;
+        onExitCodes?: { containerName?: string; operator: string; values: number[] };
+        onPodConditions?: { type: string }[];
+      }[];
+    };
     template: {
       spec: {
         restartPolicy: string;
@@ -68,7 +74,11 @@ describe('deploy/job.yaml', () => {
     for (const code of EXIT.fail) expect(actionFor(code), `exit ${code}`).toBe('FailJob');
     for (const code of EXIT.retry) expect(actionFor(code), `exit ${code}`).toBe('Count');
     expect(job.spec.backoffLimit).toBeGreaterThanOrEqual(1);
-    expect(job.spec.podFailurePolicy.rules.some((r) => r.action === 'Ignore' && r.onPodConditions?.some((c) => c.type === 'DisruptionTarget'))).toBe(true);
+    expect(
+      job.spec.podFailurePolicy.rules.some(
+        (r) => r.action === 'Ignore' && r.onPodConditions?.some((c) => c.type === 'DisruptionTarget'),
+      ),
+    ).toBe(true);
   });
 
   it('bounds the run: activeDeadlineSeconds longer than the --timeout given with --wait', () => {
@@ -123,7 +133,10 @@ describe('deploy/job.yaml', () => {
 
 describe('deploy/secret.example.yaml', () => {
   it('has the Secret name and key the Job reads, with a placeholder instead of a key', () => {
-    const docs = parseAllDocuments(load('deploy/secret.example.yaml')).map((d) => d.toJS() as { kind: string; metadata: { name: string }; stringData?: Record<string, string>; data?: unknown });
+    const docs = parseAllDocuments(load('deploy/secret.example.yaml')).map(
+      (d) =>
+        d.toJS() as { kind: string; metadata: { name: string }; stringData?: Record<string, string>; data?: unknown },
+    );
     expect(docs).toHaveLength(1);
     const secret = docs[0]!;
     expect(secret.kind).toBe('Secret');

@@ -4,7 +4,14 @@ import { PRETENURING_FLAG, tuneGc } from '../src/gc-tuning.js';
 
 function run(execArgv: string[], nodeOptions?: string, set: (f: string) => void = () => undefined) {
   const seen: string[] = [];
-  const done = tuneGc({ execArgv, nodeOptions, set: (f) => { seen.push(f); set(f); } });
+  const done = tuneGc({
+    execArgv,
+    nodeOptions,
+    set: (f) => {
+      seen.push(f);
+      set(f);
+    },
+  });
   return { done, seen };
 }
 
@@ -20,7 +27,11 @@ describe('GC tuning of the binary', () => {
   });
 
   it('runs on with V8 defaults when the runtime refuses a late flag', () => {
-    expect(run([], undefined, () => { throw new Error('flags are frozen'); }).done).toBe(false);
+    expect(
+      run([], undefined, () => {
+        throw new Error('flags are frozen');
+      }).done,
+    ).toBe(false);
   });
 
   it('names a flag this Node knows (an unknown one would be ignored without a word)', () => {

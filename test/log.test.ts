@@ -9,7 +9,12 @@ function capture(): { stream: PassThrough; text: () => string; lines: () => Reco
   return {
     stream,
     text: () => chunks.join(''),
-    lines: () => chunks.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>),
+    lines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
   };
 }
 
@@ -17,7 +22,10 @@ describe('createLogger', () => {
   it('writes JSON to the stream it is given (not to the process stderr) and redacts secrets by path', async () => {
     const c = capture();
     const log = createLogger({ format: 'json', destination: c.stream });
-    log.info({ password: 'hunter2', bmc: { password: 'hunter3', address: '10.0.0.1' }, serviceAccountKey: 'c2VjcmV0' }, 'hello');
+    log.info(
+      { password: 'hunter2', bmc: { password: 'hunter3', address: '10.0.0.1' }, serviceAccountKey: 'c2VjcmV0' },
+      'hello',
+    );
     await new Promise((r) => setImmediate(r));
     const [line] = c.lines();
     expect(line?.['msg']).toBe('hello');
@@ -36,11 +44,16 @@ describe('log lines carry untrusted text inertly (design rule 13)', () => {
   it('pretty: the message, every value and every key are escaped; no forged line, no escape sequence but the colours', () => {
     const c = capture();
     const log = createLogger({ format: 'pretty', destination: c.stream });
-    log.warn({ resource: HOSTILE, labels: { [HOSTILE]: HOSTILE }, finalizers: [HOSTILE], err: `Omni said: ${HOSTILE}` }, `failed: ${HOSTILE}`);
+    log.warn(
+      { resource: HOSTILE, labels: { [HOSTILE]: HOSTILE }, finalizers: [HOSTILE], err: `Omni said: ${HOSTILE}` },
+      `failed: ${HOSTILE}`,
+    );
     const text = c.text().replace(SGR, '');
     expect(text).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]/); // eslint-disable-line no-control-regex
     expect(text.split('\n').some((l) => l.trim().startsWith('stub-provider: done'))).toBe(false);
-    expect(text).toContain('m-1\\x1b[2J\\x1b[H\\x1b]0;pwned\\x07\\r\\nstub-provider: done, nothing to do [OK]\\u202e\\x9b');
+    expect(text).toContain(
+      'm-1\\x1b[2J\\x1b[H\\x1b]0;pwned\\x07\\r\\nstub-provider: done, nothing to do [OK]\\u202e\\x9b',
+    );
   });
 
   it('json: still one JSON line with the same values, C1 and bidi controls written as \\uXXXX', () => {
@@ -62,11 +75,16 @@ describe('pretty lines for a person (issue 14 item 2)', () => {
   it('one line per entry, whatever the fields', () => {
     const c = capture();
     const log = createLogger({ format: 'pretty', destination: c.stream, color: false });
-    log.info({ providerId: 'bare-metal', endpoint: 'https://omni.example.com', nested: { a: [1, 2] } }, 'preflight passed');
+    log.info(
+      { providerId: 'bare-metal', endpoint: 'https://omni.example.com', nested: { a: [1, 2] } },
+      'preflight passed',
+    );
     log.warn({ kind: 'InfraMachine', id: 'm-1', reason: 'waits for Omni' }, 'blocked');
     const lines = c.text().trimEnd().split('\n');
     expect(lines).toHaveLength(2);
-    expect(lines[0]).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: preflight passed \{"providerId":"bare-metal","endpoint":"https:\/\/omni.example.com","nested":\{"a":\[1,2\]\}\}$/);
+    expect(lines[0]).toMatch(
+      /^\[\d\d:\d\d:\d\d\] INFO: preflight passed \{"providerId":"bare-metal","endpoint":"https:\/\/omni.example.com","nested":\{"a":\[1,2\]\}\}$/,
+    );
     expect(lines[1]).toMatch(/WARN: blocked \{"kind":"InfraMachine","id":"m-1","reason":"waits for Omni"\}$/);
   });
 

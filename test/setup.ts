@@ -18,7 +18,10 @@ export function takeControllerFailures(): ControllerError[] {
 function check(): void {
   if (failures.length === 0) return;
   const all = failures.splice(0);
-  throw new AggregateError(all, `${all.length} error(s) inside the simulated Omni's controllers: ${all.map((f) => f.message).join('; ')}`);
+  throw new AggregateError(
+    all,
+    `${all.length} error(s) inside the simulated Omni's controllers: ${all.map((f) => f.message).join('; ')}`,
+  );
 }
 
 afterEach(check);

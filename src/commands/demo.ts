@@ -12,10 +12,29 @@ import type { OutputFormat } from './provider-options.js';
 import { untilSignal } from './sim.js';
 
 export const demoOptions = {
-  'omni-version': { type: 'string', default: DEFAULT_DEMO_OMNI_VERSION, describe: 'Omni version the simulated Omni behaves like (e.g. 1.3.4, 1.4.2)' },
-  output: { type: 'string', alias: 'o', choices: OUTPUT_FORMATS, default: 'text' as const, describe: 'text: narration; json or yaml: the steps, their reports and the checks' },
-  keep: { type: 'boolean', default: false, describe: 'Afterwards keep the simulated Omni running and print its endpoint and keys, until Ctrl-C' },
-  'log-level': { type: 'string', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, default: 'warn', describe: 'Level of the stub\'s own logs (stderr)' },
+  'omni-version': {
+    type: 'string',
+    default: DEFAULT_DEMO_OMNI_VERSION,
+    describe: 'Omni version the simulated Omni behaves like (e.g. 1.3.4, 1.4.2)',
+  },
+  output: {
+    type: 'string',
+    alias: 'o',
+    choices: OUTPUT_FORMATS,
+    default: 'text' as const,
+    describe: 'text: narration; json or yaml: the steps, their reports and the checks',
+  },
+  keep: {
+    type: 'boolean',
+    default: false,
+    describe: 'Afterwards keep the simulated Omni running and print its endpoint and keys, until Ctrl-C',
+  },
+  'log-level': {
+    type: 'string',
+    choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const,
+    default: 'warn',
+    describe: "Level of the stub's own logs (stderr)",
+  },
 } as const satisfies OptionTable;
 
 /** What `demo` runs with: the command line parsed once (parseDemo). */
@@ -34,19 +53,30 @@ export function parseDemo(given: Given<typeof demoOptions>, env: NodeJS.ProcessE
   try {
     parseVersion(a['omni-version']);
   } catch (e) {
-    if (e instanceof VersionError) throw new UsageError(`--omni-version ${JSON.stringify(a['omni-version'])}: ${e.message}`);
+    if (e instanceof VersionError)
+      throw new UsageError(`--omni-version ${JSON.stringify(a['omni-version'])}: ${e.message}`);
     throw e;
   }
-  return { omniVersion: a['omni-version'].trim().replace(/^v/, ''), output: a.output, keep: a.keep, logLevel: a['log-level'], ...colorOption(a, env) };
+  return {
+    omniVersion: a['omni-version'].trim().replace(/^v/, ''),
+    output: a.output,
+    keep: a.keep,
+    logLevel: a['log-level'],
+    ...colorOption(a, env),
+  };
 }
 
 export const demoCommand = defineCommand({
   command: 'demo',
-  describe: 'Run the whole flow (plan, release, refuse, deregister) against an embedded simulated Omni, narrated; nothing leaves this machine',
+  describe:
+    'Run the whole flow (plan, release, refuse, deregister) against an embedded simulated Omni, narrated; nothing leaves this machine',
   options: demoOptions,
   examples: [
     ['$0 demo', 'Watch a stuck machine being released and the provider deregistered (Omni 1.3.4 behaviour)'],
-    ['$0 demo --omni-version 1.4.2 --keep', 'The same with Omni 1.4 behaviour, then leave the simulated Omni running to try `stub-provider plan` against it'],
+    [
+      '$0 demo --omni-version 1.4.2 --keep',
+      'The same with Omni 1.4 behaviour, then leave the simulated Omni running to try `stub-provider plan` against it',
+    ],
   ],
   epilogue: 'Exit codes: 0 every check passed; 1 the demo did not show what it should (a bug); 2 usage.',
   parse: parseDemo,
@@ -62,7 +92,11 @@ async function demo(c: DemoConfig, cli: CliContext): Promise<void> {
     cli,
     logLevel: c.logLevel,
     ...(c.color !== undefined ? { color: c.color } : {}),
-    say: json ? () => undefined : (text) => { process.stdout.write(`${text}\n`); },
+    say: json
+      ? () => undefined
+      : (text) => {
+          process.stdout.write(`${text}\n`);
+        },
     stderr: process.stderr,
     signals: process,
   });
@@ -71,13 +105,25 @@ async function demo(c: DemoConfig, cli: CliContext): Promise<void> {
     if (c.output === 'yaml') process.stdout.write((await import('./yaml-output.js')).inertYaml(result));
     if (c.keep) {
       const signalled = untilSignal();
-      const keys = Object.entries(sim.keys).map(([name, key]) => `  ${name}:\n    OMNI_SERVICE_ACCOUNT_KEY=${key}`).join('\n');
-      process.stderr.write(`\nThe simulated Omni stays up at ${sim.endpoint} until Ctrl-C. Its generated keys (demo only):\n${keys}\n` +
-        `For example: OMNI_ENDPOINT=${sim.endpoint} OMNI_SERVICE_ACCOUNT_KEY=<key above> stub-provider plan --id ${Object.keys(sim.keys)[0]?.replace(/^infra-provider:/, '') ?? 'bare-metal'}\n`);
+      const keys = Object.entries(sim.keys)
+        .map(([name, key]) => `  ${name}:\n    OMNI_SERVICE_ACCOUNT_KEY=${key}`)
+        .join('\n');
+      process.stderr.write(
+        `\nThe simulated Omni stays up at ${sim.endpoint} until Ctrl-C. Its generated keys (demo only):\n${keys}\n` +
+          `For example: OMNI_ENDPOINT=${sim.endpoint} OMNI_SERVICE_ACCOUNT_KEY=<key above> stub-provider plan --id ${Object.keys(sim.keys)[0]?.replace(/^infra-provider:/, '') ?? 'bare-metal'}\n`,
+      );
       await signalled;
     }
   } finally {
     await sim.close();
   }
-  if (!result.ok) throw new StubError('STUB_DEMO_FAILED', 1, `the demo did not show what it should: ${Object.entries(result.checks).filter(([, v]) => !v).map(([k]) => k).join(', ')}`);
+  if (!result.ok)
+    throw new StubError(
+      'STUB_DEMO_FAILED',
+      1,
+      `the demo did not show what it should: ${Object.entries(result.checks)
+        .filter(([, v]) => !v)
+        .map(([k]) => k)
+        .join(', ')}`,
+    );
 }

@@ -12,7 +12,10 @@ export type OptionTable = Record<string, Options>;
 
 /** Options every command has (cli.ts defines them on the top level). */
 export const globalOptions = {
-  color: { type: 'boolean', describe: 'Colour in the logs on a terminal (the default unless NO_COLOR is set); --no-color for none' },
+  color: {
+    type: 'boolean',
+    describe: 'Colour in the logs on a terminal (the default unless NO_COLOR is set); --no-color for none',
+  },
 } as const satisfies OptionTable;
 
 type WithGlobals<O extends OptionTable> = O & typeof globalOptions;
@@ -26,7 +29,9 @@ export type Flags<O extends OptionTable> = InferredOptionTypes<WithGlobals<O>>;
  * cli-args.ts's environment binding gives each flag a value of its declared type (or refuses it).
  */
 export type Given<O extends OptionTable> = {
-  [K in keyof WithGlobals<O>]: WithGlobals<O>[K] extends { type: 'boolean' } | { array: true } ? Flags<O>[K] : Flags<O>[K] | NonNullable<Flags<O>[K]>[];
+  [K in keyof WithGlobals<O>]: WithGlobals<O>[K] extends { type: 'boolean' } | { array: true }
+    ? Flags<O>[K]
+    : Flags<O>[K] | NonNullable<Flags<O>[K]>[];
 };
 
 /** A command as cli.ts registers it: its yargs description, its options, and what it does with them. */

@@ -63,7 +63,10 @@ export class ProgressLine {
   /** How much Omni throttled the writes so far (the client's counters), read at every draw. */
   throttling: (() => Throttled) | undefined;
 
-  constructor(private readonly out: NodeJS.WritableStream, o: { intervalMs?: number; tickMs?: number; timers?: ProgressTimers } = {}) {
+  constructor(
+    private readonly out: NodeJS.WritableStream,
+    o: { intervalMs?: number; tickMs?: number; timers?: ProgressTimers } = {},
+  ) {
     this.timers = o.timers ?? realTimers;
     this.intervalMs = o.intervalMs ?? PROGRESS_INTERVAL_MS;
     this.tickMs = o.tickMs ?? PROGRESS_TICK_MS;
@@ -166,7 +169,13 @@ export function progressText(c: ProgressCounts, elapsedMs: number, leftMs?: numb
   return escapeControl(`stub-provider: ${ended} · ${open} · ${clock}${pressure}`);
 }
 
-const STATUS_WORD: Record<ItemEnded['status'], string> = { released: 'released', refused: 'refused', blocked: 'blocked', failed: 'failed', interrupted: 'interrupted' };
+const STATUS_WORD: Record<ItemEnded['status'], string> = {
+  released: 'released',
+  refused: 'refused',
+  blocked: 'blocked',
+  failed: 'failed',
+  interrupted: 'interrupted',
+};
 
 /** One short line for a machine (or a refusal, or the deregistration) that ended; escaped (rule 13). */
 export function itemLine(e: ItemEnded): string {

@@ -34,9 +34,7 @@ export const GrpcCode = {
 export type GrpcCodeName = keyof typeof GrpcCode;
 export type GrpcCodeNumber = (typeof GrpcCode)[GrpcCodeName];
 
-const NAME_BY_NUMBER = new Map<number, GrpcCodeName>(
-  Object.entries(GrpcCode).map(([k, v]) => [v, k as GrpcCodeName]),
-);
+const NAME_BY_NUMBER = new Map<number, GrpcCodeName>(Object.entries(GrpcCode).map(([k, v]) => [v, k as GrpcCodeName]));
 
 export function grpcCodeName(code: number): GrpcCodeName {
   return NAME_BY_NUMBER.get(code) ?? 'Unknown';
@@ -45,24 +43,42 @@ export function grpcCodeName(code: number): GrpcCodeName {
 /** grpc-gateway's runtime.HTTPStatusFromCode (docs/design.md, "What an error is"). */
 export function httpStatusFromGrpcCode(code: number): number {
   switch (code) {
-    case GrpcCode.OK: return 200;
-    case GrpcCode.Canceled: return 499;
-    case GrpcCode.Unknown: return 500;
-    case GrpcCode.InvalidArgument: return 400;
-    case GrpcCode.DeadlineExceeded: return 504;
-    case GrpcCode.NotFound: return 404;
-    case GrpcCode.AlreadyExists: return 409;
-    case GrpcCode.PermissionDenied: return 403;
-    case GrpcCode.ResourceExhausted: return 429;
-    case GrpcCode.FailedPrecondition: return 400;
-    case GrpcCode.Aborted: return 409;
-    case GrpcCode.OutOfRange: return 400;
-    case GrpcCode.Unimplemented: return 501;
-    case GrpcCode.Internal: return 500;
-    case GrpcCode.Unavailable: return 503;
-    case GrpcCode.DataLoss: return 500;
-    case GrpcCode.Unauthenticated: return 401;
-    default: return 500;
+    case GrpcCode.OK:
+      return 200;
+    case GrpcCode.Canceled:
+      return 499;
+    case GrpcCode.Unknown:
+      return 500;
+    case GrpcCode.InvalidArgument:
+      return 400;
+    case GrpcCode.DeadlineExceeded:
+      return 504;
+    case GrpcCode.NotFound:
+      return 404;
+    case GrpcCode.AlreadyExists:
+      return 409;
+    case GrpcCode.PermissionDenied:
+      return 403;
+    case GrpcCode.ResourceExhausted:
+      return 429;
+    case GrpcCode.FailedPrecondition:
+      return 400;
+    case GrpcCode.Aborted:
+      return 409;
+    case GrpcCode.OutOfRange:
+      return 400;
+    case GrpcCode.Unimplemented:
+      return 501;
+    case GrpcCode.Internal:
+      return 500;
+    case GrpcCode.Unavailable:
+      return 503;
+    case GrpcCode.DataLoss:
+      return 500;
+    case GrpcCode.Unauthenticated:
+      return 401;
+    default:
+      return 500;
   }
 }
 
@@ -123,7 +139,10 @@ export class OmniError extends ApiError {
     const where = [ctx.method, ctx.resource ? describePointer(ctx.resource) : undefined].filter(Boolean).join(' ');
     // Omni's message (and an ID read from Omni) may hold control characters: inert in `message`,
     // as sent in `omniMessage`.
-    super(code, escapeControl(`${where ? `${where}: ` : ''}${grpcCodeName(grpcCode)}: ${omniMessage}`), { ...ctx, retriable: grpcCode === GrpcCode.Unavailable });
+    super(code, escapeControl(`${where ? `${where}: ` : ''}${grpcCodeName(grpcCode)}: ${omniMessage}`), {
+      ...ctx,
+      retriable: grpcCode === GrpcCode.Unavailable,
+    });
     this.grpcCode = grpcCode;
     this.omniMessage = omniMessage;
     this.serverDate = ctx.serverDate;
@@ -172,11 +191,26 @@ export class WatchErroredError extends OmniError {
 
 /** One class per gRPC code. */
 const OMNI_CLASSES = [
-  CanceledError, UnknownError, InvalidArgumentError, DeadlineExceededError, NotFoundError, AlreadyExistsError, PermissionDeniedError,
-  ResourceExhaustedError, FailedPreconditionError, AbortedError, OutOfRangeError, UnimplementedError, InternalError, UnavailableError,
-  DataLossError, UnauthenticatedError,
+  CanceledError,
+  UnknownError,
+  InvalidArgumentError,
+  DeadlineExceededError,
+  NotFoundError,
+  AlreadyExistsError,
+  PermissionDeniedError,
+  ResourceExhaustedError,
+  FailedPreconditionError,
+  AbortedError,
+  OutOfRangeError,
+  UnimplementedError,
+  InternalError,
+  UnavailableError,
+  DataLossError,
+  UnauthenticatedError,
 ] as const;
-const CLASS_BY_GRPC = new Map<number, new (m: string, c?: OmniErrorContext) => OmniError>(OMNI_CLASSES.map((c) => [c.GRPC, c]));
+const CLASS_BY_GRPC = new Map<number, new (m: string, c?: OmniErrorContext) => OmniError>(
+  OMNI_CLASSES.map((c) => [c.GRPC, c]),
+);
 
 /** Builds the typed error for a gRPC status code. */
 export function errorFromStatus(grpcCode: number, omniMessage: string, ctx: OmniErrorContext = {}): OmniError {

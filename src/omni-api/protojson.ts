@@ -15,12 +15,19 @@ import { WireError } from './wire.js';
 
 function isZero(kind: Kind, v: unknown): boolean {
   switch (kind.k) {
-    case 'string': return v === '';
-    case 'bool': return v === false;
-    case 'int32': case 'enum': return v === 0;
-    case 'bytes': return v instanceof Uint8Array && v.length === 0;
-    case 'map': return typeof v === 'object' && v !== null && Object.keys(v).length === 0;
-    default: return false;
+    case 'string':
+      return v === '';
+    case 'bool':
+      return v === false;
+    case 'int32':
+    case 'enum':
+      return v === 0;
+    case 'bytes':
+      return v instanceof Uint8Array && v.length === 0;
+    case 'map':
+      return typeof v === 'object' && v !== null && Object.keys(v).length === 0;
+    default:
+      return false;
   }
 }
 
@@ -35,14 +42,17 @@ function at(path: string, field: string, index?: number): string {
 
 function encodeScalar(kind: Kind, v: unknown, path: string, field: string, index?: number): unknown {
   switch (kind.k) {
-    case 'string': case 'timestamp':
+    case 'string':
+    case 'timestamp':
       if (typeof v !== 'string') throw new WireError(`${at(path, field, index)}: expected a string`);
       return v;
     case 'bool':
       if (typeof v !== 'boolean') throw new WireError(`${at(path, field, index)}: expected a boolean`);
       return v;
-    case 'int32': case 'enum':
-      if (typeof v !== 'number' || !Number.isInteger(v)) throw new WireError(`${at(path, field, index)}: expected an integer`);
+    case 'int32':
+    case 'enum':
+      if (typeof v !== 'number' || !Number.isInteger(v))
+        throw new WireError(`${at(path, field, index)}: expected an integer`);
       return v;
     case 'bytes':
       if (!(v instanceof Uint8Array)) throw new WireError(`${at(path, field, index)}: expected bytes`);
@@ -64,7 +74,11 @@ function encodeScalar(kind: Kind, v: unknown, path: string, field: string, index
   }
 }
 
-export function encodeMessage(schema: MessageSchema, obj: Record<string, unknown>, path = schema.name): Record<string, unknown> {
+export function encodeMessage(
+  schema: MessageSchema,
+  obj: Record<string, unknown>,
+  path = schema.name,
+): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const f of schema.fields) {
     const v = obj[f.name];
@@ -125,16 +139,31 @@ function zeroOf(f: FieldSchema): unknown {
   if (f.repeated) return [];
   if (f.optional) return undefined;
   switch (f.kind.k) {
-    case 'string': return '';
-    case 'bool': return false;
-    case 'int32': case 'enum': return 0;
-    case 'bytes': return new Uint8Array(0);
-    case 'map': return {};
-    case 'timestamp': case 'message': return undefined;
+    case 'string':
+      return '';
+    case 'bool':
+      return false;
+    case 'int32':
+    case 'enum':
+      return 0;
+    case 'bytes':
+      return new Uint8Array(0);
+    case 'map':
+      return {};
+    case 'timestamp':
+    case 'message':
+      return undefined;
   }
 }
 
-function decodeScalar(kind: Kind, v: unknown, opts: DecodeOptions, path: string, field: string, index?: number): unknown {
+function decodeScalar(
+  kind: Kind,
+  v: unknown,
+  opts: DecodeOptions,
+  path: string,
+  field: string,
+  index?: number,
+): unknown {
   switch (kind.k) {
     case 'string':
       if (typeof v !== 'string') throw new WireError(`${at(path, field, index)}: invalid value for string field`);
@@ -160,19 +189,22 @@ function decodeScalar(kind: Kind, v: unknown, opts: DecodeOptions, path: string,
       throw new WireError(`${at(path, field, index)}: invalid value for enum field`);
     }
     case 'bytes': {
-      if (typeof v !== 'string' || !BASE64_RE.test(v)) throw new WireError(`${at(path, field, index)}: invalid value for bytes field`);
+      if (typeof v !== 'string' || !BASE64_RE.test(v))
+        throw new WireError(`${at(path, field, index)}: invalid value for bytes field`);
       // Node's base64 decoder reads the URL-safe alphabet too, so no rewrite of the string is needed.
       // Copied out of Node's shared Buffer pool: a view would keep a whole pool slab alive.
       return new Uint8Array(Buffer.from(v, 'base64'));
     }
     case 'map': {
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new WireError(`${at(path, field, index)}: invalid value for map field`);
+      if (typeof v !== 'object' || v === null || Array.isArray(v))
+        throw new WireError(`${at(path, field, index)}: invalid value for map field`);
       const m = v as Record<string, unknown>;
       const out: Record<string, string> = {};
       for (const k in m) {
         if (!Object.hasOwn(m, k)) continue;
         const x = m[k];
-        if (typeof x !== 'string') throw new WireError(`${at(path, field, index)}.${k}: invalid value for string field`);
+        if (typeof x !== 'string')
+          throw new WireError(`${at(path, field, index)}.${k}: invalid value for string field`);
         out[k] = x;
       }
       return out;
@@ -182,7 +214,12 @@ function decodeScalar(kind: Kind, v: unknown, opts: DecodeOptions, path: string,
   }
 }
 
-export function decodeMessage(schema: MessageSchema, json: unknown, opts: DecodeOptions, path = schema.name): Record<string, unknown> {
+export function decodeMessage(
+  schema: MessageSchema,
+  json: unknown,
+  opts: DecodeOptions,
+  path = schema.name,
+): Record<string, unknown> {
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
     throw new WireError(`${path}: expected a JSON object`);
   }

@@ -131,7 +131,11 @@ export interface State extends CoreState {
    * stored resource but for its finalizers so), and a phase conflict with `expectedPhase`. Bounded;
    * the last conflict is thrown when attempts run out.
    */
-  updateWithConflicts<S extends string>(target: Resource | Pointer, change: (current: Resource) => Resource | S, opts?: UpdateWithConflictsOptions): Promise<UpdateWithConflictsResult<S>>;
+  updateWithConflicts<S extends string>(
+    target: Resource | Pointer,
+    change: (current: Resource) => Resource | S,
+    opts?: UpdateWithConflictsOptions,
+  ): Promise<UpdateWithConflictsResult<S>>;
   /**
    * Get + Update of the phase to `tearingDown` (owner = current owner, expected phase `running`);
    * no write when already tearing down. Returns whether nothing holds it any more: no finalizers,
@@ -145,5 +149,9 @@ export interface State extends CoreState {
    * attempt uses it without a Get. Retries as updateWithConflicts does. NotFound is `gone` or
    * `not-found` (see the result).
    */
-  removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: RemoveFinalizersOptions): Promise<RemoveFinalizersResult>;
+  removeFinalizers(
+    target: Resource | Pointer,
+    finalizers: string[],
+    opts?: RemoveFinalizersOptions,
+  ): Promise<RemoveFinalizersResult>;
 }

@@ -189,7 +189,10 @@ export const TeardownOptionsSchema = ownerOptions('TeardownOptions');
 export const TeardownRequestSchema = pointerRequest('TeardownRequest', TeardownOptionsSchema);
 export const TeardownResponseSchema = def('TeardownResponse', [{ name: 'destroy_ready', kind: B }]);
 export const TeardownAndDestroyOptionsSchema = ownerOptions('TeardownAndDestroyOptions');
-export const TeardownAndDestroyRequestSchema = pointerRequest('TeardownAndDestroyRequest', TeardownAndDestroyOptionsSchema);
+export const TeardownAndDestroyRequestSchema = pointerRequest(
+  'TeardownAndDestroyRequest',
+  TeardownAndDestroyOptionsSchema,
+);
 export const TeardownAndDestroyResponseSchema = def('TeardownAndDestroyResponse', []);
 
 /** The gRPC method's request and response schemas. */
@@ -201,7 +204,11 @@ export const Methods = {
   Destroy: { request: DestroyRequestSchema, response: DestroyResponseSchema, stream: false },
   Watch: { request: WatchRequestSchema, response: WatchResponseSchema, stream: true },
   Teardown: { request: TeardownRequestSchema, response: TeardownResponseSchema, stream: false },
-  TeardownAndDestroy: { request: TeardownAndDestroyRequestSchema, response: TeardownAndDestroyResponseSchema, stream: false },
+  TeardownAndDestroy: {
+    request: TeardownAndDestroyRequestSchema,
+    response: TeardownAndDestroyResponseSchema,
+    stream: false,
+  },
 } as const;
 export type MethodName = keyof typeof Methods;
 export const STATE_SERVICE = 'cosi.resource.State';

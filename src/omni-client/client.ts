@@ -48,10 +48,20 @@ export async function createOmniClient(opts: OmniClientOptions): Promise<OmniCli
   const signer = new Signer(key);
   const { key: _key, onWrite, backPressure, ...transportOpts } = opts;
   const transport = new Transport({ ...transportOpts, signer, logger, now });
-  if (opts.insecureSkipTlsVerify) logger.warn({ endpoint: transport.endpoint.origin }, 'TLS certificate verification is disabled (--insecure-skip-tls-verify)');
-  const timing = { logger, ...(opts.delay ? { delay: opts.delay } : {}), ...(opts.random ? { random: opts.random } : {}) };
+  if (opts.insecureSkipTlsVerify)
+    logger.warn(
+      { endpoint: transport.endpoint.origin },
+      'TLS certificate verification is disabled (--insecure-skip-tls-verify)',
+    );
+  const timing = {
+    logger,
+    ...(opts.delay ? { delay: opts.delay } : {}),
+    ...(opts.random ? { random: opts.random } : {}),
+  };
   const pressured = withBackPressure(new GatewayState(transport, { ...timing, ...(onWrite ? { onWrite } : {}) }), {
-    maxWritesInFlight: opts.connections ?? 16, ...backPressure, ...timing,
+    maxWritesInFlight: opts.connections ?? 16,
+    ...backPressure,
+    ...timing,
   });
   const state = wrapCore(pressured, timing);
   return {

@@ -31,12 +31,17 @@ export class KeyError extends fixedCode('STUB_KEY_INVALID') {}
 export class TransportError extends fixedCode('STUB_TRANSPORT') {}
 
 const PROTOCOL_HINT: Record<ProtocolCode, string> = {
-  STUB_PROTOCOL: 'nothing was concluded from it; check that the endpoint is Omni\'s API and that no proxy in between changes answers, then run again',
-  STUB_HTTP_STATUS: 'a proxy, an ingress or another server answered instead of Omni\'s API; check the endpoint (--omni-api-endpoint) and what sits in front of Omni',
-  STUB_ANSWER_TOO_LARGE: 'refused before it was read whole; Omni\'s own messages are at most 32 MiB, so something in between is sending it',
-  STUB_LINE_TOO_LONG: 'refused before it was read whole; Omni\'s own messages are at most 32 MiB, so something in between is sending it',
+  STUB_PROTOCOL:
+    "nothing was concluded from it; check that the endpoint is Omni's API and that no proxy in between changes answers, then run again",
+  STUB_HTTP_STATUS:
+    "a proxy, an ingress or another server answered instead of Omni's API; check the endpoint (--omni-api-endpoint) and what sits in front of Omni",
+  STUB_ANSWER_TOO_LARGE:
+    "refused before it was read whole; Omni's own messages are at most 32 MiB, so something in between is sending it",
+  STUB_LINE_TOO_LONG:
+    "refused before it was read whole; Omni's own messages are at most 32 MiB, so something in between is sending it",
   STUB_LIST_TOO_LONG: 'if the fleet really is that large, raise --max-list-items',
-  STUB_DUPLICATE_ID: 'Omni never lists an ID twice: something in between is repeating lines; nothing was concluded from it',
+  STUB_DUPLICATE_ID:
+    'Omni never lists an ID twice: something in between is repeating lines; nothing was concluded from it',
 };
 
 /**
@@ -71,7 +76,13 @@ export class SpecOmittedError extends fixedCode('CLIENT_SPEC_OMITTED') {}
  * succeed (a connection reset or closed, Omni restarting or overloaded, the opening's deadline, a
  * cancellation that was not the caller's). Anything else repeats: a refusal, a malformed answer.
  */
-const BROKEN_IN_TRANSIT = new Set<string>(['STUB_TRANSPORT', 'OMNI_UNAVAILABLE', 'OMNI_DEADLINE_EXCEEDED', 'OMNI_ABORTED', 'OMNI_CANCELED']);
+const BROKEN_IN_TRANSIT = new Set<string>([
+  'STUB_TRANSPORT',
+  'OMNI_UNAVAILABLE',
+  'OMNI_DEADLINE_EXCEEDED',
+  'OMNI_ABORTED',
+  'OMNI_CANCELED',
+]);
 
 export function brokeInTransit(e: unknown): e is ApiError {
   return e instanceof ApiError && BROKEN_IN_TRANSIT.has(e.code);
@@ -79,8 +90,15 @@ export function brokeInTransit(e: unknown): e is ApiError {
 
 /** Every error class with a fixed code (or, for ProtocolError, a set of them). */
 type CodedError =
-  | OmniCodedError | ConfigError | KeyError | TransportError | ProtocolError
-  | RedirectError | ClockSkewError | ThrottledError | SpecOmittedError;
+  | OmniCodedError
+  | ConfigError
+  | KeyError
+  | TransportError
+  | ProtocolError
+  | RedirectError
+  | ClockSkewError
+  | ThrottledError
+  | SpecOmittedError;
 /** The error classes by their stable code, for `hasCode`. */
 type ClassByCode = { [E in CodedError as E['code']]: E };
 export type ClientErrorCode = keyof ClassByCode;

@@ -27,7 +27,22 @@ import type {
   WatchEventType,
   WatchKindOptions,
 } from '../omni-api/state.js';
-import { CreateRequestSchema, DestroyRequestSchema, DestroyResponseSchema, GetRequestSchema, LabelTermOperation, ListRequestSchema, ResourceSchema, UpdateRequestSchema, WatchRequestSchema, WatchResponseSchema, fullMethod, resourceFromWire, resourceToWire, type MessageSchema } from '../omni-api/wire.js';
+import {
+  CreateRequestSchema,
+  DestroyRequestSchema,
+  DestroyResponseSchema,
+  GetRequestSchema,
+  LabelTermOperation,
+  ListRequestSchema,
+  ResourceSchema,
+  UpdateRequestSchema,
+  WatchRequestSchema,
+  WatchResponseSchema,
+  fullMethod,
+  resourceFromWire,
+  resourceToWire,
+  type MessageSchema,
+} from '../omni-api/wire.js';
 import { WireError } from '../omni-api/wire.js';
 import { decodeMessage, encodeMessage } from '../omni-api/protojson.js';
 
@@ -82,7 +97,8 @@ export class GatewayState implements CoreState {
       const ids = new Set<string>();
       return (line) => {
         const r = resourceOf(line, kind, 'a List line');
-        if (ids.has(r.metadata.id)) throw new WireError(`the same ID twice in one List: ${JSON.stringify(r.metadata.id)}`, 'STUB_DUPLICATE_ID');
+        if (ids.has(r.metadata.id))
+          throw new WireError(`the same ID twice in one List: ${JSON.stringify(r.metadata.id)}`, 'STUB_DUPLICATE_ID');
         ids.add(r.metadata.id);
         return r;
       };
@@ -95,7 +111,13 @@ export class GatewayState implements CoreState {
     const owner = opts.owner ?? r.metadata.owner;
     const body = encode(CreateRequestSchema, { resource: resourceToWire(r), options: { owner } });
     const intent = { method: 'Create', resource: pointerOf(r), owner, sent: r } as const;
-    return observeWrite(this.#onWrite, intent, (onRetry) => this.#t.unary('Create', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))), (v) => v, opts.signal);
+    return observeWrite(
+      this.#onWrite,
+      intent,
+      (onRetry) => this.#t.unary('Create', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))),
+      (v) => v,
+      opts.signal,
+    );
   }
 
   async update(r: Resource, opts: UpdateOptions = {}): Promise<Resource> {
@@ -103,15 +125,33 @@ export class GatewayState implements CoreState {
     const options: Record<string, unknown> = { owner: opts.owner ?? r.metadata.owner };
     if (opts.expectedPhase !== undefined) options['expected_phase'] = opts.expectedPhase;
     const body = encode(UpdateRequestSchema, { new_resource: resourceToWire(r), options });
-    const intent = { method: 'Update', resource: pointerOf(r), owner: String(options['owner']), sent: r, ...writeContext(opts) } as const;
-    return observeWrite(this.#onWrite, intent, (onRetry) => this.#t.unary('Update', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))), (v) => v, opts.signal);
+    const intent = {
+      method: 'Update',
+      resource: pointerOf(r),
+      owner: String(options['owner']),
+      sent: r,
+      ...writeContext(opts),
+    } as const;
+    return observeWrite(
+      this.#onWrite,
+      intent,
+      (onRetry) => this.#t.unary('Update', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))),
+      (v) => v,
+      opts.signal,
+    );
   }
 
   async destroy(p: Pointer, opts: OwnerOptions = {}): Promise<void> {
     const ptr = pointerOf(p);
     const body = encode(DestroyRequestSchema, { ...ptr, options: { owner: opts.owner ?? '' } });
     const intent = { method: 'Destroy', resource: ptr, owner: opts.owner ?? '', ...writeContext(opts) } as const;
-    await observeWrite(this.#onWrite, intent, (onRetry) => this.#t.unary('Destroy', body, { ...ctx(opts, ptr), onRetry }, emptyAnswer), () => undefined, opts.signal);
+    await observeWrite(
+      this.#onWrite,
+      intent,
+      (onRetry) => this.#t.unary('Destroy', body, { ...ctx(opts, ptr), onRetry }, emptyAnswer),
+      () => undefined,
+      opts.signal,
+    );
   }
 
   watchKind(namespace: string, type: string, opts: WatchKindOptions = {}): AsyncIterable<WatchEvent[]> {
@@ -139,7 +179,9 @@ export class GatewayState implements CoreState {
       try {
         // Every message is decoded as it arrives: a malformed one ends the watch with a ProtocolError
         // (not a broken stream: reconnecting would only read it again).
-        stream = await this.#t.openStream('Watch', body, { signal, timeoutMs: opts.timeoutMs, resource: kind }, (msg) => decodeEvents(msg, { namespace, type }));
+        stream = await this.#t.openStream('Watch', body, { signal, timeoutMs: opts.timeoutMs, resource: kind }, (msg) =>
+          decodeEvents(msg, { namespace, type }),
+        );
         // The first message only says that the watch is established (docs/cosi-semantics.md, "Watches"); dropped.
         const batches: AsyncIterable<WatchEvent[]> = stream;
         for await (const events of batches) {
@@ -149,7 +191,10 @@ export class GatewayState implements CoreState {
             // Omni's etcd refuses a revision it has compacted away only once the watch is established,
             // with an ERRORED event before anything else (state-etcd's invalid-bookmark error, which
             // is FailedPrecondition when it comes before the watch): the bookmark is refused.
-            failure = new FailedPreconditionError(events[0]?.error ?? 'ERRORED event', { method: fullMethod('Watch'), resource: kind });
+            failure = new FailedPreconditionError(events[0]?.error ?? 'ERRORED event', {
+              method: fullMethod('Watch'),
+              resource: kind,
+            });
             break;
           }
           const ok = erroredAt >= 0 ? events.slice(0, erroredAt) : events;
@@ -160,7 +205,10 @@ export class GatewayState implements CoreState {
             yield ok;
           }
           if (erroredAt >= 0) {
-            throw new WatchErroredError(`the watch failed: ${events[erroredAt]?.error ?? 'ERRORED event'}`, { method: fullMethod('Watch'), resource: kind });
+            throw new WatchErroredError(`the watch failed: ${events[erroredAt]?.error ?? 'ERRORED event'}`, {
+              method: fullMethod('Watch'),
+              resource: kind,
+            });
           }
         }
         // Omni never ends a watch by itself: an end is a broken connection (a proxy, a restart).
@@ -191,7 +239,17 @@ export class GatewayState implements CoreState {
       failures++;
       if (failures > this.#watchMaxReconnects) throw failure;
       const ms = jitteredBackoff(failures - 1, this.#watchBackoff, this.#random);
-      this.#log.info({ namespace, type, attempt: failures, delayMs: ms, resume: bookmark !== undefined, err: (failure as Error).message }, 'watch broken; reconnecting');
+      this.#log.info(
+        {
+          namespace,
+          type,
+          attempt: failures,
+          delayMs: ms,
+          resume: bookmark !== undefined,
+          err: (failure as Error).message,
+        },
+        'watch broken; reconnecting',
+      );
       try {
         await this.#delay(ms, signal);
       } catch {
@@ -207,7 +265,10 @@ function ctx(opts: CallOptions, resource: Pointer): CallContext {
 
 /** What the write observer hears besides the write itself. */
 function writeContext(opts: UpdateOptions): { before?: Resource; expectedPhase?: Phase } {
-  return { ...(opts.before ? { before: opts.before } : {}), ...(opts.expectedPhase !== undefined ? { expectedPhase: opts.expectedPhase } : {}) };
+  return {
+    ...(opts.before ? { before: opts.before } : {}),
+    ...(opts.expectedPhase !== undefined ? { expectedPhase: opts.expectedPhase } : {}),
+  };
 }
 
 function encode(schema: MessageSchema, obj: Record<string, unknown>): Record<string, unknown> {
@@ -217,7 +278,9 @@ function encode(schema: MessageSchema, obj: Record<string, unknown>): Record<str
 /** A resource read without its spec (Spec.omitted) would erase the spec in Omni if written back. */
 function refuseOmittedSpec(r: Resource, method: 'Create' | 'Update'): void {
   if (r.spec.omitted) {
-    throw new SpecOmittedError(`refusing to ${method.toLowerCase()} ${describePointer(r.metadata)}: its spec was not kept when it was read; read it again first`);
+    throw new SpecOmittedError(
+      `refusing to ${method.toLowerCase()} ${describePointer(r.metadata)}: its spec was not kept when it was read; read it again first`,
+    );
   }
 }
 
@@ -246,7 +309,8 @@ function emptyAnswer(answer: unknown): void {
 function resourceOf(msg: unknown, expected: Expected, what: string): Resource {
   // GetResponse, ListResponse, CreateResponse and UpdateResponse are all `{resource}`: read that
   // field directly (a decodeMessage of the wrapper per List item is most of the cost of these checks).
-  if (typeof msg !== 'object' || msg === null || Array.isArray(msg)) throw new WireError(`${what} that is not a JSON object`);
+  if (typeof msg !== 'object' || msg === null || Array.isArray(msg))
+    throw new WireError(`${what} that is not a JSON object`);
   const w = (msg as Record<string, unknown>)['resource'];
   if (w === undefined || w === null) throw new WireError(`${what} without a resource`);
   return checked(decodeMessage(ResourceSchema, w, DECODE, 'resource'), expected, what, 'stored');
@@ -258,10 +322,16 @@ type Kept = 'stored' | 'last' | 'tombstone';
 function checked(decoded: unknown, expected: Expected, what: string, kept: Kept): Resource {
   const r = resourceFromWire(decoded, true);
   const md = r.metadata;
-  if (kept === 'stored' && md.version === VERSION_UNDEFINED) throw new WireError(`${what} with version "undefined" (not a stored resource): ${describePointer(md)}`);
+  if (kept === 'stored' && md.version === VERSION_UNDEFINED)
+    throw new WireError(`${what} with version "undefined" (not a stored resource): ${describePointer(md)}`);
   if (kept !== 'tombstone' && md.id === '') throw new WireError(`${what} with an empty ID`);
-  if (md.namespace !== expected.namespace || md.type !== expected.type || (expected.id !== undefined && md.id !== expected.id)) {
-    const asked = expected.id !== undefined ? describePointer(expected as Pointer) : `${expected.namespace}/${expected.type}`;
+  if (
+    md.namespace !== expected.namespace ||
+    md.type !== expected.type ||
+    (expected.id !== undefined && md.id !== expected.id)
+  ) {
+    const asked =
+      expected.id !== undefined ? describePointer(expected as Pointer) : `${expected.namespace}/${expected.type}`;
     throw new WireError(`${what} about ${describePointer(md)}, not ${asked} that was asked for`);
   }
   return r;
@@ -269,7 +339,12 @@ function checked(decoded: unknown, expected: Expected, what: string, kept: Kept)
 
 function labelQueries(qs: LabelQuery[] | undefined): unknown[] {
   return (qs ?? []).map((terms) => ({
-    terms: terms.map((t) => ({ key: t.key, op: LabelTermOperation[t.op], value: t.value ?? [], invert: t.invert ?? false })),
+    terms: terms.map((t) => ({
+      key: t.key,
+      op: LabelTermOperation[t.op],
+      value: t.value ?? [],
+      invert: t.invert ?? false,
+    })),
   }));
 }
 
@@ -311,7 +386,13 @@ function decodeEvents(msg: unknown, kind: Expected): WatchEvent[] {
       resource = checked(e['resource'], kind, `a Watch event (${type})`, kept);
     }
     const out: WatchEvent = { type, resource };
-    if (e['old'] !== undefined) out.old = checked(e['old'], { ...kind, id: resource.metadata.id }, `the old resource of a Watch event (${type})`, 'last');
+    if (e['old'] !== undefined)
+      out.old = checked(
+        e['old'],
+        { ...kind, id: resource.metadata.id },
+        `the old resource of a Watch event (${type})`,
+        'last',
+      );
     if (typeof e['error'] === 'string') out.error = e['error'];
     if (e['bookmark'] instanceof Uint8Array) out.bookmark = e['bookmark'];
     return out;

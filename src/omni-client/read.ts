@@ -5,7 +5,11 @@ import { hasCode } from './errors.js';
 import type { CallOptions, CoreState } from '../omni-api/state.js';
 
 /** A Get that answers undefined when the resource does not exist (NotFound); every other error is thrown. */
-export async function getIfExists(state: Pick<CoreState, 'get'>, p: Pointer, opts: CallOptions = {}): Promise<Resource | undefined> {
+export async function getIfExists(
+  state: Pick<CoreState, 'get'>,
+  p: Pointer,
+  opts: CallOptions = {},
+): Promise<Resource | undefined> {
   try {
     return await state.get(p, opts);
   } catch (err) {

@@ -83,7 +83,9 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
   store.seed(sc.resources);
   // Omni creates its SysVersion at start-up (the provider reads it to learn the version); a scenario
   // may bring its own, for example to test a stub against an odd version string.
-  const seeded = sc.resources.some((r) => isSysVersion(r.metadata)) ? undefined : sysVersionResource(sc.omniVersion, clock.now());
+  const seeded = sc.resources.some((r) => isSysVersion(r.metadata))
+    ? undefined
+    : sysVersionResource(sc.omniVersion, clock.now());
   if (seeded) store.seed([seeded]);
 
   const registry = new IdentityRegistry();
@@ -106,12 +108,15 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
 
   const ctx: SimContext = { store, registry, clock, omniVersion: sc.omniVersion };
   const api = opts.access ? opts.access(ctx) : createAccessApi(store, { version: sc.omniVersion });
-  const controllers = opts.controllers === false
-    ? undefined
-    : startOmniControllers(store, {
-      version: sc.omniVersion, clock, onServiceAccountDeleted: (id) => registry.removeProvider(id),
-      ...(opts.onControllerError ? { onError: opts.onControllerError } : {}),
-    });
+  const controllers =
+    opts.controllers === false
+      ? undefined
+      : startOmniControllers(store, {
+          version: sc.omniVersion,
+          clock,
+          onServiceAccountDeleted: (id) => registry.removeProvider(id),
+          ...(opts.onControllerError ? { onError: opts.onControllerError } : {}),
+        });
   const authenticate: Authenticator = opts.authenticate ?? createAuthenticate(registry, clock);
   const gateway = new Gateway({
     state: api,
@@ -120,7 +125,12 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
     omniVersion: sc.omniVersion,
     faults,
   });
-  faults.attach({ restart: () => store.restart(), failWatches: (e) => store.failWatches(e), breakStreams: () => gateway.breakStreams(), bumpVersion: (p) => store.bumpVersion(p) });
+  faults.attach({
+    restart: () => store.restart(),
+    failWatches: (e) => store.failWatches(e),
+    breakStreams: () => gateway.breakStreams(),
+    bumpVersion: (p) => store.bumpVersion(p),
+  });
   const listening = await listen(gateway, {
     ...(opts.host !== undefined ? { host: opts.host } : {}),
     ...(opts.port !== undefined ? { port: opts.port } : {}),
@@ -147,7 +157,8 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
         await listening.close();
       })()),
     // Without the SysVersion the sim made itself, so that a dump reloads as the same scenario.
-    dump: () => dumpScenario({ ...sc, resources: seeded ? store.all().filter((r) => !isSysVersion(r.metadata)) : store.all() }),
+    dump: () =>
+      dumpScenario({ ...sc, resources: seeded ? store.all().filter((r) => !isSysVersion(r.metadata)) : store.all() }),
   };
 }
 
@@ -164,7 +175,16 @@ export function sysVersionResource(omniVersion: string, nowMs: number): Resource
   const tag = `v${v.major}.${v.minor}.${v.patch}${v.prerelease ? `-${v.prerelease}` : ''}`;
   const at = new Date(nowMs).toISOString();
   return {
-    metadata: newMetadata({ namespace: NS_EPHEMERAL, type: T.SysVersion, id: SYS_VERSION_ID }, { version: '1', created: at, updated: at }),
-    spec: { protoSpec: encodeSpec(SysVersionSpec, { backend_version: tag, instance_name: 'omni-sim', backend_api_version: gatewayBehaviour(v).backendApiVersion }) },
+    metadata: newMetadata(
+      { namespace: NS_EPHEMERAL, type: T.SysVersion, id: SYS_VERSION_ID },
+      { version: '1', created: at, updated: at },
+    ),
+    spec: {
+      protoSpec: encodeSpec(SysVersionSpec, {
+        backend_version: tag,
+        instance_name: 'omni-sim',
+        backend_api_version: gatewayBehaviour(v).backendApiVersion,
+      }),
+    },
   };
 }

@@ -26,7 +26,10 @@ export function ourFinalizers(md: Pick<Metadata, 'namespace' | 'labels' | 'final
 }
 
 /** Every finalizer that is not ours (Omni's own, another provider's, anything unrecognised). */
-export function foreignFinalizers(md: Pick<Metadata, 'namespace' | 'labels' | 'finalizers'>, providerId: string): string[] {
+export function foreignFinalizers(
+  md: Pick<Metadata, 'namespace' | 'labels' | 'finalizers'>,
+  providerId: string,
+): string[] {
   const ours = new Set(ourFinalizers(md, providerId));
   return md.finalizers.filter((f) => !ours.has(f));
 }

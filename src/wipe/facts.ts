@@ -40,7 +40,11 @@ export function bmcFactsFromSpec(spec: AnyBmcSpec | null | undefined): BmcFacts 
  * provider's BMCConfiguration from `infra-provider:<id>`, then Omni's BMCConfig); the first one that
  * holds any BMC data is used, whole (fields of different specs are never mixed).
  */
-export function machineFactsFromBmc(machineId: string, providerId: string, ...specs: Array<AnyBmcSpec | null | undefined>): MachineFacts {
+export function machineFactsFromBmc(
+  machineId: string,
+  providerId: string,
+  ...specs: Array<AnyBmcSpec | null | undefined>
+): MachineFacts {
   for (const spec of specs) {
     const bmc = bmcFactsFromSpec(spec);
     if (bmc) return { machineId, providerId, bmc };

@@ -102,7 +102,8 @@ export function wipeOptionsFrom(a: WipeFlags): WipeOptions {
     throw new UsageError('--require-wipe with --wipe none would block every machine: choose a wipe strategy');
   }
   const timeoutS = numberFlag('wipe-timeout', a['wipe-timeout']);
-  if (!(timeoutS > 0 && timeoutS <= MAX_WIPE_TIMEOUT_S)) throw new UsageError(`--wipe-timeout must be between 0 and ${MAX_WIPE_TIMEOUT_S} seconds (got ${timeoutS})`);
+  if (!(timeoutS > 0 && timeoutS <= MAX_WIPE_TIMEOUT_S))
+    throw new UsageError(`--wipe-timeout must be between 0 and ${MAX_WIPE_TIMEOUT_S} seconds (got ${timeoutS})`);
   const opts: WipeOptions = {
     strategy,
     timeoutMs: Math.round(timeoutS * 1000),
@@ -130,6 +131,7 @@ function numberFlag(name: string, n: number): number {
 
 function integerFlag(name: string, v: number, min: number, max: number): number {
   const n = numberFlag(name, v);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max} (got ${n})`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new UsageError(`--${name} must be a whole number from ${min} to ${max} (got ${n})`);
   return n;
 }

@@ -15,9 +15,15 @@ describe('Ctrl-C at the [y/N] prompt', () => {
     const input = terminal();
     const asked = askYesNo(input, new PassThrough(), 'Make these changes? [y/N] ');
     input.write('\x03'); // what a terminal in raw mode sends for Ctrl-C
-    const err = await asked.then(() => undefined, (e: unknown) => e);
+    const err = await asked.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(StubError);
-    expect(err).toMatchObject({ code: 'STUB_INTERRUPTED', message: 'interrupted at the confirmation prompt; nothing was changed' });
+    expect(err).toMatchObject({
+      code: 'STUB_INTERRUPTED',
+      message: 'interrupted at the confirmation prompt; nothing was changed',
+    });
     expect(exitCodeFor(err)).toBe(130);
   });
 

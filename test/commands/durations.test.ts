@@ -15,7 +15,14 @@ describe('parseDuration', () => {
 
   it('refuses what a timer cannot hold, naming the flag and the maximum', () => {
     for (const v of ['1000h', '597h', `${MAX_DURATION_MS + 1}ms`, `${'9'.repeat(400)}s`]) {
-      const err = (() => { try { parseDuration(v, '--step-timeout'); } catch (e) { return e; } return undefined; })();
+      const err = (() => {
+        try {
+          parseDuration(v, '--step-timeout');
+        } catch (e) {
+          return e;
+        }
+        return undefined;
+      })();
       expect(err, v).toBeInstanceOf(UsageError);
       expect((err as Error).message).toMatch(/--step-timeout .*at most 2147483647 ms \(596h/);
     }
@@ -32,8 +39,17 @@ describe('parseDuration', () => {
 // the flag allows it (--timeout with --wait), the timer's maximum kept.
 describe('parseDuration: Go-style values', () => {
   it.each([
-    ['5m30s', 330_000], ['1h30m', 5_400_000], ['1h0m30s', 3_630_000], ['1h30m45s500ms', 5_445_500], ['1.5h', 5_400_000],
-    ['90', 90_000], ['0.5s', 500], ['2h2h', 14_400_000], [' 10m ', 600_000], ['596h', 596 * 3_600_000], ['596h31m', 596 * 3_600_000 + 31 * 60_000],
+    ['5m30s', 330_000],
+    ['1h30m', 5_400_000],
+    ['1h0m30s', 3_630_000],
+    ['1h30m45s500ms', 5_445_500],
+    ['1.5h', 5_400_000],
+    ['90', 90_000],
+    ['0.5s', 500],
+    ['2h2h', 14_400_000],
+    [' 10m ', 600_000],
+    ['596h', 596 * 3_600_000],
+    ['596h31m', 596 * 3_600_000 + 31 * 60_000],
   ])('%s is %d ms', (v, ms) => {
     expect(parseDuration(v, '--timeout')).toBe(ms);
   });
@@ -58,7 +74,9 @@ describe('parseDuration: Go-style values', () => {
     expect(parseDuration('0h0m', '--timeout', { zeroMeansNone: true })).toBe(Number.POSITIVE_INFINITY);
     expect(() => parseDuration('0', '--step-timeout')).toThrow(/--step-timeout must be more than zero/);
     // The maximum still holds beside "no limit", and the message offers it.
-    expect(() => parseDuration('1000h', '--timeout', { zeroMeansNone: true })).toThrow(/at most 2147483647 ms \(596h, about 24\.8 days\), or 0 for no limit/);
+    expect(() => parseDuration('1000h', '--timeout', { zeroMeansNone: true })).toThrow(
+      /at most 2147483647 ms \(596h, about 24\.8 days\), or 0 for no limit/,
+    );
   });
 
   it('a fraction of a millisecond is at least 1 ms (a timer of 0 would not wait at all)', () => {

@@ -28,7 +28,10 @@ const SHELL_STOP = new Set(['|', '||', '&&', ';', '>', '>>', '2>', '2>&1', '<'])
 /** Flags after the `stub-provider` word of one shell line; [] when the line does not run stub-provider. */
 function flagsOfCommandLine(line: string, commandNames: Set<string>, where: string): FlagUse[] {
   // A quoted argument is one word, whatever it holds (`--wipe-command "/opt/off --power-off"`).
-  const words = line.replace(/"(?:\\.|[^"\\])*"|'[^']*'/g, 'ARG').trim().split(/\s+/);
+  const words = line
+    .replace(/"(?:\\.|[^"\\])*"|'[^']*'/g, 'ARG')
+    .trim()
+    .split(/\s+/);
   const at = words.indexOf('stub-provider');
   if (at < 0) return [];
   const after = words.slice(at + 1);
@@ -69,7 +72,8 @@ export function flagsOfMarkdown(text: string, file: string, commandNames: Set<st
       const span = m[2]!.trim();
       if (/(^|\s)stub-provider(\s|$)/.test(span)) out.push(...flagsOfCommandLine(span, commandNames, where));
       else if (span.startsWith('--')) {
-        for (const t of span.matchAll(/(?:^|[\s,])(--[a-z][a-z0-9-]*)/g)) out.push({ flag: t[1]!, command: undefined, kind: 'table', where });
+        for (const t of span.matchAll(/(?:^|[\s,])(--[a-z][a-z0-9-]*)/g))
+          out.push({ flag: t[1]!, command: undefined, kind: 'table', where });
       }
     }
   });
@@ -81,7 +85,6 @@ function namesOf(c: (typeof commands)[number]): string[] {
   const all = [c.command].flat();
   return all.map((s) => s.split(/\s+/)[0]!);
 }
-
 
 function flagsOfHelp(help: string): Set<string> {
   const set = new Set<string>();
@@ -124,7 +127,12 @@ afterEach(() => {
 });
 
 function docs(): { file: string; text: string }[] {
-  const files = ['README.md', ...readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const files = [
+    'README.md',
+    ...readdirSync(path.join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
   return files.map((file) => ({ file, text: readFileSync(path.join(ROOT, file), 'utf8') }));
 }
 
@@ -154,15 +162,21 @@ describe('flags in the documentation', () => {
     ].join('\n');
     const uses = flagsOfMarkdown(md, 'sample.md', new Set(['plan', 'run']));
     expect(uses.map((u) => [u.flag, u.command ?? ''])).toEqual([
-      ['--id', 'plan'], ['--output', 'plan'],
-      ['--id', ''], ['--yes', ''],
-      ['--wait', ''], ['--timeout', ''], ['--force', ''],
-      ['--wipe-command', ''], ['--wipe-timeout', ''],
+      ['--id', 'plan'],
+      ['--output', 'plan'],
+      ['--id', ''],
+      ['--yes', ''],
+      ['--wait', ''],
+      ['--timeout', ''],
+      ['--force', ''],
+      ['--wipe-command', ''],
+      ['--wipe-timeout', ''],
     ]);
   });
 
   it('reads a help text, boolean negations included', () => {
-    const help = 'Options:\n      --yes   Do it  [boolean] [default: false]\n  -o, --output  Format  [string]\n      --[no-]color';
+    const help =
+      'Options:\n      --yes   Do it  [boolean] [default: false]\n  -o, --output  Format  [string]\n      --[no-]color';
     expect([...flagsOfHelp(help)].sort()).toEqual(['--color', '--no-color', '--no-yes', '--output', '--yes']);
   });
 
@@ -174,11 +188,16 @@ describe('flags in the documentation', () => {
   });
 
   it('every flag in deploy/job.yaml and the Dockerfile example exists in --help', () => {
-    const job = parse(readFileSync(path.join(ROOT, 'deploy/job.yaml'), 'utf8')) as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
+    const job = parse(readFileSync(path.join(ROOT, 'deploy/job.yaml'), 'utf8')) as {
+      spec: { template: { spec: { containers: { args: string[] }[] } } };
+    };
     const args = job.spec.template.spec.containers[0]!.args;
     const uses = flagsOfCommandLine(['stub-provider', ...args].join(' '), commandNames, 'deploy/job.yaml');
     // The usage example in the Dockerfile's header comment: `docker run ... \` continued over comment lines.
-    const comment = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8').split('\n').filter((l) => l.startsWith('#')).map((l) => l.replace(/^#\s*/, ''));
+    const comment = readFileSync(path.join(ROOT, 'Dockerfile'), 'utf8')
+      .split('\n')
+      .filter((l) => l.startsWith('#'))
+      .map((l) => l.replace(/^#\s*/, ''));
     const start = comment.findIndex((l) => l.startsWith('docker run'));
     expect(start).toBeGreaterThanOrEqual(0);
     let example = '';
@@ -187,7 +206,9 @@ describe('flags in the documentation', () => {
       if (!l.endsWith('\\')) break;
     }
     uses.push(...flagsOfCommandLine(example, commandNames, 'Dockerfile'));
-    expect(uses.map((u) => u.flag)).toEqual(expect.arrayContaining(['--id', '--yes', '--output', '--wait', '--timeout']));
+    expect(uses.map((u) => u.flag)).toEqual(
+      expect.arrayContaining(['--id', '--yes', '--output', '--wait', '--timeout']),
+    );
     expect(unknownFlags(uses)).toEqual([]);
   });
 });

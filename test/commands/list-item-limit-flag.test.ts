@@ -10,7 +10,7 @@ import { planConfigFrom, runConfigFrom } from '../helpers/cli-config.js';
 const base = ['--id', 'bare-metal', '--omni-api-endpoint', 'http://127.0.0.1:1'];
 
 describe('--max-list-items', () => {
-  it('defaults to the client\'s limit, high enough for 100 000 machines', () => {
+  it("defaults to the client's limit, high enough for 100 000 machines", () => {
     expect(runConfigFrom(base).maxListItems).toBe(DEFAULT_READ_LIMITS.listItems);
     expect(planConfigFrom(base).maxListItems).toBe(DEFAULT_READ_LIMITS.listItems);
     expect(DEFAULT_READ_LIMITS.listItems).toBeGreaterThanOrEqual(200_000);
@@ -29,6 +29,8 @@ describe('--max-list-items', () => {
 
   it('refuses a value of the environment that is no number, naming the variable', () => {
     expect(() => runConfigFrom(base, { STUB_PROVIDER_MAX_LIST_ITEMS: 'lots' })).toThrow(CliUsageError);
-    expect(() => runConfigFrom(base, { STUB_PROVIDER_MAX_LIST_ITEMS: 'lots' })).toThrow(/STUB_PROVIDER_MAX_LIST_ITEMS="lots": expected a number/);
+    expect(() => runConfigFrom(base, { STUB_PROVIDER_MAX_LIST_ITEMS: 'lots' })).toThrow(
+      /STUB_PROVIDER_MAX_LIST_ITEMS="lots": expected a number/,
+    );
   });
 });

@@ -12,8 +12,12 @@ import { UsageError } from '../../src/exit-codes.js';
 import type { Report } from '../../src/provider/report/report.js';
 
 let dir: string;
-beforeEach(() => { dir = mkdtempSync(join(tmpdir(), 'outputs-')); });
-afterEach(() => { rmSync(dir, { recursive: true, force: true }); });
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), 'outputs-'));
+});
+afterEach(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
 
 const io = { stdout: new PassThrough(), stderr: new PassThrough(), stdinIsTTY: false, env: {} } as Io;
 const report = { tool: 'stub-provider', result: 'done' } as unknown as Report;
@@ -30,7 +34,9 @@ function refusal(o: Parameters<typeof openOutputs>[0]): UsageError {
 
 describe('openOutputs', () => {
   it('a report or audit log in a folder that does not exist, or that is a folder: exit 2 naming the flag and path', () => {
-    expect(refusal({ report: join(dir, 'missing', 'r.json') }).message).toMatch(/--report .*missing\/r\.json: cannot open it for writing \(ENOENT: its folder does not exist\); nothing was written to Omni/);
+    expect(refusal({ report: join(dir, 'missing', 'r.json') }).message).toMatch(
+      /--report .*missing\/r\.json: cannot open it for writing \(ENOENT: its folder does not exist\); nothing was written to Omni/,
+    );
     expect(refusal({ auditLog: join(dir, 'missing', 'a.ndjson') }).message).toMatch(/--audit-log .*ENOENT/);
     mkdirSync(join(dir, 'sub'));
     expect(refusal({ report: join(dir, 'sub') }).message).toMatch(/EISDIR: it is a folder/);
@@ -42,7 +48,9 @@ describe('openOutputs', () => {
     symlinkSync(audit, join(dir, 'link.json'));
     linkSync(audit, join(dir, 'hard.json'));
     for (const report of [audit, join(dir, 'link.json'), join(dir, 'hard.json'), join(dir, '.', 'audit.ndjson')]) {
-      expect(refusal({ report, auditLog: audit }).message).toMatch(/are the same file: the report would overwrite the audit log/);
+      expect(refusal({ report, auditLog: audit }).message).toMatch(
+        /are the same file: the report would overwrite the audit log/,
+      );
     }
     expect(readFileSync(audit, 'utf8')).toBe('{"earlier":"run"}\n');
   });
@@ -50,8 +58,12 @@ describe('openOutputs', () => {
   it('an output that is the key file is refused, the key untouched', () => {
     const key = join(dir, 'key.txt');
     writeFileSync(key, 'c2VjcmV0');
-    expect(refusal({ report: key, inputs: [{ flag: '--service-account-key-file', path: key }] }).message).toMatch(/--report .* is the file of --service-account-key-file/);
-    expect(refusal({ auditLog: key, inputs: [{ flag: '--service-account-key-file', path: key }] }).message).toMatch(/--audit-log/);
+    expect(refusal({ report: key, inputs: [{ flag: '--service-account-key-file', path: key }] }).message).toMatch(
+      /--report .* is the file of --service-account-key-file/,
+    );
+    expect(refusal({ auditLog: key, inputs: [{ flag: '--service-account-key-file', path: key }] }).message).toMatch(
+      /--audit-log/,
+    );
     expect(readFileSync(key, 'utf8')).toBe('c2VjcmV0');
   });
 

@@ -17,9 +17,13 @@ const CLEAR = '\r\x1b[2K';
 function screen(bytes: string): string[] {
   const lines: string[] = [];
   let current = '';
-  for (const part of bytes.split(/(\r\x1b\[2K|\n)/)) { // eslint-disable-line no-control-regex
+  // eslint-disable-next-line no-control-regex
+  for (const part of bytes.split(/(\r\x1b\[2K|\n)/)) {
     if (part === CLEAR) current = '';
-    else if (part === '\n') { lines.push(current); current = ''; } else current += part;
+    else if (part === '\n') {
+      lines.push(current);
+      current = '';
+    } else current += part;
   }
   return current === '' ? lines : [...lines, current];
 }
@@ -30,7 +34,9 @@ function fakeTimers(): ProgressTimers & { advance: (ms: number) => void } {
   return {
     now: () => now,
     setTimeout: (fn, ms) => (pending = { at: now + ms, fn }),
-    clearTimeout: () => { pending = undefined; },
+    clearTimeout: () => {
+      pending = undefined;
+    },
     advance(ms) {
       now += ms;
       if (pending && pending.at <= now) {
@@ -42,8 +48,18 @@ function fakeTimers(): ProgressTimers & { advance: (ms: number) => void } {
   };
 }
 
-const counts = (released: number, remaining: number, o: Partial<ProgressCounts> = {}): ProgressCounts => ({ released, refused: 0, blocked: 0, failed: 0, running: 0, waiting: 0, remaining, ...o });
-const line = (released: number, remaining: number, clock = '0s elapsed') => `stub-provider: ${released} released, 0 refused, 0 blocked, 0 failed · 0 running, 0 waiting, ${remaining} remaining · ${clock}`;
+const counts = (released: number, remaining: number, o: Partial<ProgressCounts> = {}): ProgressCounts => ({
+  released,
+  refused: 0,
+  blocked: 0,
+  failed: 0,
+  running: 0,
+  waiting: 0,
+  remaining,
+  ...o,
+});
+const line = (released: number, remaining: number, clock = '0s elapsed') =>
+  `stub-provider: ${released} released, 0 refused, 0 blocked, 0 failed · 0 running, 0 waiting, ${remaining} remaining · ${clock}`;
 const flush = () => new Promise((r) => setImmediate(r));
 
 describe('ProgressLine', () => {
@@ -108,7 +124,12 @@ describe('ProgressLine', () => {
     const p = new ProgressLine(tty, { timers: t });
     p.update(counts(0, 2));
     p.update(counts(1, 1), { kind: 'InfraMachine', id: 'm-1', status: 'released' });
-    p.update(counts(1, 0, { blocked: 1 }), { kind: 'MachineRequest', id: 'r-1\x1b[2J', status: 'blocked', reason: 'waits for Omni\'s own finalizer ClusterMachineRequestStatusController' });
+    p.update(counts(1, 0, { blocked: 1 }), {
+      kind: 'MachineRequest',
+      id: 'r-1\x1b[2J',
+      status: 'blocked',
+      reason: "waits for Omni's own finalizer ClusterMachineRequestStatusController",
+    });
     p.update(counts(1, 0, { blocked: 1, refused: 1 }), { kind: 'MachineRequest', id: 'new-1', status: 'refused' });
     p.update(counts(1, 0, { blocked: 1, refused: 1 }), { kind: 'InfraMachine', id: 'm-2', status: 'interrupted' });
     p.update(counts(1, 0, { blocked: 1, refused: 1 }), { kind: 'deregistration', id: 'bm', status: 'released' });
@@ -118,7 +139,7 @@ describe('ProgressLine', () => {
     p.done();
     expect(screen(tty.text())).toEqual([
       'released InfraMachine m-1',
-      'blocked  MachineRequest r-1\\x1b[2J: waits for Omni\'s own f…',
+      "blocked  MachineRequest r-1\\x1b[2J: waits for Omni's own f…",
       'refused  MachineRequest new-1',
       'deregistered provider bm',
     ]);
@@ -135,18 +156,28 @@ describe('ProgressLine', () => {
 
 describe('progress text', () => {
   it('counts what ended, what is open, and the clock', () => {
-    expect(progressText({ released: 3, refused: 1, blocked: 2, failed: 1, running: 500, waiting: 4, remaining: 10, timeLeftMs: 1 }, 65_000, 1)).toBe(
-      'stub-provider: 3 released, 1 refused, 2 blocked, 1 failed · 500 running, 4 waiting, 10 remaining · 1m05s elapsed, 1s left');
+    expect(
+      progressText(
+        { released: 3, refused: 1, blocked: 2, failed: 1, running: 500, waiting: 4, remaining: 10, timeLeftMs: 1 },
+        65_000,
+        1,
+      ),
+    ).toBe(
+      'stub-provider: 3 released, 1 refused, 2 blocked, 1 failed · 500 running, 4 waiting, 10 remaining · 1m05s elapsed, 1s left',
+    );
   });
 
   it('says how much Omni throttled the writes, once it has', () => {
     const c = { released: 3, refused: 0, blocked: 0, failed: 0, running: 8, waiting: 0, remaining: 2 };
-    expect(progressText(c, 5_000, undefined, { signals: 0, waitedMs: 0 })).toBe('stub-provider: 3 released, 0 refused, 0 blocked, 0 failed · 8 running, 0 waiting, 2 remaining · 5s elapsed');
+    expect(progressText(c, 5_000, undefined, { signals: 0, waitedMs: 0 })).toBe(
+      'stub-provider: 3 released, 0 refused, 0 blocked, 0 failed · 8 running, 0 waiting, 2 remaining · 5s elapsed',
+    );
     expect(progressText(c, 5_000, undefined, { signals: 12, waitedMs: 3_450 })).toBe(
-      'stub-provider: 3 released, 0 refused, 0 blocked, 0 failed · 8 running, 0 waiting, 2 remaining · 5s elapsed · throttled: 12 signals, waited 3.5 s');
+      'stub-provider: 3 released, 0 refused, 0 blocked, 0 failed · 8 running, 0 waiting, 2 remaining · 5s elapsed · throttled: 12 signals, waited 3.5 s',
+    );
   });
 
-  it('the progress line reads the client\'s throttling at every draw', async () => {
+  it("the progress line reads the client's throttling at every draw", async () => {
     const tty = fakeTty(200);
     const line = new ProgressLine(tty, { timers: fakeTimers() });
     line.throttling = () => ({ signals: 1, waitedMs: 200 });
@@ -156,21 +187,32 @@ describe('progress text', () => {
   });
 
   it('formats durations for a person', () => {
-    expect([0, 999, 42_000, 60_000, 185_000, 3_599_999, 3_600_000, 3_725_000, 90_000_000].map((ms) => formatClock(ms))).toEqual(['0s', '0s', '42s', '1m00s', '3m05s', '59m59s', '1h00m', '1h02m', '25h00m']);
+    expect(
+      [0, 999, 42_000, 60_000, 185_000, 3_599_999, 3_600_000, 3_725_000, 90_000_000].map((ms) => formatClock(ms)),
+    ).toEqual(['0s', '0s', '42s', '1m00s', '3m05s', '59m59s', '1h00m', '1h02m', '25h00m']);
     expect(formatClock(1, true)).toBe('1s');
     expect(formatClock(-5, true)).toBe('0s');
   });
 
   it('item lines', () => {
-    expect(itemLine({ kind: 'InfraMachine', id: 'm', status: 'failed', reason: 'Omni said\nno' })).toBe('failed   InfraMachine m: Omni said\\nno');
+    expect(itemLine({ kind: 'InfraMachine', id: 'm', status: 'failed', reason: 'Omni said\nno' })).toBe(
+      'failed   InfraMachine m: Omni said\\nno',
+    );
     expect(itemLine({ kind: 'InfraMachine', id: 'm', status: 'interrupted' })).toBe('interrupted InfraMachine m');
-    expect(itemLine({ kind: 'InfraMachine', id: 'm', status: 'released', reason: 'ClusterMachineController: the machine leaving its cluster' }))
-      .toBe('released InfraMachine m; still held by ClusterMachineController: the machine leaving its cluster');
+    expect(
+      itemLine({
+        kind: 'InfraMachine',
+        id: 'm',
+        status: 'released',
+        reason: 'ClusterMachineController: the machine leaving its cluster',
+      }),
+    ).toBe('released InfraMachine m; still held by ClusterMachineController: the machine leaving its cluster');
   });
 });
 
 describe('when there is a progress line', () => {
-  const cfg = (extra: string[] = []) => runConfigFrom(['--id', 'x', '--omni-api-endpoint', 'http://127.0.0.1:1', ...extra]);
+  const cfg = (extra: string[] = []) =>
+    runConfigFrom(['--id', 'x', '--omni-api-endpoint', 'http://127.0.0.1:1', ...extra]);
   const io = (stderr: NodeJS.WritableStream) => testIo({}, { stderr });
 
   it('on a terminal with pretty logs (the default there) only', () => {
@@ -183,10 +225,13 @@ describe('when there is a progress line', () => {
 
 describe('run shows progress on a terminal', () => {
   let sim: Sim | undefined;
-  afterEach(async () => { await sim?.close(); });
+  afterEach(async () => {
+    await sim?.close();
+  });
 
   /** `run` as provider bm, four calls at a time, with these log flags (the logs are what is checked). */
-  const run = (s: Sim, stderr: NodeJS.WritableStream, logFlags = ['--log-level', 'info']) => runIn(s, 'bm', ['--concurrency', '4', ...logFlags], { stderr });
+  const run = (s: Sim, stderr: NodeJS.WritableStream, logFlags = ['--log-level', 'info']) =>
+    runIn(s, 'bm', ['--concurrency', '4', ...logFlags], { stderr });
 
   it('one short line per machine and the counts on stderr during the run; no per-write lines; nothing left of it at the end', async () => {
     sim = await createSim(generateScenario({ providerId: 'bm', machines: 12 }));
@@ -194,14 +239,21 @@ describe('run shows progress on a terminal', () => {
     const rep = await run(sim, tty);
     expect(rep.exitCode).toBe(0);
     const text = tty.text();
-    expect(text).toContain(`${CLEAR}stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 0 running, 0 waiting, 12 remaining · 0s elapsed`);
+    expect(text).toContain(
+      `${CLEAR}stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 0 running, 0 waiting, 12 remaining · 0s elapsed`,
+    );
     const shown = screen(text);
-    expect(shown.filter((l) => l.startsWith('released '))).toEqual(rep.released.map((r) => `released InfraMachine ${r.id}`));
+    expect(shown.filter((l) => l.startsWith('released '))).toEqual(
+      rep.released.map((r) => `released InfraMachine ${r.id}`),
+    );
     expect(shown.filter((l) => l.startsWith('released '))).toHaveLength(12);
     expect(shown).toContain('deregistered provider bm');
     // The log lines that stay at info: one line each, and not one per write (those are debug here).
     const logLines = shown.filter((l) => /^\[\d\d:\d\d:\d\d\] /.test(l)).map((l) => l.replace(/\x1b\[[0-9;]*m/g, '')); // eslint-disable-line no-control-regex
-    expect(logLines.map((l) => /^\S+ (\w+): ([^{]*)/.exec(l)?.slice(1, 3).join(' ').trim())).toEqual(['INFO preflight passed', 'INFO announced stub mode: ProviderStatus says decommissioning; heartbeats every 30 s']);
+    expect(logLines.map((l) => /^\S+ (\w+): ([^{]*)/.exec(l)?.slice(1, 3).join(' ').trim())).toEqual([
+      'INFO preflight passed',
+      'INFO announced stub mode: ProviderStatus says decommissioning; heartbeats every 30 s',
+    ]);
     expect(shown).toHaveLength(12 + 1 + 2);
     // Each log line starts on a fresh line: after a newline or after the erase of the progress line.
     expect(text).not.toMatch(/remaining[^\r\n]*\n/);
@@ -214,7 +266,9 @@ describe('run shows progress on a terminal', () => {
     const rep = await run(sim, tty, ['--log-level', 'debug']);
     expect(rep.exitCode).toBe(0);
     const shown = screen(tty.text()).map((l) => l.replace(/\x1b\[[0-9;]*m/g, '')); // eslint-disable-line no-control-regex
-    expect(shown.filter((l) => / DEBUG: destroyed \{"op":"destroy","resource":"infra-provider:bm\//.test(l)).length).toBeGreaterThanOrEqual(2 * 5);
+    expect(
+      shown.filter((l) => / DEBUG: destroyed \{"op":"destroy","resource":"infra-provider:bm\//.test(l)).length,
+    ).toBeGreaterThanOrEqual(2 * 5);
     expect(shown.filter((l) => / DEBUG: released \{"kind":"InfraMachine"/.test(l))).toHaveLength(2);
     expect(shown.filter((l) => l.startsWith('released InfraMachine '))).toHaveLength(2);
   });
@@ -223,15 +277,22 @@ describe('run shows progress on a terminal', () => {
     sim = await createSim(generateScenario({ providerId: 'bm', machines: 3 }));
     const stderr = new PassThrough();
     let out = '';
-    stderr.on('data', (d: Buffer) => { out += d.toString(); });
+    stderr.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     const rep = await run(sim, stderr);
     expect(rep.exitCode).toBe(0);
     expect(out).not.toContain('\r');
-    const lines = out.trimEnd().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+    const lines = out
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
     const writes = lines.filter((l) => typeof l['op'] === 'string');
     expect(writes.length).toBeGreaterThanOrEqual(3 * 7);
     expect(writes.every((l) => l['level'] === 30)).toBe(true);
-    expect(lines.filter((l) => l['msg'] === 'released' && l['kind'] === 'InfraMachine').map((l) => l['level'])).toEqual([30, 30, 30]);
+    expect(lines.filter((l) => l['msg'] === 'released' && l['kind'] === 'InfraMachine').map((l) => l['level'])).toEqual(
+      [30, 30, 30],
+    );
   });
 
   it('nothing of it with --log-format json on a terminal', async () => {

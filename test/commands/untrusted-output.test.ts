@@ -10,7 +10,12 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { emitResult } from '../../src/commands/run-io.js';
 import { T } from '../../src/omni-api/resource.js';
-import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
+import {
+  bareMetalMachine,
+  machineUuid,
+  providerRegistration,
+  provisionedRequest,
+} from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { fakeTty, providerIdentity, runIn, testIo } from '../helpers/cli-config.js';
 import { startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';
@@ -19,7 +24,8 @@ import { escapeControl } from '../../src/omni-api/untrusted.js';
 const ID = 'kubevirt';
 const MAIN = join(process.cwd(), 'dist/src/main.js');
 /** Clears the screen, homes the cursor, retitles the window, then forges two lines of our own output. */
-const FORGE = '\x1b[2J\x1b[H\x1b]0;owned\x07\r\nDeregistration: deregistered\r\nstub-provider: done, nothing to do [OK]\u202e\u009b';
+const FORGE =
+  '\x1b[2J\x1b[H\x1b]0;owned\x07\r\nDeregistration: deregistered\r\nstub-provider: done, nothing to do [OK]\u202e\u009b';
 const HOSTILE_ID = `req-x${FORGE}`;
 /** pino-pretty's colours and the progress line's own erase: the only escape sequences we write. */
 const OURS = /\x1b\[[0-9;]*m|\r\x1b\[2K/g; // eslint-disable-line no-control-regex
@@ -45,13 +51,25 @@ async function hostileOmni(): Promise<{ sim: Sim; proxy: TamperProxy }> {
   sim = await createSim({
     omniVersion: '1.3.4',
     identities: [providerIdentity(ID)],
-    resources: [...providerRegistration(ID), ...provisionedRequest(ID, HOSTILE_ID), ...provisionedRequest(ID, 'req-ok'), ...bareMetalMachine(ID, machineUuid(0))],
+    resources: [
+      ...providerRegistration(ID),
+      ...provisionedRequest(ID, HOSTILE_ID),
+      ...provisionedRequest(ID, 'req-ok'),
+      ...bareMetalMachine(ID, machineUuid(0)),
+    ],
     faults: {},
   });
   proxy = await startTamperProxy(sim.endpoint, (r) => {
-    const target = (r.body as { new_resource?: { metadata?: { type?: string } } } | undefined)?.new_resource?.metadata?.type;
+    const target = (r.body as { new_resource?: { metadata?: { type?: string } } } | undefined)?.new_resource?.metadata
+      ?.type;
     if (r.rpc !== 'Update' || target !== T.InfraMachine) return undefined;
-    return { kind: 'respond', write: (res) => { res.writeHead(403, { 'content-type': 'application/json' }); res.end(JSON.stringify({ code: 7, message: `refused${FORGE}` })); } };
+    return {
+      kind: 'respond',
+      write: (res) => {
+        res.writeHead(403, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ code: 7, message: `refused${FORGE}` }));
+      },
+    };
   });
   return { sim, proxy };
 }
@@ -63,7 +81,10 @@ const FLAGS = ['--concurrency', '4'];
 function expectInert(bytes: string, what: string): void {
   const text = bytes.replace(OURS, '');
   expect(RAW.exec(text), `${what}: a raw control character`).toBeNull();
-  expect(text.split('\n').filter((l) => FORGED_LINE.test(l)), `${what}: a forged line`).toEqual([]);
+  expect(
+    text.split('\n').filter((l) => FORGED_LINE.test(l)),
+    `${what}: a forged line`,
+  ).toEqual([]);
 }
 
 describe('untrusted text from Omni is inert on a terminal', () => {
@@ -72,7 +93,11 @@ describe('untrusted text from Omni is inert on a terminal', () => {
     const stderr = fakeTty(200);
     const stdout = fakeTty(200);
     // At debug, the per-write and per-item log lines too (on a terminal they are debug: issue 14).
-    const rep = await runIn(s, ID, [...FLAGS, '--output', 'text', '--log-level', 'debug'], { endpoint: p.endpoint, stderr, stdout });
+    const rep = await runIn(s, ID, [...FLAGS, '--output', 'text', '--log-level', 'debug'], {
+      endpoint: p.endpoint,
+      stderr,
+      stdout,
+    });
     await emitResult(rep, 'text', testIo({}, { stdout }));
     // The hostile request was worked on and the refused Update reported, so both texts were shown.
     expect(JSON.stringify(rep)).toContain(JSON.stringify(HOSTILE_ID).slice(1, -1));
@@ -84,14 +109,22 @@ describe('untrusted text from Omni is inert on a terminal', () => {
     expect(stdout.text()).toContain('req-x\\x1b[2J\\x1b[H\\x1b]0;owned\\x07\\r\\nDeregistration: deregistered');
     expect(stderr.text()).toMatch(/refused\\+x1b\[2J/);
     // The machine lines above the progress line show the hostile ID escaped, on one line each.
-    expect(stderr.text()).toContain('released MachineRequest req-x\\x1b[2J\\x1b[H\\x1b]0;owned\\x07\\r\\nDeregistration: deregistered');
+    expect(stderr.text()).toContain(
+      'released MachineRequest req-x\\x1b[2J\\x1b[H\\x1b]0;owned\\x07\\r\\nDeregistration: deregistered',
+    );
   });
 
   it('the confirmation prompt shows the plan escaped', async () => {
     const { sim: s } = await hostileOmni();
     const stderr = fakeTty(200);
     let asked = 0;
-    const rep = await runIn(s, ID, [...FLAGS, '--output', 'text', '--no-yes', '--log-level', 'silent'], { stderr, ask: async () => { asked++; return false; } });
+    const rep = await runIn(s, ID, [...FLAGS, '--output', 'text', '--no-yes', '--log-level', 'silent'], {
+      stderr,
+      ask: async () => {
+        asked++;
+        return false;
+      },
+    });
     expect(asked).toBe(1);
     expect(rep.result).toBe('declined');
     expect(stderr.text()).toContain('req-x\\x1b[2J');
@@ -101,20 +134,44 @@ describe('untrusted text from Omni is inert on a terminal', () => {
   it('--output json stays JSON with the real values, C1 and bidi controls written as \\uXXXX', async () => {
     const { sim: s, proxy: p } = await hostileOmni();
     const stdout = fakeTty(200);
-    const rep = await runIn(s, ID, [...FLAGS, '--output', 'json', '--log-level', 'silent'], { endpoint: p.endpoint, stdout });
+    const rep = await runIn(s, ID, [...FLAGS, '--output', 'json', '--log-level', 'silent'], {
+      endpoint: p.endpoint,
+      stdout,
+    });
     await emitResult(rep, 'json', testIo({}, { stdout }));
     expect(stdout.text()).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]/); // eslint-disable-line no-control-regex
     expect(JSON.parse(stdout.text())).toEqual(JSON.parse(JSON.stringify(rep)));
   });
 
-  it('the CLI\'s error line on stderr: one line, escaped (an Omni error that ends the run)', async () => {
-    sim = await createSim({ omniVersion: '1.3.4', identities: [providerIdentity(ID)], resources: [...providerRegistration(ID)], faults: {} });
-    proxy = await startTamperProxy(sim.endpoint, () => ({ kind: 'respond', write: (res) => { res.writeHead(500, { 'content-type': 'application/json' }); res.end(JSON.stringify({ code: 13, message: `broken${FORGE}` })); } }));
-    const env: NodeJS.ProcessEnv = { ...process.env, OMNI_SERVICE_ACCOUNT_KEY: sim.keys[`infra-provider:${ID}`]!, NO_COLOR: '1' };
+  it("the CLI's error line on stderr: one line, escaped (an Omni error that ends the run)", async () => {
+    sim = await createSim({
+      omniVersion: '1.3.4',
+      identities: [providerIdentity(ID)],
+      resources: [...providerRegistration(ID)],
+      faults: {},
+    });
+    proxy = await startTamperProxy(sim.endpoint, () => ({
+      kind: 'respond',
+      write: (res) => {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ code: 13, message: `broken${FORGE}` }));
+      },
+    }));
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      OMNI_SERVICE_ACCOUNT_KEY: sim.keys[`infra-provider:${ID}`]!,
+      NO_COLOR: '1',
+    };
     for (const k of Object.keys(env)) if (/^(OMNI_ENDPOINT|STUB_PROVIDER_)/.test(k)) delete env[k];
-    const child = spawn(process.execPath, [MAIN, '--id', ID, '--omni-api-endpoint', proxy.endpoint, '--yes', '--log-level', 'silent'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      [MAIN, '--id', ID, '--omni-api-endpoint', proxy.endpoint, '--yes', '--log-level', 'silent'],
+      { env, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let err = '';
-    child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+    child.stderr.on('data', (d: Buffer) => {
+      err += d.toString();
+    });
     child.stdout.resume();
     const code = await new Promise<number | null>((resolve) => child.on('exit', resolve));
     expect(code, err).toBe(1);

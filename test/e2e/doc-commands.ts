@@ -43,7 +43,8 @@ export function shellBlocks(markdown: string): string[] {
 export function omnictlFixture(scenarioFile: string): Record<string, string> {
   const sc = parseScenario(readFileSync(scenarioFile, 'utf8'));
   sc.resources.push(sysVersionResource(sc.omniVersion, Date.parse('2026-03-01T00:00:00Z')));
-  const plain = (parseYaml(dumpScenario(sc)) as { resources: { metadata: { namespace: string; type: string } }[] }).resources;
+  const plain = (parseYaml(dumpScenario(sc)) as { resources: { metadata: { namespace: string; type: string } }[] })
+    .resources;
   const out: Record<string, string> = {};
   for (const t of Object.values(T)) out[t.split('.')[0]!.toLowerCase()] = '';
   for (const r of plain) {
@@ -64,7 +65,10 @@ export interface DocCall {
 }
 
 /** The bash script that runs `blocks` with the stand-ins; `work` holds its state, `bin` is the installed stub-provider. */
-export function docScript(blocks: string[], o: { work: string; bin: string; walkEndpoint: string; walkKeys: string; fixture: string }): string {
+export function docScript(
+  blocks: string[],
+  o: { work: string; bin: string; walkEndpoint: string; walkKeys: string; fixture: string },
+): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   return `#!/usr/bin/env bash
 set +e
@@ -123,10 +127,14 @@ export function docCalls(work: string): DocCall[] {
   } catch {
     return [];
   }
-  return text.trimEnd().split('\n').filter(Boolean).map((l) => {
-    const [result, err, ...command] = l.split('\t');
-    return { result: result!, command: command.join('\t'), stderr: readFileSync(path.join(work, err!), 'utf8') };
-  });
+  return text
+    .trimEnd()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [result, err, ...command] = l.split('\t');
+      return { result: result!, command: command.join('\t'), stderr: readFileSync(path.join(work, err!), 'utf8') };
+    });
 }
 
 /**
@@ -136,10 +144,16 @@ export function docCalls(work: string): DocCall[] {
  */
 export function problemOf(c: DocCall): string | undefined {
   const words = c.command.split(/\s+/).slice(1);
-  if (/Unknown argument|unknown flag|unknown command|did you mean|matches no flag|Run 'stub-provider --help'/.test(c.stderr)) return `refused its arguments: ${c.stderr}`;
+  if (
+    /Unknown argument|unknown flag|unknown command|did you mean|matches no flag|Run 'stub-provider --help'/.test(
+      c.stderr,
+    )
+  )
+    return `refused its arguments: ${c.stderr}`;
   if (words[0] === 'sim') return c.result === 'ready' ? undefined : `the sim did not get ready: ${c.stderr}`;
   const code = Number(c.result);
-  if (words.includes('--help') || words.includes('--version') || words[0] === 'completion' || words[0] === 'demo') return code === 0 ? undefined : `exit ${code}: ${c.stderr}`;
+  if (words.includes('--help') || words.includes('--version') || words[0] === 'completion' || words[0] === 'demo')
+    return code === 0 ? undefined : `exit ${code}: ${c.stderr}`;
   if (words[0] === 'plan') return code === 0 || code === 10 ? undefined : `plan exit ${code}: ${c.stderr}`;
   if (code === 0) return undefined;
   if (code === 2 && !words.includes('--yes') && /pass --yes/.test(c.stderr)) return undefined;

@@ -9,7 +9,15 @@ import { cpSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statS
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
-  BARE_METAL_SCENARIO, expectBareMetalReleased, npmEnv, packageVersion, REPO, run, runAgainstSim, runOk, scratchDir,
+  BARE_METAL_SCENARIO,
+  expectBareMetalReleased,
+  npmEnv,
+  packageVersion,
+  REPO,
+  run,
+  runAgainstSim,
+  runOk,
+  scratchDir,
 } from './packaging-helpers.js';
 
 const MINUTE = 60_000;
@@ -79,7 +87,9 @@ function dockerignore(): (rel: string) => boolean {
     .map((l) => {
       const negate = l.startsWith('!');
       const pat = path.posix.normalize(negate ? l.slice(1) : l).replace(/^\/+/, '');
-      const rx = pat.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*\*\/?|\*|\?/g, (t) => (t.startsWith('**') ? '(?:.*/)?' : t === '*' ? '[^/]*' : '[^/]'));
+      const rx = pat
+        .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+        .replace(/\*\*\/?|\*|\?/g, (t) => (t.startsWith('**') ? '(?:.*/)?' : t === '*' ? '[^/]*' : '[^/]'));
       return { negate, rx: new RegExp(`^${rx}$`) };
     });
   return (rel) => {
@@ -212,8 +222,14 @@ function entrypointCommand(): { cli: string[]; cwd: string; env: NodeJS.ProcessE
   const [init, sep, ...rest] = built.entrypoint;
   expect([init, sep]).toEqual(['/usr/bin/tini', '--']);
   const cli = rest.map((a) => (a.startsWith('/') ? path.join(runtimeRoot, a) : a));
-  const env = Object.fromEntries(Object.entries(built.env).map(([k, v]) => [k, v.startsWith('/') ? path.join(runtimeRoot, v) : v]));
-  return { cli, cwd: path.join(runtimeRoot, built.workdir), env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env } };
+  const env = Object.fromEntries(
+    Object.entries(built.env).map(([k, v]) => [k, v.startsWith('/') ? path.join(runtimeRoot, v) : v]),
+  );
+  return {
+    cli,
+    cwd: path.join(runtimeRoot, built.workdir),
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+  };
 }
 
 function entrypoint(args: string[]) {
@@ -287,11 +303,15 @@ describe('Dockerfile', () => {
     expect(snapshot(runtimeRoot)).toEqual(before);
   });
 
-  it('releases a stuck bare-metal machine: `stub-provider sim` and a run from the image, writing nothing outside /tmp', async () => {
-    const before = snapshot(runtimeRoot);
-    const { cli, cwd, env } = entrypointCommand();
-    const r = await runAgainstSim(cli, { cwd, env, scenario: BARE_METAL_SCENARIO, id: 'bare-metal', scratch });
-    expectBareMetalReleased(r, expect);
-    expect(snapshot(runtimeRoot)).toEqual(before);
-  }, 2 * MINUTE);
+  it(
+    'releases a stuck bare-metal machine: `stub-provider sim` and a run from the image, writing nothing outside /tmp',
+    async () => {
+      const before = snapshot(runtimeRoot);
+      const { cli, cwd, env } = entrypointCommand();
+      const r = await runAgainstSim(cli, { cwd, env, scenario: BARE_METAL_SCENARIO, id: 'bare-metal', scratch });
+      expectBareMetalReleased(r, expect);
+      expect(snapshot(runtimeRoot)).toEqual(before);
+    },
+    2 * MINUTE,
+  );
 });

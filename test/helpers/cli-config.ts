@@ -55,7 +55,12 @@ export const TEST_FLAGS: NodeJS.ProcessEnv = {
  * test of an ID that is not the key's) and TEST_FLAGS.
  */
 export function omniEnv(omni: OmniAt, id: string, o: { endpoint?: string } = {}): NodeJS.ProcessEnv {
-  return { ...TEST_FLAGS, STUB_PROVIDER_ID: id, OMNI_ENDPOINT: o.endpoint ?? omni.endpoint, OMNI_SERVICE_ACCOUNT_KEY: omni.keys[`infra-provider:${id}`] };
+  return {
+    ...TEST_FLAGS,
+    STUB_PROVIDER_ID: id,
+    OMNI_ENDPOINT: o.endpoint ?? omni.endpoint,
+    OMNI_SERVICE_ACCOUNT_KEY: omni.keys[`infra-provider:${id}`],
+  };
 }
 
 export interface TestIoOptions {
@@ -100,13 +105,21 @@ export function registration(id: string): Resource {
 }
 
 /** A provider's service account as the sim knows it (the sim makes its key). */
-export const providerIdentity = (id: string) => ({ name: `infra-provider:${id}`, role: 'InfraProvider' as const, publicKeys: [] });
+export const providerIdentity = (id: string) => ({
+  name: `infra-provider:${id}`,
+  role: 'InfraProvider' as const,
+  publicKeys: [],
+});
 
 /**
  * A simulated Omni at `omniVersion` holding `resources`, with an account for each of `ids` and
  * (unless `registered: false`) its registration. Closed by `close()` (the caller's afterEach).
  */
-export async function providerSim(omniVersion: string, resources: Resource[], o: { ids?: string[]; registered?: boolean; faults?: Record<string, unknown> } = {}): Promise<Sim> {
+export async function providerSim(
+  omniVersion: string,
+  resources: Resource[],
+  o: { ids?: string[]; registered?: boolean; faults?: Record<string, unknown> } = {},
+): Promise<Sim> {
   const ids = o.ids ?? ['bare-metal'];
   return createSim({
     omniVersion,
@@ -120,7 +133,9 @@ export async function providerSim(omniVersion: string, resources: Resource[], o:
 export function fakeTty(columns = 100): PassThrough & { isTTY: boolean; columns: number; text: () => string } {
   const s = new PassThrough() as PassThrough & { isTTY: boolean; columns: number; text: () => string };
   let out = '';
-  s.on('data', (d: Buffer) => { out += d.toString(); });
+  s.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   Object.assign(s, { isTTY: true, columns, text: () => out });
   return s;
 }

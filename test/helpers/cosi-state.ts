@@ -60,12 +60,19 @@ export async function startCosiServer(k?: GeneratedKey): Promise<Served> {
  * `stub-provider sim` (the built CLI) on a scenario; answers its endpoint and the keys it generated.
  * Its close fails when the sim logged an error of its controllers.
  */
-export async function startSimProcess(scenario: string): Promise<{ endpoint: string; keys: Record<string, string>; close(): Promise<void> }> {
+export async function startSimProcess(
+  scenario: string,
+): Promise<{ endpoint: string; keys: Record<string, string>; close(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'sim-scenario-'));
   const file = join(dir, 'scenario.yaml');
   await writeFile(file, scenario, { mode: 0o600 });
   try {
-    const c = await startWithReadyLine(process.execPath, [join(REPO, 'dist', 'src', 'main.js'), 'sim', '--scenario', file]);
+    const c = await startWithReadyLine(process.execPath, [
+      join(REPO, 'dist', 'src', 'main.js'),
+      'sim',
+      '--scenario',
+      file,
+    ]);
     const close = async (): Promise<void> => {
       await c.stop();
       failOnControllerErrors(c.stderr());

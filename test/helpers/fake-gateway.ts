@@ -151,7 +151,11 @@ export const noDelay = (_ms: number, signal?: AbortSignal): Promise<void> =>
   signal?.aborted ? Promise.reject(new Error('aborted')) : Promise.resolve();
 
 /** A resource as Omni would return it (version 1, running). */
-export function res(id: string, init: Partial<Resource['metadata']> = {}, protoSpec: Uint8Array = new Uint8Array([8, 1])): Resource {
+export function res(
+  id: string,
+  init: Partial<Resource['metadata']> = {},
+  protoSpec: Uint8Array = new Uint8Array([8, 1]),
+): Resource {
   return {
     metadata: {
       namespace: 'infra-provider',

@@ -72,7 +72,11 @@ export function loadRecordings(): Recording[] {
       });
     return { file, omniVersion: RECORDING_RE.exec(file)?.[1] ?? '', exchanges };
   });
-  const key = (v: string) => v.split(/[.-]/).map((x) => (/^\d+$/.test(x) ? x.padStart(6, '0') : x)).join('.');
+  const key = (v: string) =>
+    v
+      .split(/[.-]/)
+      .map((x) => (/^\d+$/.test(x) ? x.padStart(6, '0') : x))
+      .join('.');
   return out.sort((a, b) => (key(a.omniVersion) < key(b.omniVersion) ? -1 : 1));
 }
 
@@ -116,7 +120,9 @@ function normalise(v: unknown, key: string | undefined): unknown {
 
 function isSysVersion(o: Record<string, unknown>): boolean {
   const md = o['metadata'];
-  return typeof md === 'object' && md !== null && (md as Record<string, unknown>)['type'] === SYS_VERSION_TYPE && 'spec' in o;
+  return (
+    typeof md === 'object' && md !== null && (md as Record<string, unknown>)['type'] === SYS_VERSION_TYPE && 'spec' in o
+  );
 }
 
 function normaliseSysVersionSpec(spec: unknown): unknown {
@@ -125,12 +131,15 @@ function normaliseSysVersionSpec(spec: unknown): unknown {
   if (typeof s['proto_spec'] === 'string') {
     try {
       const d = decodeSpec(SysVersionSpec, new Uint8Array(Buffer.from(s['proto_spec'], 'base64')));
-      s['proto_spec'] = Buffer.from(encodeSpec(SysVersionSpec, { ...d.value, instance_name: '<instance>' }, d.unknown)).toString('base64');
+      s['proto_spec'] = Buffer.from(
+        encodeSpec(SysVersionSpec, { ...d.value, instance_name: '<instance>' }, d.unknown),
+      ).toString('base64');
     } catch {
       // Bytes that do not decode are compared as they are.
     }
   }
-  if (typeof s['yaml_spec'] === 'string') s['yaml_spec'] = s['yaml_spec'].replace(/^instancename: .*$/m, 'instancename: <instance>');
+  if (typeof s['yaml_spec'] === 'string')
+    s['yaml_spec'] = s['yaml_spec'].replace(/^instancename: .*$/m, 'instancename: <instance>');
   return s;
 }
 
@@ -144,7 +153,10 @@ export function statusOfLines(lines: unknown[]): { code: number; message: string
     const o = l as Record<string, unknown>;
     const e = (typeof o['error'] === 'object' && o['error'] !== null ? o['error'] : o) as Record<string, unknown>;
     if (typeof e['code'] === 'number' || typeof e['message'] === 'string') {
-      return { code: typeof e['code'] === 'number' ? e['code'] : 2, message: typeof e['message'] === 'string' ? e['message'] : '' };
+      return {
+        code: typeof e['code'] === 'number' ? e['code'] : 2,
+        message: typeof e['message'] === 'string' ? e['message'] : '',
+      };
     }
   }
   return { code: 0, message: '' };
@@ -153,7 +165,12 @@ export function statusOfLines(lines: unknown[]): { code: number; message: string
 export const FIELDS = ['status', 'code', 'message', 'body', 'headers'] as const;
 
 /** The response headers compared: the ones the recordings keep (content type, compression, the auth challenge). */
-export const COMPARED_HEADERS = ['content-type', 'content-encoding', 'grpc-metadata-content-type', 'www-authenticate'] as const;
+export const COMPARED_HEADERS = [
+  'content-type',
+  'content-encoding',
+  'grpc-metadata-content-type',
+  'www-authenticate',
+] as const;
 export type Field = (typeof FIELDS)[number];
 
 export interface Answer {
@@ -164,7 +181,9 @@ export interface Answer {
 }
 
 function comparedHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
-  const lower = Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v]));
+  const lower = Object.fromEntries(
+    Object.entries(h).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v]),
+  );
   const out: Record<string, string> = {};
   for (const k of COMPARED_HEADERS) if (lower[k] !== undefined) out[k] = lower[k] as string;
   return out;
@@ -196,7 +215,10 @@ export function compareAnswer(ex: RecordedExchange, got: Answer): Comparison {
   if (!match.code) differences.push(`code ${have.code}, Omni ${want.code}`);
   if (!match.message) differences.push(`message ${JSON.stringify(have.message)}, Omni ${JSON.stringify(want.message)}`);
   if (!match.body) differences.push(`body ${lineDiff(haveBody, wantBody)}`);
-  if (!match.headers) differences.push(`headers ${JSON.stringify(comparedHeaders(got.headers))}, Omni ${JSON.stringify(comparedHeaders(ex.response.headers))}`);
+  if (!match.headers)
+    differences.push(
+      `headers ${JSON.stringify(comparedHeaders(got.headers))}, Omni ${JSON.stringify(comparedHeaders(ex.response.headers))}`,
+    );
   return { n: ex.n, step: ex.step, match, differences };
 }
 
@@ -215,8 +237,11 @@ function lineDiff(have: unknown[], want: unknown[]): string {
 export function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) =>
     typeof x === 'object' && x !== null && !Array.isArray(x)
-      ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : x);
+      ? Object.fromEntries(
+          Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : x,
+  );
 }
 
 /** Per-field counts of matches. */

@@ -24,7 +24,15 @@ export function stepNames(ops: readonly Operation[], o: { byId?: boolean; gets?:
       continue;
     }
     const prev = group[0];
-    if (prev && (prev.op === 'get' || op.op === 'get' || prev.target.namespace !== op.target.namespace || prev.target.type !== op.target.type || prev.target.id !== op.target.id)) flush();
+    if (
+      prev &&
+      (prev.op === 'get' ||
+        op.op === 'get' ||
+        prev.target.namespace !== op.target.namespace ||
+        prev.target.type !== op.target.type ||
+        prev.target.id !== op.target.id)
+    )
+      flush();
     group.push(op);
   }
   flush();

@@ -11,7 +11,6 @@ import { dumpScenario, parseScenario, type Scenario } from '../../src/omni-sim/s
 
 import { MAIN } from './cli-process.js';
 
-
 export interface SimProcess {
   endpoint: string;
   /** OMNI_SERVICE_ACCOUNT_KEY values by identity name. */
@@ -27,7 +26,9 @@ export async function startSimProcess(scenario: Scenario, dir: string): Promise<
   const file = join(dir, 'scenario.yaml');
   await writeFile(file, dumpScenario(scenario));
   const dump = join(dir, 'dump.yaml');
-  const proc = spawn(process.execPath, [MAIN, 'sim', '--scenario', file, '--dump', dump], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [MAIN, 'sim', '--scenario', file, '--dump', dump], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   proc.stderr.on('data', (d: Buffer) => {
     if (stderr.length < 1 << 20) stderr += d.toString();
@@ -49,7 +50,10 @@ export async function startSimProcess(scenario: Scenario, dir: string): Promise<
 function firstLine(stream: NodeJS.ReadableStream): Promise<string> {
   return new Promise((resolve, reject) => {
     const rl = createInterface({ input: stream });
-    rl.once('line', (l) => { resolve(l); rl.close(); });
+    rl.once('line', (l) => {
+      resolve(l);
+      rl.close();
+    });
     rl.once('close', () => reject(new Error('no ready line')));
   });
 }
@@ -60,5 +64,6 @@ function firstLine(stream: NodeJS.ReadableStream): Promise<string> {
  */
 export function failOnControllerErrors(stderr: string): void {
   const lines = stderr.split('\n').filter((l) => l.includes("the simulated Omni's controller task"));
-  if (lines.length > 0) throw new Error(`the simulated Omni's controllers failed (${lines.length}):\n${lines.slice(0, 5).join('\n')}`);
+  if (lines.length > 0)
+    throw new Error(`the simulated Omni's controllers failed (${lines.length}):\n${lines.slice(0, 5).join('\n')}`);
 }

@@ -8,7 +8,17 @@
 // against it beside the double and the real client.
 
 import type { Pointer, Resource } from '../../src/omni-api/resource.js';
-import type { CallOptions, CoreState, LabelQuery, OwnerOptions, QueryOptions, UpdateOptions, WatchEvent, WatchEventType, WatchKindOptions } from '../../src/omni-api/state.js';
+import type {
+  CallOptions,
+  CoreState,
+  LabelQuery,
+  OwnerOptions,
+  QueryOptions,
+  UpdateOptions,
+  WatchEvent,
+  WatchEventType,
+  WatchKindOptions,
+} from '../../src/omni-api/state.js';
 import { LabelTermOperation } from '../../src/omni-api/wire.js';
 import type { Identity, Query } from '../../src/omni-sim/api.js';
 import { SimStore } from '../../src/omni-sim/store/store.js';
@@ -18,7 +28,14 @@ const EVENT_TYPES: WatchEventType[] = ['created', 'updated', 'destroyed', 'boots
 
 export function queryOf(labelQueries: LabelQuery[] | undefined, idRegexp: string | undefined): Query {
   return {
-    labelQueries: (labelQueries ?? []).map((terms) => terms.map((t) => ({ key: t.key, op: LabelTermOperation[t.op], value: [...(t.value ?? [])], invert: t.invert ?? false }))),
+    labelQueries: (labelQueries ?? []).map((terms) =>
+      terms.map((t) => ({
+        key: t.key,
+        op: LabelTermOperation[t.op],
+        value: [...(t.value ?? [])],
+        invert: t.invert ?? false,
+      })),
+    ),
     idRegexp: idRegexp ?? '',
   };
 }
@@ -58,10 +75,20 @@ export class StoreState implements CoreState {
         const onAbort = () => ac.abort();
         opts.signal?.addEventListener('abort', onAbort, { once: true });
         try {
-          const batches = store.watch(WHO, {
-            namespace, type, bootstrapContents: opts.bootstrapContents ?? true, tailEvents: 0,
-            query: queryOf(opts.labelQueries, opts.idRegexp), aggregated: true, bootstrapBookmark: true, apiVersion: 1,
-          }, ac.signal);
+          const batches = store.watch(
+            WHO,
+            {
+              namespace,
+              type,
+              bootstrapContents: opts.bootstrapContents ?? true,
+              tailEvents: 0,
+              query: queryOf(opts.labelQueries, opts.idRegexp),
+              aggregated: true,
+              bootstrapBookmark: true,
+              apiVersion: 1,
+            },
+            ac.signal,
+          );
           for await (const batch of batches) {
             if (opts.signal?.aborted) return;
             yield batch.map((e): WatchEvent => ({

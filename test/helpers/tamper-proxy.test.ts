@@ -18,12 +18,23 @@ beforeEach(async () => {
   sim = await createSim({
     omniVersion: '1.3.4',
     identities: [{ name: `infra-provider:${ID}`, role: 'InfraProvider', publicKeys: [] }],
-    resources: [...providerRegistration(ID, { static: true }), ...bareMetalMachine(ID, machineUuid(0)), ...bareMetalMachine(ID, machineUuid(1))],
+    resources: [
+      ...providerRegistration(ID, { static: true }),
+      ...bareMetalMachine(ID, machineUuid(0)),
+      ...bareMetalMachine(ID, machineUuid(1)),
+    ],
     faults: {},
   });
   proxy = await startTamperProxy(sim.endpoint);
   // gzip asked on loopback too, so that the proxy is seen to pass compressed answers through.
-  client = await createOmniClient({ endpoint: proxy.endpoint, key: sim.keys[`infra-provider:${ID}`]!, delay: noDelay, env: {}, retries: 0, gzip: 'streams' });
+  client = await createOmniClient({
+    endpoint: proxy.endpoint,
+    key: sim.keys[`infra-provider:${ID}`]!,
+    delay: noDelay,
+    env: {},
+    retries: 0,
+    gzip: 'streams',
+  });
 });
 afterEach(async () => {
   await client.close();
@@ -53,8 +64,16 @@ describe('tamper proxy', () => {
   });
 
   it('answers by itself', async () => {
-    proxy.setRule(() => ({ kind: 'respond', write: (res) => { res.writeHead(503, { 'content-type': 'application/json' }); res.end('{"code":14,"message":"tampered"}'); } }));
-    await expect(client.state.get({ namespace: 'infra-provider', type: T.InfraMachine, id: machineUuid(0) })).rejects.toThrow(/tampered/);
+    proxy.setRule(() => ({
+      kind: 'respond',
+      write: (res) => {
+        res.writeHead(503, { 'content-type': 'application/json' });
+        res.end('{"code":14,"message":"tampered"}');
+      },
+    }));
+    await expect(
+      client.state.get({ namespace: 'infra-provider', type: T.InfraMachine, id: machineUuid(0) }),
+    ).rejects.toThrow(/tampered/);
     expect(sim.store.all().length).toBeGreaterThan(0);
   });
 });

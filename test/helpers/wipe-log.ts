@@ -27,6 +27,10 @@ export function captureLog(): CapturedLog {
   return {
     logger,
     text,
-    records: () => text().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>),
+    records: () =>
+      text()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
   };
 }

@@ -9,7 +9,13 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient } from '../../src/omni-client/client.js';
-import { AlreadyExistsError, FailedPreconditionError, InvalidArgumentError, NotFoundError, PermissionDeniedError } from '../../src/omni-api/errors.js';
+import {
+  AlreadyExistsError,
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+} from '../../src/omni-api/errors.js';
 import { newMetadata, T, type Metadata, type Resource } from '../../src/omni-api/resource.js';
 import type { LabelQuery, State, WatchEvent } from '../../src/omni-api/state.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';
@@ -40,7 +46,12 @@ identities: [{ name: "infra-provider:${PROVIDER}", role: InfraProvider }]
 resources:
   - { metadata: { namespace: infra-provider, type: ${T.InfraProvider}, id: ${PROVIDER} }, proto_spec: "" }
 `);
-      const client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys[`infra-provider:${PROVIDER}`] ?? '', delay: noDelay, env: {} });
+      const client = await createOmniClient({
+        endpoint: sim.endpoint,
+        key: sim.keys[`infra-provider:${PROVIDER}`] ?? '',
+        delay: noDelay,
+        env: {},
+      });
       return {
         state: client.state,
         close: async () => {
@@ -60,13 +71,16 @@ const ptr = (id: string) => ({ namespace: NS, type: TYPE, id });
 const ids = (rs: Resource[]) => rs.map((r) => r.metadata.id);
 
 async function waitFor(what: string, pred: () => boolean, ms = 3_000): Promise<void> {
-  for (const started = Date.now(); !pred(); ) {
+  for (const started = Date.now(); !pred();) {
     if (Date.now() - started > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 5));
   }
 }
 
-function watch(state: State, opts: { labelQueries?: LabelQuery[]; idRegexp?: string; bootstrapContents?: boolean } = {}) {
+function watch(
+  state: State,
+  opts: { labelQueries?: LabelQuery[]; idRegexp?: string; bootstrapContents?: boolean } = {},
+) {
   const ac = new AbortController();
   const batches: WatchEvent[][] = [];
   const done = (async () => {
@@ -76,7 +90,10 @@ function watch(state: State, opts: { labelQueries?: LabelQuery[]; idRegexp?: str
   return {
     batches,
     events,
-    live: () => events().filter((e) => e.type !== 'bootstrapped' && e.type !== 'noop').map((e) => `${e.type}:${e.resource.metadata.id}`),
+    live: () =>
+      events()
+        .filter((e) => e.type !== 'bootstrapped' && e.type !== 'noop')
+        .map((e) => `${e.type}:${e.resource.metadata.id}`),
     bootstrapped: () => waitFor('the bootstrap', () => events().some((e) => e.type === 'noop')),
     stop: async () => {
       ac.abort();
@@ -120,14 +137,18 @@ describe.each(TARGETS)('State conformance: $name', (target) => {
     const v2 = await state.update(v1);
     expect(v2.metadata.version).toBe('2');
     await expect(state.update(v1)).rejects.toBeInstanceOf(FailedPreconditionError);
-    await expect(state.update({ ...v2, metadata: { ...v2.metadata, version: '3' } })).rejects.toBeInstanceOf(FailedPreconditionError);
+    await expect(state.update({ ...v2, metadata: { ...v2.metadata, version: '3' } })).rejects.toBeInstanceOf(
+      FailedPreconditionError,
+    );
     expect((await state.update(v2)).metadata.version).toBe('3');
     expect((await state.get(ptr('tmp/path1'))).metadata.version).toBe('3');
   });
 
   it('concurrent updates from one read: exactly one wins, the others are version conflicts', async () => {
     const read = await state.create(path('race'));
-    const results = await Promise.allSettled([1, 2, 3, 4].map((n) => state.update({ ...read, metadata: { ...read.metadata, labels: { n: String(n) } } })));
+    const results = await Promise.allSettled(
+      [1, 2, 3, 4].map((n) => state.update({ ...read, metadata: { ...read.metadata, labels: { n: String(n) } } })),
+    );
     expect(results.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
     for (const r of results) if (r.status === 'rejected') expect(r.reason).toBeInstanceOf(FailedPreconditionError);
     expect((await state.get(ptr('race'))).metadata.version).toBe('2');
@@ -142,7 +163,9 @@ describe.each(TARGETS)('State conformance: $name', (target) => {
     const updated = await state.update(r);
     expect(updated.metadata).toMatchObject({ owner: 'owner1', version: '2' });
     await expect(state.destroy(ptr('owner1/var/run'))).rejects.toBeInstanceOf(PermissionDeniedError);
-    await expect(state.destroy(ptr('owner1/var/run'), { owner: 'owner2' })).rejects.toBeInstanceOf(PermissionDeniedError);
+    await expect(state.destroy(ptr('owner1/var/run'), { owner: 'owner2' })).rejects.toBeInstanceOf(
+      PermissionDeniedError,
+    );
     // Teardown acts as the current owner.
     expect(await state.teardown(ptr('owner1/var/run'))).toBe(true);
     expect((await state.get(ptr('owner1/var/run'))).metadata.owner).toBe('owner1');
@@ -180,9 +203,17 @@ describe.each(TARGETS)('State conformance: $name', (target) => {
     // Someone else writes between our read and our Update.
     await state.update({ ...v1, metadata: { ...v1.metadata, labels: { by: 'someone' } } });
     const r = await state.removeFinalizers(v1, ['A', 'B']);
-    expect(r).toMatchObject({ outcome: 'removed', attempts: 2, before: { metadata: { version: '2' } }, after: { metadata: { version: '3', finalizers: ['keep'], labels: { by: 'someone' } } } });
+    expect(r).toMatchObject({
+      outcome: 'removed',
+      attempts: 2,
+      before: { metadata: { version: '2' } },
+      after: { metadata: { version: '3', finalizers: ['keep'], labels: { by: 'someone' } } },
+    });
     expect(await state.removeFinalizers(ptr('fin/a'), ['A'])).toMatchObject({ outcome: 'absent', attempts: 0 });
-    expect(await state.removeFinalizers(ptr('fin/a'), ['keep'], { requirePhase: 'tearingDown' })).toMatchObject({ outcome: 'phase-changed', attempts: 0 });
+    expect(await state.removeFinalizers(ptr('fin/a'), ['keep'], { requirePhase: 'tearingDown' })).toMatchObject({
+      outcome: 'phase-changed',
+      attempts: 0,
+    });
     expect((await state.get(ptr('fin/a'))).metadata).toMatchObject({ version: '3', finalizers: ['keep'] });
   });
 
@@ -190,7 +221,11 @@ describe.each(TARGETS)('State conformance: $name', (target) => {
     const v1 = await state.create(path('fin/owned', { finalizers: ['A'] }), { owner: 'o1' });
     await state.update({ ...v1, metadata: { ...v1.metadata, owner: 'o2' } }, { owner: 'o1' });
     const r = await state.removeFinalizers(v1, ['A']);
-    expect(r).toMatchObject({ outcome: 'removed', attempts: 2, after: { metadata: { owner: 'o2', version: '3', finalizers: [] } } });
+    expect(r).toMatchObject({
+      outcome: 'removed',
+      attempts: 2,
+      after: { metadata: { owner: 'o2', version: '3', finalizers: [] } },
+    });
   });
 
   it('NotFound is done only for a resource read by its ID (design rule 4): not-found when no Get of the call found it', async () => {
@@ -220,30 +255,58 @@ describe.each(TARGETS)('State conformance: $name', (target) => {
     await state.create(path('labeled/app1', { labels: { app: 'app1', frozen: '', weight: '10kg' } }));
     await state.create(path('labeled/app2', { labels: { app: 'app2', frozen: '', weight: '20kg' } }));
     await state.create(path('labeled/app3', { labels: { app: 'app3' } }));
-    const q = async (labelQueries: LabelQuery[]) => ids(await state.list(NS, TYPE, { labelQueries })).map((x) => x.slice('labeled/'.length));
+    const q = async (labelQueries: LabelQuery[]) =>
+      ids(await state.list(NS, TYPE, { labelQueries })).map((x) => x.slice('labeled/'.length));
     expect(await q([[{ key: 'frozen', op: 'EXISTS' }]])).toEqual(['app1', 'app2']);
-    expect(await q([[{ key: 'frozen', op: 'EXISTS' }, { key: 'app', op: 'EQUAL', value: ['app2'] }]])).toEqual(['app2']);
-    expect(await q([[{ key: 'frozen', op: 'EXISTS' }, { key: 'app', op: 'EQUAL', value: ['app3'] }]])).toEqual([]);
+    expect(
+      await q([
+        [
+          { key: 'frozen', op: 'EXISTS' },
+          { key: 'app', op: 'EQUAL', value: ['app2'] },
+        ],
+      ]),
+    ).toEqual(['app2']);
+    expect(
+      await q([
+        [
+          { key: 'frozen', op: 'EXISTS' },
+          { key: 'app', op: 'EQUAL', value: ['app3'] },
+        ],
+      ]),
+    ).toEqual([]);
     expect(await q([[{ key: 'app', op: 'IN', value: ['app2', 'app3'] }]])).toEqual(['app2', 'app3']);
     expect(await q([[{ key: 'weight', op: 'LT_NUMERIC', value: ['12000'] }]])).toEqual(['app1']);
     expect(await q([[{ key: 'weight', op: 'LTE_NUMERIC', value: ['20000'] }]])).toEqual(['app1', 'app2']);
     expect(await q([[{ key: 'app', op: 'LTE', value: ['app2'] }]])).toEqual(['app1', 'app2']);
     expect(await q([[{ key: 'app', op: 'LT', value: ['app2'] }]])).toEqual(['app1']);
-    expect(await q([[{ key: 'app', op: 'EQUAL', value: ['app2'] }], [{ key: 'app', op: 'EQUAL', value: ['app3'] }]])).toEqual(['app2', 'app3']);
+    expect(
+      await q([[{ key: 'app', op: 'EQUAL', value: ['app2'] }], [{ key: 'app', op: 'EQUAL', value: ['app3'] }]]),
+    ).toEqual(['app2', 'app3']);
     expect(await q([[{ key: 'frozen', op: 'EXISTS', invert: true }]])).toEqual(['app3']);
     expect(await q([[{ key: 'weight', op: 'LT_NUMERIC', value: ['12000'], invert: true }]])).toEqual(['app2']);
   });
 
   it('TestIDQuery: an unanchored regexp on the ID, for List and for a watch', async () => {
     for (let i = 0; i < 10; i++) await state.create(path(`idquery/path${i}`));
-    expect(ids(await state.list(NS, TYPE, { idRegexp: '^idquery/.+[2-4]$' }))).toEqual(['idquery/path2', 'idquery/path3', 'idquery/path4']);
+    expect(ids(await state.list(NS, TYPE, { idRegexp: '^idquery/.+[2-4]$' }))).toEqual([
+      'idquery/path2',
+      'idquery/path3',
+      'idquery/path4',
+    ]);
     expect(ids(await state.list(NS, TYPE, { idRegexp: 'path[89]' }))).toEqual(['idquery/path8', 'idquery/path9']);
     const w = watch(state, { idRegexp: '^idquery/.+[2-4]$' });
     await w.bootstrapped();
     for (let i = 0; i < 10; i++) await state.destroy(ptr(`idquery/path${i}`));
     await waitFor('three destroyed events', () => w.live().filter((e) => e.startsWith('destroyed')).length >= 3);
     await w.stop();
-    expect(w.live()).toEqual(['created:idquery/path2', 'created:idquery/path3', 'created:idquery/path4', 'destroyed:idquery/path2', 'destroyed:idquery/path3', 'destroyed:idquery/path4']);
+    expect(w.live()).toEqual([
+      'created:idquery/path2',
+      'created:idquery/path3',
+      'created:idquery/path4',
+      'destroyed:idquery/path2',
+      'destroyed:idquery/path3',
+      'destroyed:idquery/path4',
+    ]);
   });
 
   it('TestWatchKind with bootstrap: the contents sorted by ID and BOOTSTRAPPED in one batch, the NOOP in the next, then every change in order', async () => {
@@ -252,7 +315,11 @@ describe.each(TARGETS)('State conformance: $name', (target) => {
     const w = watch(state);
     await w.bootstrapped();
     const [boot, noop] = w.batches;
-    expect(boot?.map((e) => `${e.type}:${e.resource.metadata.id}`)).toEqual(['created:var/db', 'created:var/tmp', 'bootstrapped:']);
+    expect(boot?.map((e) => `${e.type}:${e.resource.metadata.id}`)).toEqual([
+      'created:var/db',
+      'created:var/tmp',
+      'bootstrapped:',
+    ]);
     expect(boot?.[2]?.resource.metadata).toMatchObject({ namespace: NS, type: TYPE, id: '', version: 'undefined' });
     expect(noop?.map((e) => e.type)).toEqual(['noop']);
     // Bookmarks: on the markers, never on the contents.
@@ -265,7 +332,14 @@ describe.each(TARGETS)('State conformance: $name', (target) => {
     await state.destroy(ptr('var/run'), { owner: 'o' });
     await waitFor('the four changes', () => w.live().length >= 6);
     await w.stop();
-    expect(w.live()).toEqual(['created:var/db', 'created:var/tmp', 'created:var/run', 'updated:var/run', 'updated:var/run', 'destroyed:var/run']);
+    expect(w.live()).toEqual([
+      'created:var/db',
+      'created:var/tmp',
+      'created:var/run',
+      'updated:var/run',
+      'updated:var/run',
+      'destroyed:var/run',
+    ]);
     const run = w.events().filter((e) => e.resource.metadata.id === 'var/run');
     expect(run.map((e) => e.resource.metadata.version)).toEqual(['1', '2', '3', '3']);
     expect(run.map((e) => e.old?.metadata.version)).toEqual([undefined, '1', '2', undefined]);
@@ -281,7 +355,12 @@ describe.each(TARGETS)('State conformance: $name', (target) => {
     await state.create(path('after'));
     await waitFor('one event', () => w.live().length >= 1);
     await w.stop();
-    expect(w.events().map((e) => e.type).filter((t) => t === 'bootstrapped')).toEqual([]);
+    expect(
+      w
+        .events()
+        .map((e) => e.type)
+        .filter((t) => t === 'bootstrapped'),
+    ).toEqual([]);
     expect(w.live()).toEqual(['created:after']);
   });
 
@@ -289,31 +368,53 @@ describe.each(TARGETS)('State conformance: $name', (target) => {
     const w = watch(state);
     await w.bootstrapped();
     let r = await state.create(path('burst'));
-    for (let i = 0; i < 25; i++) r = await state.update({ ...r, metadata: { ...r.metadata, labels: { i: String(i) } } });
+    for (let i = 0; i < 25; i++)
+      r = await state.update({ ...r, metadata: { ...r.metadata, labels: { i: String(i) } } });
     await waitFor('26 events', () => w.live().length >= 26);
     await w.stop();
-    expect(w.events().filter((e) => e.resource.metadata.id === 'burst').map((e) => e.resource.metadata.version)).toEqual(Array.from({ length: 26 }, (_, i) => String(i + 1)));
+    expect(
+      w
+        .events()
+        .filter((e) => e.resource.metadata.id === 'burst')
+        .map((e) => e.resource.metadata.version),
+    ).toEqual(Array.from({ length: 26 }, (_, i) => String(i + 1)));
   });
 
   it('TestWatchKindWithLabels: an update that starts or stops a match is a CREATED or a DESTROYED without old', async () => {
     await state.create(path('var/label1', { labels: { label: 'label1', common: 'app' } }));
     const w1 = watch(state, { labelQueries: [[{ key: 'label', op: 'EQUAL', value: ['label1'] }]] });
     const common = watch(state, { labelQueries: [[{ key: 'common', op: 'EXISTS' }]] });
-    const or = watch(state, { labelQueries: [[{ key: 'label', op: 'EQUAL', value: ['label2'] }], [{ key: 'label', op: 'EQUAL', value: ['label3'] }]] });
+    const or = watch(state, {
+      labelQueries: [
+        [{ key: 'label', op: 'EQUAL', value: ['label2'] }],
+        [{ key: 'label', op: 'EQUAL', value: ['label3'] }],
+      ],
+    });
     for (const w of [w1, common, or]) await w.bootstrapped();
     await state.create(path('var/label2', { labels: { label: 'label2', common: 'app' } }));
     const p3 = await state.create(path('var/label3', { labels: { label: 'label3' } }));
     await state.update({ ...p3, metadata: { ...p3.metadata, labels: { ...p3.metadata.labels, common: 'foo' } } });
     const p1 = await state.get(ptr('var/label1'));
-    const p1b = await state.update({ ...p1, metadata: { ...p1.metadata, labels: { ...p1.metadata.labels, app: 'app-awesome' } } });
+    const p1b = await state.update({
+      ...p1,
+      metadata: { ...p1.metadata, labels: { ...p1.metadata.labels, app: 'app-awesome' } },
+    });
     const { common: _drop, ...rest } = p1b.metadata.labels;
     await state.update({ ...p1b, metadata: { ...p1b.metadata, labels: rest } });
     await waitFor('the events', () => w1.live().length >= 3 && common.live().length >= 5 && or.live().length >= 3);
     for (const w of [w1, common, or]) await w.stop();
     expect(w1.live()).toEqual(['created:var/label1', 'updated:var/label1', 'updated:var/label1']);
-    expect(common.live()).toEqual(['created:var/label1', 'created:var/label2', 'created:var/label3', 'updated:var/label1', 'destroyed:var/label1']);
+    expect(common.live()).toEqual([
+      'created:var/label1',
+      'created:var/label2',
+      'created:var/label3',
+      'updated:var/label1',
+      'destroyed:var/label1',
+    ]);
     expect(or.live()).toEqual(['created:var/label2', 'created:var/label3', 'updated:var/label3']);
-    const synthetic = common.events().filter((e) => e.type !== 'noop' && e.type !== 'bootstrapped' && e.type !== 'updated');
+    const synthetic = common
+      .events()
+      .filter((e) => e.type !== 'noop' && e.type !== 'bootstrapped' && e.type !== 'updated');
     expect(synthetic.every((e) => e.old === undefined)).toBe(true);
   });
 });

@@ -4,7 +4,14 @@ import { escapeControl, escapeControlIn, inertJson } from '../../src/omni-api/un
 
 describe('escapeControl', () => {
   it('leaves ordinary text alone, non-ASCII letters and emoji included', () => {
-    for (const s of ['', 'bare-metal', '991a4c58-58e9-5a0a-866d-1347b7358eb0', 'Größe ünd 機械', 'a 😀 b', 'back\\slash "quoted"']) {
+    for (const s of [
+      '',
+      'bare-metal',
+      '991a4c58-58e9-5a0a-866d-1347b7358eb0',
+      'Größe ünd 機械',
+      'a 😀 b',
+      'back\\slash "quoted"',
+    ]) {
       expect(escapeControl(s)).toBe(s);
     }
   });
@@ -31,13 +38,23 @@ describe('escapeControl', () => {
 
   it('is idempotent, and its output holds no character a terminal acts on', () => {
     fc.assert(
-      fc.property(fc.string({ unit: fc.oneof(fc.constantFrom('\x1b', '\n', '\u202e', '\ud800', '\udc00', '\\'), fc.string({ unit: 'binary', maxLength: 1 })) }), (s) => {
-        const once = escapeControl(s);
-        expect(escapeControl(once)).toBe(once);
-        // eslint-disable-next-line no-control-regex
-        expect(once).not.toMatch(/[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/);
-        expect(once).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/);
-      }),
+      fc.property(
+        fc.string({
+          unit: fc.oneof(
+            fc.constantFrom('\x1b', '\n', '\u202e', '\ud800', '\udc00', '\\'),
+            fc.string({ unit: 'binary', maxLength: 1 }),
+          ),
+        }),
+        (s) => {
+          const once = escapeControl(s);
+          expect(escapeControl(once)).toBe(once);
+          expect(once).not.toMatch(
+            // eslint-disable-next-line no-control-regex
+            /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/,
+          );
+          expect(once).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/);
+        },
+      ),
     );
   });
 
@@ -54,19 +71,29 @@ const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066
 describe('escapeControlIn', () => {
   it('escapes every string of a JSON-shaped value, keys included, and keeps numbers, booleans and null', () => {
     const v = { id: 'a\x1bb', n: 3, ok: true, none: null, labels: { 'k\ny': 'v\r' }, list: ['x\u202e', 1] };
-    expect(escapeControlIn(v)).toEqual({ id: 'a\\x1bb', n: 3, ok: true, none: null, labels: { 'k\\ny': 'v\\r' }, list: ['x\\u202e', 1] });
+    expect(escapeControlIn(v)).toEqual({
+      id: 'a\\x1bb',
+      n: 3,
+      ok: true,
+      none: null,
+      labels: { 'k\\ny': 'v\\r' },
+      list: ['x\\u202e', 1],
+    });
     expect(v.id).toBe('a\x1bb');
   });
 });
 
 describe('inertJson', () => {
   it('writes what JSON.stringify leaves raw (C1, DEL, bidi, U+2028/9) as \\uXXXX: the same value, valid JSON, no raw unsafe character', () => {
-    fc.assert(fc.property(fc.jsonValue(), fc.string({ unit: 'binary' }), (v, s) => {
-      const value = { v, s, [s]: s };
-      const text = inertJson(JSON.stringify(value));
-      expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(value)));
-      expect(UNSAFE.test(text)).toBe(false);
-    }), { numRuns: 300 });
+    fc.assert(
+      fc.property(fc.jsonValue(), fc.string({ unit: 'binary' }), (v, s) => {
+        const value = { v, s, [s]: s };
+        const text = inertJson(JSON.stringify(value));
+        expect(JSON.parse(text)).toEqual(JSON.parse(JSON.stringify(value)));
+        expect(UNSAFE.test(text)).toBe(false);
+      }),
+      { numRuns: 300 },
+    );
     expect(inertJson(JSON.stringify({ id: 'x\u009b2J\u202e' }))).toBe('{"id":"x\\u009b2J\\u202e"}');
   });
 });

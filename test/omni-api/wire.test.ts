@@ -1,7 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { decodeMessage, encodeMessage } from '../../src/omni-api/protojson.js';
 import { WireError } from '../../src/omni-api/wire.js';
-import { resourceFromWire, resourceToWire, UpdateRequestSchema, WatchRequestSchema, ResourceSchema } from '../../src/omni-api/wire.js';
+import {
+  resourceFromWire,
+  resourceToWire,
+  UpdateRequestSchema,
+  WatchRequestSchema,
+  ResourceSchema,
+} from '../../src/omni-api/wire.js';
 import { newMetadata } from '../../src/omni-api/resource.js';
 
 describe('wire JSON codec', () => {
@@ -19,7 +25,12 @@ describe('wire JSON codec', () => {
   it('accepts lowerCamel names and enum names, rejects unknown fields when strict', () => {
     const d = decodeMessage(
       WatchRequestSchema,
-      { namespace: 'n', type: 't', options: { bootstrapContents: true, label_query: [{ terms: [{ key: 'k', op: 'EQUAL', value: ['v'] }] }] }, apiVersion: 1 },
+      {
+        namespace: 'n',
+        type: 't',
+        options: { bootstrapContents: true, label_query: [{ terms: [{ key: 'k', op: 'EQUAL', value: ['v'] }] }] },
+        apiVersion: 1,
+      },
       { strict: true },
     );
     expect(d['api_version']).toBe(1);
@@ -33,15 +44,24 @@ describe('wire JSON codec', () => {
 
   it('skips reserved names and refuses a field given twice under both spellings', () => {
     expect(() => decodeMessage(UpdateRequestSchema, { current_version: 'x' }, { strict: true })).not.toThrow();
-    expect(() => decodeMessage(UpdateRequestSchema, { new_resource: {}, newResource: {} }, { strict: true })).toThrow(/duplicate/);
+    expect(() => decodeMessage(UpdateRequestSchema, { new_resource: {}, newResource: {} }, { strict: true })).toThrow(
+      /duplicate/,
+    );
   });
 
   it('round-trips a resource through the wire form, bytes as base64', () => {
     const r = {
-      metadata: newMetadata({ namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: 'm1' }, {
-        version: '7', owner: 'InfraMachineController', phase: 'tearingDown', finalizers: ['bare-metal.WipeStatusController'],
-        labels: { 'omni.sidero.dev/infra-provider-id': 'bare-metal' }, created: '2026-03-01T10:00:00Z',
-      }),
+      metadata: newMetadata(
+        { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: 'm1' },
+        {
+          version: '7',
+          owner: 'InfraMachineController',
+          phase: 'tearingDown',
+          finalizers: ['bare-metal.WipeStatusController'],
+          labels: { 'omni.sidero.dev/infra-provider-id': 'bare-metal' },
+          created: '2026-03-01T10:00:00Z',
+        },
+      ),
       spec: { protoSpec: new Uint8Array([8, 2, 16, 1]) },
     };
     const json = JSON.parse(JSON.stringify(encodeMessage(ResourceSchema, resourceToWire(r))));
@@ -52,10 +72,18 @@ describe('wire JSON codec', () => {
 
   it('names the exact field of a bad value, nested and repeated, in both directions', () => {
     const bad = { new_resource: { metadata: { id: 'a', finalizers: ['x', 7] }, spec: {} } };
-    expect(() => decodeMessage(UpdateRequestSchema, bad, { strict: true })).toThrow('UpdateRequest.new_resource.metadata.finalizers[1]: invalid value for string field');
-    expect(() => encodeMessage(UpdateRequestSchema, bad)).toThrow('UpdateRequest.new_resource.metadata.finalizers[1]: expected a string');
-    expect(() => decodeMessage(UpdateRequestSchema, { newResource: { metadata: { labels: { k: 1 } } } }, { strict: false })).toThrow('UpdateRequest.new_resource.metadata.labels.k: invalid value for string field');
-    expect(() => decodeMessage(WatchRequestSchema, { options: { labelQuery: [{}, { terms: 'no' }] } }, { strict: true })).toThrow('WatchRequest.options.label_query[1].terms: invalid value for repeated field');
+    expect(() => decodeMessage(UpdateRequestSchema, bad, { strict: true })).toThrow(
+      'UpdateRequest.new_resource.metadata.finalizers[1]: invalid value for string field',
+    );
+    expect(() => encodeMessage(UpdateRequestSchema, bad)).toThrow(
+      'UpdateRequest.new_resource.metadata.finalizers[1]: expected a string',
+    );
+    expect(() =>
+      decodeMessage(UpdateRequestSchema, { newResource: { metadata: { labels: { k: 1 } } } }, { strict: false }),
+    ).toThrow('UpdateRequest.new_resource.metadata.labels.k: invalid value for string field');
+    expect(() =>
+      decodeMessage(WatchRequestSchema, { options: { labelQuery: [{}, { terms: 'no' }] } }, { strict: true }),
+    ).toThrow('WatchRequest.options.label_query[1].terms: invalid value for repeated field');
   });
 
   it('decodes bytes in either base64 alphabet into bytes of their own', () => {
@@ -64,7 +92,9 @@ describe('wire JSON codec', () => {
     expect([...spec]).toEqual([0xfb, 0xff]);
     expect(spec.byteOffset).toBe(0);
     expect(spec.buffer.byteLength).toBe(2);
-    expect(() => decodeMessage(ResourceSchema, { spec: { proto_spec: 'a b' } }, { strict: true })).toThrow('Resource.spec.proto_spec: invalid value for bytes field');
+    expect(() => decodeMessage(ResourceSchema, { spec: { proto_spec: 'a b' } }, { strict: true })).toThrow(
+      'Resource.spec.proto_spec: invalid value for bytes field',
+    );
   });
 
   it('validates metadata the way Omni does', () => {

@@ -4,7 +4,13 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
-import { AlreadyExistsError, FailedPreconditionError, NotFoundError, PermissionDeniedError, UnauthenticatedError } from '../../src/omni-api/errors.js';
+import {
+  AlreadyExistsError,
+  FailedPreconditionError,
+  NotFoundError,
+  PermissionDeniedError,
+  UnauthenticatedError,
+} from '../../src/omni-api/errors.js';
 import { T, newMetadata, type Resource } from '../../src/omni-api/resource.js';
 import type { WatchEvent } from '../../src/omni-api/state.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
@@ -50,7 +56,12 @@ let client: OmniClient;
 
 beforeEach(async () => {
   sim = await createSim(scenario);
-  client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys['infra-provider:bare-metal'] ?? '', delay: noDelay, env: {} });
+  client = await createOmniClient({
+    endpoint: sim.endpoint,
+    key: sim.keys['infra-provider:bare-metal'] ?? '',
+    delay: noDelay,
+    env: {},
+  });
 });
 afterEach(async () => {
   await client.close();
@@ -58,13 +69,19 @@ afterEach(async () => {
 });
 
 const im = (id: string) => ({ namespace: NS, type: T.InfraMachine, id });
-const status = (id: string): Resource => ({ metadata: newMetadata({ namespace: NS, type: T.InfraMachineStatus, id }), spec: { protoSpec: new Uint8Array() } });
+const status = (id: string): Resource => ({
+  metadata: newMetadata({ namespace: NS, type: T.InfraMachineStatus, id }),
+  spec: { protoSpec: new Uint8Array() },
+});
 
 describe('client against the simulated Omni', () => {
-  it('get and list see only this provider\'s resources', async () => {
+  it("get and list see only this provider's resources", async () => {
     expect(client.providerId).toBe('bare-metal');
     const m1 = await client.state.get(im('m1'));
-    expect(m1.metadata).toMatchObject({ phase: 'tearingDown', finalizers: ['MachineCleanupController', 'bare-metal.InfraMachineController'] });
+    expect(m1.metadata).toMatchObject({
+      phase: 'tearingDown',
+      finalizers: ['MachineCleanupController', 'bare-metal.InfraMachineController'],
+    });
     await expect(client.state.get(im('other'))).rejects.toBeInstanceOf(NotFoundError);
     expect((await client.state.list(NS, T.InfraMachine)).map((r) => r.metadata.id)).toEqual(['m1', 'm2']);
     expect((await client.state.list(NS, T.InfraMachine, { idRegexp: '1$' })).map((r) => r.metadata.id)).toEqual(['m1']);
@@ -72,13 +89,21 @@ describe('client against the simulated Omni', () => {
 
   it('create, update, destroy a provider-owned resource; conflicts as Omni reports them', async () => {
     const created = await client.state.create(status('m1'), { owner: 'bare-metal.InfraMachineStatusController' });
-    expect(created.metadata).toMatchObject({ version: '1', owner: 'bare-metal.InfraMachineStatusController', labels: { [LABEL]: 'bare-metal' } });
-    await expect(client.state.create(status('m1'), { owner: 'bare-metal.InfraMachineStatusController' })).rejects.toBeInstanceOf(AlreadyExistsError);
+    expect(created.metadata).toMatchObject({
+      version: '1',
+      owner: 'bare-metal.InfraMachineStatusController',
+      labels: { [LABEL]: 'bare-metal' },
+    });
+    await expect(
+      client.state.create(status('m1'), { owner: 'bare-metal.InfraMachineStatusController' }),
+    ).rejects.toBeInstanceOf(AlreadyExistsError);
     const updated = await client.state.update({ ...created, metadata: { ...created.metadata, finalizers: ['x'] } });
     expect(updated.metadata.version).toBe('2');
     await expect(client.state.update(created)).rejects.toBeInstanceOf(FailedPreconditionError); // stale version
     await expect(client.state.update(updated, { owner: 'someone-else' })).rejects.toBeInstanceOf(PermissionDeniedError);
-    await expect(client.state.destroy(created.metadata, { owner: 'bare-metal.InfraMachineStatusController' })).rejects.toBeInstanceOf(FailedPreconditionError); // finalizer x
+    await expect(
+      client.state.destroy(created.metadata, { owner: 'bare-metal.InfraMachineStatusController' }),
+    ).rejects.toBeInstanceOf(FailedPreconditionError); // finalizer x
     const released = await client.state.removeFinalizers(updated, ['x']);
     expect(released.outcome).toBe('removed');
     await client.state.destroy(created.metadata, { owner: 'bare-metal.InfraMachineStatusController' });
@@ -98,9 +123,13 @@ describe('client against the simulated Omni', () => {
     const after = await client.state.get(im('m1'));
     expect(after.metadata.finalizers).toEqual(['MachineCleanupController']);
     expect(Buffer.from(after.spec.protoSpec).toString('base64')).toBe(UNKNOWN_FIELD);
-    expect((await client.state.removeFinalizers(im('m1'), ['bare-metal.InfraMachineController'])).outcome).toBe('absent');
+    expect((await client.state.removeFinalizers(im('m1'), ['bare-metal.InfraMachineController'])).outcome).toBe(
+      'absent',
+    );
     // Never found by its ID in this call (design rule 4): not-found, the caller decides.
-    expect((await client.state.removeFinalizers(im('gone'), ['bare-metal.InfraMachineController'])).outcome).toBe('not-found');
+    expect((await client.state.removeFinalizers(im('gone'), ['bare-metal.InfraMachineController'])).outcome).toBe(
+      'not-found',
+    );
   });
 
   it('removeFinalizers wins through a conflict storm', async () => {
@@ -124,7 +153,12 @@ describe('client against the simulated Omni', () => {
 
   it('a key Omni does not know is refused, naming identity and fingerprint', async () => {
     const stranger = await generateKey('infra-provider:bare-metal');
-    const c = await createOmniClient({ endpoint: sim.endpoint, key: stranger.serviceAccountKey, delay: noDelay, env: {} });
+    const c = await createOmniClient({
+      endpoint: sim.endpoint,
+      key: stranger.serviceAccountKey,
+      delay: noDelay,
+      env: {},
+    });
     try {
       const err = await c.state.get(im('m1')).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(UnauthenticatedError);
@@ -139,7 +173,8 @@ describe('client against the simulated Omni', () => {
     const seen: WatchEvent[][] = [];
     let resets = 0;
     const done = (async () => {
-      for await (const b of client.state.watchKind(NS, T.InfraMachine, { signal: ac.signal, onReset: () => resets++ })) seen.push(b);
+      for await (const b of client.state.watchKind(NS, T.InfraMachine, { signal: ac.signal, onReset: () => resets++ }))
+        seen.push(b);
     })();
     const waitFor = async (pred: () => boolean) => {
       for (let i = 0; i < 300 && !pred(); i++) await new Promise((r) => setTimeout(r, 10));
@@ -148,7 +183,11 @@ describe('client against the simulated Omni', () => {
     const all = () => seen.flat();
     const watches = () => client.stats().callsByMethod['Watch'] ?? 0;
     await waitFor(() => all().some((e) => e.type === 'bootstrapped'));
-    expect(all().filter((e) => e.type === 'created').map((e) => e.resource.metadata.id)).toEqual(['m1', 'm2']);
+    expect(
+      all()
+        .filter((e) => e.type === 'created')
+        .map((e) => e.resource.metadata.id),
+    ).toEqual(['m1', 'm2']);
 
     sim.gateway.breakStreams();
     await waitFor(() => watches() === 2);

@@ -4,8 +4,26 @@
 import { describe, expect, it } from 'vitest';
 import * as apiErrors from '../../src/omni-api/errors.js';
 import * as clientErrors from '../../src/omni-client/errors.js';
-import { ApiError, GrpcCode, OmniError, WatchErroredError, errorFromStatus, NotFoundError, PermissionDeniedError } from '../../src/omni-api/errors.js';
-import { ClockSkewError, ConfigError, KeyError, ProtocolError, RedirectError, SpecOmittedError, TransportError, brokeInTransit, hasCode } from '../../src/omni-client/errors.js';
+import {
+  ApiError,
+  GrpcCode,
+  OmniError,
+  WatchErroredError,
+  errorFromStatus,
+  NotFoundError,
+  PermissionDeniedError,
+} from '../../src/omni-api/errors.js';
+import {
+  ClockSkewError,
+  ConfigError,
+  KeyError,
+  ProtocolError,
+  RedirectError,
+  SpecOmittedError,
+  TransportError,
+  brokeInTransit,
+  hasCode,
+} from '../../src/omni-client/errors.js';
 import { SpecError } from '../../src/omni-api/specs/schema.js';
 import { describeError, exitCodeFor } from '../../src/exit-codes.js';
 
@@ -29,20 +47,32 @@ const OMNI_CODES: [number, string, number][] = [
 ];
 
 describe('one error root', () => {
-  it.each(OMNI_CODES)('gRPC code %i is %s (exit %i), of its class, under ApiError; only Unavailable is retriable', (grpc, code, exit) => {
-    const e = errorFromStatus(grpc, 'says Omni', { method: '/cosi.resource.State/Get', httpStatus: 500, serverDate: 'Tue, 01 Jan 2030 00:00:00 GMT' });
-    expect(e).toBeInstanceOf(ApiError);
-    expect(e).toBeInstanceOf(OmniError);
-    expect({ code: e.code, grpcCode: e.grpcCode, retriable: e.retriable, exit: exitCodeFor(e) }).toEqual({ code, grpcCode: grpc, retriable: grpc === GrpcCode.Unavailable, exit });
-    expect(e.name).toBe(e.constructor.name);
-    expect((e.constructor as unknown as { CODE: string }).CODE).toBe(code);
-    expect(e.serverDate).toBe('Tue, 01 Jan 2030 00:00:00 GMT');
-    expect(e.method).toBe('/cosi.resource.State/Get');
-    expect(hasCode(e, code as clientErrors.ClientErrorCode)).toBe(true);
-    expect(describeError(e)).toMatchObject({ code, exitCode: exit });
-  });
+  it.each(OMNI_CODES)(
+    'gRPC code %i is %s (exit %i), of its class, under ApiError; only Unavailable is retriable',
+    (grpc, code, exit) => {
+      const e = errorFromStatus(grpc, 'says Omni', {
+        method: '/cosi.resource.State/Get',
+        httpStatus: 500,
+        serverDate: 'Tue, 01 Jan 2030 00:00:00 GMT',
+      });
+      expect(e).toBeInstanceOf(ApiError);
+      expect(e).toBeInstanceOf(OmniError);
+      expect({ code: e.code, grpcCode: e.grpcCode, retriable: e.retriable, exit: exitCodeFor(e) }).toEqual({
+        code,
+        grpcCode: grpc,
+        retriable: grpc === GrpcCode.Unavailable,
+        exit,
+      });
+      expect(e.name).toBe(e.constructor.name);
+      expect((e.constructor as unknown as { CODE: string }).CODE).toBe(code);
+      expect(e.serverDate).toBe('Tue, 01 Jan 2030 00:00:00 GMT');
+      expect(e.method).toBe('/cosi.resource.State/Get');
+      expect(hasCode(e, code as clientErrors.ClientErrorCode)).toBe(true);
+      expect(describeError(e)).toMatchObject({ code, exitCode: exit });
+    },
+  );
 
-  it('the client\'s own errors: stable codes and exit codes, retriable only when the transport says so', () => {
+  it("the client's own errors: stable codes and exit codes, retriable only when the transport says so", () => {
     const cases: [ApiError, string, number][] = [
       [new ConfigError('bad endpoint'), 'STUB_CONFIG', 2],
       [new KeyError('not base64'), 'STUB_KEY_INVALID', 2],
@@ -62,16 +92,23 @@ describe('one error root', () => {
     ];
     for (const [e, code, exit] of cases) {
       expect(e, code).toBeInstanceOf(ApiError);
-      expect({ code: e.code, exit: exitCodeFor(e), described: describeError(e).code }, code).toEqual({ code, exit, described: code });
+      expect({ code: e.code, exit: exitCodeFor(e), described: describeError(e).code }, code).toEqual({
+        code,
+        exit,
+        described: code,
+      });
     }
     expect(cases.map(([e]) => e.retriable)).toEqual(cases.map(([e]) => e.message === 'ECONNRESET'));
     expect(describeError(new Error('a bug'))).toMatchObject({ code: 'STUB_INTERNAL', exitCode: 1 });
   });
 
-  it('every error class of both errors.ts (the API\'s, the client\'s) is an ApiError', () => {
-    const classes = Object.entries({ ...apiErrors, ...clientErrors }).filter(([k, v]) => typeof v === 'function' && /^[A-Z]\w*Error$/.test(k) && 'prototype' in v);
+  it("every error class of both errors.ts (the API's, the client's) is an ApiError", () => {
+    const classes = Object.entries({ ...apiErrors, ...clientErrors }).filter(
+      ([k, v]) => typeof v === 'function' && /^[A-Z]\w*Error$/.test(k) && 'prototype' in v,
+    );
     expect(classes.length).toBeGreaterThan(20);
-    for (const [name, cls] of classes) expect((cls as { prototype: unknown }).prototype instanceof ApiError || cls === ApiError, name).toBe(true);
+    for (const [name, cls] of classes)
+      expect((cls as { prototype: unknown }).prototype instanceof ApiError || cls === ApiError, name).toBe(true);
   });
 
   it('hasCode asks by code, instanceof by class; brokeInTransit says which failures a watch reconnects after', () => {
@@ -82,8 +119,21 @@ describe('one error root', () => {
     expect(nf).toBeInstanceOf(NotFoundError);
     expect(nf).not.toBeInstanceOf(PermissionDeniedError);
     expect(new TransportError('x')).not.toBeInstanceOf(OmniError);
-    const resumed = [new TransportError('reset'), errorFromStatus(GrpcCode.Unavailable, ''), errorFromStatus(GrpcCode.DeadlineExceeded, ''), errorFromStatus(GrpcCode.Aborted, ''), errorFromStatus(GrpcCode.Canceled, '')];
-    const thrown = [nf, new PermissionDeniedError('no'), new ProtocolError('STUB_PROTOCOL', 'x'), new WatchErroredError('overrun'), new RedirectError('x'), new Error('plain')];
+    const resumed = [
+      new TransportError('reset'),
+      errorFromStatus(GrpcCode.Unavailable, ''),
+      errorFromStatus(GrpcCode.DeadlineExceeded, ''),
+      errorFromStatus(GrpcCode.Aborted, ''),
+      errorFromStatus(GrpcCode.Canceled, ''),
+    ];
+    const thrown = [
+      nf,
+      new PermissionDeniedError('no'),
+      new ProtocolError('STUB_PROTOCOL', 'x'),
+      new WatchErroredError('overrun'),
+      new RedirectError('x'),
+      new Error('plain'),
+    ];
     expect(resumed.map(brokeInTransit)).toEqual(resumed.map(() => true));
     expect(thrown.map(brokeInTransit)).toEqual(thrown.map(() => false));
   });

@@ -8,7 +8,15 @@ import * as clientErrors from '../../src/omni-client/errors.js';
 import { GrpcCode, OmniError, httpStatusFromGrpcCode } from '../../src/omni-api/errors.js';
 import { TransportError } from '../../src/omni-client/errors.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
-import { LineWriter, noDelay, res, sendJson, startFakeGateway, wireResource, type FakeGateway } from '../helpers/fake-gateway.js';
+import {
+  LineWriter,
+  noDelay,
+  res,
+  sendJson,
+  startFakeGateway,
+  wireResource,
+  type FakeGateway,
+} from '../helpers/fake-gateway.js';
 
 let key: GeneratedKey;
 let gw: FakeGateway;
@@ -57,7 +65,9 @@ describe('NDJSON and gzip', () => {
       w.end();
     });
     const ac = new AbortController();
-    const it = client.state.watchKind('infra-provider', 'InfraMachines.omni.sidero.dev', { signal: ac.signal })[Symbol.asyncIterator]();
+    const it = client.state
+      .watchKind('infra-provider', 'InfraMachines.omni.sidero.dev', { signal: ac.signal })
+      [Symbol.asyncIterator]();
     const first = await it.next();
     expect(first.value?.[0]?.resource.metadata.id).toBe('m1');
     ac.abort();
@@ -95,7 +105,9 @@ describe('stream errors', () => {
     const err = await client.state.list('infra-provider', ptr.type).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(apiErrors.PermissionDeniedError);
     expect((err as OmniError).httpStatus).toBe(403);
-    expect((err as OmniError).message).toContain(`/cosi.resource.State/List infra-provider/${ptr.type}/: PermissionDenied: infra provider with name`);
+    expect((err as OmniError).message).toContain(
+      `/cosi.resource.State/List infra-provider/${ptr.type}/: PermissionDenied: infra provider with name`,
+    );
   });
 
   it('a malformed line is a transport error, not silently skipped', async () => {
@@ -106,14 +118,22 @@ describe('stream errors', () => {
     });
     const err = await client.state.list('infra-provider', ptr.type).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(clientErrors.ProtocolError);
-    expect(err).toMatchObject({ code: 'STUB_PROTOCOL', message: expect.stringMatching(/bad answer from Omni at http:\/\/127\.0\.0\.1:\d+: a stream line that is not JSON: \{"result": nope\}/) });
+    expect(err).toMatchObject({
+      code: 'STUB_PROTOCOL',
+      message: expect.stringMatching(
+        /bad answer from Omni at http:\/\/127\.0\.0\.1:\d+: a stream line that is not JSON: \{"result": nope\}/,
+      ),
+    });
   });
 });
 
 describe('gRPC code -> error class (the code comes from the body)', () => {
   const byCode = new Map<number, { CODE: string; GRPC: number }>(
     Object.values(apiErrors)
-      .filter((v): v is { CODE: string; GRPC: number } & typeof OmniError => typeof v === 'function' && 'GRPC' in v && 'CODE' in v)
+      .filter(
+        (v): v is { CODE: string; GRPC: number } & typeof OmniError =>
+          typeof v === 'function' && 'GRPC' in v && 'CODE' in v,
+      )
       .map((c) => [c.GRPC, c]),
   );
 
@@ -123,14 +143,25 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
 
   for (let code = 1; code <= 16; code++) {
     it(`code ${code} (HTTP ${httpStatusFromGrpcCode(code)})`, async () => {
-      const c = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, delay: noDelay, env: {}, retries: 0, backPressure: { retries: 0 } });
+      const c = await createOmniClient({
+        endpoint: gw.url,
+        key: key.serviceAccountKey,
+        delay: noDelay,
+        env: {},
+        retries: 0,
+        backPressure: { retries: 0 },
+      });
       try {
         gw.on('Update', (_q, s) => sendJson(s, httpStatusFromGrpcCode(code), { code, message: `omni says ${code}` }));
         // A back-pressure code leaves the Update's outcome unknown: it is read back (unchanged here),
         // and with no retries left it ends as STUB_THROTTLED carrying Omni's error.
         gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }));
         let err = await c.state.update(res('m1')).catch((e: unknown) => e);
-        if (code === GrpcCode.DeadlineExceeded || code === GrpcCode.ResourceExhausted || code === GrpcCode.Unavailable) {
+        if (
+          code === GrpcCode.DeadlineExceeded ||
+          code === GrpcCode.ResourceExhausted ||
+          code === GrpcCode.Unavailable
+        ) {
           expect(err).toBeInstanceOf(clientErrors.ThrottledError);
           expect(gw.calls('Get')).toHaveLength(1);
           err = (err as Error).cause;
@@ -140,7 +171,9 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
         expect(err).toBeInstanceOf(OmniError);
         expect((err as OmniError).code).toBe(byCode.get(code)?.CODE);
         expect((err as OmniError).grpcCode).toBe(code);
-        expect((err as OmniError).omniMessage).toEqual(code === GrpcCode.Unauthenticated ? expect.stringContaining(`omni says ${code}`) : `omni says ${code}`);
+        expect((err as OmniError).omniMessage).toEqual(
+          code === GrpcCode.Unauthenticated ? expect.stringContaining(`omni says ${code}`) : `omni says ${code}`,
+        );
         expect((err as OmniError).method).toBe('/cosi.resource.State/Update');
         expect((err as OmniError).resource).toEqual(ptr);
       } finally {
@@ -156,14 +189,19 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
     await expect(client.state.update(res('m1'))).rejects.toBeInstanceOf(apiErrors.FailedPreconditionError);
   });
 
-  it('an error status without a status body is never taken for Omni\'s error (a bare 404 is not NotFound)', async () => {
+  it("an error status without a status body is never taken for Omni's error (a bare 404 is not NotFound)", async () => {
     gw.on('Get', (_q, s) => {
       s.statusCode = 404;
       s.end('<html>nginx: not found</html>');
     });
     const err = await client.state.get(ptr).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(clientErrors.ProtocolError);
-    expect(err).toMatchObject({ code: 'STUB_HTTP_STATUS', message: expect.stringContaining('answered HTTP 404 without a gRPC status (google.rpc.Status) for it: <html>nginx: not found</html>') });
+    expect(err).toMatchObject({
+      code: 'STUB_HTTP_STATUS',
+      message: expect.stringContaining(
+        'answered HTTP 404 without a gRPC status (google.rpc.Status) for it: <html>nginx: not found</html>',
+      ),
+    });
   });
 
   it('nor is a status body whose code does not map to the HTTP status', async () => {
@@ -177,17 +215,31 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
 describe('retries', () => {
   it('Unavailable (503) is retried, then succeeds', async () => {
     let n = 0;
-    gw.on('Get', (_q, s) => (n++ < 2 ? sendJson(s, 503, { code: 14, message: 'connection refused' }) : sendJson(s, 200, { resource: wireResource(res('m1')) })));
+    gw.on('Get', (_q, s) =>
+      n++ < 2
+        ? sendJson(s, 503, { code: 14, message: 'connection refused' })
+        : sendJson(s, 200, { resource: wireResource(res('m1')) }),
+    );
     expect((await client.state.get(ptr)).metadata.id).toBe('m1');
     expect(client.stats().callsByMethod['Get']).toBe(3);
   });
 
   it('re-signs every attempt with a fresh timestamp', async () => {
     let t = Date.now();
-    const c = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, delay: noDelay, env: {}, now: () => (t += 1500) });
+    const c = await createOmniClient({
+      endpoint: gw.url,
+      key: key.serviceAccountKey,
+      delay: noDelay,
+      env: {},
+      now: () => (t += 1500),
+    });
     try {
       let n = 0;
-      gw.on('Get', (_q, s) => (n++ < 1 ? sendJson(s, 503, { code: 14, message: 'x' }) : sendJson(s, 200, { resource: wireResource(res('m1')) })));
+      gw.on('Get', (_q, s) =>
+        n++ < 1
+          ? sendJson(s, 503, { code: 14, message: 'x' })
+          : sendJson(s, 200, { resource: wireResource(res('m1')) }),
+      );
       await c.state.get(ptr);
       const [a, b] = gw.calls('Get').map((q) => q.headers['grpc-metadata-x-sidero-timestamp']);
       expect(Number(b)).toBeGreaterThan(Number(a));
@@ -203,23 +255,40 @@ describe('retries', () => {
   });
 
   it('a write is never sent again by the transport: an Unavailable Destroy is read back first, sent again only while a Get finds it, bounded', async () => {
-    const c = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, delay: noDelay, env: {}, backPressure: { retries: 3 } });
+    const c = await createOmniClient({
+      endpoint: gw.url,
+      key: key.serviceAccountKey,
+      delay: noDelay,
+      env: {},
+      backPressure: { retries: 3 },
+    });
     try {
       gw.on('Destroy', (_q, s) => sendJson(s, 503, { code: 14, message: 'down' }));
       gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }));
       const err = await c.state.destroy(ptr).catch((e: unknown) => e);
-      expect(err).toMatchObject({ code: 'STUB_THROTTLED', message: expect.stringContaining('Destroy infra-provider/InfraMachines.omni.sidero.dev/m1: throttled by Omni') });
+      expect(err).toMatchObject({
+        code: 'STUB_THROTTLED',
+        message: expect.stringContaining('Destroy infra-provider/InfraMachines.omni.sidero.dev/m1: throttled by Omni'),
+      });
       expect((err as Error).cause).toBeInstanceOf(apiErrors.UnavailableError);
       expect(gw.calls('Destroy')).toHaveLength(4);
       expect(gw.calls('Get')).toHaveLength(4);
-      expect(c.throttling()).toMatchObject({ signals: 4, retriedWrites: 3, foundApplied: 0, gaveUp: 1, minWritesInFlight: 1 });
+      expect(c.throttling()).toMatchObject({
+        signals: 4,
+        retriedWrites: 3,
+        foundApplied: 0,
+        gaveUp: 1,
+        minWritesInFlight: 1,
+      });
     } finally {
       await c.close();
     }
   });
 
   it('a Destroy whose answer was lost is done once a Get by its ID answers NotFound: not sent again', async () => {
-    gw.on('Destroy', (_q, s) => { s.socket?.destroy(); });
+    gw.on('Destroy', (_q, s) => {
+      s.socket?.destroy();
+    });
     await client.state.destroy(ptr);
     expect(gw.calls('Destroy')).toHaveLength(1);
     expect(gw.calls('Get')).toHaveLength(1);
@@ -251,11 +320,21 @@ describe('retries', () => {
   it('a refused connection ends in a TransportError naming the endpoint', async () => {
     const port = gw.port;
     await gw.close();
-    const c = await createOmniClient({ endpoint: `grpc://127.0.0.1:${port}`, key: key.serviceAccountKey, delay: noDelay, env: {}, retries: 1 });
+    const c = await createOmniClient({
+      endpoint: `grpc://127.0.0.1:${port}`,
+      key: key.serviceAccountKey,
+      delay: noDelay,
+      env: {},
+      retries: 1,
+    });
     try {
       const err = await c.state.get(ptr).catch((e: unknown) => e);
       expect(err).toBeInstanceOf(TransportError);
-      expect((err as Error).message).toMatch(new RegExp(`Get infra-provider/InfraMachines.omni.sidero.dev/m1: cannot reach Omni at http://127.0.0.1:${port}: ECONNREFUSED`));
+      expect((err as Error).message).toMatch(
+        new RegExp(
+          `Get infra-provider/InfraMachines.omni.sidero.dev/m1: cannot reach Omni at http://127.0.0.1:${port}: ECONNREFUSED`,
+        ),
+      );
       expect(c.stats().callsByMethod['Get']).toBe(2);
     } finally {
       await c.close();

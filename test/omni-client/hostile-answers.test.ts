@@ -15,7 +15,13 @@ import { exitCodeFor } from '../../src/exit-codes.js';
 import { bareMetalMachine, machineUuid, providerRegistration } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { noDelay, wireResource } from '../helpers/fake-gateway.js';
-import { resultOf, startTamperProxy, writeEndlessly, type TamperProxy, type TamperRule } from '../helpers/tamper-proxy.js';
+import {
+  resultOf,
+  startTamperProxy,
+  writeEndlessly,
+  type TamperProxy,
+  type TamperRule,
+} from '../helpers/tamper-proxy.js';
 
 const ID = 'bare-metal';
 const NS = 'infra-provider';
@@ -34,7 +40,11 @@ beforeEach(async () => {
   sim = await createSim({
     omniVersion: '1.3.4',
     identities: [{ name: `infra-provider:${ID}`, role: 'InfraProvider', publicKeys: [] }],
-    resources: [...providerRegistration(ID, { static: true }), ...bareMetalMachine(ID, M0, { phase: 'running' }), ...bareMetalMachine(ID, M1)],
+    resources: [
+      ...providerRegistration(ID, { static: true }),
+      ...bareMetalMachine(ID, M0, { phase: 'running' }),
+      ...bareMetalMachine(ID, M1),
+    ],
     faults: {},
   });
   proxy = await startTamperProxy(sim.endpoint);
@@ -50,7 +60,14 @@ afterEach(async () => {
 });
 
 async function clientWith(o: Partial<OmniClientOptions>): Promise<OmniClient> {
-  const c = await createOmniClient({ endpoint: proxy.endpoint, key: sim.keys[`infra-provider:${ID}`]!, delay: noDelay, env: {}, retries: 0, ...o });
+  const c = await createOmniClient({
+    endpoint: proxy.endpoint,
+    key: sim.keys[`infra-provider:${ID}`]!,
+    delay: noDelay,
+    env: {},
+    retries: 0,
+    ...o,
+  });
   clients.push(c);
   return c;
 }
@@ -73,16 +90,28 @@ function wireOf(id: string, type: string = T.InfraMachine): Record<string, unkno
 }
 
 function respond(status: number, body: string | Buffer, headers: Record<string, string> = {}): TamperRule {
-  return () => ({ kind: 'respond', write: (res) => { res.writeHead(status, { 'content-type': 'application/json', ...headers }); res.end(body); } });
+  return () => ({
+    kind: 'respond',
+    write: (res) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers });
+      res.end(body);
+    },
+  });
 }
 
 /** Rewrites the List of InfraMachines: each resource through `f` (returning a whole line). */
 function listLines(f: (resource: Record<string, unknown>, index: number) => string | string[] | null): TamperRule {
-  return (r) => (r.rpc === 'List' ? { kind: 'lines', map: (line, i) => f((resultOf(line) as { resource: Record<string, unknown> }).resource, i) } : undefined);
+  return (r) =>
+    r.rpc === 'List'
+      ? { kind: 'lines', map: (line, i) => f((resultOf(line) as { resource: Record<string, unknown> }).resource, i) }
+      : undefined;
 }
 
 const line = (result: unknown) => JSON.stringify({ result });
-const withMeta = (w: Record<string, unknown>, md: Record<string, unknown>) => ({ ...w, metadata: { ...(w['metadata'] as object), ...md } });
+const withMeta = (w: Record<string, unknown>, md: Record<string, unknown>) => ({
+  ...w,
+  metadata: { ...(w['metadata'] as object), ...md },
+});
 
 function expectProtocol(err: Error, code: string, call: string): void {
   expect(err).toBeInstanceOf(ProtocolError);
@@ -109,9 +138,15 @@ describe('a malformed List line is an error, never data', () => {
     ['a version that is not a number', (w) => line({ resource: withMeta(w, { version: 'v7' }) })],
     ['version "undefined" (not stored)', (w) => line({ resource: withMeta(w, { version: 'undefined' }) })],
     ['an unknown phase', (w) => line({ resource: withMeta(w, { phase: 'deleting' }) })],
-    ['finalizers that are not a list', (w) => line({ resource: withMeta(w, { finalizers: 'bare-metal.InfraMachineController' }) })],
+    [
+      'finalizers that are not a list',
+      (w) => line({ resource: withMeta(w, { finalizers: 'bare-metal.InfraMachineController' }) }),
+    ],
     ['finalizers that are not strings', (w) => line({ resource: withMeta(w, { finalizers: [1] }) })],
-    ['a label that is not a string', (w) => line({ resource: withMeta(w, { labels: { 'omni.sidero.dev/infra-provider-id': 7 } }) })],
+    [
+      'a label that is not a string',
+      (w) => line({ resource: withMeta(w, { labels: { 'omni.sidero.dev/infra-provider-id': 7 } }) }),
+    ],
     ['a spec that is not base64', (w) => line({ resource: { ...w, spec: { proto_spec: '%%%' } } })],
   ];
   it.each(cases)('%s', async (_name, bad) => {
@@ -122,7 +157,14 @@ describe('a malformed List line is an error, never data', () => {
   });
 
   it('fields a newer Omni may add are tolerated', async () => {
-    proxy.setRule(listLines((w) => JSON.stringify({ result: { resource: { ...withMeta(w, { shiny: { new: true } }), extra: 1 }, more: [] }, trailer: 'x' })));
+    proxy.setRule(
+      listLines((w) =>
+        JSON.stringify({
+          result: { resource: { ...withMeta(w, { shiny: { new: true } }), extra: 1 }, more: [] },
+          trailer: 'x',
+        }),
+      ),
+    );
     expect((await client.state.list(NS, T.InfraMachine)).map((r) => r.metadata.id)).toEqual([M0, M1]);
   });
 
@@ -133,15 +175,48 @@ describe('a malformed List line is an error, never data', () => {
 
   it('an ID with invalid UTF-8 is refused, not decoded into another ID', async () => {
     const w = wireOf(M0);
-    const [head, tail] = JSON.stringify({ result: { resource: withMeta(w, { id: 'XX' }) } }).split('XX') as [string, string];
-    const bytes = Buffer.concat([Buffer.from(head), Buffer.from(M0.slice(0, 30)), Buffer.from([0xff, 0xfe]), Buffer.from(tail), Buffer.from('\n')]);
-    proxy.setRule((r) => (r.rpc === 'List' ? { kind: 'respond', write: (res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(bytes); } } : undefined));
+    const [head, tail] = JSON.stringify({ result: { resource: withMeta(w, { id: 'XX' }) } }).split('XX') as [
+      string,
+      string,
+    ];
+    const bytes = Buffer.concat([
+      Buffer.from(head),
+      Buffer.from(M0.slice(0, 30)),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from(tail),
+      Buffer.from('\n'),
+    ]);
+    proxy.setRule((r) =>
+      r.rpc === 'List'
+        ? {
+            kind: 'respond',
+            write: (res) => {
+              res.writeHead(200, { 'content-type': 'application/json' });
+              res.end(bytes);
+            },
+          }
+        : undefined,
+    );
     const err = await failure(client.state.list(NS, T.InfraMachine));
     expectProtocol(err, 'STUB_PROTOCOL', '/cosi.resource.State/List');
     expect(err.message).toContain('not valid UTF-8');
     // The same for a unary answer.
-    proxy.setRule((r) => (r.rpc === 'Get' ? { kind: 'respond', write: (res) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(bytes.subarray(10, bytes.length - 2)); } } : undefined));
-    expectProtocol(await failure(client.state.get(IM0)), 'STUB_PROTOCOL', `/cosi.resource.State/Get ${NS}/${T.InfraMachine}/${M0}`);
+    proxy.setRule((r) =>
+      r.rpc === 'Get'
+        ? {
+            kind: 'respond',
+            write: (res) => {
+              res.writeHead(200, { 'content-type': 'application/json' });
+              res.end(bytes.subarray(10, bytes.length - 2));
+            },
+          }
+        : undefined,
+    );
+    expectProtocol(
+      await failure(client.state.get(IM0)),
+      'STUB_PROTOCOL',
+      `/cosi.resource.State/Get ${NS}/${T.InfraMachine}/${M0}`,
+    );
   });
 
   it('a lone surrogate escaped in JSON (Omni would read U+FFFD: another ID, another finalizer) is refused too', async () => {
@@ -152,12 +227,16 @@ describe('a malformed List line is an error, never data', () => {
       expect(err.message).toContain('lone surrogate');
     }
     // An escaped pair is a character like any other.
-    proxy.setRule(listLines((w) => line({ resource: withMeta(w, { labels: { emoji: 'XX' } }) }).replace('XX', '\\ud83d\\ude00')));
+    proxy.setRule(
+      listLines((w) => line({ resource: withMeta(w, { labels: { emoji: 'XX' } }) }).replace('XX', '\\ud83d\\ude00')),
+    );
     expect((await client.state.list(NS, T.InfraMachine))[0]!.metadata.labels['emoji']).toBe('\u{1f600}');
   });
 
   it('the same ID twice in one List is STUB_DUPLICATE_ID', async () => {
-    proxy.setRule(listLines((w, i) => (i === 0 ? [line({ resource: w }), line({ resource: w })] : line({ resource: w }))));
+    proxy.setRule(
+      listLines((w, i) => (i === 0 ? [line({ resource: w }), line({ resource: w })] : line({ resource: w }))),
+    );
     const err = await failure(client.state.list(NS, T.InfraMachine));
     expectProtocol(err, 'STUB_DUPLICATE_ID', '/cosi.resource.State/List');
     expect(err.message).toContain(M0);
@@ -213,13 +292,13 @@ describe('a malformed unary answer is an error, never data', () => {
   });
 });
 
-describe('an HTTP error status without Omni\'s status body is never evidence', () => {
+describe("an HTTP error status without Omni's status body is never evidence", () => {
   it.each([
     ['an HTML page', '<html><body>404 Not Found</body><hr>nginx</html>'],
     ['an empty body', ''],
     ['JSON without a gRPC code', '{"error":"not found"}'],
     ['an HTTP code in place of a gRPC one', '{"code":404,"message":"Not Found"}'],
-    ['a gRPC code that is not 404\'s', '{"code":13,"message":"internal"}'],
+    ["a gRPC code that is not 404's", '{"code":13,"message":"internal"}'],
   ])('a 404 with %s is STUB_HTTP_STATUS, not NotFound', async (_n, body) => {
     proxy.setRule(respond(404, body, { 'content-type': 'text/html' }));
     const err = await failure(getIfExists(client.state, IM0));
@@ -228,13 +307,17 @@ describe('an HTTP error status without Omni\'s status body is never evidence', (
     expect(err.message).toContain('answered HTTP 404 without a gRPC status');
   });
 
-  it('Omni\'s own 404 (a status body with code 5) is NotFound', async () => {
+  it("Omni's own 404 (a status body with code 5) is NotFound", async () => {
     proxy.setRule(respond(404, '{"code":5,"message":"Not Found"}'));
     expect(await getIfExists(client.state, IM0)).toBeUndefined();
   });
 
   it('the snippet of the body is short and escaped', async () => {
-    proxy.setRule(respond(500, `\u001b]0;owned\u0007\r\nstub-provider: done, nothing to do [OK]${'x'.repeat(5000)}`, { 'content-type': 'text/plain' }));
+    proxy.setRule(
+      respond(500, `\u001b]0;owned\u0007\r\nstub-provider: done, nothing to do [OK]${'x'.repeat(5000)}`, {
+        'content-type': 'text/plain',
+      }),
+    );
     const err = await failure(client.state.get(IM0));
     expect(err.message).toContain('\\x1b]0;owned\\x07');
     // eslint-disable-next-line no-control-regex
@@ -252,13 +335,15 @@ describe('an HTTP error status without Omni\'s status body is never evidence', (
     expect(exitCodeFor(err)).toBe(5);
   });
 
-  it('a 503 with Omni\'s status body is still Unavailable', async () => {
+  it("a 503 with Omni's status body is still Unavailable", async () => {
     proxy.setRule(respond(503, '{"code":14,"message":"restarting"}'));
     expect(await failure(client.state.get(IM0))).toBeInstanceOf(UnavailableError);
   });
 
-  it('Omni\'s message is escaped in the error message, kept as sent in omniMessage', async () => {
-    proxy.setRule(respond(400, JSON.stringify({ code: 9, message: 'conflict\r\n\u001b[1mDeregistration: deregistered' })));
+  it("Omni's message is escaped in the error message, kept as sent in omniMessage", async () => {
+    proxy.setRule(
+      respond(400, JSON.stringify({ code: 9, message: 'conflict\r\n\u001b[1mDeregistration: deregistered' })),
+    );
     const err = (await failure(client.state.get(IM0))) as OmniError;
     expect(err.message).toContain('conflict\\r\\n\\x1b[1mDeregistration');
     expect(err.omniMessage).toBe('conflict\r\n\u001b[1mDeregistration: deregistered');
@@ -278,7 +363,13 @@ describe('a redirect is a configuration error naming where it points', () => {
 
   it('control characters in Location are escaped', async () => {
     // Node's server allows bytes 0x80-0xff in a header: a C1 CSI (0x9b) clears a terminal too.
-    proxy.setRule(() => ({ kind: 'respond', write: (res) => { res.writeHead(302, [['location', Buffer.from('http://x/\x9b2J\x9bH', 'latin1').toString('latin1')]]); res.end(); } }));
+    proxy.setRule(() => ({
+      kind: 'respond',
+      write: (res) => {
+        res.writeHead(302, [['location', Buffer.from('http://x/\x9b2J\x9bH', 'latin1').toString('latin1')]]);
+        res.end();
+      },
+    }));
     const err = await failure(client.state.get(IM0));
     expect(err.message).toContain('redirecting to http://x/\\x9b2J\\x9bH');
   });
@@ -288,11 +379,14 @@ describe('reads are bounded while they arrive', () => {
   it('a unary body over the cap is refused while it arrives', async () => {
     const c = await clientWith({ limits: { answerBytes: 256 * KiB } });
     let sent: Promise<number> | undefined;
-    proxy.setRule(() => ({ kind: 'respond', write: (res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.write('{"resource":{"metadata":{},"spec":{"yaml_spec":"');
-      sent = writeEndlessly(res, Buffer.alloc(16 * KiB, 'a'));
-    } }));
+    proxy.setRule(() => ({
+      kind: 'respond',
+      write: (res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('{"resource":{"metadata":{},"spec":{"yaml_spec":"');
+        sent = writeEndlessly(res, Buffer.alloc(16 * KiB, 'a'));
+      },
+    }));
     const err = await failure(c.state.get(IM0));
     expectProtocol(err, 'STUB_ANSWER_TOO_LARGE', '/cosi.resource.State/Get');
     expect(err.message).toContain('the answer is more than 256 KiB');
@@ -302,13 +396,25 @@ describe('reads are bounded while they arrive', () => {
 
   it('a declared Content-Length over the cap is refused before reading', async () => {
     const c = await clientWith({ limits: { answerBytes: 256 * KiB } });
-    proxy.setRule(() => ({ kind: 'respond', write: (res) => { res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(400 * 1024 * KiB) }); res.write('{'); } }));
+    proxy.setRule(() => ({
+      kind: 'respond',
+      write: (res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(400 * 1024 * KiB) });
+        res.write('{');
+      },
+    }));
     expectProtocol(await failure(c.state.get(IM0)), 'STUB_ANSWER_TOO_LARGE', '/cosi.resource.State/Get');
   });
 
   it('a gzip answer that inflates beyond the cap (a gzip bomb) is refused, inflating stops at the cap', async () => {
     const c = await clientWith({ limits: { answerBytes: 1024 * KiB } });
-    const bomb = gzipSync(Buffer.concat([Buffer.from('{"resource":{"metadata":{},"spec":{"yaml_spec":"'), Buffer.alloc(64 * 1024 * KiB, 'a'), Buffer.from('"}}}')]));
+    const bomb = gzipSync(
+      Buffer.concat([
+        Buffer.from('{"resource":{"metadata":{},"spec":{"yaml_spec":"'),
+        Buffer.alloc(64 * 1024 * KiB, 'a'),
+        Buffer.from('"}}}'),
+      ]),
+    );
     expect(bomb.length).toBeLessThan(200 * KiB);
     proxy.setRule(respond(200, bomb, { 'content-encoding': 'gzip' }));
     const err = await failure(c.state.get(IM0));
@@ -319,30 +425,42 @@ describe('reads are bounded while they arrive', () => {
   it('a stream line over the cap is refused while it arrives, plain or gzip', async () => {
     const c = await clientWith({ limits: { lineBytes: 256 * KiB } });
     let sent: Promise<number> | undefined;
-    proxy.setRule(() => ({ kind: 'respond', write: (res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      sent = writeEndlessly(res, Buffer.alloc(16 * KiB, ' '));
-    } }));
+    proxy.setRule(() => ({
+      kind: 'respond',
+      write: (res) => {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        sent = writeEndlessly(res, Buffer.alloc(16 * KiB, ' '));
+      },
+    }));
     const err = await failure(c.state.list(NS, T.InfraMachine));
     expectProtocol(err, 'STUB_LINE_TOO_LONG', '/cosi.resource.State/List');
     expect(await sent).toBeLessThan(16 * 1024 * KiB);
 
-    proxy.setRule(() => ({ kind: 'respond', write: (res) => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
-      res.end(gzipSync(Buffer.alloc(32 * 1024 * KiB, ' ')));
-    } }));
+    proxy.setRule(() => ({
+      kind: 'respond',
+      write: (res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+        res.end(gzipSync(Buffer.alloc(32 * 1024 * KiB, ' ')));
+      },
+    }));
     expectProtocol(await failure(c.state.list(NS, T.InfraMachine)), 'STUB_LINE_TOO_LONG', '/cosi.resource.State/List');
   });
 
   it('a gzip stream whose bytes inflate to nothing is bounded too (compressed bytes per line)', async () => {
     const c = await clientWith({ limits: { lineBytes: 64 * KiB } });
     let sent: Promise<number> | undefined;
-    proxy.setRule(() => ({ kind: 'respond', write: (res) => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
-      // A gzip header, then empty stored deflate blocks (5 bytes each) that inflate to nothing.
-      res.write(Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]));
-      sent = writeEndlessly(res, Buffer.concat(Array.from({ length: 3000 }, () => Buffer.from([0, 0, 0, 0xff, 0xff]))));
-    } }));
+    proxy.setRule(() => ({
+      kind: 'respond',
+      write: (res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });
+        // A gzip header, then empty stored deflate blocks (5 bytes each) that inflate to nothing.
+        res.write(Buffer.from([0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]));
+        sent = writeEndlessly(
+          res,
+          Buffer.concat(Array.from({ length: 3000 }, () => Buffer.from([0, 0, 0, 0xff, 0xff]))),
+        );
+      },
+    }));
     const err = await failure(c.state.list(NS, T.InfraMachine));
     expectProtocol(err, 'STUB_LINE_TOO_LONG', '/cosi.resource.State/List');
     expect(err.message).toContain('of compressed data');
@@ -363,18 +481,25 @@ describe('reads are bounded while they arrive', () => {
     const c = await clientWith({ limits: { answerBytes: 256 * KiB, bufferedBytes: 150 * KiB } });
     const half = Buffer.alloc(100 * KiB, 'a');
     let waiting: (() => void)[] = [];
-    proxy.setRule((r) => (r.rpc === 'Get' ? { kind: 'respond', write: async (res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.write('{"resource":{"metadata":{},"spec":{"yaml_spec":"');
-      res.write(half);
-      // Each answer alone is within its cap; both hold 100 KiB before either can end: 200 KiB > 150 KiB.
-      await new Promise<void>((resolve) => {
-        waiting.push(resolve);
-        if (waiting.length === 2) for (const w of waiting.splice(0)) w();
-      });
-      res.write(half);
-      res.end('"}}}');
-    } } : undefined));
+    proxy.setRule((r) =>
+      r.rpc === 'Get'
+        ? {
+            kind: 'respond',
+            write: async (res) => {
+              res.writeHead(200, { 'content-type': 'application/json' });
+              res.write('{"resource":{"metadata":{},"spec":{"yaml_spec":"');
+              res.write(half);
+              // Each answer alone is within its cap; both hold 100 KiB before either can end: 200 KiB > 150 KiB.
+              await new Promise<void>((resolve) => {
+                waiting.push(resolve);
+                if (waiting.length === 2) for (const w of waiting.splice(0)) w();
+              });
+              res.write(half);
+              res.end('"}}}');
+            },
+          }
+        : undefined,
+    );
     const [a, b] = await Promise.allSettled([c.state.get(IM0), c.state.get({ ...IM0, id: M1 })]);
     const errs = [a, b].filter((x) => x.status === 'rejected').map((x) => (x as PromiseRejectedResult).reason as Error);
     expect(errs.length).toBeGreaterThanOrEqual(1);
@@ -395,12 +520,14 @@ describe('watch events', () => {
     const ac = new AbortController();
     const t = setTimeout(() => ac.abort(), 5000);
     try {
-      return await failure((async () => {
-        for await (const _b of c.state.watchKind(NS, T.InfraMachine, { signal: ac.signal })) {
-          // consume
-        }
-        return 'ended';
-      })());
+      return await failure(
+        (async () => {
+          for await (const _b of c.state.watchKind(NS, T.InfraMachine, { signal: ac.signal })) {
+            // consume
+          }
+          return 'ended';
+        })(),
+      );
     } finally {
       clearTimeout(t);
     }
@@ -408,18 +535,33 @@ describe('watch events', () => {
 
   /** A Watch answered by hand: the first message, then `lines`, then the stream stays open. */
   function watchAnswer(lines: string[]): TamperRule {
-    return (r) => (r.rpc === 'Watch' ? { kind: 'respond', write: (res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.write(`${line({})}\n`);
-      for (const l of lines) res.write(`${l}\n`);
-    } } : undefined);
+    return (r) =>
+      r.rpc === 'Watch'
+        ? {
+            kind: 'respond',
+            write: (res) => {
+              res.writeHead(200, { 'content-type': 'application/json' });
+              res.write(`${line({})}\n`);
+              for (const l of lines) res.write(`${l}\n`);
+            },
+          }
+        : undefined;
   }
 
   it.each([
     ['an event without a resource', () => line({ event: [{ event_type: 2 }] })],
-    ['a DESTROYED event of another type', () => line({ event: [{ event_type: 2, resource: withMeta(wireOf(M0), { type: T.InfraMachineStatus }) }] })],
-    ['a DESTROYED event without an ID', () => line({ event: [{ event_type: 2, resource: withMeta(wireOf(M0), { id: '' }) }] })],
-    ['an UPDATED event whose old resource is another one', () => line({ event: [{ event_type: 1, resource: wireOf(M0), old: wireOf(M1) }] })],
+    [
+      'a DESTROYED event of another type',
+      () => line({ event: [{ event_type: 2, resource: withMeta(wireOf(M0), { type: T.InfraMachineStatus }) }] }),
+    ],
+    [
+      'a DESTROYED event without an ID',
+      () => line({ event: [{ event_type: 2, resource: withMeta(wireOf(M0), { id: '' }) }] }),
+    ],
+    [
+      'an UPDATED event whose old resource is another one',
+      () => line({ event: [{ event_type: 1, resource: wireOf(M0), old: wireOf(M1) }] }),
+    ],
     ['a line that is not JSON', () => '{"result":'],
   ])('%s ends the watch with a ProtocolError, without reconnecting to read it again', async (_n, bad) => {
     proxy.setRule(watchAnswer([line({}), line({ event: [{ resource: wireOf(M1) }] }), bad()]));
@@ -439,23 +581,39 @@ describe('watch events', () => {
 
   it('an endless line in a watch is STUB_LINE_TOO_LONG', async () => {
     const c = await clientWith({ limits: { lineBytes: 64 * KiB } });
-    proxy.setRule((r) => (r.rpc === 'Watch' ? { kind: 'respond', write: (res) => {
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.write(`${line({})}\n`);
-      const pump = (): void => {
-        while (!res.destroyed && res.write(Buffer.alloc(8 * KiB, ' ')));
-        if (!res.destroyed) res.once('drain', pump);
-      };
-      pump();
-    } } : undefined));
+    proxy.setRule((r) =>
+      r.rpc === 'Watch'
+        ? {
+            kind: 'respond',
+            write: (res) => {
+              res.writeHead(200, { 'content-type': 'application/json' });
+              res.write(`${line({})}\n`);
+              const pump = (): void => {
+                while (!res.destroyed && res.write(Buffer.alloc(8 * KiB, ' ')));
+                if (!res.destroyed) res.once('drain', pump);
+              };
+              pump();
+            },
+          }
+        : undefined,
+    );
     expectProtocol(await watchFailure(c), 'STUB_LINE_TOO_LONG', '/cosi.resource.State/Watch');
   });
 });
 
 describe('the adopted clock offset is bounded', () => {
-  const refuse = (dateMs: number): TamperRule => (r) => (r.rpc === 'Get'
-    ? { kind: 'respond', write: (res) => { res.writeHead(401, { 'content-type': 'application/json', date: new Date(dateMs).toUTCString() }); res.end('{"code":16,"message":"invalid signature"}'); } }
-    : undefined);
+  const refuse =
+    (dateMs: number): TamperRule =>
+    (r) =>
+      r.rpc === 'Get'
+        ? {
+            kind: 'respond',
+            write: (res) => {
+              res.writeHead(401, { 'content-type': 'application/json', date: new Date(dateMs).toUTCString() });
+              res.end('{"code":16,"message":"invalid signature"}');
+            },
+          }
+        : undefined;
 
   it('a Date a month ahead is not adopted: an error naming both clocks, exit 4', async () => {
     // Whole seconds: a Date header has no milliseconds.

@@ -38,9 +38,10 @@ beforeAll(async () => {
     req.on('end', () => {
       const x = current!;
       const r = x.response;
-      const text = STREAMS.has(x.request.rpc) || r.lines.length !== 1 || 'error' in (r.lines[0] ?? {})
-        ? r.lines.map((l) => `${JSON.stringify(l)}\n`).join('')
-        : JSON.stringify(r.lines[0]);
+      const text =
+        STREAMS.has(x.request.rpc) || r.lines.length !== 1 || 'error' in (r.lines[0] ?? {})
+          ? r.lines.map((l) => `${JSON.stringify(l)}\n`).join('')
+          : JSON.stringify(r.lines[0]);
       const gz = r.headers['content-encoding'] === 'gzip';
       res.writeHead(r.status, { ...r.headers });
       if (x.request.rpc === 'Watch' && r.status === 200) {
@@ -53,7 +54,13 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const key = await generateKey('infra-provider:rec', { lifetimeSeconds: 3600 });
-  client = await createOmniClient({ endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, key: key.serviceAccountKey, delay: noDelay, env: {}, retries: 0 });
+  client = await createOmniClient({
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    key: key.serviceAccountKey,
+    delay: noDelay,
+    env: {},
+    retries: 0,
+  });
 });
 afterAll(async () => {
   await client.close();
@@ -62,19 +69,27 @@ afterAll(async () => {
 });
 
 function exchanges(file: string): Exchange[] {
-  return readFileSync(sharedPath('omni-recordings', file), 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Exchange);
+  return readFileSync(sharedPath('omni-recordings', file), 'utf8')
+    .split('\n')
+    .filter((l) => l.trim() !== '')
+    .map((l) => JSON.parse(l) as Exchange);
 }
 
 function pointerOf(body: Record<string, unknown> | null): Pointer {
   const b = body ?? {};
-  return { namespace: String(b['namespace'] ?? 'infra-provider'), type: String(b['type'] ?? 'InfraMachines.omni.sidero.dev'), id: String(b['id'] ?? 'x') };
+  return {
+    namespace: String(b['namespace'] ?? 'infra-provider'),
+    type: String(b['type'] ?? 'InfraMachines.omni.sidero.dev'),
+    id: String(b['id'] ?? 'x'),
+  };
 }
 
 function resourceIn(body: Record<string, unknown> | null, field: 'resource' | 'new_resource') {
   return resourceFromWire(decodeMessage(ResourceSchema, (body ?? {})[field], { strict: false }), true);
 }
 
-const idOf = (l: Record<string, unknown>) => ((l['result'] as { resource: { metadata: { id: string } } }).resource.metadata.id);
+const idOf = (l: Record<string, unknown>) =>
+  (l['result'] as { resource: { metadata: { id: string } } }).resource.metadata.id;
 
 async function watchEvents(ns: string, type: string, count: number): Promise<WatchEvent[]> {
   const ac = new AbortController();
@@ -121,7 +136,7 @@ for (const file of RECORDINGS) {
           }
           case 'Watch': {
             const p = pointerOf(body);
-            const recorded = r.lines.slice(1).flatMap((l) => ((l['result'] as { event?: unknown[] }).event ?? []));
+            const recorded = r.lines.slice(1).flatMap((l) => (l['result'] as { event?: unknown[] }).event ?? []);
             const events = await watchEvents(p.namespace, p.type, recorded.length);
             expect(events).toHaveLength(recorded.length);
             return;

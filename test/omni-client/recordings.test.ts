@@ -73,7 +73,9 @@ const asOmniJson = (r: Resource) => canonical(encodeMessage(ResourceSchema, reso
 
 function requestResource(ex: RecordedExchange): Resource {
   const body = (ex.request.body ?? {}) as Record<string, unknown>;
-  return resourceFromWire(decodeMessage(ResourceSchema, body['resource'] ?? body['new_resource'] ?? {}, { strict: false }));
+  return resourceFromWire(
+    decodeMessage(ResourceSchema, body['resource'] ?? body['new_resource'] ?? {}, { strict: false }),
+  );
 }
 
 function pointer(ex: RecordedExchange): { namespace: string; type: string; id: string } {
@@ -84,24 +86,29 @@ function pointer(ex: RecordedExchange): { namespace: string; type: string; id: s
 /** The events the recorded watch lines mean, as the client's watchKind yields them (empty batches dropped). */
 function recordedBatches(ex: RecordedExchange): unknown[] {
   const types = ['created', 'updated', 'destroyed', 'bootstrapped', 'errored', 'noop'];
-  return ex.response.lines.slice(1).map((l) => {
-    const events = ((l as { result?: { event?: Record<string, unknown>[] } }).result?.event ?? []);
-    return events.map((e) => ({
-      type: types[(e['event_type'] as number | undefined) ?? 0],
-      resource: canonical(e['resource'] ?? {}),
-      ...(e['old'] ? { old: canonical(e['old']) } : {}),
-      ...(typeof e['bookmark'] === 'string' ? { bookmark: e['bookmark'] } : {}),
-    }));
-  }).filter((b) => b.length > 0);
+  return ex.response.lines
+    .slice(1)
+    .map((l) => {
+      const events = (l as { result?: { event?: Record<string, unknown>[] } }).result?.event ?? [];
+      return events.map((e) => ({
+        type: types[(e['event_type'] as number | undefined) ?? 0],
+        resource: canonical(e['resource'] ?? {}),
+        ...(e['old'] ? { old: canonical(e['old']) } : {}),
+        ...(typeof e['bookmark'] === 'string' ? { bookmark: e['bookmark'] } : {}),
+      }));
+    })
+    .filter((b) => b.length > 0);
 }
 
 function decodedBatches(batches: WatchEvent[][]): unknown[] {
-  return batches.map((b) => b.map((e) => ({
-    type: e.type,
-    resource: asOmniJson(e.resource),
-    ...(e.old ? { old: asOmniJson(e.old) } : {}),
-    ...(e.bookmark ? { bookmark: Buffer.from(e.bookmark).toString('base64') } : {}),
-  })));
+  return batches.map((b) =>
+    b.map((e) => ({
+      type: e.type,
+      resource: asOmniJson(e.resource),
+      ...(e.old ? { old: asOmniJson(e.old) } : {}),
+      ...(e.bookmark ? { bookmark: Buffer.from(e.bookmark).toString('base64') } : {}),
+    })),
+  );
 }
 
 async function watch(ex: RecordedExchange): Promise<WatchEvent[][]> {
@@ -125,15 +132,23 @@ async function watch(ex: RecordedExchange): Promise<WatchEvent[][]> {
 async function call(ex: RecordedExchange): Promise<unknown> {
   const opts = ((ex.request.body ?? {}) as { options?: { owner?: string; expected_phase?: string } }).options ?? {};
   switch (ex.request.rpc) {
-    case 'List': return client.state.list(pointer(ex).namespace, pointer(ex).type);
-    case 'Watch': return watch(ex);
-    case 'Create': return client.state.create(requestResource(ex), { owner: opts.owner ?? '' });
-    case 'Update': return client.state.update(requestResource(ex), {
-      owner: opts.owner ?? '',
-      ...(opts.expected_phase === 'running' || opts.expected_phase === 'tearingDown' ? { expectedPhase: opts.expected_phase } : {}),
-    });
-    case 'Destroy': return client.state.destroy(pointer(ex), { owner: opts.owner ?? '' });
-    default: return client.state.get(pointer(ex));
+    case 'List':
+      return client.state.list(pointer(ex).namespace, pointer(ex).type);
+    case 'Watch':
+      return watch(ex);
+    case 'Create':
+      return client.state.create(requestResource(ex), { owner: opts.owner ?? '' });
+    case 'Update':
+      return client.state.update(requestResource(ex), {
+        owner: opts.owner ?? '',
+        ...(opts.expected_phase === 'running' || opts.expected_phase === 'tearingDown'
+          ? { expectedPhase: opts.expected_phase }
+          : {}),
+      });
+    case 'Destroy':
+      return client.state.destroy(pointer(ex), { owner: opts.owner ?? '' });
+    default:
+      return client.state.get(pointer(ex));
   }
 }
 
@@ -175,7 +190,9 @@ describe.each(recordings.map((r) => [r.file, r] as const))('the client reads eve
       expect(err).toBeUndefined();
       switch (ex.request.rpc) {
         case 'List':
-          expect((got as Resource[]).map(asOmniJson)).toEqual(ex.response.lines.map((l) => canonical((l as { result: { resource: unknown } }).result.resource)));
+          expect((got as Resource[]).map(asOmniJson)).toEqual(
+            ex.response.lines.map((l) => canonical((l as { result: { resource: unknown } }).result.resource)),
+          );
           break;
         case 'Watch':
           expect(decodedBatches(got as WatchEvent[][])).toEqual(recordedBatches(ex));
@@ -192,9 +209,13 @@ describe.each(recordings.map((r) => [r.file, r] as const))('the client reads eve
     expect(err).toBeInstanceOf(OmniError);
     const e = err as OmniError;
     expect(e).toBeInstanceOf(errorFromStatus(want.code, '').constructor);
-    expect({ grpcCode: e.grpcCode, httpStatus: e.httpStatus }).toEqual({ grpcCode: want.code, httpStatus: ex.response.status });
+    expect({ grpcCode: e.grpcCode, httpStatus: e.httpStatus }).toEqual({
+      grpcCode: want.code,
+      httpStatus: ex.response.status,
+    });
     // A refused signature gets the client's explanation appended; Omni's words come first.
-    if (want.code === 16) expect(e.omniMessage.startsWith(`${want.message}: Omni refused identity "infra-provider:rec"`)).toBe(true);
+    if (want.code === 16)
+      expect(e.omniMessage.startsWith(`${want.message}: Omni refused identity "infra-provider:rec"`)).toBe(true);
     else expect(e.omniMessage).toBe(want.message);
     // Not retried by the transport (none of these is Unavailable or a broken connection).
     expect(hits).toBe(1);

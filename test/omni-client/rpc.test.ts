@@ -6,7 +6,15 @@ import { createOmniClient, type OmniClient } from '../../src/omni-client/client.
 import { FailedPreconditionError, NotFoundError, PermissionDeniedError } from '../../src/omni-api/errors.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
-import { noDelay, res, sendJson, startFakeGateway, LineWriter, wireResource, type FakeGateway } from '../helpers/fake-gateway.js';
+import {
+  noDelay,
+  res,
+  sendJson,
+  startFakeGateway,
+  LineWriter,
+  wireResource,
+  type FakeGateway,
+} from '../helpers/fake-gateway.js';
 
 let key: GeneratedKey;
 let gw: FakeGateway;
@@ -25,7 +33,8 @@ afterEach(async () => {
 });
 
 const ptr = { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: 'm1' };
-const conflict = (r: Parameters<typeof sendJson>[0]) => sendJson(r, 400, { code: 9, message: 'resource m1 update conflict: expected version "1", actual version "2"' });
+const conflict = (r: Parameters<typeof sendJson>[0]) =>
+  sendJson(r, 400, { code: 9, message: 'resource m1 update conflict: expected version "1", actual version "2"' });
 
 function newResourceOf(body: Record<string, unknown>): Record<string, unknown> {
   return body['new_resource'] as Record<string, unknown>;
@@ -33,7 +42,15 @@ function newResourceOf(body: Record<string, unknown>): Record<string, unknown> {
 
 describe('Get', () => {
   it('sends the pointer, signed, no gzip asked for a unary call, no Authorization; decodes the resource', async () => {
-    const r = res('m1', { owner: 'bare-metal.InfraMachineController', finalizers: ['bare-metal.InfraMachineController'], labels: { a: 'b' } }, new Uint8Array([10, 3, 97, 98, 99, 0xff]));
+    const r = res(
+      'm1',
+      {
+        owner: 'bare-metal.InfraMachineController',
+        finalizers: ['bare-metal.InfraMachineController'],
+        labels: { a: 'b' },
+      },
+      new Uint8Array([10, 3, 97, 98, 99, 0xff]),
+    );
     r.spec.yamlSpec = 'a: b\n';
     gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(r) }));
     const got = await client.state.get(ptr);
@@ -41,12 +58,20 @@ describe('Get', () => {
 
     const [q] = gw.calls('Get');
     expect(q?.path).toBe('/api/cosi.resource.State/Get');
-    expect(q?.body).toEqual({ namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: 'm1', options: {} });
+    expect(q?.body).toEqual({
+      namespace: 'infra-provider',
+      type: 'InfraMachines.omni.sidero.dev',
+      id: 'm1',
+      options: {},
+    });
     // gzip is asked for on streams only by default (transport.ts `gzip`): a unary body is one resource.
     expect(q?.headers['accept-encoding']).toBeUndefined();
     expect(q?.headers['authorization']).toBeUndefined();
     const payload = String(q?.headers['grpc-metadata-x-sidero-payload']);
-    expect(JSON.parse(payload)).toEqual({ headers: { 'x-sidero-timestamp': [String(q?.headers['grpc-metadata-x-sidero-timestamp'])] }, method: '/cosi.resource.State/Get' });
+    expect(JSON.parse(payload)).toEqual({
+      headers: { 'x-sidero-timestamp': [String(q?.headers['grpc-metadata-x-sidero-timestamp'])] },
+      method: '/cosi.resource.State/Get',
+    });
     const [v, name, fp, sig] = String(q?.headers['grpc-metadata-x-sidero-signature']).split(' ');
     expect([v, name, fp]).toEqual(['siderov1', 'infra-provider:bare-metal', key.fingerprint]);
     const verified = await openpgp.verify({
@@ -58,10 +83,12 @@ describe('Get', () => {
   });
 
   it('NotFound names the method and the resource', async () => {
-    gw.on('Get', (_q, s) => sendJson(s, 404, { code: 5, message: 'resource m1 doesn\'t exist' }));
+    gw.on('Get', (_q, s) => sendJson(s, 404, { code: 5, message: "resource m1 doesn't exist" }));
     const err = await client.state.get(ptr).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(NotFoundError);
-    expect((err as NotFoundError).message).toBe("/cosi.resource.State/Get infra-provider/InfraMachines.omni.sidero.dev/m1: NotFound: resource m1 doesn't exist");
+    expect((err as NotFoundError).message).toBe(
+      "/cosi.resource.State/Get infra-provider/InfraMachines.omni.sidero.dev/m1: NotFound: resource m1 doesn't exist",
+    );
     expect((err as NotFoundError).resource).toEqual(ptr);
   });
 });
@@ -75,7 +102,10 @@ describe('List', () => {
       w.end();
     });
     const got = await client.state.list('infra-provider', 'InfraMachines.omni.sidero.dev', {
-      labelQueries: [[{ key: 'omni.sidero.dev/infra-provider-id', op: 'EQUAL', value: ['bare-metal'] }], [{ key: 'x', op: 'EXISTS', invert: true }]],
+      labelQueries: [
+        [{ key: 'omni.sidero.dev/infra-provider-id', op: 'EQUAL', value: ['bare-metal'] }],
+        [{ key: 'x', op: 'EXISTS', invert: true }],
+      ],
       idRegexp: '^m',
     });
     expect(got.map((r) => r.metadata.id)).toEqual(['a', 'b']);
@@ -83,7 +113,10 @@ describe('List', () => {
       namespace: 'infra-provider',
       type: 'InfraMachines.omni.sidero.dev',
       options: {
-        label_query: [{ terms: [{ key: 'omni.sidero.dev/infra-provider-id', op: 1, value: ['bare-metal'] }] }, { terms: [{ key: 'x', invert: true }] }],
+        label_query: [
+          { terms: [{ key: 'omni.sidero.dev/infra-provider-id', op: 1, value: ['bare-metal'] }] },
+          { terms: [{ key: 'x', invert: true }] },
+        ],
         id_query: { regexp: '^m' },
       },
     });
@@ -101,7 +134,13 @@ describe('List', () => {
 
 describe('gzip choice', () => {
   it("gzip: 'streams' asks for gzip on List and Watch only, wherever Omni is", async () => {
-    const streams = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, delay: noDelay, env: {}, gzip: 'streams' });
+    const streams = await createOmniClient({
+      endpoint: gw.url,
+      key: key.serviceAccountKey,
+      delay: noDelay,
+      env: {},
+      gzip: 'streams',
+    });
     try {
       gw.on('List', (_q, s) => new LineWriter(s, { gzip: true }).end());
       gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }));
@@ -115,7 +154,13 @@ describe('gzip choice', () => {
   });
 
   it("gzip: 'all' asks for gzip on unary calls too, and decodes the gzip answer", async () => {
-    const all = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, delay: noDelay, env: {}, gzip: 'all' });
+    const all = await createOmniClient({
+      endpoint: gw.url,
+      key: key.serviceAccountKey,
+      delay: noDelay,
+      env: {},
+      gzip: 'all',
+    });
     try {
       gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }, { gzip: true }));
       expect((await all.state.get(ptr)).metadata.id).toBe('m1');
@@ -128,7 +173,12 @@ describe('gzip choice', () => {
 
 describe('Create, Update, Destroy', () => {
   it('Create sends the resource and the owner option', async () => {
-    const r = res('s1', { type: 'InfraMachineStatuses.omni.sidero.dev', version: 'undefined', created: undefined, updated: undefined });
+    const r = res('s1', {
+      type: 'InfraMachineStatuses.omni.sidero.dev',
+      version: 'undefined',
+      created: undefined,
+      updated: undefined,
+    });
     gw.on('Create', (q, s) => {
       const back = res('s1', { type: 'InfraMachineStatuses.omni.sidero.dev', owner: 'bare-metal.X' });
       sendJson(s, 200, { resource: wireResource(back) });
@@ -138,23 +188,36 @@ describe('Create, Update, Destroy', () => {
     expect(created.metadata.version).toBe('1');
     expect(gw.calls('Create')[0]?.body).toEqual({
       resource: {
-        metadata: { namespace: 'infra-provider', type: 'InfraMachineStatuses.omni.sidero.dev', id: 's1', version: 'undefined', phase: 'running' },
+        metadata: {
+          namespace: 'infra-provider',
+          type: 'InfraMachineStatuses.omni.sidero.dev',
+          id: 's1',
+          version: 'undefined',
+          phase: 'running',
+        },
         spec: { proto_spec: 'CAE=' },
       },
       options: { owner: 'bare-metal.X' },
     });
   });
 
-  it('Update sends expected_phase only when asked; owner defaults to the resource\'s', async () => {
+  it("Update sends expected_phase only when asked; owner defaults to the resource's", async () => {
     const r = res('m1', { owner: 'o' });
-    gw.on('Update', (_q, s) => sendJson(s, 200, { resource: wireResource({ ...r, metadata: { ...r.metadata, version: '2' } }) }));
+    gw.on('Update', (_q, s) =>
+      sendJson(s, 200, { resource: wireResource({ ...r, metadata: { ...r.metadata, version: '2' } }) }),
+    );
     const after = await client.state.update(r);
     expect(after.metadata.version).toBe('2');
     await client.state.update(r, { owner: 'p', expectedPhase: 'running' });
     const [a, b] = gw.calls('Update');
     expect(a?.body['options']).toEqual({ owner: 'o' });
     expect(b?.body['options']).toEqual({ owner: 'p', expected_phase: 'running' });
-    expect(newResourceOf(a?.body ?? {})['metadata']).toMatchObject({ id: 'm1', version: '1', owner: 'o', phase: 'running' });
+    expect(newResourceOf(a?.body ?? {})['metadata']).toMatchObject({
+      id: 'm1',
+      version: '1',
+      owner: 'o',
+      phase: 'running',
+    });
   });
 
   it('Destroy sends the pointer and owner; pending finalizers are FailedPrecondition', async () => {
@@ -174,7 +237,12 @@ describe('teardown (Get + Update, never the Teardown RPC)', () => {
     expect(await client.state.teardown(ptr)).toBe(false);
     const [u] = gw.calls('Update');
     expect(u?.body['options']).toEqual({ owner: 'bare-metal.C', expected_phase: 'running' });
-    expect(newResourceOf(u?.body ?? {})['metadata']).toMatchObject({ phase: 'tearingDown', owner: 'bare-metal.C', version: '1', finalizers: ['f'] });
+    expect(newResourceOf(u?.body ?? {})['metadata']).toMatchObject({
+      phase: 'tearingDown',
+      owner: 'bare-metal.C',
+      version: '1',
+      finalizers: ['f'],
+    });
     expect(gw.calls('Teardown')).toHaveLength(0);
   });
 
@@ -203,20 +271,26 @@ describe('teardown (Get + Update, never the Teardown RPC)', () => {
       sendJson(s, 200, { resource: newResourceOf(q.body) });
     });
     expect(await client.state.teardown(ptr)).toBe(true);
-    expect(gw.calls('Update').map((u) => (newResourceOf(u.body)['metadata'] as Record<string, unknown>)['version'])).toEqual(['1', '2']);
+    expect(
+      gw.calls('Update').map((u) => (newResourceOf(u.body)['metadata'] as Record<string, unknown>)['version']),
+    ).toEqual(['1', '2']);
   });
 });
 
 describe('removeFinalizers', () => {
   const ours = ['bare-metal.InfraMachineController', 'bare-metal.BMC'];
   const read = (): Resource => {
-    const r = res('m1', {
-      owner: '',
-      phase: 'tearingDown',
-      finalizers: ['omni.Controller', 'bare-metal.InfraMachineController', 'bare-metal.BMC'],
-      labels: { 'omni.sidero.dev/infra-provider-id': 'bare-metal' },
-      annotations: { note: 'x' },
-    }, new Uint8Array([8, 1, 0x98, 0x06, 0x01])); // an unknown field (99) kept byte for byte
+    const r = res(
+      'm1',
+      {
+        owner: '',
+        phase: 'tearingDown',
+        finalizers: ['omni.Controller', 'bare-metal.InfraMachineController', 'bare-metal.BMC'],
+        labels: { 'omni.sidero.dev/infra-provider-id': 'bare-metal' },
+        annotations: { note: 'x' },
+      },
+      new Uint8Array([8, 1, 0x98, 0x06, 0x01]),
+    ); // an unknown field (99) kept byte for byte
     r.spec.yamlSpec = 'opaque: 1\n';
     return r;
   };
@@ -233,7 +307,9 @@ describe('removeFinalizers', () => {
     expect(u?.body['options']).toEqual({});
     const expected = wireResource({ ...r, metadata: { ...r.metadata, finalizers: ['omni.Controller'] } });
     expect(newResourceOf(u?.body ?? {})).toEqual(expected);
-    expect((newResourceOf(u?.body ?? {})['spec'] as Record<string, unknown>)['proto_spec']).toBe(Buffer.from([8, 1, 0x98, 0x06, 0x01]).toString('base64'));
+    expect((newResourceOf(u?.body ?? {})['spec'] as Record<string, unknown>)['proto_spec']).toBe(
+      Buffer.from([8, 1, 0x98, 0x06, 0x01]).toString('base64'),
+    );
   });
 
   it('reads first when given a pointer; none present = absent, no Update', async () => {
@@ -273,7 +349,11 @@ describe('removeFinalizers', () => {
     expect(out.outcome).toBe('removed');
     expect(out.attempts).toBe(2);
     const second = newResourceOf(gw.calls('Update')[1]?.body ?? {})['metadata'] as Record<string, unknown>;
-    expect(second).toMatchObject({ version: '2', labels: { 'omni.sidero.dev/infra-provider-id': 'bare-metal', new: 'label' }, finalizers: ['omni.Controller'] });
+    expect(second).toMatchObject({
+      version: '2',
+      labels: { 'omni.sidero.dev/infra-provider-id': 'bare-metal', new: 'label' },
+      finalizers: ['omni.Controller'],
+    });
   });
 
   it('read-only PermissionDenied with a changed resource: reads again and retries', async () => {
@@ -283,12 +363,18 @@ describe('removeFinalizers', () => {
     gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(changed) }));
     let n = 0;
     gw.on('Update', (q, s) => {
-      if (n++ === 0) return sendJson(s, 403, { code: 7, message: 'infra providers are not allowed to update InfraMachines other than setting finalizers' });
+      if (n++ === 0)
+        return sendJson(s, 403, {
+          code: 7,
+          message: 'infra providers are not allowed to update InfraMachines other than setting finalizers',
+        });
       sendJson(s, 200, { resource: newResourceOf(q.body) });
     });
     const out = await client.state.removeFinalizers(read(), ours);
     expect(out).toMatchObject({ outcome: 'removed', attempts: 2 });
-    expect((newResourceOf(gw.calls('Update')[1]?.body ?? {})['metadata'] as Record<string, unknown>)['annotations']).toEqual({ note: 'x', changed: 'yes' });
+    expect(
+      (newResourceOf(gw.calls('Update')[1]?.body ?? {})['metadata'] as Record<string, unknown>)['annotations'],
+    ).toEqual({ note: 'x', changed: 'yes' });
   });
 
   it('PermissionDenied on an unchanged resource is a refusal: thrown after one attempt', async () => {

@@ -10,7 +10,15 @@
 
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createOmniClient, type OmniClient } from '../../src/omni-client/client.js';
-import { AlreadyExistsError, FailedPreconditionError, InternalError, InvalidArgumentError, NotFoundError, PermissionDeniedError, UnauthenticatedError } from '../../src/omni-api/errors.js';
+import {
+  AlreadyExistsError,
+  FailedPreconditionError,
+  InternalError,
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  UnauthenticatedError,
+} from '../../src/omni-api/errors.js';
 import { newMetadata, T, type Metadata, type Resource } from '../../src/omni-api/resource.js';
 import type { LabelQuery, WatchEvent } from '../../src/omni-api/state.js';
 import { createSim } from '../../src/omni-sim/index.js';
@@ -52,13 +60,17 @@ resources:
   { name: 'cosi', start: (key) => startCosiServer(key) },
 ];
 
-const thing = (id: string, init: Partial<Omit<Metadata, 'namespace' | 'type' | 'id'>> = {}, protoSpec = OPAQUE): Resource => ({
+const thing = (
+  id: string,
+  init: Partial<Omit<Metadata, 'namespace' | 'type' | 'id'>> = {},
+  protoSpec = OPAQUE,
+): Resource => ({
   metadata: newMetadata({ namespace: NS, type: TYPE, id }, init),
   spec: { protoSpec, yamlSpec: `id: ${id}\n` },
 });
 
 async function waitFor(what: string, pred: () => boolean, ms = 5_000): Promise<void> {
-  for (const started = Date.now(); !pred(); ) {
+  for (const started = Date.now(); !pred();) {
     if (Date.now() - started > ms) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
     await new Promise((r) => setTimeout(r, 10));
   }
@@ -71,7 +83,12 @@ function watch(client: OmniClient, opts: { labelQueries?: LabelQuery[] } = {}, k
   let resets = 0;
   let failure: unknown;
   const done = (async () => {
-    for await (const b of client.state.watchKind(kind.namespace, kind.type, { ...opts, signal: ac.signal, onReset: () => resets++ })) batches.push(b);
+    for await (const b of client.state.watchKind(kind.namespace, kind.type, {
+      ...opts,
+      signal: ac.signal,
+      onReset: () => resets++,
+    }))
+      batches.push(b);
   })().catch((e: unknown) => {
     failure = e;
   });
@@ -81,7 +98,10 @@ function watch(client: OmniClient, opts: { labelQueries?: LabelQuery[] } = {}, k
     batches,
     events,
     /** `type:id` of the events after the bootstrap, in order. */
-    seen: (id?: string) => live().filter((e) => id === undefined || e.resource.metadata.id === id).map((e) => `${e.type}:${e.resource.metadata.id}`),
+    seen: (id?: string) =>
+      live()
+        .filter((e) => id === undefined || e.resource.metadata.id === id)
+        .map((e) => `${e.type}:${e.resource.metadata.id}`),
     resets: () => resets,
     failure: () => failure,
     stop: async () => {
@@ -130,7 +150,15 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       const before = Date.now() - 60_000;
       const r = thing(id('a'), { labels: { k: 'v' }, annotations: { note: 'x' }, finalizers: ['f1', 'f2'] });
       const created = await client.state.create(r, { owner: `${PROVIDER}.ThingController` });
-      expect(created.metadata).toMatchObject({ version: '1', owner: `${PROVIDER}.ThingController`, phase: 'running', updated: EPOCH, labels: { k: 'v' }, annotations: { note: 'x' }, finalizers: ['f1', 'f2'] });
+      expect(created.metadata).toMatchObject({
+        version: '1',
+        owner: `${PROVIDER}.ThingController`,
+        phase: 'running',
+        updated: EPOCH,
+        labels: { k: 'v' },
+        annotations: { note: 'x' },
+        finalizers: ['f1', 'f2'],
+      });
       expect(Date.parse(created.metadata.created ?? '')).toBeGreaterThan(before);
       const got = await client.state.get(r.metadata);
       expect(got.metadata).toEqual(created.metadata);
@@ -154,7 +182,8 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       expect(created.spec.protoSpec).toEqual(status.spec.protoSpec);
       expect(created.spec.yamlSpec).toMatch(/^powerstate: 2\nreadytouse: true\n/);
       // The sim adds the label Omni forces on a provider's writes in the shared namespaces.
-      if (backend.name === 'sim') expect(created.metadata.labels).toEqual({ 'omni.sidero.dev/infra-provider-id': PROVIDER });
+      if (backend.name === 'sim')
+        expect(created.metadata.labels).toEqual({ 'omni.sidero.dev/infra-provider-id': PROVIDER });
     });
   });
 
@@ -163,7 +192,12 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       const created = await client.state.create(thing(id('a')), { owner: 'o' });
       const next = { ...created, metadata: { ...created.metadata, labels: { k: 'v2' } } };
       const updated = await client.state.update(next);
-      expect(updated.metadata).toMatchObject({ version: '2', owner: 'o', labels: { k: 'v2' }, created: created.metadata.created });
+      expect(updated.metadata).toMatchObject({
+        version: '2',
+        owner: 'o',
+        labels: { k: 'v2' },
+        created: created.metadata.created,
+      });
       expect(updated.metadata.updated).not.toBe(EPOCH);
       expect((await client.state.get(created.metadata)).metadata.version).toBe('2');
     });
@@ -172,24 +206,35 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       const created = await client.state.create(thing(id('a')), { owner: 'o' });
       const updated = await client.state.update(created);
       await expect(client.state.update(created)).rejects.toBeInstanceOf(FailedPreconditionError);
-      await expect(client.state.update(updated, { owner: 'someone-else' })).rejects.toBeInstanceOf(PermissionDeniedError);
+      await expect(client.state.update(updated, { owner: 'someone-else' })).rejects.toBeInstanceOf(
+        PermissionDeniedError,
+      );
       await expect(client.state.update(thing(id('missing'), { version: '1' }))).rejects.toBeInstanceOf(NotFoundError);
     });
 
     it('expected_phase: absent = any phase; a wrong one is InvalidArgument; a torn-down resource may be set running again', async () => {
       const created = await client.state.create(thing(id('a')));
-      const torn = await client.state.update({ ...created, metadata: { ...created.metadata, phase: 'tearingDown' } }, { expectedPhase: 'running' });
+      const torn = await client.state.update(
+        { ...created, metadata: { ...created.metadata, phase: 'tearingDown' } },
+        { expectedPhase: 'running' },
+      );
       expect(torn.metadata.phase).toBe('tearingDown');
-      await expect(client.state.update(torn, { expectedPhase: 'running' })).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(client.state.update(torn, { expectedPhase: 'running' })).rejects.toBeInstanceOf(
+        InvalidArgumentError,
+      );
       const back = await client.state.update({ ...torn, metadata: { ...torn.metadata, phase: 'running' } });
       expect(back.metadata).toMatchObject({ phase: 'running', version: '3' });
     });
 
     it('Destroy: pending finalizers are FailedPrecondition, another owner PermissionDenied; any phase; then NotFound', async () => {
       const created = await client.state.create(thing(id('a'), { finalizers: ['f'] }), { owner: 'o' });
-      await expect(client.state.destroy(created.metadata, { owner: 'o' })).rejects.toBeInstanceOf(FailedPreconditionError);
+      await expect(client.state.destroy(created.metadata, { owner: 'o' })).rejects.toBeInstanceOf(
+        FailedPreconditionError,
+      );
       const released = await client.state.update({ ...created, metadata: { ...created.metadata, finalizers: [] } });
-      await expect(client.state.destroy(created.metadata, { owner: 'someone-else' })).rejects.toBeInstanceOf(PermissionDeniedError);
+      await expect(client.state.destroy(created.metadata, { owner: 'someone-else' })).rejects.toBeInstanceOf(
+        PermissionDeniedError,
+      );
       expect(released.metadata.phase).toBe('running');
       await client.state.destroy(created.metadata, { owner: 'o' });
       await expect(client.state.get(created.metadata)).rejects.toBeInstanceOf(NotFoundError);
@@ -202,7 +247,12 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       const created = await client.state.create(thing(id('a'), { finalizers: ['f'] }), { owner: `${PROVIDER}.C` });
       expect(await client.state.teardown(created.metadata)).toBe(false);
       const torn = await client.state.get(created.metadata);
-      expect(torn.metadata).toMatchObject({ phase: 'tearingDown', owner: `${PROVIDER}.C`, version: '2', finalizers: ['f'] });
+      expect(torn.metadata).toMatchObject({
+        phase: 'tearingDown',
+        owner: `${PROVIDER}.C`,
+        version: '2',
+        finalizers: ['f'],
+      });
       expect(await client.state.teardown(created.metadata)).toBe(false);
       expect((await client.state.get(created.metadata)).metadata.version).toBe('2');
       await client.state.create(thing(id('b')));
@@ -212,10 +262,17 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
     });
 
     it('removeFinalizers: one Update, the rest kept in order with the spec bytes; absent and gone need none', async () => {
-      const created = await client.state.create(thing(id('a'), { finalizers: ['a', 'b', 'c'], phase: 'tearingDown' }), { owner: 'o' });
+      const created = await client.state.create(thing(id('a'), { finalizers: ['a', 'b', 'c'], phase: 'tearingDown' }), {
+        owner: 'o',
+      });
       const out = await client.state.removeFinalizers(created, ['b', 'x']);
       expect(out.outcome).toBe('removed');
-      expect(out.after?.metadata).toMatchObject({ finalizers: ['a', 'c'], version: '2', owner: 'o', phase: 'tearingDown' });
+      expect(out.after?.metadata).toMatchObject({
+        finalizers: ['a', 'c'],
+        version: '2',
+        owner: 'o',
+        phase: 'tearingDown',
+      });
       expect(out.after?.spec.protoSpec).toEqual(OPAQUE);
       expect((await client.state.removeFinalizers(created.metadata, ['b'])).outcome).toBe('absent');
       // Nothing in the call ever found it by its ID: not evidence that it went (design rule 4).
@@ -234,7 +291,9 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       for (const name of ['c', 'a', 'b']) await client.state.create(thing(id(name), { labels: labels[name] ?? {} }));
     };
     const ids = async (labelQueries: LabelQuery[], idRegexp?: string) =>
-      (await client.state.list(NS, TYPE, { labelQueries, idRegexp: idRegexp ?? `^${id('')}` })).map((r) => r.metadata.id.slice(id('').length));
+      (await client.state.list(NS, TYPE, { labelQueries, idRegexp: idRegexp ?? `^${id('')}` })).map((r) =>
+        r.metadata.id.slice(id('').length),
+      );
 
     it('sorted by ID; label terms AND-ed, queries OR-ed; every operator as COSI evaluates it', async () => {
       await seed();
@@ -242,8 +301,17 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       expect(await ids([[{ key: 'frozen', op: 'EXISTS' }]])).toEqual(['a', 'b']);
       expect(await ids([[{ key: 'frozen', op: 'EXISTS', invert: true }]])).toEqual(['c']);
       expect(await ids([[{ key: 'frozen', op: 'NOT_EXISTS' }]])).toEqual(['c']);
-      expect(await ids([[{ key: 'frozen', op: 'EXISTS' }, { key: 'app', op: 'EQUAL', value: ['app2'] }]])).toEqual(['b']);
-      expect(await ids([[{ key: 'app', op: 'EQUAL', value: ['app2'] }], [{ key: 'app', op: 'EQUAL', value: ['app3'] }]])).toEqual(['b', 'c']);
+      expect(
+        await ids([
+          [
+            { key: 'frozen', op: 'EXISTS' },
+            { key: 'app', op: 'EQUAL', value: ['app2'] },
+          ],
+        ]),
+      ).toEqual(['b']);
+      expect(
+        await ids([[{ key: 'app', op: 'EQUAL', value: ['app2'] }], [{ key: 'app', op: 'EQUAL', value: ['app3'] }]]),
+      ).toEqual(['b', 'c']);
       expect(await ids([[{ key: 'app', op: 'IN', value: ['app1', 'app3'] }]])).toEqual(['a', 'c']);
       expect(await ids([[{ key: 'app', op: 'LT', value: ['app2'] }]])).toEqual(['a']);
       expect(await ids([[{ key: 'app', op: 'LTE', value: ['app2'] }]])).toEqual(['a', 'b']);
@@ -259,7 +327,9 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       expect(await client.state.list(NS, TYPE, { idRegexp: 'no-such-id' })).toEqual([]);
       await expect(client.state.list(NS, TYPE, { idRegexp: '(' })).rejects.toBeInstanceOf(InvalidArgumentError);
       // The server indexes the missing value and recovers from the panic (Omni's recovery: Internal).
-      await expect(client.state.list(NS, TYPE, { labelQueries: [[{ key: 'app', op: 'EQUAL', value: [] }]] })).rejects.toBeInstanceOf(InternalError);
+      await expect(
+        client.state.list(NS, TYPE, { labelQueries: [[{ key: 'app', op: 'EQUAL', value: [] }]] }),
+      ).rejects.toBeInstanceOf(InternalError);
     });
   });
 
@@ -287,7 +357,11 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       await all.stop();
       const contents = all.batches[0] ?? [];
       const ours = contents.filter((e) => e.resource.metadata.id.startsWith(id('')));
-      expect(ours.map((e) => `${e.type}:${e.resource.metadata.id}`)).toEqual([`created:${id('a')}`, `created:${id('b')}`, `created:${id('c')}`]);
+      expect(ours.map((e) => `${e.type}:${e.resource.metadata.id}`)).toEqual([
+        `created:${id('a')}`,
+        `created:${id('b')}`,
+        `created:${id('c')}`,
+      ]);
       expect(contents.at(-1)?.type).toBe('bootstrapped');
       const createdIds = contents.filter((e) => e.type === 'created').map((e) => e.resource.metadata.id);
       expect(createdIds).toEqual([...createdIds].sort());
@@ -315,7 +389,10 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       await waitFor('the bootstrap', () => w.events().some((e) => e.type === 'bootstrapped'));
       const r = await client.state.create(thing(id('a')));
       const matching = await client.state.update({ ...r, metadata: { ...r.metadata, labels: { match: '' } } });
-      const again = await client.state.update({ ...matching, metadata: { ...matching.metadata, annotations: { x: 'y' } } });
+      const again = await client.state.update({
+        ...matching,
+        metadata: { ...matching.metadata, annotations: { x: 'y' } },
+      });
       await client.state.update({ ...again, metadata: { ...again.metadata, labels: {} } });
       await waitFor('three events', () => w.seen(id('a')).length >= 3);
       await w.stop();
@@ -331,7 +408,12 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       await Promise.all(['a', 'b', 'c', 'd', 'e'].map((x) => client.state.create(thing(id(x)))));
       await waitFor('five events', () => w.seen().filter((s) => s.includes(id(''))).length >= 5);
       await w.stop();
-      expect(w.seen().filter((s) => s.includes(id(''))).sort()).toEqual(['a', 'b', 'c', 'd', 'e'].map((x) => `created:${id(x)}`));
+      expect(
+        w
+          .seen()
+          .filter((s) => s.includes(id('')))
+          .sort(),
+      ).toEqual(['a', 'b', 'c', 'd', 'e'].map((x) => `created:${id(x)}`));
     });
 
     it('a cut stream is resumed from the last bookmark: no second bootstrap, every change once, in order', async () => {
@@ -349,7 +431,12 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       await client.state.update({ ...a2, metadata: { ...a2.metadata, labels: { k: '2' } } });
       await waitFor('four events', () => w.seen().filter((s) => s.includes(id(''))).length >= 4);
       await w.stop();
-      expect(w.seen().filter((s) => s.includes(id('')))).toEqual([`created:${id('a')}`, `updated:${id('a')}`, `created:${id('b')}`, `updated:${id('a')}`]);
+      expect(w.seen().filter((s) => s.includes(id('')))).toEqual([
+        `created:${id('a')}`,
+        `updated:${id('a')}`,
+        `created:${id('b')}`,
+        `updated:${id('a')}`,
+      ]);
       expect(w.events().filter((e) => e.type === 'bootstrapped')).toHaveLength(1);
       expect(w.resets()).toBe(0);
       const resumed = proxy.seen.filter((q) => q.rpc === 'Watch').at(-1)?.body as { options?: Record<string, unknown> };
@@ -365,8 +452,16 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       await waitFor('the bootstrap', () => w.events().some((e) => e.type === 'bootstrapped'));
       const other = await backend.start(key);
       try {
-        const c2 = await createOmniClient({ endpoint: other.endpoint, key: key.serviceAccountKey, delay: noDelay, env: {} });
-        const health: Resource = { metadata: newMetadata({ ...kind, id: PROVIDER }), spec: { protoSpec: new Uint8Array([18, 2, 111, 107]) } };
+        const c2 = await createOmniClient({
+          endpoint: other.endpoint,
+          key: key.serviceAccountKey,
+          delay: noDelay,
+          env: {},
+        });
+        const health: Resource = {
+          metadata: newMetadata({ ...kind, id: PROVIDER }),
+          spec: { protoSpec: new Uint8Array([18, 2, 111, 107]) },
+        };
         await c2.state.create(health, { owner: `${PROVIDER}.ProviderHealthStatusController` });
         await c2.close();
         proxy.setUpstream(other.endpoint);
@@ -375,7 +470,10 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
         await w.stop();
         expect(w.resets()).toBe(1);
         const second = w.batches.find((b, i) => i > 0 && b.some((e) => e.type === 'bootstrapped'));
-        expect(second?.map((e) => `${e.type}:${e.resource.metadata.id}`)).toEqual([`created:${PROVIDER}`, 'bootstrapped:']);
+        expect(second?.map((e) => `${e.type}:${e.resource.metadata.id}`)).toEqual([
+          `created:${PROVIDER}`,
+          'bootstrapped:',
+        ]);
         expect(w.failure()).toBeUndefined();
       } finally {
         await other.close();
@@ -385,7 +483,12 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
 
   it('a key the server does not know is Unauthenticated', async () => {
     const stranger = await generateKey(`infra-provider:${PROVIDER}`, { lifetimeSeconds: 3600 });
-    const c = await createOmniClient({ endpoint: proxy.endpoint, key: stranger.serviceAccountKey, delay: noDelay, env: {} });
+    const c = await createOmniClient({
+      endpoint: proxy.endpoint,
+      key: stranger.serviceAccountKey,
+      delay: noDelay,
+      env: {},
+    });
     try {
       await expect(c.state.get(thing(id('a')).metadata)).rejects.toBeInstanceOf(UnauthenticatedError);
       await expect(c.state.list(NS, TYPE)).rejects.toBeInstanceOf(UnauthenticatedError);

@@ -31,7 +31,12 @@ describe('against a scripted gateway: an ERRORED event as the first answer to a 
   let client: OmniClient;
   beforeEach(async () => {
     gw = await startFakeGateway();
-    client = await createOmniClient({ endpoint: gw.url, key: key.serviceAccountKey, env: {}, delay: (_ms, s) => (s?.aborted ? Promise.reject(new Error('aborted')) : Promise.resolve()) });
+    client = await createOmniClient({
+      endpoint: gw.url,
+      key: key.serviceAccountKey,
+      env: {},
+      delay: (_ms, s) => (s?.aborted ? Promise.reject(new Error('aborted')) : Promise.resolve()),
+    });
   });
   afterEach(async () => {
     await client.close();
@@ -40,7 +45,12 @@ describe('against a scripted gateway: an ERRORED event as the first answer to a 
 
   const r = (id: string): Resource => res(id, { type: TYPE });
   const tomb = () => ({ metadata: { namespace: NS, type: TYPE, version: 'undefined', phase: 'running' }, spec: {} });
-  const bootstrap = (ids: string[], at: number) => ({ event: [...ids.map((id) => ({ resource: wireResource(r(id)) })), { resource: tomb(), event_type: 3, bookmark: rev(at) }] });
+  const bootstrap = (ids: string[], at: number) => ({
+    event: [
+      ...ids.map((id) => ({ resource: wireResource(r(id)) })),
+      { resource: tomb(), event_type: 3, bookmark: rev(at) },
+    ],
+  });
 
   async function collect(n: number, onReset: () => void): Promise<WatchEvent[][]> {
     const ac = new AbortController();
@@ -71,7 +81,10 @@ describe('against a scripted gateway: an ERRORED event as the first answer to a 
     });
     const resets: number[] = [];
     const batches = await collect(2, () => resets.push(n));
-    expect(batches.map((b) => b.map((e) => `${e.type}:${e.resource.metadata.id}`))).toEqual([['created:a', 'bootstrapped:'], ['created:a', 'created:b', 'bootstrapped:']]);
+    expect(batches.map((b) => b.map((e) => `${e.type}:${e.resource.metadata.id}`))).toEqual([
+      ['created:a', 'bootstrapped:'],
+      ['created:a', 'created:b', 'bootstrapped:'],
+    ]);
     expect(resets).toEqual([2]);
     expect((gw.calls('Watch')[2]?.body['options'] as Record<string, unknown>)['bootstrap_contents']).toBe(true);
   });
@@ -97,7 +110,8 @@ describe('against a scripted gateway: an ERRORED event as the first answer to a 
     });
     const seen: string[] = [];
     const err = await (async () => {
-      for await (const b of client.state.watchKind(NS, TYPE)) seen.push(...b.map((e) => `${e.type}:${e.resource.metadata.id}`));
+      for await (const b of client.state.watchKind(NS, TYPE))
+        seen.push(...b.map((e) => `${e.type}:${e.resource.metadata.id}`));
     })().catch((e: unknown) => e);
     expect(seen).toEqual(['bootstrapped:', 'created:c']);
     expect(err).toBeInstanceOf(WatchErroredError);
@@ -117,8 +131,14 @@ identities:
 resources:
   - metadata: { namespace: infra-provider, type: InfraProviders.omni.sidero.dev, id: rec }
     spec: {}
-${['r1', 'r2', 'r3'].map((id) => `  - metadata: { namespace: "${SIM_NS}", type: ${SIM_TYPE}, id: ${id}, owner: ${OWNER}${id === 'r1' ? ', finalizers: [rec.Hold]' : ''} }
-    proto_spec: ""`).join('\n')}
+${['r1', 'r2', 'r3']
+  .map(
+    (
+      id,
+    ) => `  - metadata: { namespace: "${SIM_NS}", type: ${SIM_TYPE}, id: ${id}, owner: ${OWNER}${id === 'r1' ? ', finalizers: [rec.Hold]' : ''} }
+    proto_spec: ""`,
+  )
+  .join('\n')}
 `;
 
 /**
@@ -136,7 +156,9 @@ class CuttingProxy {
   hold = false;
 
   constructor(private readonly upstream: string) {
-    this.proxy = startTamperProxy(upstream, (r) => (r.rpc === 'Watch' ? { kind: 'respond', write: (res, req) => this.watch(r, res, req) } : undefined));
+    this.proxy = startTamperProxy(upstream, (r) =>
+      r.rpc === 'Watch' ? { kind: 'respond', write: (res, req) => this.watch(r, res, req) } : undefined,
+    );
   }
 
   endpoint(): Promise<string> {
@@ -209,7 +231,12 @@ describe('against the sim: watches cut where Omni has or has not given a bookmar
     sim = await createSim(SCENARIO);
     proxy = new CuttingProxy(sim.endpoint);
     const saKey = sim.keys['infra-provider:rec'] ?? '';
-    client = await createOmniClient({ endpoint: await proxy.endpoint(), key: saKey, env: {}, delay: (_ms, s) => (s?.aborted ? Promise.reject(new Error('aborted')) : Promise.resolve()) });
+    client = await createOmniClient({
+      endpoint: await proxy.endpoint(),
+      key: saKey,
+      env: {},
+      delay: (_ms, s) => (s?.aborted ? Promise.reject(new Error('aborted')) : Promise.resolve()),
+    });
     writer = await createOmniClient({ endpoint: sim.endpoint, key: saKey, env: {} });
   });
   afterEach(async () => {
@@ -219,7 +246,10 @@ describe('against the sim: watches cut where Omni has or has not given a bookmar
     await sim.close();
   });
 
-  const ms = (id: string): Resource => ({ metadata: newMetadata({ namespace: SIM_NS, type: SIM_TYPE, id }, { owner: OWNER }), spec: { protoSpec: new Uint8Array(0) } });
+  const ms = (id: string): Resource => ({
+    metadata: newMetadata({ namespace: SIM_NS, type: SIM_TYPE, id }, { owner: OWNER }),
+    spec: { protoSpec: new Uint8Array(0) },
+  });
 
   /** Reads watchKind into `seen` until `stop` aborts it. */
   function consume(onReset: () => void): { seen: WatchEvent[][]; stop: () => Promise<void> } {
@@ -228,7 +258,13 @@ describe('against the sim: watches cut where Omni has or has not given a bookmar
     const done = (async () => {
       for await (const b of client.state.watchKind(SIM_NS, SIM_TYPE, { signal: ac.signal, onReset })) seen.push(b);
     })();
-    return { seen, stop: async () => { ac.abort(); await done; } };
+    return {
+      seen,
+      stop: async () => {
+        ac.abort();
+        await done;
+      },
+    };
   }
 
   const until = async (what: string, pred: () => boolean): Promise<void> => {
@@ -273,7 +309,17 @@ describe('against the sim: watches cut where Omni has or has not given a bookmar
     proxy.release();
     await until('the missed events', () => flat(w.seen).includes('destroyed:r4'));
     await w.stop();
-    expect(flat(w.seen)).toEqual(['created:r1', 'created:r2', 'created:r3', 'bootstrapped:', 'noop:', 'created:r4', 'updated:r2', 'created:r5', 'destroyed:r4']);
+    expect(flat(w.seen)).toEqual([
+      'created:r1',
+      'created:r2',
+      'created:r3',
+      'bootstrapped:',
+      'noop:',
+      'created:r4',
+      'updated:r2',
+      'created:r5',
+      'destroyed:r4',
+    ]);
     expect(resets).toBe(0);
     const resumed = proxy.watches[1]?.['options'] as Record<string, unknown>;
     expect(resumed['start_from_bookmark']).toBe(Buffer.from(last ?? []).toString('base64'));
@@ -301,7 +347,10 @@ describe('against the sim: watches cut where Omni has or has not given a bookmar
       proxy.release();
       expect(await outcome).toBe('released');
       // Both watches without bootstrap contents (false is not sent): the List is what the cache starts from.
-      expect(proxy.watches.map((b) => (b['options'] as Record<string, unknown>)['bootstrap_contents'])).toEqual([undefined, undefined]);
+      expect(proxy.watches.map((b) => (b['options'] as Record<string, unknown>)['bootstrap_contents'])).toEqual([
+        undefined,
+        undefined,
+      ]);
     } finally {
       cache.close();
     }

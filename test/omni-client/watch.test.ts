@@ -44,7 +44,10 @@ afterEach(async () => {
 });
 
 const r = (id: string): Resource => res(id, { type: TYPE });
-const tomb = (): Record<string, unknown> => ({ metadata: { namespace: NS, type: TYPE, version: 'undefined', phase: 'running' }, spec: {} });
+const tomb = (): Record<string, unknown> => ({
+  metadata: { namespace: NS, type: TYPE, version: 'undefined', phase: 'running' },
+  spec: {},
+});
 const created = (id: string, bookmark: string) => ({ resource: wireResource(r(id)), bookmark });
 const bootstrapped = (bookmark: string) => ({ resource: tomb(), event_type: 3, bookmark });
 
@@ -52,7 +55,11 @@ const bootstrapped = (bookmark: string) => ({ resource: tomb(), event_type: 3, b
 async function take(n: number, onReset?: () => void): Promise<WatchEvent[][]> {
   const ac = new AbortController();
   const out: WatchEvent[][] = [];
-  for await (const batch of client.state.watchKind(NS, TYPE, { signal: ac.signal, ...(onReset ? { onReset } : {}), labelQueries: [[{ key: 'k', op: 'EXISTS' }]] })) {
+  for await (const batch of client.state.watchKind(NS, TYPE, {
+    signal: ac.signal,
+    ...(onReset ? { onReset } : {}),
+    labelQueries: [[{ key: 'k', op: 'EXISTS' }]],
+  })) {
     out.push(batch);
     if (out.length === n) ac.abort();
   }
@@ -66,16 +73,26 @@ describe('watchKind', () => {
       await w.result({});
       await w.result({ event: [created('a', B1), created('b', B1), bootstrapped(B1)] });
       await w.result({}); // Omni's infra-provider filter may forward empty batches
-      await w.result({ event: [{ resource: wireResource(r('a')), old: wireResource(r('a')), event_type: 1, bookmark: B2 }] });
+      await w.result({
+        event: [{ resource: wireResource(r('a')), old: wireResource(r('a')), event_type: 1, bookmark: B2 }],
+      });
     });
     const batches = await take(2);
-    expect(batches.map((b) => b.map((e) => `${e.type}:${e.resource.metadata.id}`))).toEqual([['created:a', 'created:b', 'bootstrapped:'], ['updated:a']]);
+    expect(batches.map((b) => b.map((e) => `${e.type}:${e.resource.metadata.id}`))).toEqual([
+      ['created:a', 'created:b', 'bootstrapped:'],
+      ['updated:a'],
+    ]);
     expect(batches[1]?.[0]?.old?.metadata.id).toBe('a');
     expect(Buffer.from(batches[0]?.[2]?.bookmark ?? []).toString('base64')).toBe(B1);
     expect(gw.calls('Watch')[0]?.body).toEqual({
       namespace: NS,
       type: TYPE,
-      options: { label_query: [{ terms: [{ key: 'k' }] }], aggregated: true, bootstrap_contents: true, bootstrap_bookmark: true },
+      options: {
+        label_query: [{ terms: [{ key: 'k' }] }],
+        aggregated: true,
+        bootstrap_contents: true,
+        bootstrap_bookmark: true,
+      },
       api_version: 1,
     });
   });
@@ -97,7 +114,12 @@ describe('watchKind', () => {
     expect(batches.map((b) => b.map((e) => e.resource.metadata.id))).toEqual([['a', ''], ['b'], ['c']]);
     expect(resets).toBe(0);
     const second = gw.calls('Watch')[1]?.body;
-    expect(second).toEqual({ namespace: NS, type: TYPE, options: { label_query: [{ terms: [{ key: 'k' }] }], aggregated: true, start_from_bookmark: B2 }, api_version: 1 });
+    expect(second).toEqual({
+      namespace: NS,
+      type: TYPE,
+      options: { label_query: [{ terms: [{ key: 'k' }] }], aggregated: true, start_from_bookmark: B2 },
+      api_version: 1,
+    });
     expect(delays).toHaveLength(1);
   });
 
@@ -158,7 +180,9 @@ describe('watchKind', () => {
     await expect(take(1)).rejects.toThrow(/Watch/);
     expect(gw.calls('Watch')).toHaveLength(11);
     // random() = 0.999: the upper end of [d/2, d), d = min(15 s, 250 ms * 2^n)
-    expect(delays).toEqual([250, 500, 1000, 2000, 4000, 8000, 15000, 15000, 15000, 15000].map((d) => Math.round(d / 2 + (0.999 * d) / 2)));
+    expect(delays).toEqual(
+      [250, 500, 1000, 2000, 4000, 8000, 15000, 15000, 15000, 15000].map((d) => Math.round(d / 2 + (0.999 * d) / 2)),
+    );
   });
 
   it('stops quietly when the signal aborts while waiting for events', async () => {

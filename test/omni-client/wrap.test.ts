@@ -3,14 +3,26 @@
 // branch of the conflict loop is reached: bounded attempts, what is read again, what is thrown.
 
 import { describe, expect, it } from 'vitest';
-import { FailedPreconditionError, InvalidArgumentError, NotFoundError, PermissionDeniedError, UnavailableError } from '../../src/omni-api/errors.js';
+import {
+  FailedPreconditionError,
+  InvalidArgumentError,
+  NotFoundError,
+  PermissionDeniedError,
+  UnavailableError,
+} from '../../src/omni-api/errors.js';
 import { newMetadata, type Pointer, type Resource } from '../../src/omni-api/resource.js';
 import type { CoreState, UpdateOptions } from '../../src/omni-api/state.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';
 
 const P: Pointer = { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: 'm1' };
 const stored = (version: string, over: Partial<Resource['metadata']> = {}): Resource => ({
-  metadata: newMetadata(P, { version, owner: 'InfraMachineController', phase: 'tearingDown', finalizers: ['bm.A', 'Other'], ...over }),
+  metadata: newMetadata(P, {
+    version,
+    owner: 'InfraMachineController',
+    phase: 'tearingDown',
+    finalizers: ['bm.A', 'Other'],
+    ...over,
+  }),
   spec: { protoSpec: new Uint8Array([8, 1]) },
 });
 
@@ -37,10 +49,18 @@ function scripted(script: Answer[], current: () => Resource | undefined = () => 
     list: () => Promise.reject(new Error('not used')),
     create: () => Promise.reject(new Error('not used')),
     destroy: () => Promise.reject(new Error('not used')),
-    watchKind: () => { throw new Error('not used'); },
+    watchKind: () => {
+      throw new Error('not used');
+    },
   };
   const pauses: number[] = [];
-  const state = wrapCore(core, { random: () => 0, delay: async (ms, signal) => { pauses.push(ms); if (signal?.aborted) throw new Error('aborted'); } });
+  const state = wrapCore(core, {
+    random: () => 0,
+    delay: async (ms, signal) => {
+      pauses.push(ms);
+      if (signal?.aborted) throw new Error('aborted');
+    },
+  });
   return { state, log, sent, pauses };
 }
 
@@ -60,7 +80,12 @@ describe('update-with-conflicts, once for every backend', () => {
     const r = await h.state.removeFinalizers(read, ['bm.A']);
     expect(r).toMatchObject({ outcome: 'removed', attempts: 1, before: read });
     expect(h.log).toEqual(['Update']);
-    expect(h.sent[0]?.r.metadata).toMatchObject({ version: '5', finalizers: ['x', 'y'], labels: { l: 'v' }, phase: 'tearingDown' });
+    expect(h.sent[0]?.r.metadata).toMatchObject({
+      version: '5',
+      finalizers: ['x', 'y'],
+      labels: { l: 'v' },
+      phase: 'tearingDown',
+    });
     expect(h.sent[0]?.r.spec.protoSpec).toEqual(read.spec.protoSpec);
     expect(h.sent[0]?.opts).toMatchObject({ owner: 'InfraMachineController', before: read });
     expect(h.sent[0]?.opts?.expectedPhase).toBeUndefined();
@@ -69,7 +94,10 @@ describe('update-with-conflicts, once for every backend', () => {
 
   it('a PermissionDenied is read again: retried when the resource changed meanwhile, thrown when it did not', async () => {
     let version = '5';
-    const changed = scripted([new PermissionDeniedError('not allowed to update other than setting finalizers'), 'ok'], () => stored(version));
+    const changed = scripted(
+      [new PermissionDeniedError('not allowed to update other than setting finalizers'), 'ok'],
+      () => stored(version),
+    );
     version = '6';
     const r = await changed.state.removeFinalizers(stored('5'), ['bm.A']);
     expect(r).toMatchObject({ outcome: 'removed', attempts: 2 });
@@ -97,10 +125,17 @@ describe('update-with-conflicts, once for every backend', () => {
   it('NotFound: gone once a Get of the call found the resource, not-found before (design rule 4)', async () => {
     const afterGet = scripted([new NotFoundError('destroyed meanwhile')]);
     expect(await afterGet.state.removeFinalizers(P, ['bm.A'])).toMatchObject({ outcome: 'gone', attempts: 1 });
-    expect(await scripted([new NotFoundError('destroyed meanwhile')], () => stored('5', { phase: 'running' })).state.teardown(P)).toBe(true);
+    expect(
+      await scripted([new NotFoundError('destroyed meanwhile')], () =>
+        stored('5', { phase: 'running' }),
+      ).state.teardown(P),
+    ).toBe(true);
 
     const listedOnly = scripted([new NotFoundError('no such ID')]);
-    expect(await listedOnly.state.removeFinalizers(stored('5'), ['bm.A'])).toMatchObject({ outcome: 'not-found', attempts: 1 });
+    expect(await listedOnly.state.removeFinalizers(stored('5'), ['bm.A'])).toMatchObject({
+      outcome: 'not-found',
+      attempts: 1,
+    });
     expect(listedOnly.log).toEqual(['Update']);
 
     let present = true;
@@ -130,7 +165,9 @@ describe('update-with-conflicts, once for every backend', () => {
     const ac = new AbortController();
     ac.abort(new Error('SIGTERM'));
     const h = scripted([conflict(), conflict()]);
-    await expect(h.state.removeFinalizers(stored('5'), ['bm.A'], { signal: ac.signal })).rejects.toMatchObject({ code: 'OMNI_CANCELED' });
+    await expect(h.state.removeFinalizers(stored('5'), ['bm.A'], { signal: ac.signal })).rejects.toMatchObject({
+      code: 'OMNI_CANCELED',
+    });
     expect(h.log).toEqual(['Update']);
   });
 });

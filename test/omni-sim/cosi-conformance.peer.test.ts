@@ -38,8 +38,10 @@ const { cases } = await runConformance(cosiStateBinaries().conformance, 'TestCas
 
 it('the suite has cases, and every listed case is one of them', () => {
   expect(cases.length).toBeGreaterThan(20);
-  for (const name of notApplicable.keys()) expect(cases, `${name} in not-applicable.yaml is not a case of COSI's suite`).toContain(name);
-  for (const n of notApplicable.values()) expect(n.reason.length > 40 && n.shows.length > 0, `${n.case}: a reason and what shows it`).toBe(true);
+  for (const name of notApplicable.keys())
+    expect(cases, `${name} in not-applicable.yaml is not a case of COSI's suite`).toContain(name);
+  for (const n of notApplicable.values())
+    expect(n.reason.length > 40 && n.shows.length > 0, `${n.case}: a reason and what shows it`).toBe(true);
 });
 
 describe('COSI conformance vs stub-provider sim', () => {
@@ -50,7 +52,12 @@ describe('COSI conformance vs stub-provider sim', () => {
     close = sim.close;
     const key = sim.keys[`infra-provider:${PROVIDER}`];
     if (!key) throw new Error(`the sim generated no key for infra-provider:${PROVIDER}`);
-    results = (await runConformance(cosiStateBinaries().conformance, 'TestSim', { COSI_SIM_ENDPOINT: sim.endpoint, COSI_SIM_KEY: key })).results;
+    results = (
+      await runConformance(cosiStateBinaries().conformance, 'TestSim', {
+        COSI_SIM_ENDPOINT: sim.endpoint,
+        COSI_SIM_KEY: key,
+      })
+    ).results;
   }, RUN_TIMEOUT_MS);
   afterAll(async () => {
     await close?.();

@@ -10,7 +10,13 @@
 import { writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSim } from '../../src/omni-sim/index.js';
-import { countMatches, FIELDS, loadRecordings, recordingScenario, type Comparison } from '../helpers/omni-recordings.js';
+import {
+  countMatches,
+  FIELDS,
+  loadRecordings,
+  recordingScenario,
+  type Comparison,
+} from '../helpers/omni-recordings.js';
 import { replayRecording } from '../helpers/omni-replay.js';
 
 interface KnownDifference {
@@ -65,9 +71,19 @@ describe.each(recordings.map((r) => [r.file, r] as const))('replaying %s against
     const counts = countMatches(results);
     const unexpected = results.filter((c) => c.differences.length > 0 && !isKnown(rec.omniVersion, c));
     const stale = results.filter((c) => c.differences.length === 0 && isKnown(rec.omniVersion, c));
-    summary[rec.file] = { ...counts, known: results.filter((c) => c.differences.length > 0 && isKnown(rec.omniVersion, c)).length };
-    console.log(`omni recording ${rec.file}: ${counts.exchanges} exchanges; matched ${FIELDS.map((f) => `${f} ${counts[f]}/${counts.exchanges}`).join(', ')}; all ${counts.all}` +
-      ` (differing: ${results.filter((c) => c.differences.length > 0).map((c) => c.n).join(' ') || 'none'})`);
+    summary[rec.file] = {
+      ...counts,
+      known: results.filter((c) => c.differences.length > 0 && isKnown(rec.omniVersion, c)).length,
+    };
+    console.log(
+      `omni recording ${rec.file}: ${counts.exchanges} exchanges; matched ${FIELDS.map((f) => `${f} ${counts[f]}/${counts.exchanges}`).join(', ')}; all ${counts.all}` +
+        ` (differing: ${
+          results
+            .filter((c) => c.differences.length > 0)
+            .map((c) => c.n)
+            .join(' ') || 'none'
+        })`,
+    );
     expect(unexpected.map((c) => `#${c.n} ${c.step}: ${c.differences.join('; ')}`)).toEqual([]);
     // A known difference that went away is taken off the list.
     expect(stale.map((c) => `#${c.n} ${c.step} now matches: take it off KNOWN_DIFFERENCES`)).toEqual([]);

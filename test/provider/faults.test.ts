@@ -14,7 +14,12 @@ import type { Resource } from '../../src/omni-api/resource.js';
 import { T } from '../../src/omni-api/resource.js';
 import { silentLogger } from '../../src/log.js';
 import type { FaultConfig } from '../../src/omni-sim/gateway/faults.js';
-import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
+import {
+  bareMetalMachine,
+  machineUuid,
+  providerRegistration,
+  provisionedRequest,
+} from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { createAccessApi } from '../../src/omni-sim/access/access.js';
 import { INTERNAL, type Identity, type StateApi, type WatchParams } from '../../src/omni-sim/api.js';
@@ -31,14 +36,23 @@ function faultScenario(o: { stuck?: number; running?: boolean; held?: boolean; f
   const resources: Resource[] = [...providerRegistration(ID, { static: true })];
   for (let i = 0; i < (o.stuck ?? 8); i++) resources.push(...bareMetalMachine(ID, machineUuid(i, 1)));
   // Held by someone else as well: our finalizers go, theirs stay, the InfraMachine stays.
-  if (o.held ?? true) resources.push(...bareMetalMachine(ID, machineUuid(100, 1), { extraFinalizers: ['ClusterMachineController'] }));
+  if (o.held ?? true)
+    resources.push(...bareMetalMachine(ID, machineUuid(100, 1), { extraFinalizers: ['ClusterMachineController'] }));
   if (o.running ?? true) resources.push(...bareMetalMachine(ID, machineUuid(200, 1), { phase: 'running' }));
   for (let i = 0; i < 3; i++) resources.push(...provisionedRequest(ID, `req-${i}`));
   // Other providers whose IDs start like ours or differ only in case: never touched.
-  resources.push(...providerRegistration('bare-metal-2', { static: true }), ...bareMetalMachine('bare-metal-2', machineUuid(0, 2)));
+  resources.push(
+    ...providerRegistration('bare-metal-2', { static: true }),
+    ...bareMetalMachine('bare-metal-2', machineUuid(0, 2)),
+  );
   resources.push(...bareMetalMachine('Bare-Metal', machineUuid(0, 3)));
   resources.push(...provisionedRequest('bare', 'req-0'.replace('0', 'x')));
-  return { omniVersion: '1.3.4', identities: [{ name: `infra-provider:${ID}`, role: 'InfraProvider', publicKeys: [] }], resources, faults: o.faults ?? {} };
+  return {
+    omniVersion: '1.3.4',
+    identities: [{ name: `infra-provider:${ID}`, role: 'InfraProvider', publicKeys: [] }],
+    resources,
+    faults: o.faults ?? {},
+  };
 }
 
 let sim: Sim | undefined;
@@ -48,11 +62,32 @@ afterEach(async () => {
 });
 
 async function runStub(s: Sim): Promise<ReconcileResult> {
-  const client = await createOmniClient({ endpoint: s.endpoint, key: s.keys[`infra-provider:${ID}`]!, connections: 8, retries: 8 });
+  const client = await createOmniClient({
+    endpoint: s.endpoint,
+    key: s.keys[`infra-provider:${ID}`]!,
+    connections: 8,
+    retries: 8,
+  });
   try {
     return await reconcile(
-      { state: client.state, logger: silentLogger(), version: 'test', now: () => Date.now() + client.serverClockOffsetMs() },
-      { providerId: ID, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 30_000, omniWaitMs: 10_000, settleMs: 500, concurrency: 8 },
+      {
+        state: client.state,
+        logger: silentLogger(),
+        version: 'test',
+        now: () => Date.now() + client.serverClockOffsetMs(),
+      },
+      {
+        providerId: ID,
+        machines: [],
+        profile: 'auto',
+        stateTypes: [],
+        deregister: true,
+        wait: false,
+        timeoutMs: 30_000,
+        omniWaitMs: 10_000,
+        settleMs: 500,
+        concurrency: 8,
+      },
     );
   } finally {
     await client.close();
@@ -60,12 +95,17 @@ async function runStub(s: Sim): Promise<ReconcileResult> {
 }
 
 /** Runs the stub with the faults on, then checks the final state against the oracle and a second run. */
-async function releaseUnder(faults: FaultConfig, during?: (s: Sim) => void): Promise<{ result: ReconcileResult; before: Resource[]; after: Resource[]; watches: number }> {
+async function releaseUnder(
+  faults: FaultConfig,
+  during?: (s: Sim) => void,
+): Promise<{ result: ReconcileResult; before: Resource[]; after: Resource[]; watches: number }> {
   let watches = 0;
   sim = await createSim(faultScenario(), {
     access: (ctx) => {
       const api = createAccessApi(ctx.store, { version: ctx.omniVersion });
-      return Object.assign(Object.create(api) as StateApi, { watch: (w: Identity, p: WatchParams, sg: AbortSignal) => (watches++, api.watch(w, p, sg)) });
+      return Object.assign(Object.create(api) as StateApi, {
+        watch: (w: Identity, p: WatchParams, sg: AbortSignal) => (watches++, api.watch(w, p, sg)),
+      });
     },
   });
   await sim.controllers?.idle();
@@ -87,12 +127,18 @@ async function releaseUnder(faults: FaultConfig, during?: (s: Sim) => void): Pro
   // Released means: the eight free machines and the three requests are gone, their outputs too.
   const left = new Set(after.map(keyOf));
   for (let i = 0; i < 8; i++) expect(left.has(`infra-provider/${T.InfraMachine}/${machineUuid(i, 1)}`)).toBe(false);
-  expect(after.find((r) => r.metadata.id === machineUuid(100, 1) && r.metadata.type === T.InfraMachine)?.metadata.finalizers).toEqual(['ClusterMachineController']);
+  expect(
+    after.find((r) => r.metadata.id === machineUuid(100, 1) && r.metadata.type === T.InfraMachine)?.metadata.finalizers,
+  ).toEqual(['ClusterMachineController']);
   // A second run changes nothing but the heartbeat.
   const again = await runStub(sim);
   await sim.controllers?.idle();
   const third = sim.store.all().filter((r) => r.metadata.type !== T.InfraProviderHealthStatus);
-  expect(third.map((r) => `${keyOf(r)}@${r.metadata.version}`)).toEqual(after.filter((r) => r.metadata.type !== T.InfraProviderHealthStatus).map((r) => `${keyOf(r)}@${r.metadata.version}`));
+  expect(third.map((r) => `${keyOf(r)}@${r.metadata.version}`)).toEqual(
+    after
+      .filter((r) => r.metadata.type !== T.InfraProviderHealthStatus)
+      .map((r) => `${keyOf(r)}@${r.metadata.version}`),
+  );
   expect(again.outcomes.filter((x) => x.status === 'failed')).toEqual([]);
   return { result, before, after, watches };
 }
@@ -121,13 +167,26 @@ describe('fault suite: the stub against the simulated Omni', () => {
     let released = false;
     const { watches, result } = await releaseUnder({ dropWatchAfterEvents: 1 }, (s) => {
       const cur = s.store.peek(mrs)!;
-      s.store.update(INTERNAL, { ...cur, metadata: { ...cur.metadata, finalizers: [...cur.metadata.finalizers, slow] } }, cur.metadata.owner);
+      s.store.update(
+        INTERNAL,
+        { ...cur, metadata: { ...cur.metadata, finalizers: [...cur.metadata.finalizers, slow] } },
+        cur.metadata.owner,
+      );
       const off = s.store.onEvent((e) => {
-        if (e.resource.metadata.type !== mrs.type || e.resource.metadata.id !== mrs.id || e.resource.metadata.phase !== 'tearingDown') return;
+        if (
+          e.resource.metadata.type !== mrs.type ||
+          e.resource.metadata.id !== mrs.id ||
+          e.resource.metadata.phase !== 'tearingDown'
+        )
+          return;
         off();
         setTimeout(() => {
           const now = s.store.peek(mrs)!;
-          s.store.update(INTERNAL, { ...now, metadata: { ...now.metadata, finalizers: now.metadata.finalizers.filter((f) => f !== slow) } }, now.metadata.owner);
+          s.store.update(
+            INTERNAL,
+            { ...now, metadata: { ...now.metadata, finalizers: now.metadata.finalizers.filter((f) => f !== slow) } },
+            now.metadata.owner,
+          );
           released = true;
         }, 800);
       });
@@ -143,15 +202,21 @@ describe('fault suite: the stub against the simulated Omni', () => {
   });
 
   it('conflict storms on the InfraMachines and, mid-run, on the BMCConfigurations', async () => {
-    await releaseUnder({ conflictStorm: { type: T.InfraMachine, count: 12 } },
-      (s) => afterEvents(s, 5, () => s.faults.set({ conflictStorm: { type: `BMCConfiguration.${ID}.infraprovider.sidero.dev`, count: 10 } })));
+    await releaseUnder({ conflictStorm: { type: T.InfraMachine, count: 12 } }, (s) =>
+      afterEvents(s, 5, () =>
+        s.faults.set({ conflictStorm: { type: `BMCConfiguration.${ID}.infraprovider.sidero.dev`, count: 10 } }),
+      ),
+    );
   });
 
   it('Omni restarts twice mid-run while watches are open: streams broken, every bookmark refused', async () => {
     let restarts = 0;
     let brokenStreams = 0;
     await releaseUnder({ latencyMs: 2 }, (s) => {
-      afterEvents(s, 15, () => { s.faults.restart(); restarts++; });
+      afterEvents(s, 15, () => {
+        s.faults.restart();
+        restarts++;
+      });
       // The second one as soon as a watch of the stub is open (its waits for Omni).
       const off = s.store.onEvent(() => {
         if (s.gateway.openStreams === 0) return;
@@ -165,11 +230,11 @@ describe('fault suite: the stub against the simulated Omni', () => {
     expect(brokenStreams).toBeGreaterThan(0);
   });
 
-  it('a server clock 2 minutes ahead (within Omni\'s skew)', async () => {
+  it("a server clock 2 minutes ahead (within Omni's skew)", async () => {
     await releaseUnder({ clockOffsetMs: 2 * 60_000 });
   });
 
-  it('a server clock 8 minutes ahead and one 8 minutes behind (the client adopts Omni\'s time)', async () => {
+  it("a server clock 8 minutes ahead and one 8 minutes behind (the client adopts Omni's time)", async () => {
     await releaseUnder({ clockOffsetMs: 8 * 60_000 });
     await sim!.close();
     await releaseUnder({ clockOffsetMs: -8 * 60_000 });
@@ -178,10 +243,27 @@ describe('fault suite: the stub against the simulated Omni', () => {
   it('the built CLI killed (SIGKILL) in the middle of a run, then run again: exactly the expected state, deregistered', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'stub-faults-'));
     try {
-      const simProc = await startSimProcess(faultScenario({ stuck: 30, running: false, held: false, faults: { latencyMs: 10 } }), dir);
+      const simProc = await startSimProcess(
+        faultScenario({ stuck: 30, running: false, held: false, faults: { latencyMs: 10 } }),
+        dir,
+      );
       const before = simProc.before;
       const env = { ...process.env, OMNI_SERVICE_ACCOUNT_KEY: simProc.keys[`infra-provider:${ID}`]! };
-      const argv = [MAIN, 'run', '--id', ID, '--omni-api-endpoint', simProc.endpoint, '--yes', '--concurrency', '4', '--output', 'json', '--log-format', 'json'];
+      const argv = [
+        MAIN,
+        'run',
+        '--id',
+        ID,
+        '--omni-api-endpoint',
+        simProc.endpoint,
+        '--yes',
+        '--concurrency',
+        '4',
+        '--output',
+        'json',
+        '--log-format',
+        'json',
+      ];
 
       // First run: killed as soon as it has released a few machines.
       const first = spawn(process.execPath, argv, { env, stdio: ['ignore', 'ignore', 'pipe'] });
@@ -190,14 +272,18 @@ describe('fault suite: the stub against the simulated Omni', () => {
       lines.on('line', (l) => {
         if (l.includes('"released"') && ++released === 3) first.kill('SIGKILL');
       });
-      const [code, signal] = await new Promise<[number | null, string | null]>((r) => first.on('exit', (c, s) => r([c, s])));
+      const [code, signal] = await new Promise<[number | null, string | null]>((r) =>
+        first.on('exit', (c, s) => r([c, s])),
+      );
       expect(signal).toBe('SIGKILL');
       expect(code).toBeNull();
 
       // Second run: finishes the work, deregisters, exits 0.
       const second = spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'ignore'] });
       let out = '';
-      second.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+      second.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+      });
       const code2 = await new Promise<number | null>((r) => second.on('exit', (c) => r(c)));
       expect(code2).toBe(0);
       const report = JSON.parse(out) as Record<string, unknown>;
@@ -206,9 +292,18 @@ describe('fault suite: the stub against the simulated Omni', () => {
       const after = await simProc.stop();
       expect(checkRelease(before, after, { providerId: ID, complete: true, deregistered: true }).problems).toEqual([]);
       // Deregistered: nothing labelled with our ID or in our namespace is left; the look-alikes are.
-      const ours = after.filter((r) => r.metadata.namespace === `infra-provider:${ID}` || r.metadata.labels['omni.sidero.dev/infra-provider-id'] === ID);
+      const ours = after.filter(
+        (r) =>
+          r.metadata.namespace === `infra-provider:${ID}` ||
+          r.metadata.labels['omni.sidero.dev/infra-provider-id'] === ID,
+      );
       expect(ours.map(keyOf)).toEqual([]);
-      expect(after.filter((r) => r.metadata.type === T.InfraMachine).map((r) => r.metadata.id).sort()).toEqual([machineUuid(0, 2), machineUuid(0, 3)].sort());
+      expect(
+        after
+          .filter((r) => r.metadata.type === T.InfraMachine)
+          .map((r) => r.metadata.id)
+          .sort(),
+      ).toEqual([machineUuid(0, 2), machineUuid(0, 3)].sort());
       // The second run finished what the killed one had started, and deregistered.
       const rep = report as { result: string; released: unknown[]; deregistration: { status: string } };
       expect(rep.result).toBe('done');

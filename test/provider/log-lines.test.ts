@@ -28,15 +28,35 @@ it('one info line per mutation, naming the resource, plus one "released" line pe
   sc.resources.push(...provisionedRequest('bm', 'new-1', { phase: 'running', outputs: false }));
   sim = await createSim(sc);
   const logLines: Record<string, unknown>[] = [];
-  const sink = new Writable({ write(chunk: Buffer, _enc, cb) { for (const l of chunk.toString().split('\n')) if (l) logLines.push(JSON.parse(l) as Record<string, unknown>); cb(); } });
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      for (const l of chunk.toString().split('\n')) if (l) logLines.push(JSON.parse(l) as Record<string, unknown>);
+      cb();
+    },
+  });
   const logger = pino({ level: 'info' }, sink);
   const entries: AuditEntry[] = [];
   const audit = new Audit((l) => entries.push(JSON.parse(l) as AuditEntry), Date.now, logger);
-  client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys['infra-provider:bm']!, onWrite: audit.observer });
-
-  const r = await reconcile({ state: client.state, logger, version: 'test', heartbeatMs: 60_000 }, {
-    providerId: 'bm', machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 20_000, omniWaitMs: 10_000, concurrency: 8,
+  client = await createOmniClient({
+    endpoint: sim.endpoint,
+    key: sim.keys['infra-provider:bm']!,
+    onWrite: audit.observer,
   });
+
+  const r = await reconcile(
+    { state: client.state, logger, version: 'test', heartbeatMs: 60_000 },
+    {
+      providerId: 'bm',
+      machines: [],
+      profile: 'auto',
+      stateTypes: [],
+      deregister: true,
+      wait: false,
+      timeoutMs: 20_000,
+      omniWaitMs: 10_000,
+      concurrency: 8,
+    },
+  );
   expect(r.refusals).toEqual([expect.objectContaining({ id: 'new-1', result: 'refused' })]);
 
   const audited = entries.filter((e): e is AuditOutcome => e.event === 'outcome' && e.result === 'ok');
@@ -44,15 +64,26 @@ it('one info line per mutation, naming the resource, plus one "released" line pe
   const mutations = logLines.filter((l) => typeof l['op'] === 'string');
   expect(mutations.every((l) => l['level'] === 30)).toBe(true);
   const key = (op: unknown, resource: unknown) => `${String(op)} ${String(resource)}`;
-  expect(mutations.map((l) => key(l['op'], l['resource'])).sort()).toEqual(audited.map((e) => key(e.op, describePointer(e.resource))).sort());
+  expect(mutations.map((l) => key(l['op'], l['resource'])).sort()).toEqual(
+    audited.map((e) => key(e.op, describePointer(e.resource))).sort(),
+  );
   // Every kind of mutation was exercised.
   expect(new Set(audited.map((e) => e.op))).toEqual(new Set(['create', 'update', 'teardown', 'destroy']));
   const released = logLines.filter((l) => l['msg'] === 'released');
-  expect(released.map((l) => `${String(l['kind'])}/${String(l['id'])}`).sort()).toEqual([
-    ...[0, 1, 2].map((i) => `InfraMachine/00000000-0000-4000-8000-00000000000${i}`),
-    'MachineRequest/workers-000000', 'MachineRequest/workers-000001',
-  ].sort());
+  expect(released.map((l) => `${String(l['kind'])}/${String(l['id'])}`).sort()).toEqual(
+    [
+      ...[0, 1, 2].map((i) => `InfraMachine/00000000-0000-4000-8000-00000000000${i}`),
+      'MachineRequest/workers-000000',
+      'MachineRequest/workers-000001',
+    ].sort(),
+  );
   // A finalizer removal says which finalizers went; no spec ever reaches a log line.
-  expect(mutations.some((l) => Array.isArray(l['finalizersRemoved']) && (l['finalizersRemoved'] as string[]).includes('bm.WipeStatusController'))).toBe(true);
+  expect(
+    mutations.some(
+      (l) =>
+        Array.isArray(l['finalizersRemoved']) &&
+        (l['finalizersRemoved'] as string[]).includes('bm.WipeStatusController'),
+    ),
+  ).toBe(true);
   expect(JSON.stringify(logLines)).not.toMatch(/protoSpec|proto_spec|password/);
 });

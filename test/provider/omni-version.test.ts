@@ -20,7 +20,11 @@ afterEach(async () => {
   await Promise.all(sims.splice(0).map((s) => s.close()));
 });
 
-async function sim(omniVersion: string, extra: Parameters<typeof generateScenario>[0]['faults'] = {}, sysVersionSpec?: Uint8Array): Promise<Sim> {
+async function sim(
+  omniVersion: string,
+  extra: Parameters<typeof generateScenario>[0]['faults'] = {},
+  sysVersionSpec?: Uint8Array,
+): Promise<Sim> {
   const sc = generateScenario({ providerId: ID, machines: 2, omniVersion, faults: extra });
   if (sysVersionSpec) sc.resources.push(res(NS_EPHEMERAL, T.SysVersion, 'current', { spec: sysVersionSpec }));
   const s = await createSim(sc);
@@ -29,15 +33,19 @@ async function sim(omniVersion: string, extra: Parameters<typeof generateScenari
 }
 
 describe('the simulated Omni seeds SysVersion like Omni', () => {
-  it('ephemeral/current with backend_version as Omni\'s git tag, left out of the dump', async () => {
+  it("ephemeral/current with backend_version as Omni's git tag, left out of the dump", async () => {
     const s = await sim('1.4');
     const sv = s.store.peek({ namespace: NS_EPHEMERAL, type: T.SysVersion, id: 'current' });
     expect(sv && decodeSpec(SysVersionSpec, sv.spec.protoSpec).value.backend_version).toBe('v1.4.0');
     expect(parseScenario(s.dump()).resources.some((r) => r.metadata.type === T.SysVersion)).toBe(false);
   });
 
-  it('keeps the scenario\'s own SysVersion', async () => {
-    const s = await sim('1.4.2', {}, encodeSpec(SysVersionSpec, { backend_version: 'v1.4.2-custom', instance_name: 'x', backend_api_version: 1 }));
+  it("keeps the scenario's own SysVersion", async () => {
+    const s = await sim(
+      '1.4.2',
+      {},
+      encodeSpec(SysVersionSpec, { backend_version: 'v1.4.2-custom', instance_name: 'x', backend_api_version: 1 }),
+    );
     const sv = s.store.peek({ namespace: NS_EPHEMERAL, type: T.SysVersion, id: 'current' });
     expect(sv && decodeSpec(SysVersionSpec, sv.spec.protoSpec).value.backend_version).toBe('v1.4.2-custom');
   });
@@ -51,7 +59,10 @@ describe.each([
     const s = await sim(version);
     const rep = await runIn(s, ID);
     expect(rep).toMatchObject({ exitCode: 0, omniVersion: tag });
-    expect(rep.deregistration).toMatchObject({ status: 'deregistered', lastStep: `omnictl infraprovider delete ${ID}` });
+    expect(rep.deregistration).toMatchObject({
+      status: 'deregistered',
+      lastStep: `omnictl infraprovider delete ${ID}`,
+    });
     expect(rep.deregistration.warning).toBe(warning);
     const text = renderText(rep);
     expect(text.split('\n')[0]).toContain(`Omni ${tag}`);
@@ -68,7 +79,11 @@ describe.each([
 });
 
 it('an unreadable version: the report says so and the warning is conditional', async () => {
-  const s = await sim('1.3.4', {}, encodeSpec(SysVersionSpec, { backend_version: '', instance_name: 'x', backend_api_version: 1 }));
+  const s = await sim(
+    '1.3.4',
+    {},
+    encodeSpec(SysVersionSpec, { backend_version: '', instance_name: 'x', backend_api_version: 1 }),
+  );
   const rep = await runIn(s, ID);
   expect(rep.omniVersion).toBeUndefined();
   expect(rep.deregistration.warning).toBe(DELETE_WARNING_VERSION_UNKNOWN);

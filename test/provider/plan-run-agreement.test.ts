@@ -10,7 +10,13 @@ import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
 import { build, stateArb } from '../helpers/fleet-arbitrary.js';
 import type { Input } from '../helpers/fleet-arbitrary.js';
-import { bareMetalMachine, healthStatus, omniMachine, providerStatus, provisionedRequest } from '../helpers/provider-fixtures.js';
+import {
+  bareMetalMachine,
+  healthStatus,
+  omniMachine,
+  providerStatus,
+  provisionedRequest,
+} from '../helpers/provider-fixtures.js';
 import type { Pointer, Resource } from '../../src/omni-api/resource.js';
 import { T, describePointer } from '../../src/omni-api/resource.js';
 import type { WriteIntent, WriteObserver } from '../../src/omni-client/write/observer.js';
@@ -24,7 +30,13 @@ import { takeSnapshot } from '../../src/provider/read/snapshot.js';
 
 const ID = 'bm';
 /** Finalizers of others on a machine, a request or their status: Omni's that let go (on teardown, or once alone), and holds that never clear here. */
-const FOREIGN = ['ClusterMachineRequestStatusController', 'MachineStatusController', 'MachineRequestStatusCleanupController', 'MachineSetNodeController', 'other.ProvisionController'];
+const FOREIGN = [
+  'ClusterMachineRequestStatusController',
+  'MachineStatusController',
+  'MachineRequestStatusCleanupController',
+  'MachineSetNodeController',
+  'other.ProvisionController',
+];
 
 interface Ours {
   kind: 'static' | 'request';
@@ -56,7 +68,10 @@ const fleetArb = fc.record({
   machines: fc.array(oursArb, { maxLength: 6 }),
   providerStatus: fc.boolean(),
   heartbeat: fc.boolean(),
-  perMachine: fc.oneof({ weight: 3, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: fc.uniqueArray(fc.constantFrom('m0', 'm1', 'm3', 'zz'), { minLength: 1, maxLength: 2 }) }),
+  perMachine: fc.oneof(
+    { weight: 3, arbitrary: fc.constant(undefined) },
+    { weight: 1, arbitrary: fc.uniqueArray(fc.constantFrom('m0', 'm1', 'm3', 'zz'), { minLength: 1, maxLength: 2 }) },
+  ),
   deregister: fc.boolean(),
 });
 
@@ -66,14 +81,21 @@ function fleet(f: { machines: Ours[]; providerStatus: boolean; heartbeat: boolea
   if (f.heartbeat) out.push(healthStatus(ID, Date.now() - 600_000));
   f.machines.forEach((m, i) => {
     const id = `m${i}`;
-    const rs = m.kind === 'static' ? bareMetalMachine(ID, id, { phase: m.phase }) : provisionedRequest(ID, id, { phase: m.phase, ...(m.machineInOmni ? { machineUuid: `u${i}` } : {}) });
+    const rs =
+      m.kind === 'static'
+        ? bareMetalMachine(ID, id, { phase: m.phase })
+        : provisionedRequest(ID, id, { phase: m.phase, ...(m.machineInOmni ? { machineUuid: `u${i}` } : {}) });
     const [parent, ...rest] = rs;
     const p = parent!;
-    p.metadata.finalizers = [...(m.ours ? p.metadata.finalizers.filter((x) => x.startsWith(`${ID}.`)) : []), ...m.foreign];
+    p.metadata.finalizers = [
+      ...(m.ours ? p.metadata.finalizers.filter((x) => x.startsWith(`${ID}.`)) : []),
+      ...m.foreign,
+    ];
     if (!m.parentGone) out.push(p);
     rest.forEach((r, j) => {
       if (!(m.keep & (1 << j))) return;
-      if (r.metadata.type === T.InfraMachineStatus || r.metadata.type === T.MachineRequestStatus) r.metadata.finalizers = [...m.statusForeign];
+      if (r.metadata.type === T.InfraMachineStatus || r.metadata.type === T.MachineRequestStatus)
+        r.metadata.finalizers = [...m.statusForeign];
       out.push(r);
     });
     if (m.kind === 'request' && m.machineInOmni) out.push(omniMachine(ID, `u${i}`, { request: id }));
@@ -82,7 +104,12 @@ function fleet(f: { machines: Ours[]; providerStatus: boolean; heartbeat: boolea
 }
 
 /** One write as the double heard it, in the words of a printed operation. */
-interface Performed { op: string; resource: string; finalizers?: string[]; owner?: string }
+interface Performed {
+  op: string;
+  resource: string;
+  finalizers?: string[];
+  owner?: string;
+}
 
 const WRITES = new Set(['remove-finalizers', 'teardown', 'destroy', 'create']);
 const isProviderRecord = (p: Pointer) => p.type === T.InfraProviderStatus || p.type === T.InfraProviderHealthStatus;
@@ -119,7 +146,12 @@ function recorder(): { observer: WriteObserver; performed: Performed[] } {
 }
 
 const key = (s: Performed) => JSON.stringify([s.op, s.resource, s.finalizers ?? null, s.owner ?? null]);
-const asPerformed = (s: PlannedStep): Performed => ({ op: s.op, resource: s.resource, ...(s.finalizers ? { finalizers: s.finalizers } : {}), ...(s.owner !== undefined ? { owner: s.owner } : {}) });
+const asPerformed = (s: PlannedStep): Performed => ({
+  op: s.op,
+  resource: s.resource,
+  ...(s.finalizers ? { finalizers: s.finalizers } : {}),
+  ...(s.owner !== undefined ? { owner: s.owner } : {}),
+});
 
 /**
  * What a run performs of a printed plan: every item's writes in order, up to a wait for a resource
@@ -129,7 +161,10 @@ const asPerformed = (s: PlannedStep): Performed => ({ op: s.op, resource: s.reso
 function expectedOf(rep: Report, stillHeld: (resource: string) => boolean): Performed[][] {
   const upToHeld = (steps: PlannedStep[]) => {
     const i = steps.findIndex((s) => s.op === 'wait' && stillHeld(s.resource));
-    return { steps: (i < 0 ? steps : steps.slice(0, i)).filter((s) => WRITES.has(s.op)).map(asPerformed), stopped: i >= 0 };
+    return {
+      steps: (i < 0 ? steps : steps.slice(0, i)).filter((s) => WRITES.has(s.op)).map(asPerformed),
+      stopped: i >= 0,
+    };
   };
   const out: Performed[][] = [];
   for (const item of rep.planned!.items) {
@@ -139,10 +174,16 @@ function expectedOf(rep: Report, stillHeld: (resource: string) => boolean): Perf
     }
     // A deregistration: its check, its clean-ups (one resource each) at once, then the statuses.
     const byResource = new Map<string, PlannedStep[]>();
-    for (const s of item.steps) if (s.op !== 'check-live-provider' && !isProviderRecord(pointerOf(s.resource))) byResource.set(s.resource, [...(byResource.get(s.resource) ?? []), s]);
+    for (const s of item.steps)
+      if (s.op !== 'check-live-provider' && !isProviderRecord(pointerOf(s.resource)))
+        byResource.set(s.resource, [...(byResource.get(s.resource) ?? []), s]);
     const cleanups = [...byResource.values()].map(upToHeld);
     out.push(...cleanups.map((c) => c.steps));
-    if (!cleanups.some((c) => c.stopped)) out.push(upToHeld(item.steps.filter((s) => s.op !== 'check-live-provider' && isProviderRecord(pointerOf(s.resource)))).steps);
+    if (!cleanups.some((c) => c.stopped))
+      out.push(
+        upToHeld(item.steps.filter((s) => s.op !== 'check-live-provider' && isProviderRecord(pointerOf(s.resource))))
+          .steps,
+      );
   }
   for (const r of rep.refused) if (r.steps) out.push(r.steps.map(asPerformed));
   return out;
@@ -155,7 +196,15 @@ function pointerOf(resource: string): Pointer {
 
 async function printed(state: FakeState, inp: Input): Promise<Report> {
   const snap = await takeSnapshot(state, { providerId: inp.target, profile: 'auto', stateTypes: [] });
-  return planReport(buildPlan(snap, { providerId: inp.target, machines: inp.perMachine ?? [], deregister: inp.deregister, wipe: false }), { version: 't' });
+  return planReport(
+    buildPlan(snap, {
+      providerId: inp.target,
+      machines: inp.perMachine ?? [],
+      deregister: inp.deregister,
+      wipe: false,
+    }),
+    { version: 't' },
+  );
 }
 
 /** The two hold the same writes (each once), and every sequence of `expected` was performed in its order. */
@@ -175,34 +224,60 @@ async function check(resources: Resource[], inp: Input): Promise<{ writes: numbe
   const { observer, performed } = recorder();
   state.onWrite = observer;
   const plans: Plan[] = [];
-  const r = await reconcile({ state, logger: silentLogger(), version: 't', planned: (p) => plans.push(p) }, {
-    providerId: inp.target, machines: inp.perMachine ?? [], profile: 'auto', stateTypes: [], deregister: inp.deregister,
-    wait: false, timeoutMs: 1000, omniWaitMs: 30, settleMs: 0, concurrency: 4,
-  });
+  const r = await reconcile(
+    { state, logger: silentLogger(), version: 't', planned: (p) => plans.push(p) },
+    {
+      providerId: inp.target,
+      machines: inp.perMachine ?? [],
+      profile: 'auto',
+      stateTypes: [],
+      deregister: inp.deregister,
+      wait: false,
+      timeoutMs: 1000,
+      omniWaitMs: 30,
+      settleMs: 0,
+      concurrency: 4,
+    },
+  );
   // The run's first plan is the one `plan` printed.
   expect(planReport(r.firstPlan, { version: 't' }).planned).toEqual(shown.planned);
   const stillHeld = (resource: string) => (state.find(pointerOf(resource))?.metadata.finalizers.length ?? 0) > 0;
   // Each pass performs the plan printed for it (a run plans again only where Omni acted first).
-  agree(performed, plans.flatMap((p) => expectedOf(planReport(p, { version: 't' }), stillHeld)));
+  agree(
+    performed,
+    plans.flatMap((p) => expectedOf(planReport(p, { version: 't' }), stillHeld)),
+  );
   return { writes: performed.length, passes: plans.length };
 }
 
 describe('the plan is the program', () => {
   it('over random fleets of one provider, a run writes exactly the operations plan prints, in their order, and nothing else', async () => {
     const seen = { writes: 0, multiPass: 0 };
-    await fc.assert(fc.asyncProperty(fleetArb, async (f) => {
-      const got = await check(fleet(f), { target: ID, machines: [], orphans: [], perMachine: f.perMachine, deregister: f.deregister });
-      seen.writes += got.writes;
-      if (got.passes > 1) seen.multiPass++;
-    }), { numRuns: 200 });
+    await fc.assert(
+      fc.asyncProperty(fleetArb, async (f) => {
+        const got = await check(fleet(f), {
+          target: ID,
+          machines: [],
+          orphans: [],
+          perMachine: f.perMachine,
+          deregister: f.deregister,
+        });
+        seen.writes += got.writes;
+        if (got.passes > 1) seen.multiPass++;
+      }),
+      { numRuns: 200 },
+    );
     // Not vacuous: the fleets make the runs write, and plan again after Omni destroyed what they released.
     expect(seen.writes).toBeGreaterThan(400);
     expect(seen.multiPass).toBeGreaterThan(3);
   }, 120_000);
 
   it('over random fleets of several providers whose IDs look alike, likewise', async () => {
-    await fc.assert(fc.asyncProperty(stateArb, async (inp) => {
-      await check(build(inp.machines, inp.orphans), inp);
-    }), { numRuns: 150 });
+    await fc.assert(
+      fc.asyncProperty(stateArb, async (inp) => {
+        await check(build(inp.machines, inp.orphans), inp);
+      }),
+      { numRuns: 150 },
+    );
   }, 120_000);
 });

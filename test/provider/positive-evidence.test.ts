@@ -13,9 +13,20 @@ import { join } from 'node:path';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createOmniClient } from '../../src/omni-client/client.js';
 import type { Resource } from '../../src/omni-api/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST, NS_INFRA_PROVIDER, T, newMetadata } from '../../src/omni-api/resource.js';
+import {
+  LABEL_INFRA_PROVIDER_ID,
+  LABEL_MACHINE_REQUEST,
+  NS_INFRA_PROVIDER,
+  T,
+  newMetadata,
+} from '../../src/omni-api/resource.js';
 import { silentLogger } from '../../src/log.js';
-import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
+import {
+  bareMetalMachine,
+  machineUuid,
+  providerRegistration,
+  provisionedRequest,
+} from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import type { Scenario } from '../../src/omni-sim/scenario/scenario.js';
 import { reconcile, type ReconcileResult } from '../../src/provider/run/reconcile.js';
@@ -29,15 +40,25 @@ const ID = 'bare-metal';
 const RUNNING = machineUuid(7, 11);
 
 /** The type a List asks for, undefined for every other call. */
-export const listedType = (r: TamperRequest): string | undefined => (r.rpc === 'List' ? (r.body as { type?: string } | undefined)?.type : undefined);
+export const listedType = (r: TamperRequest): string | undefined =>
+  r.rpc === 'List' ? (r.body as { type?: string } | undefined)?.type : undefined;
 const WRITES = new Set(['Create', 'Update', 'Destroy', 'Teardown']);
 
 function scenarioOf(resources: Resource[], id = ID): Scenario {
-  return { omniVersion: '1.3.4', identities: [{ name: `infra-provider:${id}`, role: 'InfraProvider', publicKeys: [] }], resources, faults: {} };
+  return {
+    omniVersion: '1.3.4',
+    identities: [{ name: `infra-provider:${id}`, role: 'InfraProvider', publicKeys: [] }],
+    resources,
+    faults: {},
+  };
 }
 
 /** Resources as a comparable list (metadata and spec bytes), sorted, the heartbeat left out. */
-const stateOf = (rs: Resource[]) => rs.filter((r) => r.metadata.type !== T.InfraProviderHealthStatus).map(canonical).sort();
+const stateOf = (rs: Resource[]) =>
+  rs
+    .filter((r) => r.metadata.type !== T.InfraProviderHealthStatus)
+    .map(canonical)
+    .sort();
 
 let sim: Sim | undefined;
 let proxy: TamperProxy | undefined;
@@ -53,7 +74,17 @@ async function runThrough(endpoint: string, key: string, id = ID): Promise<Recon
   try {
     return await reconcile(
       { state: client.state, logger: silentLogger(), version: 'test' },
-      { providerId: id, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 20_000, omniWaitMs: 5_000, concurrency: 4 },
+      {
+        providerId: id,
+        machines: [],
+        profile: 'auto',
+        stateTypes: [],
+        deregister: true,
+        wait: false,
+        timeoutMs: 20_000,
+        omniWaitMs: 5_000,
+        concurrency: 4,
+      },
     );
   } finally {
     await client.close();
@@ -61,7 +92,11 @@ async function runThrough(endpoint: string, key: string, id = ID): Promise<Recon
 }
 
 /** An in-process sim behind the proxy with `rule`; returns what the stub left and the state before. */
-async function underProxy(resources: Resource[], rule: TamperRule, id = ID): Promise<{ result: ReconcileResult; before: Resource[]; after: Resource[] }> {
+async function underProxy(
+  resources: Resource[],
+  rule: TamperRule,
+  id = ID,
+): Promise<{ result: ReconcileResult; before: Resource[]; after: Resource[] }> {
   sim = await createSim(scenarioOf(resources, id));
   await sim.controllers?.idle();
   const before = sim.store.all();
@@ -80,20 +115,45 @@ describe('the built CLI against stub-provider sim, a tampering proxy in between 
     const dir = await mkdtemp(join(tmpdir(), 'stub-evidence-'));
     let simProc: SimProcess | undefined;
     try {
-      simProc = await startSimProcess(scenarioOf([...providerRegistration(ID, { static: true }), ...bareMetalMachine(ID, RUNNING, { phase: 'running' })]), dir);
+      simProc = await startSimProcess(
+        scenarioOf([
+          ...providerRegistration(ID, { static: true }),
+          ...bareMetalMachine(ID, RUNNING, { phase: 'running' }),
+        ]),
+        dir,
+      );
       // The empty body keeps the upstream status and headers: a legitimate "no items" answer.
       let answer: 'empty' | 'empty-results' = 'empty';
-      proxy = await startTamperProxy(simProc.endpoint, (r) => (listedType(r) === T.InfraMachine ? { kind: 'lines', map: () => (answer === 'empty' ? null : '{"result":{}}') } : undefined));
+      proxy = await startTamperProxy(simProc.endpoint, (r) =>
+        listedType(r) === T.InfraMachine
+          ? { kind: 'lines', map: () => (answer === 'empty' ? null : '{"result":{}}') }
+          : undefined,
+      );
       const env = { ...cleanEnv(), OMNI_SERVICE_ACCOUNT_KEY: simProc.keys[`infra-provider:${ID}`]! };
-      const argv = [MAIN, '--id', ID, '--omni-api-endpoint', proxy.endpoint, '--yes', '--output', 'json', '--log-format', 'json'];
+      const argv = [
+        MAIN,
+        '--id',
+        ID,
+        '--omni-api-endpoint',
+        proxy.endpoint,
+        '--yes',
+        '--output',
+        'json',
+        '--log-format',
+        'json',
+      ];
 
       const empty = await runCli(argv, env);
       expect(empty.code, empty.stderr).toBe(0);
       const rep = JSON.parse(empty.stdout) as Report;
       expect(rep).toMatchObject({ result: 'nothing-to-do', cleaned: 0, released: [], failed: [], refused: [] });
-      expect(rep.running).toEqual([expect.objectContaining({ kind: 'InfraMachine', id: RUNNING, reason: expect.stringMatching(/in use/) })]);
+      expect(rep.running).toEqual([
+        expect.objectContaining({ kind: 'InfraMachine', id: RUNNING, reason: expect.stringMatching(/in use/) }),
+      ]);
       expect(rep.deregistration.status).toBe('not-ready');
-      expect(rep.deregistration.reasons).toContainEqual(expect.stringMatching(new RegExp(`InfraMachines ${RUNNING} was not in its List, but a Get of its ID found it`)));
+      expect(rep.deregistration.reasons).toContainEqual(
+        expect.stringMatching(new RegExp(`InfraMachines ${RUNNING} was not in its List, but a Get of its ID found it`)),
+      );
       // The machine was read by its ID (one Get), and nothing at all was written.
       expect(proxy.seen.filter((r) => r.rpc === 'Get' && (r.body as { id?: string }).id === RUNNING)).toHaveLength(1);
       expect(proxy.seen.filter((r) => WRITES.has(r.rpc))).toEqual([]);
@@ -126,13 +186,23 @@ describe('the built CLI against stub-provider sim, a tampering proxy in between 
 describe('reconcile() through the tampering proxy', () => {
   it('an InfraMachines List with some lines withheld: the withheld machines being deleted are released (a Get found them), those in use are untouched, no deregistration', async () => {
     const resources = [...providerRegistration(ID, { static: true })];
-    for (let i = 0; i < 6; i++) resources.push(...bareMetalMachine(ID, machineUuid(i, 12), { phase: i % 3 === 0 ? 'running' : 'tearingDown' }));
+    for (let i = 0; i < 6; i++)
+      resources.push(...bareMetalMachine(ID, machineUuid(i, 12), { phase: i % 3 === 0 ? 'running' : 'tearingDown' }));
     // Every other line of every InfraMachines List left out: running and tearing-down ones alike.
-    const { result, before, after } = await underProxy(resources, (r) => (listedType(r) === T.InfraMachine ? { kind: 'lines', map: (line, i) => (i % 2 === 0 ? null : line) } : undefined));
-    expect(checkRelease(before, after, { providerId: ID, complete: true, deregistered: result.deregistered }).problems).toEqual([]);
+    const { result, before, after } = await underProxy(resources, (r) =>
+      listedType(r) === T.InfraMachine ? { kind: 'lines', map: (line, i) => (i % 2 === 0 ? null : line) } : undefined,
+    );
+    expect(
+      checkRelease(before, after, { providerId: ID, complete: true, deregistered: result.deregistered }).problems,
+    ).toEqual([]);
     expect(result.deregistered).toBe(false);
     expect(result.outcomes.filter((o) => o.status !== 'released')).toEqual([]);
-    expect(result.outcomes.filter((o) => o.kind === 'InfraMachine').map((o) => o.id).sort()).toEqual([1, 2, 4, 5].map((i) => machineUuid(i, 12)).sort());
+    expect(
+      result.outcomes
+        .filter((o) => o.kind === 'InfraMachine')
+        .map((o) => o.id)
+        .sort(),
+    ).toEqual([1, 2, 4, 5].map((i) => machineUuid(i, 12)).sort());
     expect(result.outcomes.filter((o) => o.kind === 'leftover')).toEqual([]);
     // The running ones and everything of them, byte for byte.
     for (const i of [0, 3]) {
@@ -146,17 +216,33 @@ describe('reconcile() through the tampering proxy', () => {
   it('the MachineRequests List withheld: a running request with a status and ConfigPatchRequests is untouched and not refused; one being deleted is released', async () => {
     const id = 'kubevirt';
     const cpr = (rid: string, n: number): Resource => ({
-      metadata: newMetadata({ namespace: NS_INFRA_PROVIDER, type: T.ConfigPatchRequest, id: `${rid}-patch-${n}` }, {
-        version: '2', owner: `${id}.ProvisionController`, finalizers: ['ConfigPatchRequestController'], labels: { [LABEL_INFRA_PROVIDER_ID]: id, [LABEL_MACHINE_REQUEST]: rid },
-      }),
+      metadata: newMetadata(
+        { namespace: NS_INFRA_PROVIDER, type: T.ConfigPatchRequest, id: `${rid}-patch-${n}` },
+        {
+          version: '2',
+          owner: `${id}.ProvisionController`,
+          finalizers: ['ConfigPatchRequestController'],
+          labels: { [LABEL_INFRA_PROVIDER_ID]: id, [LABEL_MACHINE_REQUEST]: rid },
+        },
+      ),
       spec: { protoSpec: new Uint8Array([0x0a, 0x01, 0x78]) },
     });
     const resources = [
-      ...providerRegistration(id), ...provisionedRequest(id, 'w-run', { phase: 'running' }), cpr('w-run', 1), cpr('w-run', 2),
-      ...provisionedRequest(id, 'w-del'), cpr('w-del', 1),
+      ...providerRegistration(id),
+      ...provisionedRequest(id, 'w-run', { phase: 'running' }),
+      cpr('w-run', 1),
+      cpr('w-run', 2),
+      ...provisionedRequest(id, 'w-del'),
+      cpr('w-del', 1),
     ];
-    const { result, before, after } = await underProxy(resources, (r) => (listedType(r) === T.MachineRequest ? { kind: 'lines', map: () => null } : undefined), id);
-    expect(checkRelease(before, after, { providerId: id, complete: true, deregistered: result.deregistered }).problems).toEqual([]);
+    const { result, before, after } = await underProxy(
+      resources,
+      (r) => (listedType(r) === T.MachineRequest ? { kind: 'lines', map: () => null } : undefined),
+      id,
+    );
+    expect(
+      checkRelease(before, after, { providerId: id, complete: true, deregistered: result.deregistered }).problems,
+    ).toEqual([]);
     expect(result.deregistered).toBe(false);
     expect(result.refusals).toEqual([]);
     expect(result.outcomes.map((o) => `${o.kind}/${o.id}/${o.status}`)).toEqual(['MachineRequest/w-del/released']);
@@ -164,17 +250,25 @@ describe('reconcile() through the tampering proxy', () => {
     expect(ofRunning(after)).toEqual(ofRunning(before));
     expect(ofRunning(after)).toHaveLength(5);
     expect(after.filter((r) => r.metadata.id.startsWith('w-del')).map(keyOf)).toEqual([]);
-    expect(result.lastPlan.deregistration.reasons).toContainEqual(expect.stringMatching(/MachineRequests w-run was not in its List/));
+    expect(result.lastPlan.deregistration.reasons).toContainEqual(
+      expect.stringMatching(/MachineRequests w-run was not in its List/),
+    );
   }, 30_000);
 
   it('a machine really gone: its leftovers are cleaned after a Get of it answered NotFound, and the provider is deregistered', async () => {
     const gone = machineUuid(9, 12);
     const resources = [...providerRegistration(ID, { static: true }), ...bareMetalMachine(ID, gone).slice(1)];
     const { result, before, after } = await underProxy(resources, () => undefined);
-    expect(checkRelease(before, after, { providerId: ID, complete: true, deregistered: result.deregistered }).problems).toEqual([]);
+    expect(
+      checkRelease(before, after, { providerId: ID, complete: true, deregistered: result.deregistered }).problems,
+    ).toEqual([]);
     expect(result.deregistered).toBe(true);
     expect(after.filter((r) => r.metadata.id === gone)).toEqual([]);
-    expect(proxy!.seen.filter((r) => r.rpc === 'Get' && (r.body as { id?: string }).id === gone).map((r) => (r.body as { type?: string }).type)).toEqual([T.InfraMachine]);
+    expect(
+      proxy!.seen
+        .filter((r) => r.rpc === 'Get' && (r.body as { id?: string }).id === gone)
+        .map((r) => (r.body as { type?: string }).type),
+    ).toEqual([T.InfraMachine]);
   }, 30_000);
 });
 
@@ -184,12 +278,19 @@ function cleanEnv(): NodeJS.ProcessEnv {
   return env;
 }
 
-async function runCli(argv: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null; stdout: string; stderr: string }> {
+async function runCli(
+  argv: string[],
+  env: NodeJS.ProcessEnv,
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
   const child = spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d: Buffer) => { stdout += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { stderr += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    stderr += d.toString();
+  });
   const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
   const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
   clearTimeout(timer);

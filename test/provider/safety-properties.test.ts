@@ -13,7 +13,12 @@ import { createOmniClient } from '../../src/omni-client/client.js';
 import type { Phase, Resource } from '../../src/omni-api/resource.js';
 import { T } from '../../src/omni-api/resource.js';
 import { silentLogger } from '../../src/log.js';
-import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
+import {
+  bareMetalMachine,
+  machineUuid,
+  providerRegistration,
+  provisionedRequest,
+} from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import type { Scenario } from '../../src/omni-sim/scenario/scenario.js';
@@ -23,7 +28,11 @@ import { checkRelease, keyOf } from '../helpers/release-oracle.js';
 
 /** Provider IDs that are prefixes of one another, differ only in case, or hold dots. */
 const IDS = ['bare-metal', 'Bare-Metal', 'bare', 'bare-metal-2', 'bm.v1', 'bm'] as const;
-const OMNI_FINALIZERS = ['ClusterMachineController', 'MachineSetNodeController', 'ClusterMachineRequestStatusController'];
+const OMNI_FINALIZERS = [
+  'ClusterMachineController',
+  'MachineSetNodeController',
+  'ClusterMachineRequestStatusController',
+];
 
 interface ItemSpec {
   provider: number;
@@ -64,11 +73,19 @@ type State = typeof stateArb extends fc.Arbitrary<infer S> ? S : never;
 
 /** Finalizers that look like ours but are not (rule 1), and Omni's own. */
 function foreignCandidates(ours: string, other: string): string[] {
-  return [`${other}.MachineStatusController`, `${ours}.Sub.Controller`, `${ours.toUpperCase() === ours ? ours.toLowerCase() : ours.toUpperCase()}.WipeStatusController`,
-    `${ours}x.Foo`, ...OMNI_FINALIZERS];
+  return [
+    `${other}.MachineStatusController`,
+    `${ours}.Sub.Controller`,
+    `${ours.toUpperCase() === ours ? ours.toLowerCase() : ours.toUpperCase()}.WipeStatusController`,
+    `${ours}x.Foo`,
+    ...OMNI_FINALIZERS,
+  ];
 }
 
-function buildScenario(s: State, ours: GeneratedKey): { scenario: Scenario; requestIds: string[]; machineIds: string[] } {
+function buildScenario(
+  s: State,
+  ours: GeneratedKey,
+): { scenario: Scenario; requestIds: string[]; machineIds: string[] } {
   // The static label whatever the mix: a static-labelled provider may still hold request state.
   const resources: Resource[] = [...providerRegistration(s.providers[0]!, { static: s.staticLabel })];
   const machineIds: string[] = [];
@@ -76,7 +93,9 @@ function buildScenario(s: State, ours: GeneratedKey): { scenario: Scenario; requ
   s.items.forEach((it, i) => {
     const id = s.providers[it.provider]!;
     const other = s.providers[(it.provider + 1) % 3]!;
-    const extra = it.foreign.map((f) => foreignCandidates(id, other)[f]!).filter((f) => it.kind === 'machine' || f !== 'ClusterMachineController');
+    const extra = it.foreign
+      .map((f) => foreignCandidates(id, other)[f]!)
+      .filter((f) => it.kind === 'machine' || f !== 'ClusterMachineController');
     let rs: Resource[];
     if (it.kind === 'machine') {
       const uuid = machineUuid(i, it.provider);
@@ -96,7 +115,14 @@ function buildScenario(s: State, ours: GeneratedKey): { scenario: Scenario; requ
     resources.push(provisionedRequest(s.providers[0]!, `new-${i}`, { phase: 'running', outputs: false })[0]!);
   }
   return {
-    scenario: { omniVersion: s.version, identities: [{ name: `infra-provider:${s.providers[0]}`, role: 'InfraProvider', publicKeys: [ours.armoredPublicKey] }], resources, faults: {} },
+    scenario: {
+      omniVersion: s.version,
+      identities: [
+        { name: `infra-provider:${s.providers[0]}`, role: 'InfraProvider', publicKeys: [ours.armoredPublicKey] },
+      ],
+      resources,
+      faults: {},
+    },
     requestIds,
     machineIds,
   };
@@ -105,15 +131,31 @@ function buildScenario(s: State, ours: GeneratedKey): { scenario: Scenario; requ
 let keys: Map<string, GeneratedKey>;
 beforeAll(async () => {
   keys = new Map();
-  for (const id of IDS) keys.set(id, await generateKey(`infra-provider:${id}`, { date: new Date(Date.now() - 3600_000) }));
+  for (const id of IDS)
+    keys.set(id, await generateKey(`infra-provider:${id}`, { date: new Date(Date.now() - 3600_000) }));
 });
 
 async function runStub(sim: Sim, id: string, machines: string[]): Promise<ReconcileResult> {
-  const client = await createOmniClient({ endpoint: sim.endpoint, key: keys.get(id)!.serviceAccountKey, connections: 4 });
+  const client = await createOmniClient({
+    endpoint: sim.endpoint,
+    key: keys.get(id)!.serviceAccountKey,
+    connections: 4,
+  });
   try {
     return await reconcile(
       { state: client.state, logger: silentLogger(), version: 'test' },
-      { providerId: id, machines, profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 20_000, omniWaitMs: 5_000, settleMs: 100, concurrency: 4 },
+      {
+        providerId: id,
+        machines,
+        profile: 'auto',
+        stateTypes: [],
+        deregister: true,
+        wait: false,
+        timeoutMs: 20_000,
+        omniWaitMs: 5_000,
+        settleMs: 100,
+        concurrency: 4,
+      },
     );
   } finally {
     await client.close();
@@ -134,21 +176,33 @@ function concurrentWriter(sim: Sim, s: State, ours: string, touched: Touched): v
     setImmediate(() => {
       const all = sim.store.all();
       const pick = (f: (r: Resource) => boolean) => all.find(f);
-      const oursParent = (r: Resource) => (r.metadata.type === T.InfraMachine || r.metadata.type === T.MachineRequest) && r.metadata.labels['omni.sidero.dev/infra-provider-id'] === ours;
+      const oursParent = (r: Resource) =>
+        (r.metadata.type === T.InfraMachine || r.metadata.type === T.MachineRequest) &&
+        r.metadata.labels['omni.sidero.dev/infra-provider-id'] === ours;
       switch (s.writer.action) {
         case 'bump-parent':
         case 'bump-output':
         case 'bump-foreign': {
-          const r = s.writer.action === 'bump-parent' ? pick(oursParent)
-            : s.writer.action === 'bump-output' ? pick((x) => x.metadata.namespace === `infra-provider:${ours}`)
-              : pick((x) => x.metadata.namespace !== `infra-provider:${ours}` && x.metadata.labels['omni.sidero.dev/infra-provider-id'] !== ours);
+          const r =
+            s.writer.action === 'bump-parent'
+              ? pick(oursParent)
+              : s.writer.action === 'bump-output'
+                ? pick((x) => x.metadata.namespace === `infra-provider:${ours}`)
+                : pick(
+                    (x) =>
+                      x.metadata.namespace !== `infra-provider:${ours}` &&
+                      x.metadata.labels['omni.sidero.dev/infra-provider-id'] !== ours,
+                  );
           if (r && sim.store.bumpVersion(r.metadata)) touched.versionOnly.add(keyOf(r));
           break;
         }
         case 'add-foreign-finalizer': {
           const r = pick((x) => oursParent(x) && x.metadata.phase === 'tearingDown');
           if (!r) break;
-          const next = { metadata: { ...r.metadata, finalizers: [...r.metadata.finalizers, 'ConcurrentWriterController'] }, spec: r.spec };
+          const next = {
+            metadata: { ...r.metadata, finalizers: [...r.metadata.finalizers, 'ConcurrentWriterController'] },
+            spec: r.spec,
+          };
           const written = sim.store.update(INTERNAL, next, r.metadata.owner);
           touched.addedFinalizer = { key: keyOf(r), finalizer: 'ConcurrentWriterController', written };
           break;
@@ -170,7 +224,13 @@ describe('safety properties of whole runs against the simulated Omni', () => {
           await sim.controllers?.idle();
           const before = sim.store.all();
           // Per-machine mode: a random subset of our parents, and an ID that matches nothing.
-          const named = s.perMachine ? [...machineIds.filter((_, i) => i % 2 === 0), ...requestIds.filter((_, i) => i % 2 === 1), 'no-such-machine'] : [];
+          const named = s.perMachine
+            ? [
+                ...machineIds.filter((_, i) => i % 2 === 0),
+                ...requestIds.filter((_, i) => i % 2 === 1),
+                'no-such-machine',
+              ]
+            : [];
           const touched: Touched = { versionOnly: new Set() };
           concurrentWriter(sim, s, ours, touched);
           const result = await runStub(sim, ours, named);
@@ -180,14 +240,20 @@ describe('safety properties of whole runs against the simulated Omni', () => {
           // What the writer did is part of the expected state: bumped versions, and the resource it
           // added its finalizer to as it left it (the finalizer counts as one that was there before,
           // so it must survive; a resource the stub may not act on stays exactly as the writer left it).
-          const expectedBefore = before.map((r) => (touched.addedFinalizer?.key === keyOf(r) ? touched.addedFinalizer.written : r));
+          const expectedBefore = before.map((r) =>
+            touched.addedFinalizer?.key === keyOf(r) ? touched.addedFinalizer.written : r,
+          );
           const afterCmp = after.map((r) => {
             const k = keyOf(r);
             const b = before.find((x) => keyOf(x) === k);
-            return touched.versionOnly.has(k) && b ? { metadata: { ...r.metadata, version: b.metadata.version, updated: b.metadata.updated }, spec: r.spec } : r;
+            return touched.versionOnly.has(k) && b
+              ? { metadata: { ...r.metadata, version: b.metadata.version, updated: b.metadata.updated }, spec: r.spec }
+              : r;
           });
           const problems = checkRelease(expectedBefore, afterCmp, {
-            providerId: ours, complete: true, deregistered: result.deregistered,
+            providerId: ours,
+            complete: true,
+            deregistered: result.deregistered,
             ...(s.perMachine ? { machines: named } : {}),
           }).problems;
           expect(problems).toEqual([]);
@@ -203,7 +269,11 @@ describe('safety properties of whole runs against the simulated Omni', () => {
           const second = await runStub(sim, ours, named);
           await sim.controllers?.idle();
           const again = sim.store.all().filter((r) => r.metadata.type !== T.InfraProviderHealthStatus);
-          expect(again.map((r) => `${keyOf(r)}@${r.metadata.version}`)).toEqual(after.filter((r) => r.metadata.type !== T.InfraProviderHealthStatus).map((r) => `${keyOf(r)}@${r.metadata.version}`));
+          expect(again.map((r) => `${keyOf(r)}@${r.metadata.version}`)).toEqual(
+            after
+              .filter((r) => r.metadata.type !== T.InfraProviderHealthStatus)
+              .map((r) => `${keyOf(r)}@${r.metadata.version}`),
+          );
           expect(second.outcomes.filter((o) => o.status === 'failed')).toEqual([]);
         } finally {
           await sim.close();

@@ -12,13 +12,16 @@ import type { ProfileOption } from '../../src/provider/profile.js';
 const ID = 'bare-metal';
 const U1 = '11111111-1111-1111-1111-111111111111';
 
-const opts = (o: Partial<ReconcileOptions> = {}): ReconcileOptions => reconcileOptions(ID, { timeoutMs: 2_000, omniWaitMs: 1_000, ...o });
+const opts = (o: Partial<ReconcileOptions> = {}): ReconcileOptions =>
+  reconcileOptions(ID, { timeoutMs: 2_000, omniWaitMs: 1_000, ...o });
 
 describe('the static label of a ProviderStatus the stub creates follows the facts', () => {
   async function labelAfter(profile: ProfileOption, machines: boolean): Promise<boolean> {
     const fake = new FakeState(machines ? bareMetalMachine(ID, U1, { phase: 'running' }) : []);
     // A new MachineRequest makes the run announce (a refusal is due); no ProviderStatus exists yet.
-    fake.put(res(NS_INFRA_PROVIDER, T.MachineRequest, 'req-1', { labels: { 'omni.sidero.dev/infra-provider-id': ID } }));
+    fake.put(
+      res(NS_INFRA_PROVIDER, T.MachineRequest, 'req-1', { labels: { 'omni.sidero.dev/infra-provider-id': ID } }),
+    );
     await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts({ profile, deregister: false }));
     const ps = fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID });
     expect(ps).toBeDefined();

@@ -48,7 +48,14 @@ const machine: MachineFacts = {
 
 async function run(command: string, m: MachineFacts = machine, extra: Partial<WipeOptions> = {}) {
   const log = captureLog();
-  const opts: WipeOptions = { strategy: 'command', command, timeoutMs: 10_000, requireWipe: false, concurrency: 1, ...extra };
+  const opts: WipeOptions = {
+    strategy: 'command',
+    command,
+    timeoutMs: 10_000,
+    requireWipe: false,
+    concurrency: 1,
+    ...extra,
+  };
   const strategy = createWipeStrategy(opts, { logger: log.logger, killGraceMs: 300 });
   const [r] = await runWipes(strategy, [m], { concurrency: 1, timeoutMs: opts.timeoutMs });
   return { r: r!, log };
@@ -57,7 +64,13 @@ async function run(command: string, m: MachineFacts = machine, extra: Partial<Wi
 describe('command wipe', () => {
   it('passes exactly PATH and the machine facts, nothing else of the parent environment', async () => {
     const out = join(dir, 'env.json');
-    const { r } = await run(script('env.mjs', `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], JSON.stringify(process.env));`, `"${out}"`));
+    const { r } = await run(
+      script(
+        'env.mjs',
+        `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], JSON.stringify(process.env));`,
+        `"${out}"`,
+      ),
+    );
     expect(r).toMatchObject({ strategy: 'command', outcome: 'succeeded' });
     const env = JSON.parse(readFileSync(out, 'utf8')) as Record<string, string>;
     expect(env).toEqual({
@@ -75,18 +88,33 @@ describe('command wipe', () => {
 
   it('leaves out the BMC variables that are not known', async () => {
     const out = join(dir, 'env-nobmc.json');
-    const { r } = await run(script('env2.mjs', `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], JSON.stringify(process.env));`, `"${out}"`), {
-      machineId: 'm-2',
-      providerId: 'p',
-    });
+    const { r } = await run(
+      script(
+        'env2.mjs',
+        `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], JSON.stringify(process.env));`,
+        `"${out}"`,
+      ),
+      {
+        machineId: 'm-2',
+        providerId: 'p',
+      },
+    );
     expect(r.outcome).toBe('succeeded');
-    expect(Object.keys(JSON.parse(readFileSync(out, 'utf8')) as object).sort()).toEqual(['PATH', 'STUB_MACHINE_ID', 'STUB_PROVIDER_ID']);
+    expect(Object.keys(JSON.parse(readFileSync(out, 'utf8')) as object).sort()).toEqual([
+      'PATH',
+      'STUB_MACHINE_ID',
+      'STUB_PROVIDER_ID',
+    ]);
   });
 
   it('runs without a shell: quotes group words, and shell syntax reaches the program as plain text', async () => {
     const out = join(dir, 'argv.json');
     const { r } = await run(
-      script('argv.mjs', `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], JSON.stringify(process.argv.slice(3)));`, `"${out}" "a b" '$HOME' ';' 'x|y' \\$(id) *`),
+      script(
+        'argv.mjs',
+        `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], JSON.stringify(process.argv.slice(3)));`,
+        `"${out}" "a b" '$HOME' ';' 'x|y' \\$(id) *`,
+      ),
     );
     expect(r.outcome).toBe('succeeded');
     expect(JSON.parse(readFileSync(out, 'utf8'))).toEqual(['a b', '$HOME', ';', 'x|y', '$(id)', '*']);
@@ -139,6 +167,9 @@ describe('command wipe', () => {
 
   it('reports a program that does not exist', async () => {
     const { r } = await run('/nonexistent/wipe-it --now');
-    expect(r).toMatchObject({ outcome: 'failed', reason: 'wipe command not found: /nonexistent/wipe-it (give a path, or a program on PATH)' });
+    expect(r).toMatchObject({
+      outcome: 'failed',
+      reason: 'wipe command not found: /nonexistent/wipe-it (give a path, or a program on PATH)',
+    });
   });
 });

@@ -4,7 +4,13 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createWipeStrategy, runWipes, IPMITOOL_MISSING, type MachineFacts, type WipeOptions } from '../../src/wipe/index.js';
+import {
+  createWipeStrategy,
+  runWipes,
+  IPMITOOL_MISSING,
+  type MachineFacts,
+  type WipeOptions,
+} from '../../src/wipe/index.js';
 import { ipmitoolBaseArgs } from '../../src/wipe/ipmi.js';
 import { IpmiSim } from '../helpers/ipmi-sim.js';
 import { captureLog } from '../helpers/wipe-log.js';
@@ -19,13 +25,24 @@ beforeAll(async () => {
 afterAll(() => sim?.stop());
 
 function machine(password = PASSWORD, port = sim.port): MachineFacts {
-  return { machineId: 'm-ipmi', providerId: 'bare-metal', bmc: { address: '127.0.0.1', port, username: USER, password } };
+  return {
+    machineId: 'm-ipmi',
+    providerId: 'bare-metal',
+    bmc: { address: '127.0.0.1', port, username: USER, password },
+  };
 }
 
-async function wipeOnce(o: Partial<WipeOptions> & Pick<WipeOptions, 'strategy'>, m: MachineFacts, deps: { path?: string } = {}) {
+async function wipeOnce(
+  o: Partial<WipeOptions> & Pick<WipeOptions, 'strategy'>,
+  m: MachineFacts,
+  deps: { path?: string } = {},
+) {
   const log = captureLog();
   const full: WipeOptions = { timeoutMs: 8000, requireWipe: false, concurrency: 1, ...o };
-  const [r] = await runWipes(createWipeStrategy(full, { logger: log.logger, ...deps }), [m], { concurrency: 1, timeoutMs: full.timeoutMs });
+  const [r] = await runWipes(createWipeStrategy(full, { logger: log.logger, ...deps }), [m], {
+    concurrency: 1,
+    timeoutMs: full.timeoutMs,
+  });
   return { r: r!, logs: log.text() };
 }
 
@@ -41,11 +58,17 @@ describe('ipmi wipes against ipmi_sim', () => {
 
   it('ipmi-power-off over lanplus with cipher suite 0 turns the chassis off, and reports an off chassis as already off', async () => {
     sim.powerOn = true;
-    const first = await wipeOnce({ strategy: 'ipmi-power-off', ipmiInterface: 'lanplus', ipmiCipherSuite: 0 }, machine());
+    const first = await wipeOnce(
+      { strategy: 'ipmi-power-off', ipmiInterface: 'lanplus', ipmiCipherSuite: 0 },
+      machine(),
+    );
     expect(first.r.outcome).toBe('succeeded');
     expect(sim.powerOn).toBe(false);
     const before = sim.history.length;
-    const second = await wipeOnce({ strategy: 'ipmi-power-off', ipmiInterface: 'lanplus', ipmiCipherSuite: 0 }, machine());
+    const second = await wipeOnce(
+      { strategy: 'ipmi-power-off', ipmiInterface: 'lanplus', ipmiCipherSuite: 0 },
+      machine(),
+    );
     expect(second.r).toMatchObject({ outcome: 'succeeded', reason: 'already off' });
     expect(sim.history.length).toBe(before);
   });
@@ -72,14 +95,20 @@ describe('ipmi wipes against ipmi_sim', () => {
   it('a wrong password over lan fails with "BMC refused the credentials" and leaves the chassis alone', async () => {
     sim.powerOn = true;
     // One short attempt: ipmitool's default retries take about 8 s to give up.
-    const { r, logs } = await wipeOnce({ strategy: 'ipmi-power-off', ipmiInterface: 'lan', ipmiAttemptTimeoutS: 1, ipmiRetries: 1 }, machine('wrong-secret'));
+    const { r, logs } = await wipeOnce(
+      { strategy: 'ipmi-power-off', ipmiInterface: 'lan', ipmiAttemptTimeoutS: 1, ipmiRetries: 1 },
+      machine('wrong-secret'),
+    );
     expect(r).toMatchObject({ outcome: 'failed', reason: 'BMC refused the credentials' });
     expect(sim.powerOn).toBe(true);
     expect(logs).not.toContain('wrong-secret');
   });
 
   it('a BMC that does not answer is skipped as unreachable at the timeout', async () => {
-    const { r } = await wipeOnce({ strategy: 'ipmi-power-off', ipmiInterface: 'lan', timeoutMs: 700 }, machine(PASSWORD, 9));
+    const { r } = await wipeOnce(
+      { strategy: 'ipmi-power-off', ipmiInterface: 'lan', timeoutMs: 700 },
+      machine(PASSWORD, 9),
+    );
     expect(r).toMatchObject({ outcome: 'skipped', reason: 'hardware unreachable' });
   });
 });
@@ -103,7 +132,11 @@ describe('ipmitool invocation', () => {
     const { r } = await wipeOnce({ strategy: 'ipmi-power-off', ipmitoolPath: fake }, machine(PASSWORD, 6231));
     expect(r).toMatchObject({ outcome: 'succeeded', reason: 'already off' });
     expect(readFileSync(join(dir, 'argv'), 'utf8')).not.toContain(PASSWORD);
-    const env = readFileSync(join(dir, 'env'), 'utf8').split('\n').filter(Boolean).map((l) => l.split('=')[0]).sort();
+    const env = readFileSync(join(dir, 'env'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => l.split('=')[0])
+      .sort();
     expect(env).toContain('IPMI_PASSWORD');
     expect(readFileSync(join(dir, 'env'), 'utf8')).toContain(`IPMI_PASSWORD=${PASSWORD}`);
     expect(env).not.toContain('OMNI_SERVICE_ACCOUNT_KEY');

@@ -29,17 +29,41 @@ describe('wipe flags', () => {
 
   it('reads every flag', () => {
     const o = parse([
-      '--wipe', 'redfish-pxe-reboot', '--wipe-timeout', '2.5', '--require-wipe', '--redfish-port', '8443', '--redfish-scheme', 'http',
-      '--bmc-insecure-skip-tls-verify', '--ipmi-interface', 'lan', '--ipmi-cipher-suite', '17', '--wipe-concurrency', '8',
+      '--wipe',
+      'redfish-pxe-reboot',
+      '--wipe-timeout',
+      '2.5',
+      '--require-wipe',
+      '--redfish-port',
+      '8443',
+      '--redfish-scheme',
+      'http',
+      '--bmc-insecure-skip-tls-verify',
+      '--ipmi-interface',
+      'lan',
+      '--ipmi-cipher-suite',
+      '17',
+      '--wipe-concurrency',
+      '8',
     ]);
     expect(o).toMatchObject({
-      strategy: 'redfish-pxe-reboot', timeoutMs: 2500, requireWipe: true, concurrency: 8, redfishPort: 8443, redfishScheme: 'http',
-      bmcInsecureSkipTlsVerify: true, ipmiInterface: 'lan', ipmiCipherSuite: 17,
+      strategy: 'redfish-pxe-reboot',
+      timeoutMs: 2500,
+      requireWipe: true,
+      concurrency: 8,
+      redfishPort: 8443,
+      redfishScheme: 'http',
+      bmcInsecureSkipTlsVerify: true,
+      ipmiInterface: 'lan',
+      ipmiCipherSuite: 17,
     });
   });
 
   it('--wipe command takes its command', () => {
-    expect(parse(['--wipe', 'command', '--wipe-command', '/usr/local/bin/off --hard'])).toMatchObject({ strategy: 'command', command: '/usr/local/bin/off --hard' });
+    expect(parse(['--wipe', 'command', '--wipe-command', '/usr/local/bin/off --hard'])).toMatchObject({
+      strategy: 'command',
+      command: '/usr/local/bin/off --hard',
+    });
   });
 
   it.each([
@@ -75,9 +99,18 @@ describe('wipe flags', () => {
   });
 
   it('--require-wipe blocks the release of every machine whose wipe did not succeed', () => {
-    const r = (outcome: 'succeeded' | 'failed' | 'skipped') => ({ machineId: 'm', strategy: 's', outcome, durationMs: 0 });
-    expect([r('succeeded'), r('failed'), r('skipped')].map((x) => wipeBlocksRelease(x, { requireWipe: true }))).toEqual([false, true, true]);
-    expect([r('succeeded'), r('failed'), r('skipped')].map((x) => wipeBlocksRelease(x, { requireWipe: false }))).toEqual([false, false, false]);
+    const r = (outcome: 'succeeded' | 'failed' | 'skipped') => ({
+      machineId: 'm',
+      strategy: 's',
+      outcome,
+      durationMs: 0,
+    });
+    expect([r('succeeded'), r('failed'), r('skipped')].map((x) => wipeBlocksRelease(x, { requireWipe: true }))).toEqual(
+      [false, true, true],
+    );
+    expect(
+      [r('succeeded'), r('failed'), r('skipped')].map((x) => wipeBlocksRelease(x, { requireWipe: false })),
+    ).toEqual([false, false, false]);
   });
 });
 
@@ -115,23 +148,38 @@ describe('machineFactsFromBmc', () => {
 
   it('reads the bare-metal BMCConfigurationSpec', () => {
     expect(machineFactsFromBmc('m', 'bare-metal', { ipmi, api: { address: '' } })).toEqual({
-      machineId: 'm', providerId: 'bare-metal', bmc: { address: '10.0.0.9', port: 623, username: 'ADMIN', password: 'pw' },
+      machineId: 'm',
+      providerId: 'bare-metal',
+      bmc: { address: '10.0.0.9', port: 623, username: 'ADMIN', password: 'pw' },
     });
   });
 
   it("reads Omni's BMCConfigSpec (config wrapper), including the api address", () => {
-    expect(machineFactsFromBmc('m', 'p', { config: { ipmi: { ...ipmi, port: 0 }, api: { address: '10.0.0.1:8070' } } }).bmc).toEqual({
-      address: '10.0.0.9', username: 'ADMIN', password: 'pw', apiAddress: '10.0.0.1:8070',
+    expect(
+      machineFactsFromBmc('m', 'p', { config: { ipmi: { ...ipmi, port: 0 }, api: { address: '10.0.0.1:8070' } } }).bmc,
+    ).toEqual({
+      address: '10.0.0.9',
+      username: 'ADMIN',
+      password: 'pw',
+      apiAddress: '10.0.0.1:8070',
     });
   });
 
   it('treats proto3 defaults and missing specs as no BMC data', () => {
     expect(machineFactsFromBmc('m', 'p')).toEqual({ machineId: 'm', providerId: 'p' });
-    expect(machineFactsFromBmc('m', 'p', undefined, null, { ipmi: { address: '', port: 0 } }, { config: null })).toEqual({ machineId: 'm', providerId: 'p' });
+    expect(
+      machineFactsFromBmc('m', 'p', undefined, null, { ipmi: { address: '', port: 0 } }, { config: null }),
+    ).toEqual({ machineId: 'm', providerId: 'p' });
   });
 
   it('uses the first spec that holds data, whole', () => {
-    const r = machineFactsFromBmc('m', 'p', { ipmi: {} }, { config: { ipmi: { address: 'b', username: 'u2' } } }, { ipmi });
+    const r = machineFactsFromBmc(
+      'm',
+      'p',
+      { ipmi: {} },
+      { config: { ipmi: { address: 'b', username: 'u2' } } },
+      { ipmi },
+    );
     expect(r.bmc).toEqual({ address: 'b', username: 'u2' });
   });
 });

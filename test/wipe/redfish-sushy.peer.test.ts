@@ -33,13 +33,23 @@ async function emulator(o: SushyOptions): Promise<SushyEmulator> {
 
 function opts(strategy: WipeOptions['strategy'], e: SushyEmulator, extra: Partial<WipeOptions> = {}): WipeOptions {
   return {
-    strategy, timeoutMs: 15_000, requireWipe: false, concurrency: 1,
-    redfishPort: e.port, redfishScheme: e.scheme, bmcInsecureSkipTlsVerify: e.scheme === 'https', ...extra,
+    strategy,
+    timeoutMs: 15_000,
+    requireWipe: false,
+    concurrency: 1,
+    redfishPort: e.port,
+    redfishScheme: e.scheme,
+    bmcInsecureSkipTlsVerify: e.scheme === 'https',
+    ...extra,
   };
 }
 
 function machine(password = PASSWORD): MachineFacts {
-  return { machineId: 'm-sushy', providerId: 'bare-metal', bmc: { address: '127.0.0.1', port: 623, username: USER, password } };
+  return {
+    machineId: 'm-sushy',
+    providerId: 'bare-metal',
+    bmc: { address: '127.0.0.1', port: 623, username: USER, password },
+  };
 }
 
 async function wipeOnce(o: WipeOptions, m: MachineFacts, logger = captureLog().logger) {
@@ -71,7 +81,10 @@ describe.concurrent('Redfish wipes against sushy-tools 2.2.0 (fake driver)', { t
   it('redfish-power-off over plain HTTP without auth: the system reports Off', async () => {
     const e = await emulator({ systems: [{ name: 'node-b', power_state: 'On' }] });
     const [uuid] = e.uuids;
-    const r = await wipeOnce(opts('redfish-power-off', e, { redfishScheme: 'http', bmcInsecureSkipTlsVerify: false }), machine());
+    const r = await wipeOnce(
+      opts('redfish-power-off', e, { redfishScheme: 'http', bmcInsecureSkipTlsVerify: false }),
+      machine(),
+    );
     expect(r).toMatchObject({ outcome: 'succeeded' });
     expect((await e.waitFor(uuid!, (s) => s.PowerState === 'Off')).PowerState).toBe('Off');
     expect((await e.requests()).filter((q) => q.includes('SessionService'))).toEqual([]);
@@ -131,7 +144,13 @@ describe.concurrent('Redfish wipes against sushy-tools 2.2.0 (fake driver)', { t
   });
 
   it('with several systems, acts on the first member of the Systems collection only', async () => {
-    const e = await emulator({ systems: [{ name: 'node-h1', power_state: 'On' }, { name: 'node-h2', power_state: 'On' }], ...https() });
+    const e = await emulator({
+      systems: [
+        { name: 'node-h1', power_state: 'On' },
+        { name: 'node-h2', power_state: 'On' },
+      ],
+      ...https(),
+    });
     const [first, second] = (await e.members()).map((p) => p.split('/').pop()!);
     const log = captureLog();
     const r = await wipeOnce(opts('redfish-power-off', e), machine(), log.logger);

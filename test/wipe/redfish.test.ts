@@ -18,11 +18,24 @@ beforeAll(async () => {
 });
 
 function opts(strategy: WipeOptions['strategy'], port: number, extra: Partial<WipeOptions> = {}): WipeOptions {
-  return { strategy, timeoutMs: 5000, requireWipe: false, concurrency: 2, redfishPort: port, redfishScheme: 'https', bmcInsecureSkipTlsVerify: true, ...extra };
+  return {
+    strategy,
+    timeoutMs: 5000,
+    requireWipe: false,
+    concurrency: 2,
+    redfishPort: port,
+    redfishScheme: 'https',
+    bmcInsecureSkipTlsVerify: true,
+    ...extra,
+  };
 }
 
 function machine(password = PASSWORD, id = 'm-1'): MachineFacts {
-  return { machineId: id, providerId: 'bare-metal', bmc: { address: '127.0.0.1', port: 623, username: USER, password } };
+  return {
+    machineId: id,
+    providerId: 'bare-metal',
+    bmc: { address: '127.0.0.1', port: 623, username: USER, password },
+  };
 }
 
 async function wipeOnce(o: WipeOptions, m: MachineFacts, logger = captureLog().logger) {
@@ -61,14 +74,25 @@ describe('redfish-power-off', () => {
 
 describe('redfish-pxe-reboot', () => {
   it('sets a one-time PXE boot and restarts a running system (basic auth only BMC, ETag required)', async () => {
-    const bmc = await FakeRedfishBmc.start({ username: USER, password: PASSWORD, auth: 'basic', tls, requireEtag: true, systemId: '437XR1138R2' });
+    const bmc = await FakeRedfishBmc.start({
+      username: USER,
+      password: PASSWORD,
+      auth: 'basic',
+      tls,
+      requireEtag: true,
+      systemId: '437XR1138R2',
+    });
     try {
       const r = await wipeOnce(opts('redfish-pxe-reboot', bmc.port), machine());
       expect(r).toMatchObject({ outcome: 'succeeded' });
       expect(bmc.boot).toEqual({ BootSourceOverrideTarget: 'Pxe', BootSourceOverrideEnabled: 'Once' });
       expect(bmc.resets).toEqual(['ForceRestart']);
       expect(bmc.powerState).toBe('On');
-      expect(bmc.requests.some((q) => q.method === 'PATCH' && q.path === '/redfish/v1/Systems/437XR1138R2' && q.auth === 'basic')).toBe(true);
+      expect(
+        bmc.requests.some(
+          (q) => q.method === 'PATCH' && q.path === '/redfish/v1/Systems/437XR1138R2' && q.auth === 'basic',
+        ),
+      ).toBe(true);
       // Its service root names no sessions: the password is not posted to a session URL it never named.
       expect(bmc.requests.filter((q) => q.path.includes('SessionService'))).toEqual([]);
 

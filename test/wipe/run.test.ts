@@ -1,10 +1,17 @@
 // runWipes: bounded concurrency, one result per machine in input order, failures contained.
 
 import { describe, expect, it } from 'vitest';
-import { createWipeStrategy, runWipes, type MachineFacts, type WipeResult, type WipeStrategy } from '../../src/wipe/index.js';
+import {
+  createWipeStrategy,
+  runWipes,
+  type MachineFacts,
+  type WipeResult,
+  type WipeStrategy,
+} from '../../src/wipe/index.js';
 import { silentLogger } from '../../src/log.js';
 
-const machines = (n: number): MachineFacts[] => Array.from({ length: n }, (_, i) => ({ machineId: `m-${i}`, providerId: 'p' }));
+const machines = (n: number): MachineFacts[] =>
+  Array.from({ length: n }, (_, i) => ({ machineId: `m-${i}`, providerId: 'p' }));
 
 /** A strategy that records how many wipes run at once; machine ids in `fail` fail, in `throws` throw. */
 class Probe implements WipeStrategy {
@@ -61,7 +68,12 @@ describe('runWipes', () => {
     const stuck: WipeStrategy = { name: 'stuck', wipe: () => new Promise<WipeResult>(() => undefined) };
     const started = Date.now();
     const [r] = await runWipes(stuck, machines(1), { concurrency: 1, timeoutMs: 50, abortGraceMs: 50 });
-    expect(r).toMatchObject({ machineId: 'm-0', strategy: 'stuck', outcome: 'failed', reason: 'timed out after 50 ms' });
+    expect(r).toMatchObject({
+      machineId: 'm-0',
+      strategy: 'stuck',
+      outcome: 'failed',
+      reason: 'timed out after 50 ms',
+    });
     expect(Date.now() - started).toBeLessThan(2000);
   });
 
@@ -69,7 +81,12 @@ describe('runWipes', () => {
     const ac = new AbortController();
     const probe = new Probe({ ms: 10_000 });
     setTimeout(() => ac.abort(new Error('SIGTERM')), 30);
-    const results = await runWipes(probe, machines(4), { concurrency: 2, timeoutMs: 20_000, signal: ac.signal, abortGraceMs: 20 });
+    const results = await runWipes(probe, machines(4), {
+      concurrency: 2,
+      timeoutMs: 20_000,
+      signal: ac.signal,
+      abortGraceMs: 20,
+    });
     expect(probe.started).toEqual(['m-0', 'm-1']);
     expect(results.map((r) => r.outcome)).toEqual(['failed', 'failed', 'skipped', 'skipped']);
     expect(results[2]!.reason).toBe('interrupted before the wipe started');
@@ -78,9 +95,18 @@ describe('runWipes', () => {
   it('scrubs the BMC password from any reason a strategy gives', async () => {
     const leaky: WipeStrategy = {
       name: 'leaky',
-      wipe: async (m) => ({ machineId: m.machineId, strategy: 'leaky', outcome: 'failed', reason: `login with ${m.bmc?.password} failed`, durationMs: 0 }),
+      wipe: async (m) => ({
+        machineId: m.machineId,
+        strategy: 'leaky',
+        outcome: 'failed',
+        reason: `login with ${m.bmc?.password} failed`,
+        durationMs: 0,
+      }),
     };
-    const [r] = await runWipes(leaky, [{ machineId: 'm', providerId: 'p', bmc: { password: 'hunter2' } }], { concurrency: 1, timeoutMs: 1000 });
+    const [r] = await runWipes(leaky, [{ machineId: 'm', providerId: 'p', bmc: { password: 'hunter2' } }], {
+      concurrency: 1,
+      timeoutMs: 1000,
+    });
     expect(r!.reason).toBe('login with [redacted] failed');
   });
 
@@ -91,7 +117,10 @@ describe('runWipes', () => {
 
 describe('none', () => {
   it('skips every machine with "no wipe strategy"', async () => {
-    const s = createWipeStrategy({ strategy: 'none', timeoutMs: 1000, requireWipe: false, concurrency: 1 }, { logger: silentLogger() });
+    const s = createWipeStrategy(
+      { strategy: 'none', timeoutMs: 1000, requireWipe: false, concurrency: 1 },
+      { logger: silentLogger() },
+    );
     const results = await runWipes(s, machines(2), { concurrency: 2, timeoutMs: 1000 });
     expect(results.map((r) => [r.machineId, r.strategy, r.outcome, r.reason])).toEqual([
       ['m-0', 'none', 'skipped', 'no wipe strategy'],

@@ -30,13 +30,23 @@ function isVarintKind(f: FieldSchema): boolean {
 export function zeroOf(f: FieldSchema): unknown {
   if (f.repeated) return [];
   switch (f.kind) {
-    case 'string': return '';
-    case 'bool': return false;
-    case 'int32': case 'uint32': case 'enum': return 0;
-    case 'uint64': return 0n;
-    case 'bytes': return new Uint8Array(0);
-    case 'map': return {};
-    case 'timestamp': case 'message': return undefined;
+    case 'string':
+      return '';
+    case 'bool':
+      return false;
+    case 'int32':
+    case 'uint32':
+    case 'enum':
+      return 0;
+    case 'uint64':
+      return 0n;
+    case 'bytes':
+      return new Uint8Array(0);
+    case 'map':
+      return {};
+    case 'timestamp':
+    case 'message':
+      return undefined;
   }
 }
 
@@ -128,15 +138,25 @@ function concatBytes(parts: Uint8Array[]): Uint8Array {
 
 function readScalar(reader: BinaryReader, f: FieldSchema): unknown {
   switch (f.kind) {
-    case 'string': return reader.string(true);
-    case 'bool': return reader.bool();
-    case 'int32': case 'enum': return reader.int32();
-    case 'uint32': return reader.uint32();
-    case 'uint64': return BigInt(reader.uint64());
-    case 'bytes': return reader.bytes().slice();
-    case 'message': return decodeMessage(f.message!(), reader.bytes());
-    case 'timestamp': return readTimestamp(reader.bytes());
-    case 'map': return readMapEntry(reader.bytes());
+    case 'string':
+      return reader.string(true);
+    case 'bool':
+      return reader.bool();
+    case 'int32':
+    case 'enum':
+      return reader.int32();
+    case 'uint32':
+      return reader.uint32();
+    case 'uint64':
+      return BigInt(reader.uint64());
+    case 'bytes':
+      return reader.bytes().slice();
+    case 'message':
+      return decodeMessage(f.message!(), reader.bytes());
+    case 'timestamp':
+      return readTimestamp(reader.bytes());
+    case 'map':
+      return readMapEntry(reader.bytes());
   }
 }
 
@@ -180,13 +200,23 @@ export function encodeSpec<T>(schema: MessageSchema<T>, value: T, unknown?: read
 }
 
 /** Decode, apply `change` to a shallow copy, encode: unknown fields are kept whatever `change` does. */
-export function updateSpec<T>(schema: MessageSchema<T>, bytes: Uint8Array, change: Partial<T> | ((v: T) => T)): Uint8Array {
+export function updateSpec<T>(
+  schema: MessageSchema<T>,
+  bytes: Uint8Array,
+  change: Partial<T> | ((v: T) => T),
+): Uint8Array {
   const { value, unknown } = decodeSpec(schema, bytes);
   const next = typeof change === 'function' ? change(value) : { ...value, ...change };
   return encodeSpec(schema, next, unknown);
 }
 
-function writeMessage(w: BinaryWriter, schema: AnySchema, value: SpecValue, path: string, unknown?: readonly UnknownField[]): void {
+function writeMessage(
+  w: BinaryWriter,
+  schema: AnySchema,
+  value: SpecValue,
+  path: string,
+  unknown?: readonly UnknownField[],
+): void {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) {
     throw new SpecError('STUB_SPEC_INVALID', `${path}: expected an object for ${schema.name}`);
   }
@@ -223,8 +253,10 @@ function writeVarint(w: BinaryWriter, f: FieldSchema, v: unknown, path: string):
       if (typeof v !== 'boolean') throw invalid(path, 'a boolean', v);
       w.bool(v);
       return;
-    case 'int32': case 'enum':
-      if (typeof v !== 'number' || !Number.isInteger(v) || v < INT32_MIN || v > INT32_MAX) throw invalid(path, 'an int32', v);
+    case 'int32':
+    case 'enum':
+      if (typeof v !== 'number' || !Number.isInteger(v) || v < INT32_MIN || v > INT32_MAX)
+        throw invalid(path, 'an int32', v);
       w.int32(v);
       return;
     case 'uint32':
@@ -251,7 +283,11 @@ function writeField(w: BinaryWriter, f: FieldSchema, v: unknown, path: string, a
       if (!(v instanceof Uint8Array)) throw invalid(path, 'bytes', v);
       if (always || v.length > 0) w.tag(f.no, WireType.LengthDelimited).bytes(v);
       return;
-    case 'bool': case 'int32': case 'enum': case 'uint32': case 'uint64':
+    case 'bool':
+    case 'int32':
+    case 'enum':
+    case 'uint32':
+    case 'uint64':
       if (always || (v !== false && v !== 0 && v !== 0n)) {
         w.tag(f.no, WireType.Varint);
         writeVarint(w, f, v, path);
@@ -277,7 +313,13 @@ function writeField(w: BinaryWriter, f: FieldSchema, v: unknown, path: string, a
       for (const k of Object.keys(v).sort()) {
         const mv = (v as Record<string, unknown>)[k];
         if (typeof mv !== 'string') throw invalid(`${path}.${k}`, 'a string', mv);
-        w.tag(f.no, WireType.LengthDelimited).fork().tag(1, WireType.LengthDelimited).string(k).tag(2, WireType.LengthDelimited).string(mv).join();
+        w.tag(f.no, WireType.LengthDelimited)
+          .fork()
+          .tag(1, WireType.LengthDelimited)
+          .string(k)
+          .tag(2, WireType.LengthDelimited)
+          .string(mv)
+          .join();
       }
       return;
     }

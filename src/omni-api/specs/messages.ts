@@ -27,7 +27,10 @@ export const BareMetalPowerState = { POWER_STATE_UNKNOWN: 0, POWER_STATE_OFF: 1,
 
 const StageEnum = defineEnum('specs.MachineRequestStatusSpec.Stage', MachineRequestStage);
 const InfraMachinePowerStateEnum = defineEnum('specs.InfraMachineSpec.MachinePowerState', InfraMachinePowerState);
-const InfraMachineStatusPowerStateEnum = defineEnum('specs.InfraMachineStatusSpec.MachinePowerState', InfraMachineStatusPowerState);
+const InfraMachineStatusPowerStateEnum = defineEnum(
+  'specs.InfraMachineStatusSpec.MachinePowerState',
+  InfraMachineStatusPowerState,
+);
 const AcceptanceStatusEnum = defineEnum('specs.InfraMachineConfigSpec.AcceptanceStatus', AcceptanceStatus);
 const GrpcTunnelModeEnum = defineEnum('specs.GrpcTunnelMode', GrpcTunnelMode);
 const BareMetalPowerStateEnum = defineEnum('baremetalproviderspecs.PowerState', BareMetalPowerState);
@@ -43,20 +46,40 @@ export type Empty = Record<string, never>;
 export const InfraProviderSpec = defineMessage<Empty>('specs.InfraProviderSpec', []);
 export const MachineRegistrationSpec = defineMessage<Empty>('specs.MachineRegistrationSpec', []);
 
-export interface InfraProviderStatusSpec { schema: string; name: string; description: string; icon: string; version: string }
+export interface InfraProviderStatusSpec {
+  schema: string;
+  name: string;
+  description: string;
+  icon: string;
+  version: string;
+}
 export const InfraProviderStatusSpec = defineMessage<InfraProviderStatusSpec>('specs.InfraProviderStatusSpec', [
-  F.string(1, 'schema'), F.string(2, 'name'), F.string(3, 'description'), F.string(4, 'icon'), F.string(5, 'version'),
+  F.string(1, 'schema'),
+  F.string(2, 'name'),
+  F.string(3, 'description'),
+  F.string(4, 'icon'),
+  F.string(5, 'version'),
 ]);
 
-export interface InfraProviderHealthStatusSpec { last_heartbeat_timestamp?: string | undefined; error: string }
-export const InfraProviderHealthStatusSpec = defineMessage<InfraProviderHealthStatusSpec>('specs.InfraProviderHealthStatusSpec', [
-  F.timestamp(1, 'last_heartbeat_timestamp'), F.string(2, 'error'),
-]);
+export interface InfraProviderHealthStatusSpec {
+  last_heartbeat_timestamp?: string | undefined;
+  error: string;
+}
+export const InfraProviderHealthStatusSpec = defineMessage<InfraProviderHealthStatusSpec>(
+  'specs.InfraProviderHealthStatusSpec',
+  [F.timestamp(1, 'last_heartbeat_timestamp'), F.string(2, 'error')],
+);
 
-export interface Overlay { name: string; image: string }
+export interface Overlay {
+  name: string;
+  image: string;
+}
 export const Overlay = defineMessage<Overlay>('specs.Overlay', [F.string(1, 'name'), F.string(2, 'image')]);
 
-export interface MetaValue { key: number; value: string }
+export interface MetaValue {
+  key: number;
+  value: string;
+}
 export const MetaValue = defineMessage<MetaValue>('specs.MetaValue', [F.uint32(1, 'key'), F.string(2, 'value')]);
 
 export interface MachineRequestSpec {
@@ -79,9 +102,17 @@ export const MachineRequestSpec = defineMessage<MachineRequestSpec>('specs.Machi
   F.enum(7, 'grpc_tunnel', GrpcTunnelModeEnum),
 ]);
 
-export interface MachineRequestStatusSpec { id: string; stage: number; error: string; status: string }
+export interface MachineRequestStatusSpec {
+  id: string;
+  stage: number;
+  error: string;
+  status: string;
+}
 export const MachineRequestStatusSpec = defineMessage<MachineRequestStatusSpec>('specs.MachineRequestStatusSpec', [
-  F.string(1, 'id'), F.enum(2, 'stage', StageEnum), F.string(3, 'error'), F.string(4, 'status'),
+  F.string(1, 'id'),
+  F.enum(2, 'stage', StageEnum),
+  F.string(3, 'error'),
+  F.string(4, 'status'),
 ]);
 
 export interface MachineRequestSetSpec {
@@ -152,48 +183,94 @@ export const InfraMachineStatusSpec = defineMessage<InfraMachineStatusSpec>('spe
   F.string(7, 'last_power_off_id'),
 ]);
 
-export interface IPMIConfig { address: string; port: number; username: string; password: string }
-export interface APIConfig { address: string }
-const ipmiFields = () => [F.string(1, 'address'), F.uint32(2, 'port'), F.string(3, 'username'), F.string(4, 'password')];
-export const InfraMachineBMCConfigIPMI = defineMessage<IPMIConfig>('specs.InfraMachineBMCConfigSpec.IPMI', ipmiFields());
-export const InfraMachineBMCConfigAPI = defineMessage<APIConfig>('specs.InfraMachineBMCConfigSpec.API', [F.string(1, 'address')]);
+export interface IPMIConfig {
+  address: string;
+  port: number;
+  username: string;
+  password: string;
+}
+export interface APIConfig {
+  address: string;
+}
+const ipmiFields = () => [
+  F.string(1, 'address'),
+  F.uint32(2, 'port'),
+  F.string(3, 'username'),
+  F.string(4, 'password'),
+];
+export const InfraMachineBMCConfigIPMI = defineMessage<IPMIConfig>(
+  'specs.InfraMachineBMCConfigSpec.IPMI',
+  ipmiFields(),
+);
+export const InfraMachineBMCConfigAPI = defineMessage<APIConfig>('specs.InfraMachineBMCConfigSpec.API', [
+  F.string(1, 'address'),
+]);
 
-export interface InfraMachineBMCConfigSpec { ipmi?: IPMIConfig | undefined; api?: APIConfig | undefined }
+export interface InfraMachineBMCConfigSpec {
+  ipmi?: IPMIConfig | undefined;
+  api?: APIConfig | undefined;
+}
 export const InfraMachineBMCConfigSpec = defineMessage<InfraMachineBMCConfigSpec>('specs.InfraMachineBMCConfigSpec', [
   F.message(1, 'ipmi', () => InfraMachineBMCConfigIPMI),
   F.message(2, 'api', () => InfraMachineBMCConfigAPI),
 ]);
 
-export interface BMCConfigSpec { config?: InfraMachineBMCConfigSpec | undefined }
+export interface BMCConfigSpec {
+  config?: InfraMachineBMCConfigSpec | undefined;
+}
 export const BMCConfigSpec = defineMessage<BMCConfigSpec>('specs.BMCConfigSpec', [
   F.message(1, 'config', () => InfraMachineBMCConfigSpec),
 ]);
 
 /** Readers must handle both fields: Omni's Go client zstd-compresses patches of 2048 bytes or more. */
-export interface ConfigPatchSpec { data: string; compressed_data: Uint8Array }
+export interface ConfigPatchSpec {
+  data: string;
+  compressed_data: Uint8Array;
+}
 export const ConfigPatchSpec = defineMessage<ConfigPatchSpec>('specs.ConfigPatchSpec', [
-  F.string(1, 'data'), F.bytes(2, 'compressed_data'),
+  F.string(1, 'data'),
+  F.bytes(2, 'compressed_data'),
 ]);
 
-export interface JoinConfig { kernel_args: string[]; config: string }
+export interface JoinConfig {
+  kernel_args: string[];
+  config: string;
+}
 export const JoinConfig = defineMessage<JoinConfig>('specs.JoinConfig', [
-  F.string(1, 'kernel_args', { repeated: true }), F.string(2, 'config'),
+  F.string(1, 'kernel_args', { repeated: true }),
+  F.string(2, 'config'),
 ]);
 
-export interface ProviderJoinConfigSpec { config?: JoinConfig | undefined; join_token: string }
+export interface ProviderJoinConfigSpec {
+  config?: JoinConfig | undefined;
+  join_token: string;
+}
 export const ProviderJoinConfigSpec = defineMessage<ProviderJoinConfigSpec>('specs.ProviderJoinConfigSpec', [
-  F.message(1, 'config', () => JoinConfig), F.string(2, 'join_token'),
+  F.message(1, 'config', () => JoinConfig),
+  F.string(2, 'join_token'),
 ]);
 
 // Fields 3 and 4 are reserved in Omni's proto; only the fields confirmed there are listed.
-export interface MachineSpec { management_address: string; connected: boolean; use_grpc_tunnel: boolean }
+export interface MachineSpec {
+  management_address: string;
+  connected: boolean;
+  use_grpc_tunnel: boolean;
+}
 export const MachineSpec = defineMessage<MachineSpec>('specs.MachineSpec', [
-  F.string(1, 'management_address'), F.bool(2, 'connected'), F.bool(5, 'use_grpc_tunnel'),
+  F.string(1, 'management_address'),
+  F.bool(2, 'connected'),
+  F.bool(5, 'use_grpc_tunnel'),
 ]);
 
-export interface SysVersionSpec { backend_version: string; instance_name: string; backend_api_version: number }
+export interface SysVersionSpec {
+  backend_version: string;
+  instance_name: string;
+  backend_api_version: number;
+}
 export const SysVersionSpec = defineMessage<SysVersionSpec>('specs.SysVersionSpec', [
-  F.string(1, 'backend_version'), F.string(2, 'instance_name'), F.uint32(3, 'backend_api_version'),
+  F.string(1, 'backend_version'),
+  F.string(2, 'instance_name'),
+  F.uint32(3, 'backend_api_version'),
 ]);
 
 export interface SiderolinkSpec {
@@ -206,8 +283,13 @@ export interface SiderolinkSpec {
   node_unique_token: string;
 }
 export const SiderolinkSpec = defineMessage<SiderolinkSpec>('specs.SiderolinkSpec', [
-  F.string(1, 'node_subnet'), F.string(2, 'node_public_key'), F.string(3, 'last_endpoint'), F.bool(4, 'connected'),
-  F.string(7, 'virtual_addrport'), F.string(8, 'remote_addr'), F.string(9, 'node_unique_token'),
+  F.string(1, 'node_subnet'),
+  F.string(2, 'node_public_key'),
+  F.string(3, 'last_endpoint'),
+  F.bool(4, 'connected'),
+  F.string(7, 'virtual_addrport'),
+  F.string(8, 'remote_addr'),
+  F.string(9, 'node_unique_token'),
 ]);
 
 export interface SiderolinkAPIConfigSpec {
@@ -218,8 +300,11 @@ export interface SiderolinkAPIConfigSpec {
   logs_port: number;
 }
 export const SiderolinkAPIConfigSpec = defineMessage<SiderolinkAPIConfigSpec>('specs.SiderolinkAPIConfigSpec', [
-  F.string(1, 'machine_api_advertised_url'), F.string(2, 'wireguard_advertised_endpoint'), F.bool(3, 'enforce_grpc_tunnel'),
-  F.int32(4, 'events_port'), F.int32(5, 'logs_port'),
+  F.string(1, 'machine_api_advertised_url'),
+  F.string(2, 'wireguard_advertised_endpoint'),
+  F.bool(3, 'enforce_grpc_tunnel'),
+  F.int32(4, 'events_port'),
+  F.int32(5, 'logs_port'),
 ]);
 
 export interface ConnectionParamsSpec {
@@ -232,17 +317,31 @@ export interface ConnectionParamsSpec {
   logs_port: number;
 }
 export const ConnectionParamsSpec = defineMessage<ConnectionParamsSpec>('specs.ConnectionParamsSpec', [
-  F.string(1, 'args'), F.string(2, 'api_endpoint'), F.string(3, 'wireguard_endpoint'), F.string(4, 'join_token'),
-  F.bool(5, 'use_grpc_tunnel'), F.int32(9, 'events_port'), F.int32(10, 'logs_port'),
+  F.string(1, 'args'),
+  F.string(2, 'api_endpoint'),
+  F.string(3, 'wireguard_endpoint'),
+  F.string(4, 'join_token'),
+  F.bool(5, 'use_grpc_tunnel'),
+  F.int32(9, 'events_port'),
+  F.int32(10, 'logs_port'),
 ]);
 
 // ---------------------------------------------------------------------------------------------
 // Bare-metal provider (package baremetalproviderspecs)
 
-export const BMCConfigurationIPMI = defineMessage<IPMIConfig>('baremetalproviderspecs.BMCConfigurationSpec.IPMI', ipmiFields());
-export const BMCConfigurationAPI = defineMessage<APIConfig>('baremetalproviderspecs.BMCConfigurationSpec.API', [F.string(1, 'address')]);
+export const BMCConfigurationIPMI = defineMessage<IPMIConfig>(
+  'baremetalproviderspecs.BMCConfigurationSpec.IPMI',
+  ipmiFields(),
+);
+export const BMCConfigurationAPI = defineMessage<APIConfig>('baremetalproviderspecs.BMCConfigurationSpec.API', [
+  F.string(1, 'address'),
+]);
 
-export interface BMCConfigurationSpec { ipmi?: IPMIConfig | undefined; api?: APIConfig | undefined; manually_configured: boolean }
+export interface BMCConfigurationSpec {
+  ipmi?: IPMIConfig | undefined;
+  api?: APIConfig | undefined;
+  manually_configured: boolean;
+}
 export const BMCConfigurationSpec = defineMessage<BMCConfigurationSpec>('baremetalproviderspecs.BMCConfigurationSpec', [
   F.message(1, 'ipmi', () => BMCConfigurationIPMI),
   F.message(2, 'api', () => BMCConfigurationAPI),
@@ -263,10 +362,15 @@ export const PowerOperationSpec = defineMessage<PowerOperationSpec>('baremetalpr
 ]);
 
 // Field 3 is reserved.
-export interface BareMetalMachineStatusSpec { agent_accessible: boolean; power_state: number; initialized: boolean }
-export const BareMetalMachineStatusSpec = defineMessage<BareMetalMachineStatusSpec>('baremetalproviderspecs.MachineStatusSpec', [
-  F.bool(1, 'agent_accessible'), F.enum(2, 'power_state', BareMetalPowerStateEnum), F.bool(4, 'initialized'),
-]);
+export interface BareMetalMachineStatusSpec {
+  agent_accessible: boolean;
+  power_state: number;
+  initialized: boolean;
+}
+export const BareMetalMachineStatusSpec = defineMessage<BareMetalMachineStatusSpec>(
+  'baremetalproviderspecs.MachineStatusSpec',
+  [F.bool(1, 'agent_accessible'), F.enum(2, 'power_state', BareMetalPowerStateEnum), F.bool(4, 'initialized')],
+);
 
 export interface WipeStatusSpec {
   last_wipe_id: string;
@@ -275,15 +379,26 @@ export interface WipeStatusSpec {
   wiped_node_unique_token: string;
 }
 export const WipeStatusSpec = defineMessage<WipeStatusSpec>('baremetalproviderspecs.WipeStatusSpec', [
-  F.string(1, 'last_wipe_id'), F.uint64(2, 'last_wipe_install_event_id'), F.bool(3, 'initial_wipe_done'), F.string(4, 'wiped_node_unique_token'),
+  F.string(1, 'last_wipe_id'),
+  F.uint64(2, 'last_wipe_install_event_id'),
+  F.bool(3, 'initial_wipe_done'),
+  F.string(4, 'wiped_node_unique_token'),
 ]);
 
-export interface RebootStatusSpec { last_reboot_id: string; last_reboot_timestamp?: string | undefined }
+export interface RebootStatusSpec {
+  last_reboot_id: string;
+  last_reboot_timestamp?: string | undefined;
+}
 export const RebootStatusSpec = defineMessage<RebootStatusSpec>('baremetalproviderspecs.RebootStatusSpec', [
-  F.string(1, 'last_reboot_id'), F.timestamp(2, 'last_reboot_timestamp'),
+  F.string(1, 'last_reboot_id'),
+  F.timestamp(2, 'last_reboot_timestamp'),
 ]);
 
-export interface TLSConfigSpec { ca_cert: string; ca_key: string }
+export interface TLSConfigSpec {
+  ca_cert: string;
+  ca_key: string;
+}
 export const TLSConfigSpec = defineMessage<TLSConfigSpec>('baremetalproviderspecs.TLSConfigSpec', [
-  F.string(1, 'ca_cert'), F.string(2, 'ca_key'),
+  F.string(1, 'ca_cert'),
+  F.string(2, 'ca_key'),
 ]);

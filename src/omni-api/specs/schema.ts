@@ -69,7 +69,12 @@ export function unknownFieldsOf(value: object): UnknownField[] {
 }
 
 export function attachUnknownFields<T extends object>(value: T, unknown: UnknownField[]): T {
-  Object.defineProperty(value, UNKNOWN_FIELDS, { value: unknown, enumerable: false, writable: true, configurable: true });
+  Object.defineProperty(value, UNKNOWN_FIELDS, {
+    value: unknown,
+    enumerable: false,
+    writable: true,
+    configurable: true,
+  });
   return value;
 }
 
@@ -91,7 +96,10 @@ export type SpecErrorCode =
 // ---------------------------------------------------------------------------------------------
 // Table builders
 
-export function defineEnum<const V extends Record<string, number>>(name: string, values: V): EnumSchema & { values: V } {
+export function defineEnum<const V extends Record<string, number>>(
+  name: string,
+  values: V,
+): EnumSchema & { values: V } {
   return { name, values };
 }
 
@@ -107,8 +115,12 @@ export function defineMessage<T>(name: string, fields: FieldSchema[]): MessageSc
 }
 
 type Opts = { repeated?: boolean };
-const field = (no: number, name: string, kind: FieldKind, o?: Opts): FieldSchema =>
-  ({ no, name, kind, ...(o?.repeated ? { repeated: true } : {}) });
+const field = (no: number, name: string, kind: FieldKind, o?: Opts): FieldSchema => ({
+  no,
+  name,
+  kind,
+  ...(o?.repeated ? { repeated: true } : {}),
+});
 
 export const F = {
   string: (no: number, name: string, o?: Opts) => field(no, name, 'string', o),
@@ -119,9 +131,14 @@ export const F = {
   bytes: (no: number, name: string) => field(no, name, 'bytes'),
   timestamp: (no: number, name: string) => field(no, name, 'timestamp'),
   map: (no: number, name: string) => field(no, name, 'map'),
-  enum: (no: number, name: string, e: EnumSchema, o?: Opts): FieldSchema => ({ ...field(no, name, 'enum', o), enum: e }),
-  message: (no: number, name: string, m: () => MessageSchema<unknown>, o?: Opts): FieldSchema =>
-    ({ ...field(no, name, 'message', o), message: m }),
+  enum: (no: number, name: string, e: EnumSchema, o?: Opts): FieldSchema => ({
+    ...field(no, name, 'enum', o),
+    enum: e,
+  }),
+  message: (no: number, name: string, m: () => MessageSchema<unknown>, o?: Opts): FieldSchema => ({
+    ...field(no, name, 'message', o),
+    message: m,
+  }),
 };
 
 /** The key `omnictl get -o yaml` prints: the Go field name in lower case, i.e. the proto name without underscores. */

@@ -13,7 +13,13 @@ const MIN_SECONDS = -62135596800n;
 const MAX_SECONDS = 253402300799n;
 
 export function formatTimestamp(t: TimestampParts): string {
-  if (t.seconds < MIN_SECONDS || t.seconds > MAX_SECONDS || t.nanos < 0 || t.nanos > 999_999_999 || !Number.isInteger(t.nanos)) {
+  if (
+    t.seconds < MIN_SECONDS ||
+    t.seconds > MAX_SECONDS ||
+    t.nanos < 0 ||
+    t.nanos > 999_999_999 ||
+    !Number.isInteger(t.nanos)
+  ) {
     throw new SpecError('STUB_SPEC_INVALID', `timestamp out of range: seconds=${t.seconds} nanos=${t.nanos}`);
   }
   const base = new Date(Number(t.seconds) * 1000).toISOString(); // YYYY-MM-DDTHH:MM:SS.000Z for years 1..9999
@@ -30,11 +36,25 @@ const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9
 export function parseTimestamp(s: string): TimestampParts {
   const m = RFC3339.exec(s);
   if (!m) throw new SpecError('STUB_SPEC_INVALID', `not an RFC 3339 timestamp: ${JSON.stringify(s)}`);
-  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [number, number, number, number, number, number];
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as [
+    number,
+    number,
+    number,
+    number,
+    number,
+    number,
+  ];
   const d = new Date(0);
   d.setUTCFullYear(year, month - 1, day);
   d.setUTCHours(hour, minute, second, 0);
-  if (d.getUTCFullYear() !== year || d.getUTCMonth() !== month - 1 || d.getUTCDate() !== day || hour > 23 || minute > 59 || second > 59) {
+  if (
+    d.getUTCFullYear() !== year ||
+    d.getUTCMonth() !== month - 1 ||
+    d.getUTCDate() !== day ||
+    hour > 23 ||
+    minute > 59 ||
+    second > 59
+  ) {
     throw new SpecError('STUB_SPEC_INVALID', `not a valid date and time: ${JSON.stringify(s)}`);
   }
   let seconds = BigInt(d.getTime() / 1000);

@@ -58,13 +58,17 @@ export async function loadServiceAccountKey(src: KeySource = {}): Promise<Servic
     try {
       text = await readFile(src.file, 'utf8');
     } catch (e) {
-      throw new KeyError(`cannot read the service account key file ${src.file}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`);
+      throw new KeyError(
+        `cannot read the service account key file ${src.file}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`,
+      );
     }
     return parseServiceAccountKey(text, { source: src.file, now });
   }
   const fromEnv = keyFromEnv(src.env);
   if (!fromEnv) {
-    throw new KeyError(`no service account key: set ${ENV_KEY_NAMES.join(' or ')} (as printed by \`omnictl infraprovider create <id>\`), or give a key file`);
+    throw new KeyError(
+      `no service account key: set ${ENV_KEY_NAMES.join(' or ')} (as printed by \`omnictl infraprovider create <id>\`), or give a key file`,
+    );
   }
   return parseServiceAccountKey(fromEnv.value, { source: fromEnv.source, now });
 }
@@ -72,12 +76,17 @@ export async function loadServiceAccountKey(src: KeySource = {}): Promise<Servic
 const BASE64_RE = /^[A-Za-z0-9+/]+={0,2}$/;
 
 /** Parses and checks a service account key; each way it can be wrong has its own message. */
-export async function parseServiceAccountKey(blob: string, opts: { source?: string; now?: () => number } = {}): Promise<ServiceAccountKey> {
+export async function parseServiceAccountKey(
+  blob: string,
+  opts: { source?: string; now?: () => number } = {},
+): Promise<ServiceAccountKey> {
   const source = opts.source ?? 'the service account key';
   const now = opts.now ?? Date.now;
   const compact = blob.replace(/\s+/g, '');
   if (compact === '' || compact.length % 4 === 1 || !BASE64_RE.test(compact)) {
-    throw new KeyError(`${source} is not base64: expected the OMNI_SERVICE_ACCOUNT_KEY value printed by \`omnictl infraprovider create\``);
+    throw new KeyError(
+      `${source} is not base64: expected the OMNI_SERVICE_ACCOUNT_KEY value printed by \`omnictl infraprovider create\``,
+    );
   }
   let json: unknown;
   try {
@@ -91,22 +100,29 @@ export async function parseServiceAccountKey(blob: string, opts: { source?: stri
   const { name, pgp_key: armored } = json as { name?: unknown; pgp_key?: unknown };
   if (typeof name !== 'string' || name === '') throw new KeyError(`${source} has no "name"`);
   if (!name.startsWith(PROVIDER_NAME_PREFIX) || name.length === PROVIDER_NAME_PREFIX.length) {
-    throw new KeyError(`${source} belongs to "${name}", not to an infra provider: the name must be "${PROVIDER_NAME_PREFIX}<id>" (create it with \`omnictl infraprovider create <id>\`)`);
+    throw new KeyError(
+      `${source} belongs to "${name}", not to an infra provider: the name must be "${PROVIDER_NAME_PREFIX}<id>" (create it with \`omnictl infraprovider create <id>\`)`,
+    );
   }
   // The name travels in a header with space-separated fields: printable ASCII without spaces only.
-  if (!/^[\x21-\x7e]+$/.test(name)) throw new KeyError(`${source}: the name "${name}" contains characters that cannot be sent in a header`);
+  if (!/^[\x21-\x7e]+$/.test(name))
+    throw new KeyError(`${source}: the name "${name}" contains characters that cannot be sent in a header`);
   if (typeof armored !== 'string' || armored.trim() === '') throw new KeyError(`${source} has no "pgp_key"`);
 
   const privateKey = await readPrivate(armored, source);
   if (!privateKey.isDecrypted()) {
-    throw new KeyError(`${source}: the private key is encrypted with a passphrase; Omni service account keys are not, use the key as printed by omnictl`);
+    throw new KeyError(
+      `${source}: the private key is encrypted with a passphrase; Omni service account keys are not, use the key as printed by omnictl`,
+    );
   }
   const nowDate = new Date(now());
   if (await privateKey.isRevoked(undefined, undefined, nowDate)) throw new KeyError(`${source}: the key is revoked`);
   const exp = await privateKey.getExpirationTime();
   const expiresAt = exp instanceof Date ? exp : undefined;
   if (expiresAt && expiresAt.getTime() <= nowDate.getTime()) {
-    throw new KeyError(`${source}: the key of "${name}" expired on ${expiresAt.toISOString()}; make a new one with \`omnictl infraprovider renewkey ${name.slice(PROVIDER_NAME_PREFIX.length)}\``);
+    throw new KeyError(
+      `${source}: the key of "${name}" expired on ${expiresAt.toISOString()}; make a new one with \`omnictl infraprovider renewkey ${name.slice(PROVIDER_NAME_PREFIX.length)}\``,
+    );
   }
   try {
     await privateKey.getSigningKey(undefined, nowDate);
@@ -133,7 +149,8 @@ async function readPrivate(armored: string, source: string): Promise<openpgp.Pri
     } catch {
       // neither form: fall through to the generic message
     }
-    if (isPublic) throw new KeyError(`${source}: "pgp_key" is a public key; the service account key must hold the private key`);
+    if (isPublic)
+      throw new KeyError(`${source}: "pgp_key" is a public key; the service account key must hold the private key`);
     throw new KeyError(`${source}: "pgp_key" is not an armored OpenPGP private key (${(e as Error).message})`);
   }
 }
@@ -207,7 +224,9 @@ export class Signer {
         date,
       });
     } catch (e) {
-      throw new KeyError(`cannot sign ${fullMethod} with the key of "${this.name}" (fingerprint ${this.fingerprint}) at ${date.toISOString()}: ${(e as Error).message}`);
+      throw new KeyError(
+        `cannot sign ${fullMethod} with the key of "${this.name}" (fingerprint ${this.fingerprint}) at ${date.toISOString()}: ${(e as Error).message}`,
+      );
     }
     return {
       [HEADER_TIMESTAMP]: String(timestampSec),

@@ -48,7 +48,10 @@ export class ReadBudget {
 
   take(n: number): void {
     if (this.#held + n > this.max) {
-      throw new WireError(`the answers being read at once from Omni would hold more than ${describeBytes(this.max)}`, 'STUB_ANSWER_TOO_LARGE');
+      throw new WireError(
+        `the answers being read at once from Omni would hold more than ${describeBytes(this.max)}`,
+        'STUB_ANSWER_TOO_LARGE',
+      );
     }
     this.#held += n;
   }
@@ -69,7 +72,9 @@ export function encodingOf(header: string | string[] | undefined): Encoding {
   const v = (Array.isArray(header) ? header.join(',') : (header ?? '')).trim().toLowerCase();
   if (v === '' || v === 'identity') return 'identity';
   if (v === 'gzip') return 'gzip';
-  throw new WireError(`an answer with Content-Encoding ${JSON.stringify(escapeControl(v.slice(0, 64)))}, which was not asked for`);
+  throw new WireError(
+    `an answer with Content-Encoding ${JSON.stringify(escapeControl(v.slice(0, 64)))}, which was not asked for`,
+  );
 }
 
 /** The answer's Content-Encoding; one that was not asked for ends the exchange (the body is dropped). */
@@ -91,7 +96,10 @@ export function discard(body: Readable): void {
 }
 
 function answerTooLarge(limit: number, inflated: boolean): WireError {
-  return new WireError(`the answer ${inflated ? 'inflates to' : 'is'} more than ${describeBytes(limit)}`, 'STUB_ANSWER_TOO_LARGE');
+  return new WireError(
+    `the answer ${inflated ? 'inflates to' : 'is'} more than ${describeBytes(limit)}`,
+    'STUB_ANSWER_TOO_LARGE',
+  );
 }
 
 /**
@@ -99,7 +107,13 @@ function answerTooLarge(limit: number, inflated: boolean): WireError {
  * refused before reading) and at most that much inflated (zlib stops at the cap). The bytes received
  * count against `budget` until the body is decoded.
  */
-export async function readBody(body: Readable, encoding: Encoding, contentLength: string | string[] | undefined, limits: ReadLimits, budget: ReadBudget): Promise<Buffer> {
+export async function readBody(
+  body: Readable,
+  encoding: Encoding,
+  contentLength: string | string[] | undefined,
+  limits: ReadLimits,
+  budget: ReadBudget,
+): Promise<Buffer> {
   const cap = limits.answerBytes;
   const declared = typeof contentLength === 'string' ? Number(contentLength) : NaN;
   if (declared > cap) {
@@ -203,7 +217,8 @@ export function parseJsonText(text: string, what: string): unknown {
 function hasLoneSurrogate(v: unknown): boolean {
   if (typeof v === 'string') return LONE_SURROGATE.test(v);
   if (Array.isArray(v)) return v.some(hasLoneSurrogate);
-  if (typeof v === 'object' && v !== null) return Object.entries(v).some(([k, x]) => LONE_SURROGATE.test(k) || hasLoneSurrogate(x));
+  if (typeof v === 'object' && v !== null)
+    return Object.entries(v).some(([k, x]) => LONE_SURROGATE.test(k) || hasLoneSurrogate(x));
   return false;
 }
 

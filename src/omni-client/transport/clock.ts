@@ -61,7 +61,7 @@ export class SigningClock {
     this.offsetMs = offset;
     this.log.warn(
       { method: fullMethod(method), offsetMs: this.offsetMs, serverDate: date },
-      'the local clock differs from Omni\'s by more than 4 minutes; signing with Omni\'s time from now on (fix the clock: NTP)',
+      "the local clock differs from Omni's by more than 4 minutes; signing with Omni's time from now on (fix the clock: NTP)",
     );
     return true;
   }

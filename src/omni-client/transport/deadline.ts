@@ -105,8 +105,10 @@ class SlotScope implements Scope {
   abortError(): OmniError {
     const c = errCtx(this.method, this.ctx);
     const why = this.slot.why;
-    if (why === 'timeout') return new DeadlineExceededError(`no answer within ${this.timeoutMs} ms (client deadline)`, c);
-    if (why === 'caller' || why === undefined) return new CanceledError('cancelled by the caller', { ...c, cause: this.ctx.signal?.reason });
+    if (why === 'timeout')
+      return new DeadlineExceededError(`no answer within ${this.timeoutMs} ms (client deadline)`, c);
+    if (why === 'caller' || why === undefined)
+      return new CanceledError('cancelled by the caller', { ...c, cause: this.ctx.signal?.reason });
     return new CanceledError('the client was closed', c);
   }
 }
@@ -157,7 +159,12 @@ export class Deadlines {
     for (const scope of this.#inflight) scope.closeAbort();
   }
 
-  #newSlot(owner: Slots | undefined, key: number, deadlineInMs: number | undefined, callerSignal: AbortSignal | undefined): DeadlineSlot {
+  #newSlot(
+    owner: Slots | undefined,
+    key: number,
+    deadlineInMs: number | undefined,
+    callerSignal: AbortSignal | undefined,
+  ): DeadlineSlot {
     const s = new DeadlineSlot(owner, key);
     s.callerSignal = callerSignal;
     this.#inflight.add(s);

@@ -46,7 +46,9 @@ export function createDispatchers(endpoint: Endpoint, opts: DispatcherOptions): 
       connect: opts.tls,
     };
     // Passed explicitly (empty = none) so that only `env` counts, not whatever process.env holds.
-    return proxy ? new EnvHttpProxyAgent({ ...agentOpts, httpProxy, httpsProxy, noProxy, requestTls: opts.tls }) : new Agent(agentOpts);
+    return proxy
+      ? new EnvHttpProxyAgent({ ...agentOpts, httpProxy, httpsProxy, noProxy, requestTls: opts.tls })
+      : new Agent(agentOpts);
   };
   const calls = dispatcher(opts.connections);
   const watches = dispatcher(undefined);

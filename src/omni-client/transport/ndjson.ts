@@ -6,7 +6,16 @@ import { isUtf8 } from 'node:buffer';
 import { pipeline, type Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import type { Dispatcher } from 'undici';
-import { DEFAULT_READ_LIMITS, describeBytes, encodingOfAnswer, parseJsonText, snippet, type Encoding, type ReadBudget, type ReadLimits } from './body.js';
+import {
+  DEFAULT_READ_LIMITS,
+  describeBytes,
+  encodingOfAnswer,
+  parseJsonText,
+  snippet,
+  type Encoding,
+  type ReadBudget,
+  type ReadLimits,
+} from './body.js';
 import { errCtx, type CallContext } from './call.js';
 import { errorFromStatus } from '../../omni-api/errors.js';
 import { isObject, statusOf } from './status.js';
@@ -17,7 +26,13 @@ import { type MethodName } from '../../omni-api/wire.js';
  * The `result` of each line of a stream answer; an `{"error":..}` line becomes the typed error (with
  * a gRPC status, else a WireError), anything else that is not a message a WireError.
  */
-export async function* results(method: MethodName, ctx: CallContext, res: Dispatcher.ResponseData, limits: ReadLimits, budget: ReadBudget): AsyncGenerator<unknown> {
+export async function* results(
+  method: MethodName,
+  ctx: CallContext,
+  res: Dispatcher.ResponseData,
+  limits: ReadLimits,
+  budget: ReadBudget,
+): AsyncGenerator<unknown> {
   const { src, meter } = streamOf(res.body, encodingOfAnswer(res), limits);
   for await (const line of ndjsonLines(src, { maxLineBytes: limits.lineBytes, budget, meter })) {
     const msg = parseJsonText(line, 'a stream line');
@@ -43,7 +58,11 @@ export interface CompressedMeter {
  * decoded as bytes arrive, not at the end. The compressed bytes received since the last line are
  * counted (`meter.sinceLine`), so a gzip stream that inflates to nothing cannot run forever either.
  */
-export function streamOf(body: Readable, encoding: Encoding, limits: ReadLimits): { src: Readable; meter?: CompressedMeter } {
+export function streamOf(
+  body: Readable,
+  encoding: Encoding,
+  limits: ReadLimits,
+): { src: Readable; meter?: CompressedMeter } {
   if (encoding === 'identity') return { src: body };
   const cap = limits.lineBytes;
   const meter: CompressedMeter = { sinceLine: 0 };
@@ -60,7 +79,10 @@ export function streamOf(body: Readable, encoding: Encoding, limits: ReadLimits)
 }
 
 function lineTooLong(cap: number, how: 'compressed' | 'inflated'): WireError {
-  return new WireError(`a stream line of more than ${describeBytes(cap)}${how === 'compressed' ? ' of compressed data' : ''}`, 'STUB_LINE_TOO_LONG');
+  return new WireError(
+    `a stream line of more than ${describeBytes(cap)}${how === 'compressed' ? ' of compressed data' : ''}`,
+    'STUB_LINE_TOO_LONG',
+  );
 }
 
 export interface LineOptions {
@@ -79,7 +101,10 @@ export interface LineOptions {
  * a line is handed out (pending bytes are only those before a chunk's first newline, joined and
  * given back before that line is yielded), so a reader that stops iterating leaks nothing.
  */
-export async function* ndjsonLines(src: AsyncIterable<Buffer | string>, opts: LineOptions = {}): AsyncGenerator<string> {
+export async function* ndjsonLines(
+  src: AsyncIterable<Buffer | string>,
+  opts: LineOptions = {},
+): AsyncGenerator<string> {
   const cap = opts.maxLineBytes ?? DEFAULT_READ_LIMITS.lineBytes;
   const budget = opts.budget;
   const meter = opts.meter;

@@ -58,7 +58,12 @@ const NEVER_SENT_CAUSES = new Set(['ECONNREFUSED', 'UND_ERR_CONNECT_TIMEOUT']);
 /** Whether a failure shows that the call never reached the server (the connection never opened). */
 export function neverSent(e: ApiError): boolean {
   const cause = (e.cause as NodeJS.ErrnoException | undefined)?.code;
-  return e instanceof TransportError && e.httpStatus === undefined && typeof cause === 'string' && NEVER_SENT_CAUSES.has(cause);
+  return (
+    e instanceof TransportError &&
+    e.httpStatus === undefined &&
+    typeof cause === 'string' &&
+    NEVER_SENT_CAUSES.has(cause)
+  );
 }
 
 /**
@@ -71,13 +76,22 @@ export function failureOf(method: MethodName, ctx: CallContext, scope: Scope, or
   if (scope.signal.aborted) return scope.abortError();
   if (raw instanceof ApiError) return raw;
   if (raw instanceof WireError) {
-    return new ProtocolError(raw.code, `${where(method, ctx)}: bad answer from Omni at ${origin}: ${escapeControl(raw.message)}`, errCtx(method, ctx));
+    return new ProtocolError(
+      raw.code,
+      `${where(method, ctx)}: bad answer from Omni at ${origin}: ${escapeControl(raw.message)}`,
+      errCtx(method, ctx),
+    );
   }
   const err = raw as NodeJS.ErrnoException;
   const code = typeof err?.code === 'string' ? err.code : undefined;
-  return new TransportError(`${where(method, ctx)}: cannot reach Omni at ${origin}: ${code ? `${code} ` : ''}${escapeControl(err?.message ?? String(raw))}`, {
-    ...errCtx(method, ctx), cause: raw, retriable: code !== undefined && RETRIABLE_CAUSES.has(code),
-  });
+  return new TransportError(
+    `${where(method, ctx)}: cannot reach Omni at ${origin}: ${code ? `${code} ` : ''}${escapeControl(err?.message ?? String(raw))}`,
+    {
+      ...errCtx(method, ctx),
+      cause: raw,
+      retriable: code !== undefined && RETRIABLE_CAUSES.has(code),
+    },
+  );
 }
 
 export interface RetryPolicy {
@@ -121,7 +135,10 @@ export class Retrier {
         // A write whose outcome is unknown is the caller's to read back (pressure.ts), never resent here.
         if (WRITE_METHODS.has(method) && !neverSent(e)) throw e;
         ctx.onRetry?.();
-        const ms = Math.max(jitteredBackoff(retries++, this.policy.backoff, this.policy.random), Math.min(e.retryAfterMs ?? 0, RETRY_AFTER_CAP_MS));
+        const ms = Math.max(
+          jitteredBackoff(retries++, this.policy.backoff, this.policy.random),
+          Math.min(e.retryAfterMs ?? 0, RETRY_AFTER_CAP_MS),
+        );
         this.policy.log.debug({ method, attempt: retries, delayMs: ms, err: e.message }, 'retrying an Omni call');
         try {
           await this.policy.delay(ms, scope.signal);

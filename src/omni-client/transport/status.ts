@@ -55,7 +55,10 @@ function parseStatusBody(raw: Buffer): Status | undefined {
  * compared with the answer's own Date header when it has one (the server's clock, not ours).
  * Undefined when absent or unreadable; never negative. Not capped here: its users cap it.
  */
-export function retryAfterOf(headers: Record<string, string | string[] | undefined>, nowMs: number = Date.now()): number | undefined {
+export function retryAfterOf(
+  headers: Record<string, string | string[] | undefined>,
+  nowMs: number = Date.now(),
+): number | undefined {
   const one = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v)?.trim();
   const v = one(headers['retry-after']);
   if (v === undefined || v === '') return undefined;
@@ -68,7 +71,14 @@ export function retryAfterOf(headers: Record<string, string | string[] | undefin
 }
 
 /** The error a non-200 answer of `origin` is; its body is read within the limits. */
-export async function errorOfAnswer(method: MethodName, ctx: CallContext, origin: string, res: Dispatcher.ResponseData, limits: ReadLimits, budget: ReadBudget): Promise<ApiError> {
+export async function errorOfAnswer(
+  method: MethodName,
+  ctx: CallContext,
+  origin: string,
+  res: Dispatcher.ResponseData,
+  limits: ReadLimits,
+  budget: ReadBudget,
+): Promise<ApiError> {
   const http = res.statusCode;
   if (http >= 300 && http < 400) {
     discard(res.body);
@@ -88,14 +98,29 @@ export async function errorOfAnswer(method: MethodName, ctx: CallContext, origin
   if (st && httpStatusFromGrpcCode(st.code) === http) {
     // Omni's Date header goes with the error: a refused signature may call for adopting its clock.
     const date = res.headers['date'];
-    return errorFromStatus(st.code, st.message, { ...errCtx(method, ctx), httpStatus: http, ...after, ...(typeof date === 'string' ? { serverDate: date } : {}) });
+    return errorFromStatus(st.code, st.message, {
+      ...errCtx(method, ctx),
+      httpStatus: http,
+      ...after,
+      ...(typeof date === 'string' ? { serverDate: date } : {}),
+    });
   }
   const what = `${where(method, ctx)}: ${origin} answered HTTP ${http} without a gRPC status (google.rpc.Status) for it: ${snippet(raw)}`;
   if (http === 429) {
-    return new TransportError(`${what}; a proxy in front of Omni is limiting requests (too many requests)`, { ...errCtx(method, ctx), retriable: true, httpStatus: http, ...after });
+    return new TransportError(`${what}; a proxy in front of Omni is limiting requests (too many requests)`, {
+      ...errCtx(method, ctx),
+      retriable: true,
+      httpStatus: http,
+      ...after,
+    });
   }
   if (http === 502 || http === 503 || http === 504) {
-    return new TransportError(`${what}; a proxy or load balancer in front of Omni could not reach it`, { ...errCtx(method, ctx), retriable: true, httpStatus: http, ...after });
+    return new TransportError(`${what}; a proxy or load balancer in front of Omni could not reach it`, {
+      ...errCtx(method, ctx),
+      retriable: true,
+      httpStatus: http,
+      ...after,
+    });
   }
   return new ProtocolError('STUB_HTTP_STATUS', what, errCtx(method, ctx));
 }

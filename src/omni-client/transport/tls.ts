@@ -32,9 +32,12 @@ export function tlsOptions(opts: TlsSettings): tls.ConnectionOptions {
     try {
       pem = readFileSync(opts.caFile, 'utf8');
     } catch (e) {
-      throw new ConfigError(`cannot read the CA file ${opts.caFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new ConfigError(
+        `cannot read the CA file ${opts.caFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
-    if (!pem.includes('-----BEGIN CERTIFICATE-----')) throw new ConfigError(`the CA file ${opts.caFile} holds no PEM certificate`);
+    if (!pem.includes('-----BEGIN CERTIFICATE-----'))
+      throw new ConfigError(`the CA file ${opts.caFile} holds no PEM certificate`);
     out.ca = [...base(), pem];
   } else if (typeof getCAs === 'function') {
     out.ca = base();

@@ -90,14 +90,28 @@ export class Transport {
     this.#clock = new SigningClock(opts.now ?? Date.now, this.endpoint.origin, log);
     this.#deadlines = new Deadlines(opts.timeoutMs ?? 30_000);
     this.#retrier = new Retrier(
-      { retries: opts.retries ?? 4, backoff: opts.backoff ?? { baseMs: 100, capMs: 5_000 }, delay: opts.delay ?? defaultDelay, random: opts.random ?? Math.random, log },
+      {
+        retries: opts.retries ?? 4,
+        backoff: opts.backoff ?? { baseMs: 100, capMs: 5_000 },
+        delay: opts.delay ?? defaultDelay,
+        random: opts.random ?? Math.random,
+        log,
+      },
       this.#clock,
       this.endpoint.origin,
       (method, ctx, e) => this.#headers.refused(method, ctx, e),
     );
-    this.#dispatchers = createDispatchers(this.endpoint, { connections: opts.connections ?? 16, env: opts.env ?? process.env, tls: tlsOptions(opts), log });
+    this.#dispatchers = createDispatchers(this.endpoint, {
+      connections: opts.connections ?? 16,
+      env: opts.env ?? process.env,
+      tls: tlsOptions(opts),
+      log,
+    });
     this.dispatcherKind = this.#dispatchers.kind;
-    this.#headers = new RequestHeaders(opts.signer, gzipChoice(opts.gzip ?? DEFAULT_COMPRESSION_POLICY, this.endpoint.origin, this.dispatcherKind === 'proxy'));
+    this.#headers = new RequestHeaders(
+      opts.signer,
+      gzipChoice(opts.gzip ?? DEFAULT_COMPRESSION_POLICY, this.endpoint.origin, this.dispatcherKind === 'proxy'),
+    );
   }
 
   /** Milliseconds added to the local clock when signing (0 unless Omni's clock was adopted). */
@@ -116,7 +130,12 @@ export class Transport {
   }
 
   /** A unary call: the JSON answer, passed through `decode` (which may throw a WireError). */
-  async unary<T = unknown>(method: MethodName, body: unknown, ctx: CallContext = {}, decode: (answer: unknown) => T = (a) => a as T): Promise<T> {
+  async unary<T = unknown>(
+    method: MethodName,
+    body: unknown,
+    ctx: CallContext = {},
+    decode: (answer: unknown) => T = (a) => a as T,
+  ): Promise<T> {
     const scope = this.#deadlines.shared(method, ctx);
     try {
       return await this.#retrier.run(method, ctx, scope, async () => {
@@ -135,7 +154,12 @@ export class Transport {
    * At most `limits.listItems` results. Retried as a whole: `reader` makes the `map` of each attempt,
    * so that what it remembers (the IDs seen) starts over with the answer.
    */
-  async collect<T = unknown>(method: MethodName, body: unknown, ctx: CallContext = {}, reader: () => (result: unknown) => T = () => (r) => r as T): Promise<T[]> {
+  async collect<T = unknown>(
+    method: MethodName,
+    body: unknown,
+    ctx: CallContext = {},
+    reader: () => (result: unknown) => T = () => (r) => r as T,
+  ): Promise<T[]> {
     const scope = this.#deadlines.shared(method, ctx);
     const max = this.#limits.listItems;
     try {
@@ -160,7 +184,12 @@ export class Transport {
    * Every message, the first included, is passed through `map` (which may throw a WireError).
    * Failures before the first message are retried; later ones are thrown to the reader.
    */
-  async openStream<T = unknown>(method: MethodName, body: unknown, ctx: CallContext = {}, map: (result: unknown) => T = (r) => r as T): Promise<OpenStream<T>> {
+  async openStream<T = unknown>(
+    method: MethodName,
+    body: unknown,
+    ctx: CallContext = {},
+    map: (result: unknown) => T = (r) => r as T,
+  ): Promise<OpenStream<T>> {
     const scope = this.#deadlines.own(method, ctx);
     let opened: { first: T; it: AsyncIterator<unknown>; res: Dispatcher.ResponseData };
     try {
@@ -175,7 +204,10 @@ export class Transport {
           discard(res.body);
           throw e;
         }
-        if (r.done) throw new TransportError(`${where(method, ctx)}: the stream ended before its first message`, { retriable: true });
+        if (r.done)
+          throw new TransportError(`${where(method, ctx)}: the stream ended before its first message`, {
+            retriable: true,
+          });
         try {
           return { first: map(r.value), it, res };
         } catch (e) {
@@ -219,7 +251,12 @@ export class Transport {
     };
   }
 
-  async #send(method: MethodName, body: unknown, signal: AbortSignal, extra: { bodyTimeout?: number } = {}): Promise<Dispatcher.ResponseData> {
+  async #send(
+    method: MethodName,
+    body: unknown,
+    signal: AbortSignal,
+    extra: { bodyTimeout?: number } = {},
+  ): Promise<Dispatcher.ResponseData> {
     const fm = fullMethod(method);
     const signed = await this.#headers.signer.headers(fm, this.#clock.timestampSec());
     this.#calls[method] = (this.#calls[method] ?? 0) + 1;

@@ -35,8 +35,15 @@ export type WriteObserver = (intent: WriteIntent) => (outcome: WriteOutcome) => 
  * Unknown, Internal and DataLoss may come after the write was applied (or from a proxy in between).
  */
 const REFUSALS = new Set<number>([
-  GrpcCode.InvalidArgument, GrpcCode.NotFound, GrpcCode.AlreadyExists, GrpcCode.PermissionDenied, GrpcCode.ResourceExhausted,
-  GrpcCode.FailedPrecondition, GrpcCode.OutOfRange, GrpcCode.Unimplemented, GrpcCode.Unauthenticated,
+  GrpcCode.InvalidArgument,
+  GrpcCode.NotFound,
+  GrpcCode.AlreadyExists,
+  GrpcCode.PermissionDenied,
+  GrpcCode.ResourceExhausted,
+  GrpcCode.FailedPrecondition,
+  GrpcCode.OutOfRange,
+  GrpcCode.Unimplemented,
+  GrpcCode.Unauthenticated,
 ]);
 
 /**
@@ -56,15 +63,22 @@ export function outcomeOf(err: unknown, retried: boolean): WriteOutcome {
  * SIGTERM the writes still queued would otherwise each log an intent that never left.
  */
 export async function observeWrite<T>(
-  observer: WriteObserver | undefined, intent: WriteIntent, send: (onRetry: () => void) => Promise<T>, after: (v: T) => Resource | undefined, signal?: AbortSignal,
+  observer: WriteObserver | undefined,
+  intent: WriteIntent,
+  send: (onRetry: () => void) => Promise<T>,
+  after: (v: T) => Resource | undefined,
+  signal?: AbortSignal,
 ): Promise<T> {
   if (!observer) return send(() => undefined);
-  if (signal?.aborted) throw new CanceledError('cancelled by the caller', { cause: signal.reason, resource: intent.resource });
+  if (signal?.aborted)
+    throw new CanceledError('cancelled by the caller', { cause: signal.reason, resource: intent.resource });
   const done = observer(intent);
   let retried = false;
   let v: T;
   try {
-    v = await send(() => { retried = true; });
+    v = await send(() => {
+      retried = true;
+    });
   } catch (err) {
     done(outcomeOf(err, retried));
     throw err;

@@ -35,7 +35,6 @@ import { getIfExists } from '../read.js';
 import { WriteWindow } from './window.js';
 import { classifyWriteFailure, createVerdict, destroyVerdict, updateVerdict, type WriteFailure } from './verdict.js';
 
-
 // --- the decorator -------------------------------------------------------------------------------
 
 export interface BackPressureOptions {
@@ -112,7 +111,15 @@ class PressuredState extends DelegatingCore implements BackPressureState {
   readonly #delay: DelayFn;
   readonly #random: () => number;
   readonly #log: Logger;
-  #stats = { signals: 0, lostAnswers: 0, retriedWrites: 0, foundApplied: 0, gaveUp: 0, firstSignalAt: undefined as number | undefined, lastSignalAt: undefined as number | undefined };
+  #stats = {
+    signals: 0,
+    lostAnswers: 0,
+    retriedWrites: 0,
+    foundApplied: 0,
+    gaveUp: 0,
+    firstSignalAt: undefined as number | undefined,
+    lastSignalAt: undefined as number | undefined,
+  };
   /** Writes held back now, and since when at least one has been; the total so far. */
   #held = 0;
   #heldSince = 0;
@@ -121,7 +128,12 @@ class PressuredState extends DelegatingCore implements BackPressureState {
   constructor(core: CoreState, o: BackPressureOptions) {
     super(core);
     this.#now = o.now ?? Date.now;
-    this.#window = new WriteWindow({ max: o.maxWritesInFlight, ...(o.minWritesInFlight !== undefined ? { min: o.minWritesInFlight } : {}), ...(o.retryAfterCapMs !== undefined ? { retryAfterCapMs: o.retryAfterCapMs } : {}), now: this.#now });
+    this.#window = new WriteWindow({
+      max: o.maxWritesInFlight,
+      ...(o.minWritesInFlight !== undefined ? { min: o.minWritesInFlight } : {}),
+      ...(o.retryAfterCapMs !== undefined ? { retryAfterCapMs: o.retryAfterCapMs } : {}),
+      now: this.#now,
+    });
     this.#retries = o.retries ?? 10;
     this.#maxWaitMs = o.maxWaitMs ?? 60_000;
     this.#queueWaitMs = o.queueWaitMs ?? 600_000;
@@ -151,39 +163,63 @@ class PressuredState extends DelegatingCore implements BackPressureState {
   override create(r: Resource, opts: OwnerOptions = {}): Promise<Resource> {
     const ptr = pointerOf(r);
     const owner = opts.owner ?? r.metadata.owner;
-    return this.#write({ method: 'Create', resource: ptr, opts }, () => this.core.create(r, opts), async () => {
-      const cur = await getIfExists(this.core, ptr, readOpts(opts));
-      switch (createVerdict(r, owner, cur)) {
-        case 'applied': return { applied: cur! };
-        case 'not-applied': return 'resend';
-        case 'changed': throw new AlreadyExistsError(`${describePointer(ptr)} exists with other content than this Create sent, whose outcome was unknown`, { method: '/cosi.resource.State/Create', resource: ptr });
-      }
-    });
+    return this.#write(
+      { method: 'Create', resource: ptr, opts },
+      () => this.core.create(r, opts),
+      async () => {
+        const cur = await getIfExists(this.core, ptr, readOpts(opts));
+        switch (createVerdict(r, owner, cur)) {
+          case 'applied':
+            return { applied: cur! };
+          case 'not-applied':
+            return 'resend';
+          case 'changed':
+            throw new AlreadyExistsError(
+              `${describePointer(ptr)} exists with other content than this Create sent, whose outcome was unknown`,
+              { method: '/cosi.resource.State/Create', resource: ptr },
+            );
+        }
+      },
+    );
   }
 
   override update(r: Resource, opts: UpdateOptions = {}): Promise<Resource> {
     const ptr = pointerOf(r);
-    return this.#write({ method: 'Update', resource: ptr, opts }, () => this.core.update(r, opts), async () => {
-      // NotFound (a Get by this ID) is thrown as the Update's: the caller's rule 4 decides.
-      const cur = await this.core.get(ptr, readOpts(opts));
-      switch (updateVerdict(r, cur)) {
-        case 'applied': return { applied: cur };
-        case 'not-applied': return 'resend';
-        case 'changed': throw changed('Update', ptr, r.metadata.version, cur);
-      }
-    });
+    return this.#write(
+      { method: 'Update', resource: ptr, opts },
+      () => this.core.update(r, opts),
+      async () => {
+        // NotFound (a Get by this ID) is thrown as the Update's: the caller's rule 4 decides.
+        const cur = await this.core.get(ptr, readOpts(opts));
+        switch (updateVerdict(r, cur)) {
+          case 'applied':
+            return { applied: cur };
+          case 'not-applied':
+            return 'resend';
+          case 'changed':
+            throw changed('Update', ptr, r.metadata.version, cur);
+        }
+      },
+    );
   }
 
   override destroy(p: Pointer, opts: OwnerOptions = {}): Promise<void> {
     const ptr = pointerOf(p);
-    return this.#write({ method: 'Destroy', resource: ptr, opts }, () => this.core.destroy(p, opts), async () => {
-      const cur = await getIfExists(this.core, ptr, readOpts(opts));
-      switch (destroyVerdict(opts.before, cur)) {
-        case 'applied': return { applied: undefined };
-        case 'not-applied': return 'resend';
-        case 'changed': throw changed('Destroy', ptr, opts.before?.metadata.version ?? '', cur!);
-      }
-    });
+    return this.#write(
+      { method: 'Destroy', resource: ptr, opts },
+      () => this.core.destroy(p, opts),
+      async () => {
+        const cur = await getIfExists(this.core, ptr, readOpts(opts));
+        switch (destroyVerdict(opts.before, cur)) {
+          case 'applied':
+            return { applied: undefined };
+          case 'not-applied':
+            return 'resend';
+          case 'changed':
+            throw changed('Destroy', ptr, opts.before?.metadata.version ?? '', cur!);
+        }
+      },
+    );
   }
 
   /** One write: sent within the window; on a signal or a lost answer read back, and sent again only if it did not take effect. Bounded. */
@@ -197,18 +233,39 @@ class PressuredState extends DelegatingCore implements BackPressureState {
     let last: unknown;
     const giveUp = (why: string): ThrottledError => {
       this.#stats.gaveUp++;
-      const spent = firstFailureAt !== undefined ? ` within ${((this.#now() - firstFailureAt) / 1000).toFixed(1)} s` : '';
-      const history = [signals ? `${signals} back-pressure answer${signals > 1 ? 's' : ''}` : '', lost ? `${lost} lost answer${lost > 1 ? 's' : ''}` : ''].filter(Boolean).join(' and ');
+      const spent =
+        firstFailureAt !== undefined ? ` within ${((this.#now() - firstFailureAt) / 1000).toFixed(1)} s` : '';
+      const history = [
+        signals ? `${signals} back-pressure answer${signals > 1 ? 's' : ''}` : '',
+        lost ? `${lost} lost answer${lost > 1 ? 's' : ''}` : '',
+      ]
+        .filter(Boolean)
+        .join(' and ');
       return new ThrottledError(
         `${w.method} ${escapeControl(describePointer(w.resource))}: throttled by Omni: ${why}${history ? ` after ${history}${spent}` : ''}${last instanceof Error ? ` (last: ${last.message})` : ''}; ` +
           'nothing more was sent. Run again later (a run reads it again and carries on), or with a lower --concurrency',
-        { resource: w.resource, method: `/cosi.resource.State/${w.method}`, ...(last !== undefined ? { cause: last } : {}) },
+        {
+          resource: w.resource,
+          method: `/cosi.resource.State/${w.method}`,
+          ...(last !== undefined ? { cause: last } : {}),
+        },
       );
     };
     for (;;) {
       // Room now and nobody waiting (every write of an unthrottled run): no promise, no timer.
-      const ticket = this.#window.tryAcquire(signal) ??
-        await this.#holding(() => this.#window.acquire(signal, deadline, () => giveUp(sends === 0 ? `no room to send it for ${Math.round(this.#queueWaitMs / 1000)} s` : 'its time ran out waiting for room to send it again')), this.#window.wouldWait());
+      const ticket =
+        this.#window.tryAcquire(signal) ??
+        (await this.#holding(
+          () =>
+            this.#window.acquire(signal, deadline, () =>
+              giveUp(
+                sends === 0
+                  ? `no room to send it for ${Math.round(this.#queueWaitMs / 1000)} s`
+                  : 'its time ran out waiting for room to send it again',
+              ),
+            ),
+          this.#window.wouldWait(),
+        ));
       let failure: WriteFailure;
       try {
         sends++;
@@ -235,17 +292,30 @@ class PressuredState extends DelegatingCore implements BackPressureState {
         lost++;
         this.#stats.lostAnswers++;
       }
-      this.#log.debug({ method: w.method, resource: describePointer(w.resource), failure, writesInFlight: this.#window.size, err: (last as Error).message }, 'write of unknown outcome; reading it back before anything is sent again');
+      this.#log.debug(
+        {
+          method: w.method,
+          resource: describePointer(w.resource),
+          failure,
+          writesInFlight: this.#window.size,
+          err: (last as Error).message,
+        },
+        'write of unknown outcome; reading it back before anything is sent again',
+      );
       // The outcome is unknown: read it back first. A refusal found here (a conflict, NotFound) is the caller's.
       const r = await reread();
       if (r !== 'resend') {
         this.#stats.foundApplied++;
-        this.#log.info({ method: w.method, resource: describePointer(w.resource) }, 'a write whose answer was lost had taken effect; not sending it again');
+        this.#log.info(
+          { method: w.method, resource: describePointer(w.resource) },
+          'a write whose answer was lost had taken effect; not sending it again',
+        );
         return r.applied;
       }
       if (sends > this.#retries) throw giveUp(`sent ${sends} times without an answer that says it took effect`);
       const pause = jitteredBackoff(sends - 1, this.#backoff, this.#random);
-      if (this.#now() + pause >= deadline) throw giveUp(`out of time (${Math.round(this.#maxWaitMs / 1000)} s for its retries)`);
+      if (this.#now() + pause >= deadline)
+        throw giveUp(`out of time (${Math.round(this.#maxWaitMs / 1000)} s for its retries)`);
       await this.#holding(async () => {
         try {
           await this.#delay(pause, signal);
@@ -270,11 +340,19 @@ class PressuredState extends DelegatingCore implements BackPressureState {
 }
 
 function readOpts(opts: CallOptions): CallOptions {
-  return { ...(opts.signal ? { signal: opts.signal } : {}), ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}) };
+  return {
+    ...(opts.signal ? { signal: opts.signal } : {}),
+    ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
+  };
 }
 
 /** Someone else wrote the resource while our write's outcome was unknown: the caller's conflict path (FailedPrecondition) reads it again. */
-function changed(method: 'Update' | 'Destroy', p: Pointer, sentVersion: string, cur: Resource): FailedPreconditionError {
+function changed(
+  method: 'Update' | 'Destroy',
+  p: Pointer,
+  sentVersion: string,
+  cur: Resource,
+): FailedPreconditionError {
   return new FailedPreconditionError(
     `${describePointer(p)} changed while the outcome of this ${method} was unknown (sent at version ${sentVersion || '?'}, now ${cur.metadata.version}): read it again`,
     { method: `/cosi.resource.State/${method}`, resource: p },

@@ -7,7 +7,6 @@ import { hasCode } from '../errors.js';
 import type { Resource } from '../../omni-api/resource.js';
 import { versionNumber } from '../../omni-api/resource.js';
 
-
 /**
  * `pressure`: a back-pressure answer (DeadlineExceeded, ResourceExhausted, Unavailable, an HTTP 429,
  * 502, 503 or 504 of a proxy) or the client's own deadline: write more slowly, and read it back.
@@ -39,7 +38,12 @@ export type Verdict = 'applied' | 'not-applied' | 'changed';
 function sameContent(a: Resource, b: Resource): boolean {
   const ma = a.metadata;
   const mb = b.metadata;
-  return ma.owner === mb.owner && sameRecord(ma.labels, mb.labels) && sameRecord(ma.annotations, mb.annotations) && sameBytes(a.spec.protoSpec, b.spec.protoSpec);
+  return (
+    ma.owner === mb.owner &&
+    sameRecord(ma.labels, mb.labels) &&
+    sameRecord(ma.annotations, mb.annotations) &&
+    sameBytes(a.spec.protoSpec, b.spec.protoSpec)
+  );
 }
 
 /**
@@ -53,7 +57,8 @@ export function updateVerdict(sent: Resource, current: Resource): Verdict {
   if (cv === v) return 'not-applied';
   const s = sent.metadata;
   const c = current.metadata;
-  if (cv === v + 1n && c.phase === s.phase && sameList(c.finalizers, s.finalizers) && sameContent(sent, current)) return 'applied';
+  if (cv === v + 1n && c.phase === s.phase && sameList(c.finalizers, s.finalizers) && sameContent(sent, current))
+    return 'applied';
   return 'changed';
 }
 
@@ -75,7 +80,9 @@ export function destroyVerdict(before: Resource | undefined, current: Resource |
  */
 export function createVerdict(sent: Resource, owner: string, current: Resource | undefined): Verdict {
   if (current === undefined) return 'not-applied';
-  return current.metadata.owner === owner && sameContent({ ...sent, metadata: { ...sent.metadata, owner } }, current) ? 'applied' : 'changed';
+  return current.metadata.owner === owner && sameContent({ ...sent, metadata: { ...sent.metadata, owner } }, current)
+    ? 'applied'
+    : 'changed';
 }
 
 function sameList(a: readonly string[], b: readonly string[]): boolean {

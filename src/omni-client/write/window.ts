@@ -50,7 +50,8 @@ export class WriteWindow {
   #lowest: number;
 
   constructor(o: WindowOptions) {
-    if (!(Number.isInteger(o.max) && o.max >= 1)) throw new RangeError(`the most writes in flight must be a whole number of at least 1 (got ${o.max})`);
+    if (!(Number.isInteger(o.max) && o.max >= 1))
+      throw new RangeError(`the most writes in flight must be a whole number of at least 1 (got ${o.max})`);
     this.max = o.max;
     this.min = Math.min(o.max, Math.max(1, o.min ?? 1));
     this.retryAfterCapMs = o.retryAfterCapMs ?? RETRY_AFTER_CAP_MS;
@@ -89,7 +90,11 @@ export class WriteWindow {
   }
 
   /** A place for one write: at once when there is room, else in turn. Rejects at `deadline` (ms, `now`'s clock) or when `signal` aborts. */
-  acquire(signal?: AbortSignal, deadline = Infinity, onTimeout: () => unknown = () => new Error('no room for the write in time')): Promise<Ticket> {
+  acquire(
+    signal?: AbortSignal,
+    deadline = Infinity,
+    onTimeout: () => unknown = () => new Error('no room for the write in time'),
+  ): Promise<Ticket> {
     if (signal?.aborted) return Promise.reject(new CanceledError('cancelled by the caller', { cause: signal.reason }));
     if (this.#queue.length === 0 && this.#canStart()) return Promise.resolve(this.#start());
     return new Promise<Ticket>((resolve, reject) => {
@@ -113,10 +118,13 @@ export class WriteWindow {
         this.#pump();
       };
       if (Number.isFinite(deadline)) {
-        timer = setTimeout(() => {
-          drop();
-          reject(onTimeout());
-        }, Math.max(0, deadline - this.#now()));
+        timer = setTimeout(
+          () => {
+            drop();
+            reject(onTimeout());
+          },
+          Math.max(0, deadline - this.#now()),
+        );
       }
       signal?.addEventListener('abort', onAbort, { once: true });
       this.#queue.push(w);
@@ -165,10 +173,13 @@ export class WriteWindow {
     }
     // Held by a pause only: wake up when it passes (one timer for the whole queue).
     if (this.#queue.length > 0 && this.#inFlight < this.size && this.#timer === undefined) {
-      this.#timer = setTimeout(() => {
-        this.#timer = undefined;
-        this.#pump();
-      }, Math.max(1, this.#pausedUntil - this.#now()));
+      this.#timer = setTimeout(
+        () => {
+          this.#timer = undefined;
+          this.#pump();
+        },
+        Math.max(1, this.#pausedUntil - this.#now()),
+      );
       this.#timer.unref?.();
     }
   }

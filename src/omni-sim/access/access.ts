@@ -25,11 +25,26 @@
 
 import { errorFromStatus, GrpcCode } from '../../omni-api/errors.js';
 import type { Pointer, Resource } from '../../omni-api/resource.js';
-import { cloneResource, LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, pointerOf, T } from '../../omni-api/resource.js';
+import {
+  cloneResource,
+  LABEL_INFRA_PROVIDER_ID,
+  NS_INFRA_PROVIDER,
+  PHASE_RUNNING,
+  PHASE_TEARING_DOWN,
+  pointerOf,
+  T,
+} from '../../omni-api/resource.js';
 import type { Identity, Query, StateApi, WatchBatches, WatchParams } from '../api.js';
 import { ROLE_RANK } from '../api.js';
 import {
-  checkNamespaceAndType, filterWatch, finalizerOnlyChange, type InfraConfig, infraConfig, isInfraNamespace, labelled, PROVIDER_NS_PREFIX,
+  checkNamespaceAndType,
+  filterWatch,
+  finalizerOnlyChange,
+  type InfraConfig,
+  infraConfig,
+  isInfraNamespace,
+  labelled,
+  PROVIDER_NS_PREFIX,
 } from './infra.js';
 import { denied, isRead, outerCheck, roleCheck, roleValidation, type Verb } from './roles.js';
 import { checkMachineRequestImmutable, checkProviderDeletable } from './validations.js';
@@ -60,7 +75,10 @@ export function createAccessApi(inner: StateApi, opts: AccessOptions): StateApi 
 }
 
 class AccessApi implements StateApi {
-  constructor(private readonly inner: StateApi, private readonly v: OmniVersion) {}
+  constructor(
+    private readonly inner: StateApi,
+    private readonly v: OmniVersion,
+  ) {}
 
   // -- the checks ------------------------------------------------------------------------------
 
@@ -74,7 +92,8 @@ class AccessApi implements StateApi {
   private check(who: Identity, ns: string, type: string, verb: Verb): InfraAccess | undefined {
     const infraManaged = ns.startsWith(PROVIDER_NS_PREFIX) || infraConfig(ns, type, this.v) !== undefined;
     const readsFirst = verb === 'get' || verb === 'update' || verb === 'destroy';
-    if (!infraManaged && !(readsFirst && isInfraNamespace(ns))) roleValidation(() => outerCheck(who, type, verb, this.v));
+    if (!infraManaged && !(readsFirst && isInfraNamespace(ns)))
+      roleValidation(() => outerCheck(who, type, verb, this.v));
     if (!isInfraNamespace(ns)) {
       // Omni would route an infra-managed type outside these namespaces to a store with no checks;
       // the sim refuses instead of emulating that gap.
@@ -98,7 +117,8 @@ class AccessApi implements StateApi {
     if (!isRead(verb) && type === T.MachineRequest && ROLE_RANK[who.role] < ROLE_RANK.Operator) {
       throw denied(`only operators and admins are allowed to modify ${q(type)} resources`);
     }
-    if (config.onlyAdminCanRead && who.role !== 'Admin') throw denied(`only admins are allowed to read ${q(type)} resources`);
+    if (config.onlyAdminCanRead && who.role !== 'Admin')
+      throw denied(`only admins are allowed to read ${q(type)} resources`);
     return { config, labelProviderId: undefined };
   }
 
@@ -116,7 +136,9 @@ class AccessApi implements StateApi {
   private read(p: Pointer, version?: string): Readonly<Resource> {
     const r = this.inner.view(p);
     if (r) return r;
-    const message = CACHED_TYPES.has(p.type) ? backendMessage.notCached(p, version) : backendMessage.notFound(backendOf(p), 'get', p, version);
+    const message = CACHED_TYPES.has(p.type)
+      ? backendMessage.notCached(p, version)
+      : backendMessage.notFound(backendOf(p), 'get', p, version);
     throw errorFromStatus(GrpcCode.NotFound, message, { resource: pointerOf(p) });
   }
 
@@ -125,7 +147,8 @@ class AccessApi implements StateApi {
     const a = this.check(who, p.namespace, p.type, 'get');
     this.read(p);
     const r = this.inner.get(who, p);
-    if (a?.labelProviderId !== undefined && !labelled(r, a.labelProviderId)) throw errorFromStatus(GrpcCode.NotFound, 'not found');
+    if (a?.labelProviderId !== undefined && !labelled(r, a.labelProviderId))
+      throw errorFromStatus(GrpcCode.NotFound, 'not found');
     return r;
   }
 
@@ -166,7 +189,8 @@ class AccessApi implements StateApi {
     }
     // Omni's validations, behind the access checks.
     if (isInfraNamespace(namespace)) checkMachineRequestImmutable(old, r);
-    if (old.metadata.phase === PHASE_RUNNING && r.metadata.phase === PHASE_TEARING_DOWN) checkProviderDeletable(this.inner, this.v, r.metadata, who);
+    if (old.metadata.phase === PHASE_RUNNING && r.metadata.phase === PHASE_TEARING_DOWN)
+      checkProviderDeletable(this.inner, this.v, r.metadata, who);
     if (providerId === undefined) return this.inner.update(who, r, owner, expectedPhase);
     const next = cloneResource(r);
     next.metadata.labels[LABEL_INFRA_PROVIDER_ID] = providerId;
@@ -183,7 +207,8 @@ class AccessApi implements StateApi {
     const cur = this.read(p);
     const providerId = a?.labelProviderId;
     if (providerId !== undefined) {
-      if (a?.config.readOnlyForProviders) throw denied(`infra providers are not allowed to destroy ${q(p.type)} resources`);
+      if (a?.config.readOnlyForProviders)
+        throw denied(`infra providers are not allowed to destroy ${q(p.type)} resources`);
       if (!labelled(cur, providerId)) throw errorFromStatus(GrpcCode.NotFound, 'not found');
     }
     this.inner.destroy(who, p, owner);

@@ -6,7 +6,14 @@
 
 import * as openpgp from 'openpgp';
 import type { Identity, Role } from '../api.js';
-import { type GrpcMetadata, type HeaderMap, metadataFromHeaders, Siderov1Verifier, SKEW_MS, type StoredKey } from './siderov1.js';
+import {
+  type GrpcMetadata,
+  type HeaderMap,
+  metadataFromHeaders,
+  Siderov1Verifier,
+  SKEW_MS,
+  type StoredKey,
+} from './siderov1.js';
 import { emailForIdentityName, PROVIDER_EMAIL_DOMAIN } from '../scenario/keys.js';
 
 // The module's exports as they were before the split, so that no importer has to change.
@@ -55,8 +62,10 @@ export class IdentityRegistry {
   /** Adds an identity with its keys, checked the way Omni's CreateServiceAccount checks them. */
   async add(spec: IdentitySpec): Promise<Identity> {
     const identity = identityFromSpec(spec);
-    if (this.identities.has(identity.name)) throw new IdentityError(`identity ${JSON.stringify(identity.name)} is defined twice`);
-    if (spec.publicKeys.length === 0) throw new IdentityError(`identity ${JSON.stringify(identity.name)} has no public key`);
+    if (this.identities.has(identity.name))
+      throw new IdentityError(`identity ${JSON.stringify(identity.name)} is defined twice`);
+    if (spec.publicKeys.length === 0)
+      throw new IdentityError(`identity ${JSON.stringify(identity.name)} has no public key`);
     const stored: StoredKey[] = [];
     for (const armored of spec.publicKeys) stored.push(await readPublicKey(armored, identity.name));
     for (const k of stored) {
@@ -139,14 +148,19 @@ function identityFromSpec(spec: IdentitySpec): Identity {
     const providerId = name.slice(PROVIDER_PREFIX.length);
     if (providerId === '') throw new IdentityError(`identity ${JSON.stringify(name)} names no provider`);
     if (spec.role !== undefined && spec.role !== 'InfraProvider') {
-      throw new IdentityError(`identity ${JSON.stringify(name)}: infra provider accounts must have role InfraProvider, not ${spec.role}`);
+      throw new IdentityError(
+        `identity ${JSON.stringify(name)}: infra provider accounts must have role InfraProvider, not ${spec.role}`,
+      );
     }
     const email = emailForIdentityName(name);
     return { name, email, role: 'InfraProvider', providerId: providerIdFromEmail(email) ?? providerId };
   }
-  if (spec.role === undefined) throw new IdentityError(`identity ${JSON.stringify(name)} needs a role (Reader, Operator, Admin)`);
+  if (spec.role === undefined)
+    throw new IdentityError(`identity ${JSON.stringify(name)} needs a role (Reader, Operator, Admin)`);
   if (spec.role === 'InfraProvider') {
-    throw new IdentityError(`identity ${JSON.stringify(name)}: role InfraProvider is only allowed for "${PROVIDER_PREFIX}<id>" accounts`);
+    throw new IdentityError(
+      `identity ${JSON.stringify(name)}: role InfraProvider is only allowed for "${PROVIDER_PREFIX}<id>" accounts`,
+    );
   }
   return { name, email: emailForIdentityName(name), role: spec.role };
 }
@@ -162,18 +176,27 @@ async function readPublicKey(armored: string, identityName: string): Promise<Sto
   try {
     key = await openpgp.readKey({ armoredKey: armored });
   } catch (e) {
-    throw new IdentityError(`identity ${JSON.stringify(identityName)}: not an armored OpenPGP public key`, { cause: e });
+    throw new IdentityError(`identity ${JSON.stringify(identityName)}: not an armored OpenPGP public key`, {
+      cause: e,
+    });
   }
-  if (key.isPrivate()) throw new IdentityError(`identity ${JSON.stringify(identityName)}: a private key was given where a public key is expected`);
+  if (key.isPrivate())
+    throw new IdentityError(
+      `identity ${JSON.stringify(identityName)}: a private key was given where a public key is expected`,
+    );
   const created = key.getCreationTime().getTime();
   let expiration: Date | number | null;
   try {
     expiration = await key.getExpirationTime();
   } catch (e) {
-    throw new IdentityError(`identity ${JSON.stringify(identityName)}: the key has no valid self-signature`, { cause: e });
+    throw new IdentityError(`identity ${JSON.stringify(identityName)}: the key has no valid self-signature`, {
+      cause: e,
+    });
   }
   if (!(expiration instanceof Date)) {
-    throw new IdentityError(`identity ${JSON.stringify(identityName)}: the key must have an expiration (Omni refuses keys without one)`);
+    throw new IdentityError(
+      `identity ${JSON.stringify(identityName)}: the key must have an expiration (Omni refuses keys without one)`,
+    );
   }
   const lifetimeMs = expiration.getTime() - created;
   if (lifetimeMs > MAX_LIFETIME_MS) {
@@ -190,5 +213,6 @@ async function readPublicKey(armored: string, identityName: string): Promise<Sto
 
 /** The injected `authenticate(headers, fullMethod)` of the gateway, reading the sim clock. */
 export function createAuthenticate(registry: IdentityRegistry, clock: { now(): number }) {
-  return (headers: HeaderMap, fullMethod: string): Promise<Identity> => registry.authenticate(headers, fullMethod, clock.now());
+  return (headers: HeaderMap, fullMethod: string): Promise<Identity> =>
+    registry.authenticate(headers, fullMethod, clock.now());
 }

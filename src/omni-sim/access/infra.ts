@@ -6,7 +6,14 @@
 
 import { errorFromStatus, GrpcCode } from '../../omni-api/errors.js';
 import type { Resource } from '../../omni-api/resource.js';
-import { bytesEqual, LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, recordsEqual, T } from '../../omni-api/resource.js';
+import {
+  bytesEqual,
+  LABEL_INFRA_PROVIDER_ID,
+  NS_INFRA_PROVIDER,
+  NS_INFRA_PROVIDER_EPHEMERAL,
+  recordsEqual,
+  T,
+} from '../../omni-api/resource.js';
 import { EventType } from '../../omni-api/wire.js';
 import type { SimEvent, WatchBatches } from '../api.js';
 import { denied } from './roles.js';
@@ -26,7 +33,11 @@ export interface InfraConfig {
 }
 
 export function infraConfig(ns: string, type: string, v: OmniVersion): InfraConfig | undefined {
-  const c = (readOnlyForProviders = false, checkID = false, onlyAdminCanRead = false): InfraConfig => ({ readOnlyForProviders, checkID, onlyAdminCanRead });
+  const c = (readOnlyForProviders = false, checkID = false, onlyAdminCanRead = false): InfraConfig => ({
+    readOnlyForProviders,
+    checkID,
+    onlyAdminCanRead,
+  });
   if (ns.startsWith(PROVIDER_NS_PREFIX)) return c();
   switch (type) {
     case T.MachineRequest:
@@ -62,7 +73,10 @@ export function checkNamespaceAndType(ns: string, type: string, id: string): boo
   if (ns === own) {
     const suffix = `.${id}${PROVIDER_TYPE_SUFFIX}`;
     if (!type.endsWith(suffix)) {
-      throw errorFromStatus(GrpcCode.InvalidArgument, `resources in namespace ${q(ns)} must have a type suffix ${q(suffix)}`);
+      throw errorFromStatus(
+        GrpcCode.InvalidArgument,
+        `resources in namespace ${q(ns)} must have a type suffix ${q(suffix)}`,
+      );
     }
     return false;
   }
@@ -71,15 +85,26 @@ export function checkNamespaceAndType(ns: string, type: string, id: string): boo
 
 /** The provider's label on a resource of a shared namespace: what makes it that provider's to see. */
 export function labelled(r: Resource, providerId: string): boolean {
-  return Object.hasOwn(r.metadata.labels, LABEL_INFRA_PROVIDER_ID) && r.metadata.labels[LABEL_INFRA_PROVIDER_ID] === providerId;
+  return (
+    Object.hasOwn(r.metadata.labels, LABEL_INFRA_PROVIDER_ID) &&
+    r.metadata.labels[LABEL_INFRA_PROVIDER_ID] === providerId
+  );
 }
 
 /** resourcesAreEqual: equal after ignoring version and finalizers (timestamps not compared); spec bytes exactly. */
 export function finalizerOnlyChange(old: Resource, next: Resource): boolean {
   const a = old.metadata;
   const b = next.metadata;
-  return a.namespace === b.namespace && a.type === b.type && a.id === b.id && a.phase === b.phase && a.owner === b.owner &&
-    recordsEqual(a.labels, b.labels) && recordsEqual(a.annotations, b.annotations) && bytesEqual(old.spec.protoSpec, next.spec.protoSpec);
+  return (
+    a.namespace === b.namespace &&
+    a.type === b.type &&
+    a.id === b.id &&
+    a.phase === b.phase &&
+    a.owner === b.owner &&
+    recordsEqual(a.labels, b.labels) &&
+    recordsEqual(a.annotations, b.annotations) &&
+    bytesEqual(old.spec.protoSpec, next.spec.protoSpec)
+  );
 }
 
 /**
@@ -89,7 +114,12 @@ export function finalizerOnlyChange(old: Resource, next: Resource): boolean {
  * (753259c2) NOOP was filtered like a resource event, and the aggregated filter let nothing through
  * on its type alone, BOOTSTRAPPED included.
  */
-export async function* filterWatch(batches: WatchBatches, providerId: string, aggregated: boolean, v10: boolean): AsyncGenerator<SimEvent[]> {
+export async function* filterWatch(
+  batches: WatchBatches,
+  providerId: string,
+  aggregated: boolean,
+  v10: boolean,
+): AsyncGenerator<SimEvent[]> {
   const passes = (e: SimEvent): boolean => {
     if (aggregated && !v10) return labelled(e.resource, providerId);
     if (e.eventType === EventType.BOOTSTRAPPED || e.eventType === EventType.ERRORED) return true;

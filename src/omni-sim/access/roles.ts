@@ -34,43 +34,151 @@ const PROVIDER_READABLE = new Set<string>([T.Machine, omni('SiderolinkAPIConfigs
 
 /** "Valid signature only" types. */
 const SIGNATURE_ONLY = new Set<string>([
-  T.Namespace, T.ResourceDefinition, T.SysVersion,
-  ...['FeaturesConfigs', 'TalosExtensions', 'TalosVersions', 'KubernetesVersions', 'InstallationMedias', 'OngoingTasks',
-    'MachineStatusMetrics', 'Notifications', 'ClusterMetrics', 'ClusterStatusMetrics', 'AdvertisedEndpoints', 'CurrentUsers',
-    'ClusterPermissions', 'Quirks', 'VersionContract', 'Permissions'].map(omni),
+  T.Namespace,
+  T.ResourceDefinition,
+  T.SysVersion,
+  ...[
+    'FeaturesConfigs',
+    'TalosExtensions',
+    'TalosVersions',
+    'KubernetesVersions',
+    'InstallationMedias',
+    'OngoingTasks',
+    'MachineStatusMetrics',
+    'Notifications',
+    'ClusterMetrics',
+    'ClusterStatusMetrics',
+    'AdvertisedEndpoints',
+    'CurrentUsers',
+    'ClusterPermissions',
+    'Quirks',
+    'VersionContract',
+    'Permissions',
+  ].map(omni),
 ]);
 
 /** Reader to read, Operator to write. */
 const READER_OPERATOR = new Set<string>([
-  T.Link, T.InfraProviderCombinedStatus,
-  ...['Clusters', 'ClusterBootstrapStatuses', 'ClusterConfigVersions', 'ClusterDestroyStatuses', 'ClusterEndpoints', 'ClusterKubernetesNodes',
-    'ClusterMachineIdentities', 'ClusterMachineStatuses', 'ClusterMachineRequestStatuses', 'ClusterMachineTalosVersions', 'ClusterMachines',
-    'ClusterMachineConfigPatches', 'ClusterMachineConfigStatuses', 'ClusterStatuses', 'ClusterDiagnostics', 'ClusterUUIDs', 'ClusterWorkloadProxyStatuses',
-    'ClusterTaints', 'ConfigPatches', 'ControlPlaneStatuses', 'ExposedServices', 'EtcdBackups', 'EtcdBackupStatuses', 'EtcdManualBackups',
-    'InfraMachineConfigs', 'KubernetesStatuses', 'KubernetesUpgradeStatuses', 'LoadBalancerConfigs', 'LoadBalancerStatuses', 'MachineLabels',
-    'MachineSets', 'MachineSetDestroyStatuses', 'MachineSetNodes', 'MachineRequestSetStatuses', 'MachineRequestSets', 'MachineSetStatuses',
-    'PendingMachines', 'LinkStatuses', 'JoinTokenStatuses', 'JoinTokens', 'DefaultJoinTokens', 'NodeUniqueTokenStatuses', 'GRPCTunnelConfigs',
-    'MachineClasses', 'MachineExtensionsStatuses', 'MachineExtensions', 'MachineInstallDiskConfigs', 'MachineInstallDiskStatuses', 'MachineStatuses',
-    'MachineStatusSnapshots', 'MachineStatusLinks', 'MachineConfigGenOptions', 'MachinePendingUpdates', 'SchematicConfigurations',
-    'InstallationMediaConfigs', 'ExtensionsConfigurations', 'MachineUpgradeStatuses', 'KernelArgs', 'KernelArgsStatuses', 'TalosUpgradeStatuses',
-    'NodeForceDestroyRequests', 'KubernetesManifestGroups', 'RotateTalosCAs', 'RotateKubernetesCAs', 'KubernetesHealthChecks',
-    'KubernetesHealthCheckStatuses', 'ImagePullRequests', 'ImagePullStatuses'].map(omni),
+  T.Link,
+  T.InfraProviderCombinedStatus,
+  ...[
+    'Clusters',
+    'ClusterBootstrapStatuses',
+    'ClusterConfigVersions',
+    'ClusterDestroyStatuses',
+    'ClusterEndpoints',
+    'ClusterKubernetesNodes',
+    'ClusterMachineIdentities',
+    'ClusterMachineStatuses',
+    'ClusterMachineRequestStatuses',
+    'ClusterMachineTalosVersions',
+    'ClusterMachines',
+    'ClusterMachineConfigPatches',
+    'ClusterMachineConfigStatuses',
+    'ClusterStatuses',
+    'ClusterDiagnostics',
+    'ClusterUUIDs',
+    'ClusterWorkloadProxyStatuses',
+    'ClusterTaints',
+    'ConfigPatches',
+    'ControlPlaneStatuses',
+    'ExposedServices',
+    'EtcdBackups',
+    'EtcdBackupStatuses',
+    'EtcdManualBackups',
+    'InfraMachineConfigs',
+    'KubernetesStatuses',
+    'KubernetesUpgradeStatuses',
+    'LoadBalancerConfigs',
+    'LoadBalancerStatuses',
+    'MachineLabels',
+    'MachineSets',
+    'MachineSetDestroyStatuses',
+    'MachineSetNodes',
+    'MachineRequestSetStatuses',
+    'MachineRequestSets',
+    'MachineSetStatuses',
+    'PendingMachines',
+    'LinkStatuses',
+    'JoinTokenStatuses',
+    'JoinTokens',
+    'DefaultJoinTokens',
+    'NodeUniqueTokenStatuses',
+    'GRPCTunnelConfigs',
+    'MachineClasses',
+    'MachineExtensionsStatuses',
+    'MachineExtensions',
+    'MachineInstallDiskConfigs',
+    'MachineInstallDiskStatuses',
+    'MachineStatuses',
+    'MachineStatusSnapshots',
+    'MachineStatusLinks',
+    'MachineConfigGenOptions',
+    'MachinePendingUpdates',
+    'SchematicConfigurations',
+    'InstallationMediaConfigs',
+    'ExtensionsConfigurations',
+    'MachineUpgradeStatuses',
+    'KernelArgs',
+    'KernelArgsStatuses',
+    'TalosUpgradeStatuses',
+    'NodeForceDestroyRequests',
+    'KubernetesManifestGroups',
+    'RotateTalosCAs',
+    'RotateKubernetesCAs',
+    'KubernetesHealthChecks',
+    'KubernetesHealthCheckStatuses',
+    'ImagePullRequests',
+    'ImagePullStatuses',
+  ].map(omni),
 ]);
 
 const ADMIN_ONLY = new Set<string>([
   T.InfraProvider,
   'JWTPublicKeys.system.sidero.dev',
-  ...['Identities', 'IdentityLastActives', 'IdentityStatuses', 'PublicKeyLastActives', 'Users', 'ServiceAccountStatuses', 'SAMLLabelRules',
-    'AccessPolicies', 'EtcdBackupS3Confs', 'InfraMachineBMCConfigs'].map(omni),
+  ...[
+    'Identities',
+    'IdentityLastActives',
+    'IdentityStatuses',
+    'PublicKeyLastActives',
+    'Users',
+    'ServiceAccountStatuses',
+    'SAMLLabelRules',
+    'AccessPolicies',
+    'EtcdBackupS3Confs',
+    'InfraMachineBMCConfigs',
+  ].map(omni),
 ]);
 
 /** Fully managed by users (common.UserManagedResourceTypes). */
 const USER_MANAGED = new Set<string>([
   T.InfraProvider,
-  ...['AccessPolicies', 'SAMLLabelRules', 'DefaultJoinTokens', 'GRPCTunnelConfigs', 'Clusters', 'ConfigPatches', 'EtcdManualBackups', 'MachineClasses',
-    'MachineLabels', 'MachineSets', 'MachineSetNodes', 'EtcdBackupS3Confs', 'ExtensionsConfigurations', 'KernelArgs', 'MachineRequestSets',
-    'InfraMachineBMCConfigs', 'InfraMachineConfigs', 'InstallationMediaConfigs', 'MachineInstallDiskConfigs', 'NodeForceDestroyRequests',
-    'KubernetesManifestGroups', 'RotateTalosCAs', 'RotateKubernetesCAs', 'KubernetesHealthChecks'].map(omni),
+  ...[
+    'AccessPolicies',
+    'SAMLLabelRules',
+    'DefaultJoinTokens',
+    'GRPCTunnelConfigs',
+    'Clusters',
+    'ConfigPatches',
+    'EtcdManualBackups',
+    'MachineClasses',
+    'MachineLabels',
+    'MachineSets',
+    'MachineSetNodes',
+    'EtcdBackupS3Confs',
+    'ExtensionsConfigurations',
+    'KernelArgs',
+    'MachineRequestSets',
+    'InfraMachineBMCConfigs',
+    'InfraMachineConfigs',
+    'InstallationMediaConfigs',
+    'MachineInstallDiskConfigs',
+    'NodeForceDestroyRequests',
+    'KubernetesManifestGroups',
+    'RotateTalosCAs',
+    'RotateKubernetesCAs',
+    'KubernetesHealthChecks',
+  ].map(omni),
 ]);
 
 const IDENTITY_TYPES = new Set<string>([omni('Identities'), omni('Users')]);
@@ -78,7 +186,8 @@ const LINK_LIKE = new Set<string>([T.Link, omni('PendingMachines')]);
 const JOIN_TOKEN = omni('JoinTokens');
 
 export function roleCheck(who: Identity, min: Role): void {
-  if (ROLE_RANK[who.role] < ROLE_RANK[min]) throw denied(`unauthorized: access denied: insufficient role: ${q(who.role)}`);
+  if (ROLE_RANK[who.role] < ROLE_RANK[min])
+    throw denied(`unauthorized: access denied: insufficient role: ${q(who.role)}`);
 }
 
 export function outerCheck(who: Identity, type: string, verb: Verb, v: OmniVersion): void {
@@ -86,14 +195,18 @@ export function outerCheck(who: Identity, type: string, verb: Verb, v: OmniVersi
   else if (READER_OPERATOR.has(type)) {
     roleCheck(who, isRead(verb) ? 'Reader' : 'Operator');
     if (verb === 'create' && type === JOIN_TOKEN) {
-      throw denied('only read, update and destroy access is permitted, create should be done via the management.CreateJoinToken API call');
+      throw denied(
+        'only read, update and destroy access is permitted, create should be done via the management.CreateJoinToken API call',
+      );
     }
   } else if (SIGNATURE_ONLY.has(type)) {
     // A verified signature is all these need, and every caller that gets here has one.
   } else if (ADMIN_ONLY.has(type)) {
     roleCheck(who, 'Admin');
     if (!isRead(verb) && IDENTITY_TYPES.has(type)) {
-      throw denied(`only read access is permitted on resource ${type}, mutations should be done via ManagementService API calls`);
+      throw denied(
+        `only read access is permitted on resource ${type}, mutations should be done via ManagementService API calls`,
+      );
     }
   } else throw denied('no access is permitted');
   // filterAccessByType
@@ -108,7 +221,9 @@ export function outerCheck(who: Identity, type: string, verb: Verb, v: OmniVersi
   }
   if (type === JOIN_TOKEN) {
     if (verb !== 'create') return;
-    throw denied('only read, update and destroy access is permitted; create should be done via the management.CreateJoinToken API call');
+    throw denied(
+      'only read, update and destroy access is permitted; create should be done via the management.CreateJoinToken API call',
+    );
   }
   if (isRead(verb)) return;
   throw denied('only read access is permitted');

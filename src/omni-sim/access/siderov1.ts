@@ -128,11 +128,14 @@ function parsePayload(text: string): ParsedPayload {
         }
         if (!Array.isArray(hv)) throw new Error(`header ${hk} is not an array`);
         // A JSON null inside a []string decodes to "" in Go.
-        headers.set(hk, hv.map((x) => {
-          if (x === null) return '';
-          if (typeof x !== 'string') throw new Error(`header ${hk} has a non-string value`);
-          return x;
-        }));
+        headers.set(
+          hk,
+          hv.map((x) => {
+            if (x === null) return '';
+            if (typeof x !== 'string') throw new Error(`header ${hk} has a non-string value`);
+            return x;
+          }),
+        );
       }
       out.headers = headers;
     }
@@ -198,7 +201,12 @@ export class Siderov1Verifier {
    * Verifies siderov1 metadata at the sim time `nowMs` for the method `fullMethod`; `lookup` finds a
    * key by the header's fingerprint, with the identity it belongs to. Returns a copy of that identity.
    */
-  async verify(md: GrpcMetadata, fullMethod: string, nowMs: number, lookup: (fingerprint: string) => SignerKey | undefined): Promise<Identity> {
+  async verify(
+    md: GrpcMetadata,
+    fullMethod: string,
+    nowMs: number,
+    lookup: (fingerprint: string) => SignerKey | undefined,
+  ): Promise<Identity> {
     // 1. Parse the signature header (the interceptor does this before anything else).
     const sigHeader = firstValue(md, 'x-sidero-signature');
     if (sigHeader === '') throw invalid();
@@ -255,14 +263,20 @@ export class Siderov1Verifier {
     return p;
   }
 
-  private async verifySignature(k: StoredKey, payloadText: string, signatureText: string, nowMs: number): Promise<boolean> {
+  private async verifySignature(
+    k: StoredKey,
+    payloadText: string,
+    signatureText: string,
+    nowMs: number,
+  ): Promise<boolean> {
     // Keyed by the header's text: a success was checked for exactly these bytes before.
     const cacheKey = `${k.fingerprint}\n${signatureText}\n${payloadText}`;
     if (this.verified.has(cacheKey)) return true;
     const signature = decodeStdBase64(signatureText);
     if (!signature) return false;
     const bytes = new Uint8Array(Buffer.from(payloadText, 'latin1'));
-    const ok = (await verifyDetachedAt(k.key, bytes, signature, nowMs)) ||
+    const ok =
+      (await verifyDetachedAt(k.key, bytes, signature, nowMs)) ||
       (await verifyDetachedAt(k.key, bytes, signature, nowMs + k.retrySkewMs));
     // Only successes are memoised: a signature from a clock ahead may become valid later.
     if (ok && this.cacheSize > 0) {
@@ -276,11 +290,22 @@ export class Siderov1Verifier {
   }
 }
 
-async function verifyDetachedAt(key: openpgp.PublicKey, data: Uint8Array, signature: Uint8Array, atMs: number): Promise<boolean> {
+async function verifyDetachedAt(
+  key: openpgp.PublicKey,
+  data: Uint8Array,
+  signature: Uint8Array,
+  atMs: number,
+): Promise<boolean> {
   try {
     const sig = await openpgp.readSignature({ binarySignature: signature });
     const message = await openpgp.createMessage({ binary: data });
-    const result = await openpgp.verify({ message, signature: sig, verificationKeys: key, date: new Date(atMs), format: 'binary' });
+    const result = await openpgp.verify({
+      message,
+      signature: sig,
+      verificationKeys: key,
+      date: new Date(atMs),
+      format: 'binary',
+    });
     const first = result.signatures[0];
     if (!first) return false;
     await first.verified; // rejects when invalid

@@ -22,17 +22,28 @@ import { atLeast } from '../version.js';
  */
 export function validationError(e: string | OmniError): OmniError {
   const entry = typeof e === 'string' ? e : `rpc error: code = ${grpcCodeName(e.grpcCode)} desc = ${e.omniMessage}`;
-  return errorFromStatus(typeof e === 'string' ? GrpcCode.InvalidArgument : e.grpcCode, `failed to validate: 1 error occurred:\n\t* ${entry}\n\n`);
+  return errorFromStatus(
+    typeof e === 'string' ? GrpcCode.InvalidArgument : e.grpcCode,
+    `failed to validate: 1 error occurred:\n\t* ${entry}\n\n`,
+  );
 }
 
 /** validations/infra_provider.go (1.4+): no tearing down or destroying a provider with Running machines. */
 export function checkProviderDeletable(inner: StateApi, v: OmniVersion, p: Pointer, who: Identity): void {
   if (who.internal || p.type !== T.InfraProvider || !atLeast(v, '1.4')) return;
   if (!inner.view(p)) return;
-  const query: Query = { labelQueries: [[{ key: LABEL_INFRA_PROVIDER_ID, op: LabelTermOperation.EQUAL, value: [p.id], invert: false }]], idRegexp: '' };
-  const running = inner.list(INTERNAL, NS_DEFAULT, T.Machine, query).filter((m) => m.metadata.phase === PHASE_RUNNING).map((m) => m.metadata.id);
+  const query: Query = {
+    labelQueries: [[{ key: LABEL_INFRA_PROVIDER_ID, op: LabelTermOperation.EQUAL, value: [p.id], invert: false }]],
+    idRegexp: '',
+  };
+  const running = inner
+    .list(INTERNAL, NS_DEFAULT, T.Machine, query)
+    .filter((m) => m.metadata.phase === PHASE_RUNNING)
+    .map((m) => m.metadata.id);
   if (running.length > 0) {
-    throw validationError(`cannot delete the infra provider ${q(p.id)}, as there are ${running.length} running machines managed by it: [${running.join(' ')}]`);
+    throw validationError(
+      `cannot delete the infra provider ${q(p.id)}, as there are ${running.length} running machines managed by it: [${running.join(' ')}]`,
+    );
   }
 }
 
@@ -47,5 +58,6 @@ export function checkMachineRequestImmutable(old: Resource, next: Resource): voi
       return b;
     }
   };
-  if (!bytesEqual(canon(old.spec.protoSpec), canon(next.spec.protoSpec))) throw validationError('machine request spec is immutable');
+  if (!bytesEqual(canon(old.spec.protoSpec), canon(next.spec.protoSpec)))
+    throw validationError('machine request spec is immutable');
 }

@@ -5,7 +5,14 @@
 // provider the controllers keep asking: is it still Running, and where its ID sits on a Link.
 
 import type { Pointer, Resource } from '../../omni-api/resource.js';
-import { cloneResource, LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, T } from '../../omni-api/resource.js';
+import {
+  cloneResource,
+  LABEL_INFRA_PROVIDER_ID,
+  NS_INFRA_PROVIDER,
+  PHASE_RUNNING,
+  PHASE_TEARING_DOWN,
+  T,
+} from '../../omni-api/resource.js';
 import type { StateApi } from '../api.js';
 import { INTERNAL } from '../api.js';
 import { EMPTY_QUERY } from '../store/query.js';
@@ -46,7 +53,11 @@ export function eqLabel(key: string, value: string) {
 /** The store helpers of Omni's internal actor, for the scenario's Omni version `v`. */
 export class OmniActor {
   /** `addFinalizers`: whether Omni's own finalizers are added to Running resources that lack them. */
-  constructor(readonly store: ControllerStore, readonly v: OmniVersion, private readonly addFinalizers: boolean) {}
+  constructor(
+    readonly store: ControllerStore,
+    readonly v: OmniVersion,
+    private readonly addFinalizers: boolean,
+  ) {}
 
   peek(p: Pointer): Resource | undefined {
     return this.store.peek(p);
@@ -60,8 +71,13 @@ export class OmniActor {
   mutate(r: Resource, change: (n: Resource) => void): Resource {
     const next = cloneResource(r);
     change(next);
-    const same = JSON.stringify([next.metadata.finalizers, next.metadata.labels, next.metadata.annotations, next.metadata.phase]) ===
-      JSON.stringify([r.metadata.finalizers, r.metadata.labels, r.metadata.annotations, r.metadata.phase]) &&
+    const same =
+      JSON.stringify([
+        next.metadata.finalizers,
+        next.metadata.labels,
+        next.metadata.annotations,
+        next.metadata.phase,
+      ]) === JSON.stringify([r.metadata.finalizers, r.metadata.labels, r.metadata.annotations, r.metadata.phase]) &&
       Buffer.from(next.spec.protoSpec).equals(Buffer.from(r.spec.protoSpec));
     return same ? r : this.store.update(INTERNAL, next, r.metadata.owner);
   }
@@ -103,7 +119,9 @@ export class OmniActor {
 
   /** The provider ID on a Link or Machine: an annotation up to 1.3, a label from 1.4. */
   providerOf(r: Resource): string | undefined {
-    return atLeast(this.v, '1.4') ? r.metadata.labels[LABEL_INFRA_PROVIDER_ID] : r.metadata.annotations[LABEL_INFRA_PROVIDER_ID];
+    return atLeast(this.v, '1.4')
+      ? r.metadata.labels[LABEL_INFRA_PROVIDER_ID]
+      : r.metadata.annotations[LABEL_INFRA_PROVIDER_ID];
   }
 
   providerMark(providerId: string): Pick<Resource['metadata'], 'labels' | 'annotations'> {

@@ -34,16 +34,38 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Resource } from '../../omni-api/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST_SET, NS_DEFAULT, NS_INFRA_PROVIDER, PHASE_TEARING_DOWN, T } from '../../omni-api/resource.js';
+import {
+  LABEL_INFRA_PROVIDER_ID,
+  LABEL_MACHINE_REQUEST_SET,
+  NS_DEFAULT,
+  NS_INFRA_PROVIDER,
+  PHASE_TEARING_DOWN,
+  T,
+} from '../../omni-api/resource.js';
 import { EventType } from '../../omni-api/wire.js';
 import type { SimClock } from '../api.js';
 import { C, type ControllerStore, eqLabel, OmniActor } from './actor.js';
-import { deleteMachine, reconcileInfraMachine, reconcileLink, reconcileMachine, registerStaticMachine, type StaticMachineOptions } from './machines.js';
+import {
+  deleteMachine,
+  reconcileInfraMachine,
+  reconcileLink,
+  reconcileMachine,
+  registerStaticMachine,
+  type StaticMachineOptions,
+} from './machines.js';
 import { reconcileConfigPatchRequest, reconcileProvider } from './provider.js';
 import { type ControllerError, TaskQueue } from './queue.js';
 import {
-  CLUSTER_MACHINE, createMachineRequestSet, MACHINE_SET_NODE, type MachineRequestOptions, type MachineRequestSetOptions, newRequest,
-  reconcileMachineRequest, reconcileMachineRequestStatus, reconcileSet, scaleDown,
+  CLUSTER_MACHINE,
+  createMachineRequestSet,
+  MACHINE_SET_NODE,
+  type MachineRequestOptions,
+  type MachineRequestSetOptions,
+  newRequest,
+  reconcileMachineRequest,
+  reconcileMachineRequestStatus,
+  reconcileSet,
+  scaleDown,
 } from './requests.js';
 import type { StoreEvent } from '../store/watch.js';
 import type { OmniVersion } from '../version.js';
@@ -81,7 +103,11 @@ export interface OmniControllers {
   /** Sets the MachineRequestSet's machine_count to `count`; the extra requests are torn down. */
   scaleDown(set: string, count: number): void;
   /** A static provider's machine connects: Link, MachineRegistration and a pending InfraMachine. Refused on 1.4+ for a provider that is gone or tearing down. */
-  registerStaticMachine(providerId: string, uuid: string, opts?: StaticMachineOptions): { link: Resource; infraMachine: Resource; machine?: Resource };
+  registerStaticMachine(
+    providerId: string,
+    uuid: string,
+    opts?: StaticMachineOptions,
+  ): { link: Resource; infraMachine: Resource; machine?: Resource };
   /** A MachineRequest as Omni creates it (owner "" from 1.7, MachineRequestSetStatusController before). */
   createMachineRequest(opts: MachineRequestOptions): Resource;
   /** A user-owned MachineRequestSet with its first `machineCount` requests. */
@@ -106,7 +132,10 @@ class Controllers implements OmniControllers {
   private readonly unsubscribe: () => void;
   private readonly suffix: () => string;
 
-  constructor(private readonly store: ControllerStore, private readonly opts: OmniControllerOptions) {
+  constructor(
+    private readonly store: ControllerStore,
+    private readonly opts: OmniControllerOptions,
+  ) {
     this.v = typeof opts.version === 'string' ? parseVersion(opts.version) : opts.version;
     this.actor = new OmniActor(store, this.v, opts.addFinalizers ?? true);
     this.suffix = opts.randomSuffix ?? defaultSuffix;
@@ -114,9 +143,14 @@ class Controllers implements OmniControllers {
     this.unsubscribe = store.onEvent((e) => this.onEvent(e));
     // Omni reconciles everything it finds when it starts.
     for (const [ns, type, task] of [
-      [NS_DEFAULT, T.Link, 'link'], [NS_DEFAULT, T.Machine, 'machine'], [NS_INFRA_PROVIDER, T.InfraMachine, 'im'],
-      [NS_INFRA_PROVIDER, T.MachineRequest, 'mr'], [NS_INFRA_PROVIDER, T.MachineRequestStatus, 'mrs'],
-      [NS_INFRA_PROVIDER, T.ConfigPatchRequest, 'cpr'], [NS_INFRA_PROVIDER, T.InfraProvider, 'provider'], [NS_DEFAULT, T.MachineRequestSet, 'set'],
+      [NS_DEFAULT, T.Link, 'link'],
+      [NS_DEFAULT, T.Machine, 'machine'],
+      [NS_INFRA_PROVIDER, T.InfraMachine, 'im'],
+      [NS_INFRA_PROVIDER, T.MachineRequest, 'mr'],
+      [NS_INFRA_PROVIDER, T.MachineRequestStatus, 'mrs'],
+      [NS_INFRA_PROVIDER, T.ConfigPatchRequest, 'cpr'],
+      [NS_INFRA_PROVIDER, T.InfraProvider, 'provider'],
+      [NS_DEFAULT, T.MachineRequestSet, 'set'],
     ] as const) {
       for (const r of this.actor.list(ns, type)) this.enqueue(`${task}:${r.metadata.id}`);
     }
@@ -157,16 +191,20 @@ class Controllers implements OmniControllers {
       // MachineRequestStatusCleanupController waits on the MachineSetNode and ClusterMachine of a
       // status's machine: a change to one may let a status being torn down go.
       for (const mrs of this.store.viewKind(NS_INFRA_PROVIDER, T.MachineRequestStatus)) {
-        if (mrs.metadata.phase === PHASE_TEARING_DOWN && mrs.metadata.finalizers.includes(C.MachineRequestStatusCleanup)) this.enqueue(`mrs:${mrs.metadata.id}`);
+        if (
+          mrs.metadata.phase === PHASE_TEARING_DOWN &&
+          mrs.metadata.finalizers.includes(C.MachineRequestStatusCleanup)
+        )
+          this.enqueue(`mrs:${mrs.metadata.id}`);
       }
-    }
-    else if (namespace === NS_INFRA_PROVIDER && type === T.ConfigPatchRequest) this.enqueue(`cpr:${id}`);
+    } else if (namespace === NS_INFRA_PROVIDER && type === T.ConfigPatchRequest) this.enqueue(`cpr:${id}`);
     else if (namespace === NS_DEFAULT && type === T.MachineRequestSet) this.enqueue(`set:${id}`);
     else if (namespace === NS_INFRA_PROVIDER && type === T.InfraProvider) {
       this.enqueue(`provider:${id}`);
       if (atLeast(this.v, '1.4')) {
         // handleInfraProviderDeletion in InfraMachineController and MachineRequestSetStatusController.
-        for (const im of this.actor.list(NS_INFRA_PROVIDER, T.InfraMachine, eqLabel(LABEL_INFRA_PROVIDER_ID, id))) this.enqueue(`im:${im.metadata.id}`);
+        for (const im of this.actor.list(NS_INFRA_PROVIDER, T.InfraMachine, eqLabel(LABEL_INFRA_PROVIDER_ID, id)))
+          this.enqueue(`im:${im.metadata.id}`);
         for (const s of this.actor.list(NS_DEFAULT, T.MachineRequestSet)) this.enqueue(`set:${s.metadata.id}`);
       }
     }
@@ -184,15 +222,24 @@ class Controllers implements OmniControllers {
     const id = task.slice(i + 1);
     const a = this.actor;
     switch (kind) {
-      case 'link': return reconcileLink(a, id);
-      case 'machine': return reconcileMachine(a, id);
-      case 'im': return reconcileInfraMachine(a, id);
-      case 'mr': return reconcileMachineRequest(a, id);
-      case 'mrs': return reconcileMachineRequestStatus(a, id);
-      case 'cpr': return reconcileConfigPatchRequest(a, id);
-      case 'provider': return reconcileProvider(a, id, this.opts.onServiceAccountDeleted);
-      case 'set': return reconcileSet(a, id, this.suffix);
-      default: return undefined;
+      case 'link':
+        return reconcileLink(a, id);
+      case 'machine':
+        return reconcileMachine(a, id);
+      case 'im':
+        return reconcileInfraMachine(a, id);
+      case 'mr':
+        return reconcileMachineRequest(a, id);
+      case 'mrs':
+        return reconcileMachineRequestStatus(a, id);
+      case 'cpr':
+        return reconcileConfigPatchRequest(a, id);
+      case 'provider':
+        return reconcileProvider(a, id, this.opts.onServiceAccountDeleted);
+      case 'set':
+        return reconcileSet(a, id, this.suffix);
+      default:
+        return undefined;
     }
   }
 
@@ -206,7 +253,11 @@ class Controllers implements OmniControllers {
     scaleDown(this.actor, set, count);
   }
 
-  registerStaticMachine(providerId: string, uuid: string, opts: StaticMachineOptions = {}): { link: Resource; infraMachine: Resource; machine?: Resource } {
+  registerStaticMachine(
+    providerId: string,
+    uuid: string,
+    opts: StaticMachineOptions = {},
+  ): { link: Resource; infraMachine: Resource; machine?: Resource } {
     return registerStaticMachine(this.actor, providerId, uuid, opts);
   }
 

@@ -6,13 +6,26 @@
 
 import { errorFromStatus, GrpcCode } from '../../omni-api/errors.js';
 import type { Resource } from '../../omni-api/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, newMetadata, NS_DEFAULT, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, T } from '../../omni-api/resource.js';
+import {
+  LABEL_INFRA_PROVIDER_ID,
+  newMetadata,
+  NS_DEFAULT,
+  NS_INFRA_PROVIDER,
+  PHASE_RUNNING,
+  PHASE_TEARING_DOWN,
+  T,
+} from '../../omni-api/resource.js';
 import { INTERNAL } from '../api.js';
 import { C, type OmniActor, ptr } from './actor.js';
 import { atLeast } from '../version.js';
 
 /** Omni finalizers on a Machine whose controllers finish right away in the sim (no Talos to reset). */
-const MACHINE_FINALIZERS = new Set(['MachineStatusController', 'MachineCleanupController', 'MachineTeardownController', 'MachineSetNodeController']);
+const MACHINE_FINALIZERS = new Set([
+  'MachineStatusController',
+  'MachineCleanupController',
+  'MachineTeardownController',
+  'MachineSetNodeController',
+]);
 
 export interface StaticMachineOptions {
   /** Also create the `omni.Machine`, as Omni does once the machine is accepted. Default false. */
@@ -25,7 +38,8 @@ export function reconcileLink(a: OmniActor, id: string): void {
   const im = a.peek(ptr(NS_INFRA_PROVIDER, T.InfraMachine, id));
   // InfraMachineController: the Link is going, so is its InfraMachine. (A Running InfraMachine with
   // no Link at all, as a hand-written scenario may have, is left alone.)
-  if (im && (link ? link.metadata.phase === PHASE_TEARING_DOWN : im.metadata.phase === PHASE_TEARING_DOWN)) releaseInfraMachine(a, im);
+  if (im && (link ? link.metadata.phase === PHASE_TEARING_DOWN : im.metadata.phase === PHASE_TEARING_DOWN))
+    releaseInfraMachine(a, im);
   if (!link) return;
   if (link.metadata.phase === PHASE_RUNNING) {
     // 1.4+: InfraMachineController holds the Link of a static provider's machine.
@@ -40,8 +54,14 @@ export function reconcileLink(a: OmniActor, id: string): void {
   const imGone = !a.peek(ptr(NS_INFRA_PROVIDER, T.InfraMachine, id));
   const current = a.peek(link.metadata);
   if (!current) return;
-  const after = a.removeFinalizers(current, (f) =>
-    f === C.InfraMachineRegistration || f === C.LinkCleanup || (f === C.Machine && machineGone) || (f === C.InfraMachine && imGone));
+  const after = a.removeFinalizers(
+    current,
+    (f) =>
+      f === C.InfraMachineRegistration ||
+      f === C.LinkCleanup ||
+      (f === C.Machine && machineGone) ||
+      (f === C.InfraMachine && imGone),
+  );
   if (after.metadata.owner === '') a.destroyIfReady(after);
 }
 
@@ -49,7 +69,11 @@ export function reconcileLink(a: OmniActor, id: string): void {
 function releaseInfraMachine(a: OmniActor, im: Resource): void {
   let cur = a.teardown(im);
   const providerId = cur.metadata.labels[LABEL_INFRA_PROVIDER_ID];
-  if (atLeast(a.v, '1.4') && cur.metadata.finalizers.length > 0 && (providerId === undefined || !a.providerActive(providerId))) {
+  if (
+    atLeast(a.v, '1.4') &&
+    cur.metadata.finalizers.length > 0 &&
+    (providerId === undefined || !a.providerActive(providerId))
+  ) {
     cur = a.removeFinalizers(cur, () => true);
   }
   a.destroyIfReady(cur);
@@ -86,25 +110,55 @@ export function deleteMachine(a: OmniActor, uuid: string): void {
 }
 
 /** A static provider's machine connects: Link, MachineRegistration and a pending InfraMachine. */
-export function registerStaticMachine(a: OmniActor, providerId: string, uuid: string, opts: StaticMachineOptions = {}): { link: Resource; infraMachine: Resource; machine?: Resource } {
+export function registerStaticMachine(
+  a: OmniActor,
+  providerId: string,
+  uuid: string,
+  opts: StaticMachineOptions = {},
+): { link: Resource; infraMachine: Resource; machine?: Resource } {
   if (atLeast(a.v, '1.4') && !a.providerActive(providerId)) {
     // establishLink (1.4+) refuses machines of a provider that is gone or being deleted.
     throw errorFromStatus(GrpcCode.NotFound, "the infra provider is being deleted or doesn't exist");
   }
   const mark = a.providerMark(providerId);
   const providerLabel = { [LABEL_INFRA_PROVIDER_ID]: providerId };
-  const link = a.store.create(INTERNAL, { metadata: newMetadata(ptr(NS_DEFAULT, T.Link, uuid), mark), spec: { protoSpec: new Uint8Array() } }, '');
+  const link = a.store.create(
+    INTERNAL,
+    { metadata: newMetadata(ptr(NS_DEFAULT, T.Link, uuid), mark), spec: { protoSpec: new Uint8Array() } },
+    '',
+  );
   if (atLeast(a.v, '0.52')) {
-    a.store.create(INTERNAL, {
-      metadata: newMetadata(ptr(NS_INFRA_PROVIDER, T.InfraMachineRegistration, uuid), { owner: C.InfraMachineRegistration, labels: providerLabel }),
-      spec: { protoSpec: new Uint8Array() },
-    }, C.InfraMachineRegistration);
+    a.store.create(
+      INTERNAL,
+      {
+        metadata: newMetadata(ptr(NS_INFRA_PROVIDER, T.InfraMachineRegistration, uuid), {
+          owner: C.InfraMachineRegistration,
+          labels: providerLabel,
+        }),
+        spec: { protoSpec: new Uint8Array() },
+      },
+      C.InfraMachineRegistration,
+    );
   }
-  const infraMachine = a.store.create(INTERNAL, {
-    metadata: newMetadata(ptr(NS_INFRA_PROVIDER, T.InfraMachine, uuid), { owner: C.InfraMachine, labels: providerLabel }),
-    spec: { protoSpec: new Uint8Array() },
-  }, C.InfraMachine);
+  const infraMachine = a.store.create(
+    INTERNAL,
+    {
+      metadata: newMetadata(ptr(NS_INFRA_PROVIDER, T.InfraMachine, uuid), {
+        owner: C.InfraMachine,
+        labels: providerLabel,
+      }),
+      spec: { protoSpec: new Uint8Array() },
+    },
+    C.InfraMachine,
+  );
   if (!opts.accepted) return { link, infraMachine };
-  const machine = a.store.create(INTERNAL, { metadata: newMetadata(ptr(NS_DEFAULT, T.Machine, uuid), { owner: C.Machine, ...mark }), spec: { protoSpec: new Uint8Array() } }, C.Machine);
+  const machine = a.store.create(
+    INTERNAL,
+    {
+      metadata: newMetadata(ptr(NS_DEFAULT, T.Machine, uuid), { owner: C.Machine, ...mark }),
+      spec: { protoSpec: new Uint8Array() },
+    },
+    C.Machine,
+  );
   return { link, infraMachine, machine };
 }

@@ -6,7 +6,13 @@
 
 import type { Resource } from '../../omni-api/resource.js';
 import {
-  LABEL_INFRA_PROVIDER_ID, NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_RUNNING, T,
+  LABEL_INFRA_PROVIDER_ID,
+  NS_DEFAULT,
+  NS_EPHEMERAL,
+  NS_INFRA_PROVIDER,
+  NS_INFRA_PROVIDER_EPHEMERAL,
+  PHASE_RUNNING,
+  T,
 } from '../../omni-api/resource.js';
 import { C, eqLabel, type OmniActor, ptr } from './actor.js';
 import { atLeast } from '../version.js';
@@ -15,7 +21,11 @@ import { atLeast } from '../version.js';
  * InfraProviderCleanupController, ProviderJoinConfigController, InfraProviderStatusController, Destroy[InfraProviders].
  * `onServiceAccountDeleted`: the cleanup deleted the account `infra-provider:<id>`.
  */
-export function reconcileProvider(a: OmniActor, id: string, onServiceAccountDeleted?: (providerId: string) => void): void {
+export function reconcileProvider(
+  a: OmniActor,
+  id: string,
+  onServiceAccountDeleted?: (providerId: string) => void,
+): void {
   if (!atLeast(a.v, '0.50')) return;
   const p = a.peek(ptr(NS_INFRA_PROVIDER, T.InfraProvider, id));
   if (!p) return;
@@ -27,10 +37,16 @@ export function reconcileProvider(a: OmniActor, id: string, onServiceAccountDele
   if (cur.metadata.finalizers.includes(C.InfraProviderCleanup) && cleanupProvider(a, id, onServiceAccountDeleted)) {
     cur = a.removeFinalizers(cur, (f) => f === C.InfraProviderCleanup);
   }
-  if (cur.metadata.finalizers.includes(C.ProviderJoinConfig) && a.teardownAndDestroy(a.peek(ptr(NS_INFRA_PROVIDER, T.ProviderJoinConfig, id)))) {
+  if (
+    cur.metadata.finalizers.includes(C.ProviderJoinConfig) &&
+    a.teardownAndDestroy(a.peek(ptr(NS_INFRA_PROVIDER, T.ProviderJoinConfig, id)))
+  ) {
     cur = a.removeFinalizers(a.peek(cur.metadata) ?? cur, (f) => f === C.ProviderJoinConfig);
   }
-  if (cur.metadata.finalizers.includes(C.InfraProviderStatus) && a.teardownAndDestroy(a.peek(ptr(NS_EPHEMERAL, T.InfraProviderCombinedStatus, id)))) {
+  if (
+    cur.metadata.finalizers.includes(C.InfraProviderStatus) &&
+    a.teardownAndDestroy(a.peek(ptr(NS_EPHEMERAL, T.InfraProviderCombinedStatus, id)))
+  ) {
     cur = a.removeFinalizers(a.peek(cur.metadata) ?? cur, (f) => f === C.InfraProviderStatus);
   }
   if (cur.metadata.owner === '') a.destroyIfReady(cur);
@@ -40,7 +56,8 @@ export function reconcileProvider(a: OmniActor, id: string, onServiceAccountDele
 function cleanupProvider(a: OmniActor, id: string, onServiceAccountDeleted?: (providerId: string) => void): boolean {
   const ownerless = (r: Resource | undefined) => (r && r.metadata.owner === '' ? r : undefined);
   if (!a.teardownAndDestroy(ownerless(a.peek(ptr(NS_INFRA_PROVIDER, T.InfraProviderStatus, id))))) return false;
-  if (!a.teardownAndDestroy(ownerless(a.peek(ptr(NS_INFRA_PROVIDER_EPHEMERAL, T.InfraProviderHealthStatus, id))))) return false;
+  if (!a.teardownAndDestroy(ownerless(a.peek(ptr(NS_INFRA_PROVIDER_EPHEMERAL, T.InfraProviderHealthStatus, id)))))
+    return false;
   onServiceAccountDeleted?.(id);
   if (!atLeast(a.v, '1.4')) return true;
   const labelled = eqLabel(LABEL_INFRA_PROVIDER_ID, id);
@@ -48,7 +65,8 @@ function cleanupProvider(a: OmniActor, id: string, onServiceAccountDeleted?: (pr
   let done = true;
   for (const ims of a.list(NS_INFRA_PROVIDER, T.InfraMachineStatus, labelled)) done = a.teardownAndDestroy(ims) && done;
   if (!done) return false;
-  for (const mrs of a.list(NS_INFRA_PROVIDER, T.MachineRequestStatus, labelled)) done = a.teardownAndDestroy(mrs) && done;
+  for (const mrs of a.list(NS_INFRA_PROVIDER, T.MachineRequestStatus, labelled))
+    done = a.teardownAndDestroy(mrs) && done;
   if (!done) return false;
   // Every user-owned set, whatever provider it uses (docs/omni-lifecycle.md 7.3, handler 6).
   for (const set of a.list(NS_DEFAULT, T.MachineRequestSet)) {

@@ -18,8 +18,14 @@ const MAX_FAILURES_KEPT = 100;
  * Omni would log it and retry forever; the sim records it so that the test that caused it fails.
  */
 export class ControllerError extends Error {
-  constructor(readonly task: string, cause: unknown) {
-    super(`the simulated Omni's controller task ${task} failed: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
+  constructor(
+    readonly task: string,
+    cause: unknown,
+  ) {
+    super(
+      `the simulated Omni's controller task ${task} failed: ${cause instanceof Error ? cause.message : String(cause)}`,
+      { cause },
+    );
     this.name = 'ControllerError';
   }
 }
@@ -47,7 +53,10 @@ export class TaskQueue {
   readonly failures: ControllerError[] = [];
 
   /** `onError`: told of each failure; without it, the process-wide listeners of onControllerFailure are. */
-  constructor(private readonly run: (task: string) => void, private readonly onError?: (err: ControllerError) => void) {}
+  constructor(
+    private readonly run: (task: string) => void,
+    private readonly onError?: (err: ControllerError) => void,
+  ) {}
 
   enqueue(task: string): void {
     if (this.stopped) return;
@@ -65,7 +74,8 @@ export class TaskQueue {
 
   /** Resolves once every queued task has run; rejects with the first failure there has been. */
   async idle(): Promise<void> {
-    if (!this.stopped && (this.queue.size > 0 || this.scheduled)) await new Promise<void>((resolve) => this.waiters.push(resolve));
+    if (!this.stopped && (this.queue.size > 0 || this.scheduled))
+      await new Promise<void>((resolve) => this.waiters.push(resolve));
     if (this.failures[0]) throw this.failures[0];
   }
 

@@ -5,7 +5,14 @@
 
 import type { Resource } from '../../omni-api/resource.js';
 import {
-  LABEL_INFRA_PROVIDER_ID, LABEL_MACHINE_REQUEST_SET, newMetadata, NS_DEFAULT, NS_INFRA_PROVIDER, PHASE_RUNNING, PHASE_TEARING_DOWN, T,
+  LABEL_INFRA_PROVIDER_ID,
+  LABEL_MACHINE_REQUEST_SET,
+  newMetadata,
+  NS_DEFAULT,
+  NS_INFRA_PROVIDER,
+  PHASE_RUNNING,
+  PHASE_TEARING_DOWN,
+  T,
 } from '../../omni-api/resource.js';
 import { decodeSpec, encodeSpec, updateSpec } from '../../omni-api/specs/codec.js';
 import { MachineRequestSetSpec, MachineRequestSpec, MachineRequestStatusSpec } from '../../omni-api/specs/messages.js';
@@ -54,8 +61,12 @@ export function reconcileMachineRequest(a: OmniActor, id: string): void {
     return;
   }
   let cur = a.removeFinalizers(mr, (f) => f === C.MachineRequestSetStatus);
-  const ignored = new Set<string>([C.ClusterMachineRequestStatus, ...(atLeast(a.v, '1.4') ? [] : [CLUSTER_MACHINE_ENCRYPTION_KEY])]);
-  if (cur.metadata.finalizers.every((f) => ignored.has(f))) cur = a.removeFinalizers(cur, (f) => f === C.ClusterMachineRequestStatus);
+  const ignored = new Set<string>([
+    C.ClusterMachineRequestStatus,
+    ...(atLeast(a.v, '1.4') ? [] : [CLUSTER_MACHINE_ENCRYPTION_KEY]),
+  ]);
+  if (cur.metadata.finalizers.every((f) => ignored.has(f)))
+    cur = a.removeFinalizers(cur, (f) => f === C.ClusterMachineRequestStatus);
   const inSet = cur.metadata.labels[LABEL_MACHINE_REQUEST_SET] !== undefined;
   // A standalone request (1.7+, owner "") is destroyed by whoever tore it down (TeardownAndDestroy).
   if (!inSet && cur.metadata.owner === '') return;
@@ -121,10 +132,17 @@ export function reconcileSet(a: OmniActor, id: string, suffix: () => string): vo
     return;
   }
   if (!spec) return;
-  const running = requests.filter((r) => r.metadata.phase === PHASE_RUNNING).sort((x, y) => (x.metadata.id < y.metadata.id ? -1 : 1));
+  const running = requests
+    .filter((r) => r.metadata.phase === PHASE_RUNNING)
+    .sort((x, y) => (x.metadata.id < y.metadata.id ? -1 : 1));
   for (const extra of running.slice(Math.max(0, spec.machine_count))) a.teardown(extra);
   if (atLeast(a.v, '1.7')) {
-    for (let n = requests.length; n < spec.machine_count; n++) newRequest(a, { providerId: spec.provider_id, set: id, ...(spec.talos_version ? { talosVersion: spec.talos_version } : {}) }, suffix);
+    for (let n = requests.length; n < spec.machine_count; n++)
+      newRequest(
+        a,
+        { providerId: spec.provider_id, set: id, ...(spec.talos_version ? { talosVersion: spec.talos_version } : {}) },
+        suffix,
+      );
   }
 }
 
@@ -136,18 +154,46 @@ export function newRequest(a: OmniActor, o: MachineRequestOptions, suffix: () =>
   if (o.set !== undefined) labels[LABEL_MACHINE_REQUEST_SET] = o.set;
   const owner = atLeast(a.v, '1.7') || o.set === undefined ? '' : C.MachineRequestSetStatus;
   const spec = encodeSpec(MachineRequestSpec, { ...REQUEST_DEFAULTS, talos_version: o.talosVersion ?? '' });
-  return a.store.create(INTERNAL, { metadata: newMetadata(ptr(NS_INFRA_PROVIDER, T.MachineRequest, id), { owner, labels }), spec: { protoSpec: spec } }, owner);
+  return a.store.create(
+    INTERNAL,
+    {
+      metadata: newMetadata(ptr(NS_INFRA_PROVIDER, T.MachineRequest, id), { owner, labels }),
+      spec: { protoSpec: spec },
+    },
+    owner,
+  );
 }
 
 /** A user-owned MachineRequestSet with its first `machineCount` requests. */
-export function createMachineRequestSet(a: OmniActor, opts: MachineRequestSetOptions, suffix: () => string): { set: Resource; requests: Resource[] } {
+export function createMachineRequestSet(
+  a: OmniActor,
+  opts: MachineRequestSetOptions,
+  suffix: () => string,
+): { set: Resource; requests: Resource[] } {
   const spec = encodeSpec(MachineRequestSetSpec, {
-    ...REQUEST_DEFAULTS, provider_id: opts.providerId, machine_count: opts.machineCount, talos_version: opts.talosVersion ?? '',
+    ...REQUEST_DEFAULTS,
+    provider_id: opts.providerId,
+    machine_count: opts.machineCount,
+    talos_version: opts.talosVersion ?? '',
   });
-  const set = a.store.create(INTERNAL, { metadata: newMetadata(ptr(NS_DEFAULT, T.MachineRequestSet, opts.id)), spec: { protoSpec: spec } }, '');
+  const set = a.store.create(
+    INTERNAL,
+    { metadata: newMetadata(ptr(NS_DEFAULT, T.MachineRequestSet, opts.id)), spec: { protoSpec: spec } },
+    '',
+  );
   const requests: Resource[] = [];
   for (let i = 0; i < opts.machineCount; i++) {
-    requests.push(newRequest(a, { providerId: opts.providerId, set: opts.id, ...(opts.talosVersion ? { talosVersion: opts.talosVersion } : {}) }, suffix));
+    requests.push(
+      newRequest(
+        a,
+        {
+          providerId: opts.providerId,
+          set: opts.id,
+          ...(opts.talosVersion ? { talosVersion: opts.talosVersion } : {}),
+        },
+        suffix,
+      ),
+    );
   }
   return { set, requests };
 }

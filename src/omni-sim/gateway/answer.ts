@@ -37,7 +37,7 @@ export function statusJson(s: Status): Record<string, unknown> {
 
 /** The first token exactly `gzip` or `deflate` of Accept-Encoding, as Omni's compress handler picks it. */
 export function pickEncoding(acceptEncoding: string | string[] | undefined): 'gzip' | 'deflate' | undefined {
-  const raw = Array.isArray(acceptEncoding) ? acceptEncoding.join(',') : acceptEncoding ?? '';
+  const raw = Array.isArray(acceptEncoding) ? acceptEncoding.join(',') : (acceptEncoding ?? '');
   for (const t of raw.split(',').map((s) => s.trim())) if (t === 'gzip' || t === 'deflate') return t;
   return undefined;
 }
@@ -61,10 +61,16 @@ export const OMNI_GZIP_LEVEL = 6;
  */
 export class Body {
   private readonly z: zlib.Gzip | zlib.DeflateRaw | undefined;
-  constructor(private readonly res: ServerResponse, encoding: 'gzip' | 'deflate' | undefined) {
+  constructor(
+    private readonly res: ServerResponse,
+    encoding: 'gzip' | 'deflate' | undefined,
+  ) {
     if (encoding) {
       res.setHeader('Content-Encoding', encoding);
-      this.z = encoding === 'gzip' ? zlib.createGzip({ level: OMNI_GZIP_LEVEL }) : zlib.createDeflateRaw({ level: OMNI_GZIP_LEVEL });
+      this.z =
+        encoding === 'gzip'
+          ? zlib.createGzip({ level: OMNI_GZIP_LEVEL })
+          : zlib.createDeflateRaw({ level: OMNI_GZIP_LEVEL });
       this.z.on('error', () => res.destroy());
       this.z.pipe(res);
     }
@@ -125,7 +131,10 @@ function send(req: IncomingMessage, res: ServerResponse, status: number, text: s
   res.setHeader('Content-Type', 'application/json');
   const enc = encodingFor(req);
   if (enc) {
-    const buf = enc === 'gzip' ? zlib.gzipSync(text, { level: OMNI_GZIP_LEVEL }) : zlib.deflateRawSync(text, { level: OMNI_GZIP_LEVEL });
+    const buf =
+      enc === 'gzip'
+        ? zlib.gzipSync(text, { level: OMNI_GZIP_LEVEL })
+        : zlib.deflateRawSync(text, { level: OMNI_GZIP_LEVEL });
     res.setHeader('Content-Encoding', enc);
     res.end(buf);
   } else res.end(text);

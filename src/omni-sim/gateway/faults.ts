@@ -8,7 +8,15 @@
 
 import type { Pointer } from '../../omni-api/resource.js';
 import type { Identity, SimClock } from '../api.js';
-import { CALLER_CLASSES, ProxyLimit, WriteThrottle, type CallerClass, type ClassBudget, type ProxyLimitConfig, type ThrottleConfig } from './throttle.js';
+import {
+  CALLER_CLASSES,
+  ProxyLimit,
+  WriteThrottle,
+  type CallerClass,
+  type ClassBudget,
+  type ProxyLimitConfig,
+  type ThrottleConfig,
+} from './throttle.js';
 
 /** Which resources a fault applies to: each field left out matches any. */
 export interface ResourceFilter {
@@ -58,7 +66,11 @@ export interface FaultConfig {
 }
 
 function matches(f: ResourceFilter, p: Pointer): boolean {
-  return (f.type === undefined || f.type === p.type) && (f.namespace === undefined || f.namespace === p.namespace) && (f.id === undefined || f.id === p.id);
+  return (
+    (f.type === undefined || f.type === p.type) &&
+    (f.namespace === undefined || f.namespace === p.namespace) &&
+    (f.id === undefined || f.id === p.id)
+  );
 }
 
 /** What a restart acts on (wired by index.ts). */
@@ -115,8 +127,10 @@ export class Faults {
     if (next.conflictStorm) next.conflictStorm = { ...next.conflictStorm };
     if (next.loseWriteAnswers) next.loseWriteAnswers = { ...next.loseWriteAnswers };
     this.cfg = next;
-    if (Object.hasOwn(config, 'throttle')) this.writeThrottle = next.throttle ? new WriteThrottle(next.throttle, this.monotonic) : undefined;
-    if (Object.hasOwn(config, 'proxyLimit')) this.requestLimit = next.proxyLimit ? new ProxyLimit(next.proxyLimit, this.monotonic) : undefined;
+    if (Object.hasOwn(config, 'throttle'))
+      this.writeThrottle = next.throttle ? new WriteThrottle(next.throttle, this.monotonic) : undefined;
+    if (Object.hasOwn(config, 'proxyLimit'))
+      this.requestLimit = next.proxyLimit ? new ProxyLimit(next.proxyLimit, this.monotonic) : undefined;
   }
 
   reset(): void {
@@ -235,10 +249,14 @@ function isMap(v: unknown): v is Record<string, unknown> {
 }
 
 const CLASS_KEYS: Record<string, CallerClass> = { user: 'user', infra_provider: 'infraProvider', internal: 'internal' };
-const CLASS_PLAIN = Object.fromEntries(Object.entries(CLASS_KEYS).map(([k, v]) => [v, k])) as Record<CallerClass, string>;
+const CLASS_PLAIN = Object.fromEntries(Object.entries(CLASS_KEYS).map(([k, v]) => [v, k])) as Record<
+  CallerClass,
+  string
+>;
 
 function int(x: unknown, p: string, min = 0): number {
-  if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < min) throw new FaultConfigError(`${p}: expected ${min > 0 ? 'a positive' : 'a non-negative'} integer`);
+  if (typeof x !== 'number' || !Number.isSafeInteger(x) || x < min)
+    throw new FaultConfigError(`${p}: expected ${min > 0 ? 'a positive' : 'a non-negative'} integer`);
   return x;
 }
 
@@ -250,18 +268,21 @@ function budgetFromPlain(x: unknown, p: string): ClassBudget {
     else if (k === 'burst') out.burst = int(v, `${p}.${k}`, 1);
     else throw new FaultConfigError(`${p}.${k}: unknown key (known: bytes_per_second, burst)`);
   }
-  if (out.bytesPerSecond === undefined || out.burst === undefined) throw new FaultConfigError(`${p}: bytes_per_second and burst are required`);
+  if (out.bytesPerSecond === undefined || out.burst === undefined)
+    throw new FaultConfigError(`${p}: bytes_per_second and burst are required`);
   return out as ClassBudget;
 }
 
 /** `throttle: { max_wait_ms, user | infra_provider | internal: { bytes_per_second, burst } }`. */
 function throttleFromPlain(x: unknown, p: string): ThrottleConfig {
-  if (!isMap(x)) throw new FaultConfigError(`${p}: expected a map (keys: max_wait_ms, ${Object.keys(CLASS_KEYS).join(', ')})`);
+  if (!isMap(x))
+    throw new FaultConfigError(`${p}: expected a map (keys: max_wait_ms, ${Object.keys(CLASS_KEYS).join(', ')})`);
   const out: ThrottleConfig = {};
   for (const [k, v] of Object.entries(x)) {
     if (k === 'max_wait_ms') out.maxWaitMs = int(v, `${p}.${k}`);
     else if (Object.hasOwn(CLASS_KEYS, k)) out[CLASS_KEYS[k] as CallerClass] = budgetFromPlain(v, `${p}.${k}`);
-    else throw new FaultConfigError(`${p}.${k}: unknown key (known: max_wait_ms, ${Object.keys(CLASS_KEYS).join(', ')})`);
+    else
+      throw new FaultConfigError(`${p}.${k}: unknown key (known: max_wait_ms, ${Object.keys(CLASS_KEYS).join(', ')})`);
   }
   return out;
 }
@@ -274,7 +295,8 @@ function proxyLimitFromPlain(x: unknown, p: string): ProxyLimitConfig {
   for (const [k, v] of Object.entries(x)) {
     const q = `${p}.${k}`;
     if (k === 'requests_per_second') {
-      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new FaultConfigError(`${q}: expected a non-negative number`);
+      if (typeof v !== 'number' || !Number.isFinite(v) || v < 0)
+        throw new FaultConfigError(`${q}: expected a non-negative number`);
       out.requestsPerSecond = v;
     } else if (k === 'burst') out.burst = int(v, q);
     else if (k === 'status') {
@@ -283,27 +305,31 @@ function proxyLimitFromPlain(x: unknown, p: string): ProxyLimitConfig {
     } else if (k === 'retry_after_s') out.retryAfterS = int(v, q);
     else throw new FaultConfigError(`${q}: unknown key (known: ${known})`);
   }
-  if (out.requestsPerSecond === undefined || out.burst === undefined) throw new FaultConfigError(`${p}: requests_per_second and burst are required`);
+  if (out.requestsPerSecond === undefined || out.burst === undefined)
+    throw new FaultConfigError(`${p}: requests_per_second and burst are required`);
   return out as ProxyLimitConfig;
 }
 
 /** `{type, namespace, id, count}` (and `method` when allowed): count required, the rest optional strings. */
 function countedFilterFromPlain(x: unknown, p: string, extra: 'method'[]): LostWriteAnswers {
   const known = ['type', 'namespace', 'id', ...extra, 'count'];
-  if (!isMap(x)) throw new FaultConfigError(`${p}: expected ${extra.length > 0 ? 'a count or ' : ''}a map with ${known.join(', ')}`);
+  if (!isMap(x))
+    throw new FaultConfigError(`${p}: expected ${extra.length > 0 ? 'a count or ' : ''}a map with ${known.join(', ')}`);
   const out: Partial<LostWriteAnswers> = {};
   for (const [k, v] of Object.entries(x)) {
     const q = `${p}.${k}`;
     if (k === 'count') out.count = int(v, q);
     else if (k === 'method' && extra.includes('method')) {
-      if (!(WRITE_METHODS as readonly unknown[]).includes(v)) throw new FaultConfigError(`${q}: expected one of ${WRITE_METHODS.join(', ')}`);
+      if (!(WRITE_METHODS as readonly unknown[]).includes(v))
+        throw new FaultConfigError(`${q}: expected one of ${WRITE_METHODS.join(', ')}`);
       out.method = v as WriteMethod;
     } else if (k === 'type' || k === 'namespace' || k === 'id') {
       if (typeof v !== 'string') throw new FaultConfigError(`${q}: expected a string`);
       out[k] = v;
     } else throw new FaultConfigError(`${q}: unknown key (known: ${known.join(', ')})`);
   }
-  if (out.count === undefined) throw new FaultConfigError(`${p}: ${extra.length > 0 ? 'count is required' : 'type and count are required'}`);
+  if (out.count === undefined)
+    throw new FaultConfigError(`${p}: ${extra.length > 0 ? 'count is required' : 'type and count are required'}`);
   return out as LostWriteAnswers;
 }
 
@@ -325,13 +351,18 @@ export function faultConfigFromPlain(v: unknown, path: string): FaultConfig {
       out.conflictStorm = storm as ConflictStorm;
     } else if (k === 'lose_write_answers') {
       // A bare count: any write; a map narrows it to a method and resources.
-      out.loseWriteAnswers = typeof x === 'number' ? { count: int(x, `${path}.${k}`) } : countedFilterFromPlain(x, `${path}.${k}`, ['method']);
+      out.loseWriteAnswers =
+        typeof x === 'number'
+          ? { count: int(x, `${path}.${k}`) }
+          : countedFilterFromPlain(x, `${path}.${k}`, ['method']);
     } else if (k === 'throttle') {
       out.throttle = throttleFromPlain(x, `${path}.${k}`);
     } else if (k === 'proxy_limit') {
       out.proxyLimit = proxyLimitFromPlain(x, `${path}.${k}`);
     } else {
-      throw new FaultConfigError(`${path}.${k}: unknown fault (known: ${[...Object.keys(INT_KEYS), 'conflict_storm', 'throttle', 'proxy_limit', 'lose_write_answers'].join(', ')})`);
+      throw new FaultConfigError(
+        `${path}.${k}: unknown fault (known: ${[...Object.keys(INT_KEYS), 'conflict_storm', 'throttle', 'proxy_limit', 'lose_write_answers'].join(', ')})`,
+      );
     }
   }
   return out;
@@ -356,7 +387,12 @@ export function faultConfigToPlain(c: FaultConfig): Record<string, unknown> {
   }
   if (c.proxyLimit) {
     const l = c.proxyLimit;
-    out['proxy_limit'] = { requests_per_second: l.requestsPerSecond, burst: l.burst, ...(l.status !== undefined ? { status: l.status } : {}), ...(l.retryAfterS !== undefined ? { retry_after_s: l.retryAfterS } : {}) };
+    out['proxy_limit'] = {
+      requests_per_second: l.requestsPerSecond,
+      burst: l.burst,
+      ...(l.status !== undefined ? { status: l.status } : {}),
+      ...(l.retryAfterS !== undefined ? { retry_after_s: l.retryAfterS } : {}),
+    };
   }
   return out;
 }

@@ -23,7 +23,10 @@ function sortedKeys(m: Record<string, string>): Record<string, string> {
 /** Rendered yaml_spec by (type, proto bytes) for one Omni version; bounded, least recently used evicted first. */
 class YamlCache {
   private readonly m = new Map<string, string | undefined>();
-  constructor(private readonly max: number, private readonly version: OmniVersion) {}
+  constructor(
+    private readonly max: number,
+    private readonly version: OmniVersion,
+  ) {}
   render(type: string, bytes: Uint8Array): string | undefined {
     // latin1 maps each byte to one char: a cheap exact key (rendering YAML is ~50x dearer).
     const key = `${type}\0${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1')}`;

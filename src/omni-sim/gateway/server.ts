@@ -23,7 +23,16 @@ import type { Identity, SimClock, SimEvent, StateApi, WatchParams } from '../api
 import { gatewayBehaviour, type GatewayBehaviour } from '../behaviour.js';
 import { WRITE_METHODS, type Faults } from './faults.js';
 import {
-  Body, encodingFor, GRPC_CONTENT_TYPE, line, sendProxyRefusal, sendStatus, sendStreamError, sendUnary, statusJson, statusOf,
+  Body,
+  encodingFor,
+  GRPC_CONTENT_TYPE,
+  line,
+  sendProxyRefusal,
+  sendStatus,
+  sendStreamError,
+  sendUnary,
+  statusJson,
+  statusOf,
 } from './answer.js';
 import { decodeRequest, MAX_REQUEST_BYTES, readBody, writtenPointer } from './request.js';
 import { ResourceCodec } from './resources.js';
@@ -31,7 +40,6 @@ import { queryFromWire } from '../store/query.js';
 import { StreamBrokenError } from '../store/store.js';
 import { grpcTimeoutMs, throttled, type ThrottleCall } from './throttle.js';
 import { parseVersion, type OmniVersion } from '../version.js';
-
 
 export type Authenticator = (headers: IncomingHttpHeaders, fullMethod: string) => Promise<Identity>;
 
@@ -124,10 +132,15 @@ export class Gateway {
       sendStatus(req, res, statusOf(e));
       return;
     }
-    const call: ThrottleCall = { deadline: timeoutMs !== undefined && arrived !== undefined ? arrived + timeoutMs : undefined };
+    const call: ThrottleCall = {
+      deadline: timeoutMs !== undefined && arrived !== undefined ? arrived + timeoutMs : undefined,
+    };
     const text = await readBody(req);
     if (text === undefined) {
-      sendStatus(req, res, { code: GrpcCode.ResourceExhausted, message: `grpc: received message larger than max (> ${MAX_REQUEST_BYTES})` });
+      sendStatus(req, res, {
+        code: GrpcCode.ResourceExhausted,
+        message: `grpc: received message larger than max (> ${MAX_REQUEST_BYTES})`,
+      });
       return;
     }
     let msg: Record<string, unknown>;
@@ -170,19 +183,39 @@ export class Gateway {
   }
 
   /** A unary call; a write waits for Omni's write budget when the throttle is on (throttle.ts). */
-  private async unary(method: MethodName, who: Identity, msg: Record<string, unknown>, res: ServerResponse, call: ThrottleCall): Promise<Record<string, unknown>> {
+  private async unary(
+    method: MethodName,
+    who: Identity,
+    msg: Record<string, unknown>,
+    res: ServerResponse,
+    call: ThrottleCall,
+  ): Promise<Record<string, unknown>> {
     const faults = this.opts.faults;
     const throttle = faults?.throttle;
     if (!faults || !throttle || !WRITES.has(method)) return this.apply(method, who, msg, res);
     const gone = new Promise<void>((resolve) => res.once('close', () => resolve()));
-    return throttled(throttle, call, (ms) => faults.waitForBudget(ms, gone), () => this.apply(method, who, msg, res));
+    return throttled(
+      throttle,
+      call,
+      (ms) => faults.waitForBudget(ms, gone),
+      () => this.apply(method, who, msg, res),
+    );
   }
 
-  private async apply(method: MethodName, who: Identity, msg: Record<string, unknown>, res: ServerResponse): Promise<Record<string, unknown>> {
+  private async apply(
+    method: MethodName,
+    who: Identity,
+    msg: Record<string, unknown>,
+    res: ServerResponse,
+  ): Promise<Record<string, unknown>> {
     const { state } = this.opts;
     const opts = (msg['options'] ?? {}) as Record<string, unknown>;
     const owner = String(opts['owner'] ?? '');
-    const ptr = (): Pointer => ({ namespace: String(msg['namespace']), type: String(msg['type']), id: String(msg['id']) });
+    const ptr = (): Pointer => ({
+      namespace: String(msg['namespace']),
+      type: String(msg['type']),
+      id: String(msg['id']),
+    });
     switch (method) {
       case 'Get':
         return { resource: this.resources.out(state.get(who, ptr())) };
@@ -217,7 +250,12 @@ export class Gateway {
     const opts = (msg['options'] ?? {}) as Record<string, unknown>;
     let items: Resource[];
     try {
-      items = this.opts.state.list(who, String(msg['namespace']), String(msg['type']), queryFromWire(opts['label_query'], opts['id_query']));
+      items = this.opts.state.list(
+        who,
+        String(msg['namespace']),
+        String(msg['type']),
+        queryFromWire(opts['label_query'], opts['id_query']),
+      );
     } catch (e) {
       sendStreamError(req, res, statusOf(e));
       return;
@@ -225,14 +263,23 @@ export class Gateway {
     const body = this.startStream(req, res);
     // One message (and one flush) per item, as Omni sends a List: a client pays an inflate step per
     // item of a gzip List, and the benchmark should see that cost.
-    for (const r of items) body.write(line({ result: encodeMessage(Methods.List.response, { resource: this.resources.out(r) }) }));
+    for (const r of items)
+      body.write(line({ result: encodeMessage(Methods.List.response, { resource: this.resources.out(r) }) }));
     this.streams.delete(res);
     body.end();
   }
 
-  private async watch(req: IncomingMessage, res: ServerResponse, who: Identity, msg: Record<string, unknown>): Promise<void> {
+  private async watch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    who: Identity,
+    msg: Record<string, unknown>,
+  ): Promise<void> {
     if (msg['options'] === undefined && this.behaviour.watchWithoutOptionsPanics) {
-      sendStreamError(req, res, { code: GrpcCode.Internal, message: 'runtime error: invalid memory address or nil pointer dereference' });
+      sendStreamError(req, res, {
+        code: GrpcCode.Internal,
+        message: 'runtime error: invalid memory address or nil pointer dereference',
+      });
       return;
     }
     const o = (msg['options'] ?? {}) as Record<string, unknown>;
@@ -265,7 +312,11 @@ export class Gateway {
     try {
       for await (const batch of batches) {
         if (res.destroyed) break;
-        body.write(line({ result: encodeMessage(Methods.Watch.response, { event: batch.map((e) => this.resources.eventOut(e)) }) }));
+        body.write(
+          line({
+            result: encodeMessage(Methods.Watch.response, { event: batch.map((e) => this.resources.eventOut(e)) }),
+          }),
+        );
         sent += batch.length;
         if (dropAfter !== undefined && sent >= dropAfter) {
           await body.cut();
@@ -295,7 +346,6 @@ export class Gateway {
     res.flushHeaders();
     return body;
   }
-
 }
 
 export interface ListenOptions {
@@ -315,7 +365,9 @@ export interface Listening {
 /** Serves the gateway on one listener (default 127.0.0.1, a free port). */
 export async function listen(gateway: Gateway, opts: ListenOptions = {}): Promise<Listening> {
   const host = opts.host ?? '127.0.0.1';
-  const server: Server = opts.tls ? createHttpsServer({ key: opts.tls.key, cert: opts.tls.cert }, gateway.handle) : createServer(gateway.handle);
+  const server: Server = opts.tls
+    ? createHttpsServer({ key: opts.tls.key, cert: opts.tls.cert }, gateway.handle)
+    : createServer(gateway.handle);
   server.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
     else socket.destroy();

@@ -63,7 +63,11 @@ export class TokenBucket {
   /** When the latest reservation's tokens are there. */
   private lastEvent: number;
 
-  constructor(readonly perSecond: number, readonly burst: number, nowMs: number) {
+  constructor(
+    readonly perSecond: number,
+    readonly burst: number,
+    nowMs: number,
+  ) {
     this.tokens = burst;
     this.last = nowMs;
     this.lastEvent = nowMs;
@@ -122,7 +126,10 @@ export function marshaledSize(r: Resource): number {
   str(4, md.version);
   str(5, md.owner);
   str(6, md.phase);
-  for (const [field, at] of [[7, md.created], [8, md.updated]] as const) {
+  for (const [field, at] of [
+    [7, md.created],
+    [8, md.updated],
+  ] as const) {
     if (at === undefined) continue;
     const ms = Date.parse(at);
     const seconds = Math.floor(ms / 1000);
@@ -133,7 +140,10 @@ export function marshaledSize(r: Resource): number {
     w.join();
   }
   for (const f of md.finalizers) w.tag(9, 2).string(f);
-  for (const [field, map] of [[10, md.labels], [11, md.annotations]] as const) {
+  for (const [field, map] of [
+    [10, md.labels],
+    [11, md.annotations],
+  ] as const) {
     for (const [k, v] of Object.entries(map)) {
       w.tag(field, 2).fork();
       str(1, k);
@@ -172,7 +182,16 @@ export interface ClassStats {
 
 export type ThrottleStats = Record<CallerClass, ClassStats>;
 
-const zeroStats = (): ClassStats => ({ admitted: 0, admittedBytes: 0, waited: 0, waitedMs: 0, failedTimeout: 0, failedTimeoutBytes: 0, failedOversize: 0, abandoned: 0 });
+const zeroStats = (): ClassStats => ({
+  admitted: 0,
+  admittedBytes: 0,
+  waited: 0,
+  waitedMs: 0,
+  failedTimeout: 0,
+  failedTimeoutBytes: 0,
+  failedOversize: 0,
+  abandoned: 0,
+});
 
 /** One gateway call being served: its deadline (from Grpc-Timeout) and whether its bytes are already reserved. */
 export interface ThrottleCall {
@@ -186,7 +205,11 @@ export interface ThrottleCall {
 
 /** Thrown by a write that must wait for its bytes, before it changed anything: wait `waitMs`, then send it again. */
 export class ThrottleWait extends Error {
-  constructor(readonly waitMs: number, readonly giveBack: () => void, readonly reserved: NonNullable<ThrottleCall['reserved']>) {
+  constructor(
+    readonly waitMs: number,
+    readonly giveBack: () => void,
+    readonly reserved: NonNullable<ThrottleCall['reserved']>,
+  ) {
     super(`write throttled: ${waitMs.toFixed(0)} ms to wait`);
     this.name = 'ThrottleWait';
   }
@@ -204,7 +227,10 @@ export class WriteThrottle {
   private readonly counts: ThrottleStats = { user: zeroStats(), infraProvider: zeroStats(), internal: zeroStats() };
   readonly maxWaitMs: number;
 
-  constructor(cfg: ThrottleConfig, private readonly now: () => number) {
+  constructor(
+    cfg: ThrottleConfig,
+    private readonly now: () => number,
+  ) {
     this.maxWaitMs = cfg.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
     for (const c of CALLER_CLASSES) {
       const b = cfg[c];
@@ -249,7 +275,10 @@ export class WriteThrottle {
     }
     if (n > bucket.burst) {
       count.failedOversize++;
-      throw errorFromStatus(GrpcCode.ResourceExhausted, `etcd write payload (${n} bytes) exceeds the configured burst (${bucket.burst}) for class=${CLASS_LABEL[cls]}, type=${type}`);
+      throw errorFromStatus(
+        GrpcCode.ResourceExhausted,
+        `etcd write payload (${n} bytes) exceeds the configured burst (${bucket.burst}) for class=${CLASS_LABEL[cls]}, type=${type}`,
+      );
     }
     const t0 = this.now();
     if (!call) {
@@ -266,17 +295,24 @@ export class WriteThrottle {
       count.failedTimeout++;
       count.failedTimeoutBytes += n;
       const elapsed = ((this.now() - t0) / 1000).toFixed(3);
-      throw errorFromStatus(GrpcCode.DeadlineExceeded, `etcd write throttled out after ${elapsed}s (class=${CLASS_LABEL[cls]}, type=${type}, bytes=${n}): rate: Wait(n=${n}) would exceed context deadline`);
+      throw errorFromStatus(
+        GrpcCode.DeadlineExceeded,
+        `etcd write throttled out after ${elapsed}s (class=${CLASS_LABEL[cls]}, type=${type}, bytes=${n}): rate: Wait(n=${n}) would exceed context deadline`,
+      );
     }
     if (r.waitMs <= 0) {
       count.admitted++;
       count.admittedBytes += n;
       return;
     }
-    throw new ThrottleWait(r.waitMs, () => {
-      count.abandoned++;
-      r.cancel(this.now());
-    }, { cls, bytes: n, waitedMs: r.waitMs });
+    throw new ThrottleWait(
+      r.waitMs,
+      () => {
+        count.abandoned++;
+        r.cancel(this.now());
+      },
+      { cls, bytes: n, waitedMs: r.waitMs },
+    );
   }
 }
 
@@ -285,7 +321,12 @@ export class WriteThrottle {
  * resolves false when the caller went away: the reservation is given back and the call ends
  * Canceled) and the operation sent again with its bytes reserved. A TeardownAndDestroy may wait twice.
  */
-export async function throttled<T>(t: WriteThrottle | undefined, call: ThrottleCall, wait: (ms: number) => Promise<boolean>, fn: () => T | Promise<T>): Promise<T> {
+export async function throttled<T>(
+  t: WriteThrottle | undefined,
+  call: ThrottleCall,
+  wait: (ms: number) => Promise<boolean>,
+  fn: () => T | Promise<T>,
+): Promise<T> {
   if (!t) return fn();
   for (let attempt = 0; ; attempt++) {
     try {
@@ -334,7 +375,10 @@ export class ProxyLimit {
   private readonly bucket: TokenBucket;
   private readonly counts: ProxyLimitStats = { passed: 0, refused: 0 };
 
-  constructor(private readonly cfg: ProxyLimitConfig, private readonly now: () => number) {
+  constructor(
+    private readonly cfg: ProxyLimitConfig,
+    private readonly now: () => number,
+  ) {
     this.bucket = new TokenBucket(cfg.requestsPerSecond, cfg.burst, now());
   }
 
@@ -350,6 +394,9 @@ export class ProxyLimit {
     }
     this.counts.refused++;
     const untilNext = this.bucket.untilMs(this.now(), 1);
-    return { status: this.cfg.status ?? 429, retryAfterS: this.cfg.retryAfterS ?? (Number.isFinite(untilNext) ? Math.max(1, Math.ceil(untilNext / 1000)) : 1) };
+    return {
+      status: this.cfg.status ?? 429,
+      retryAfterS: this.cfg.retryAfterS ?? (Number.isFinite(untilNext) ? Math.max(1, Math.ceil(untilNext / 1000)) : 1),
+    };
   }
 }

@@ -33,7 +33,7 @@ export function emailForIdentityName(name: string): string {
 
 export async function generateKey(name: string, opts: GenerateKeyOptions = {}): Promise<GeneratedKey> {
   const email = emailForIdentityName(name);
-  const base = name.startsWith('infra-provider:') ? name.slice('infra-provider:'.length) : name.split('@')[0] ?? name;
+  const base = name.startsWith('infra-provider:') ? name.slice('infra-provider:'.length) : (name.split('@')[0] ?? name);
   const { privateKey, publicKey } = await openpgp.generateKey({
     type: 'ecc',
     curve: 'ed25519Legacy',
@@ -44,5 +44,11 @@ export async function generateKey(name: string, opts: GenerateKeyOptions = {}): 
   });
   const key = await openpgp.readKey({ armoredKey: publicKey });
   const serviceAccountKey = Buffer.from(JSON.stringify({ name, pgp_key: privateKey }), 'utf8').toString('base64');
-  return { name, armoredPrivateKey: privateKey, armoredPublicKey: publicKey, fingerprint: key.getFingerprint(), serviceAccountKey };
+  return {
+    name,
+    armoredPrivateKey: privateKey,
+    armoredPublicKey: publicKey,
+    fingerprint: key.getFingerprint(),
+    serviceAccountKey,
+  };
 }

@@ -69,10 +69,14 @@ function messageFromPlain(schema: AnySchema, obj: unknown, path: string): SpecVa
     const f = keys.get(key);
     if (!f) {
       const known = schema.fields.map((x) => x.name).join(', ') || 'none';
-      throw new SpecError('STUB_SPEC_UNKNOWN_KEY', `${path}: unknown key "${key}" in ${schema.name} (known fields: ${known})`);
+      throw new SpecError(
+        'STUB_SPEC_UNKNOWN_KEY',
+        `${path}: unknown key "${key}" in ${schema.name} (known fields: ${known})`,
+      );
     }
     const other = seen.get(f.name);
-    if (other !== undefined) throw new SpecError('STUB_SPEC_INVALID', `${path}: field ${f.name} given twice ("${other}" and "${key}")`);
+    if (other !== undefined)
+      throw new SpecError('STUB_SPEC_INVALID', `${path}: field ${f.name} given twice ("${other}" and "${key}")`);
     seen.set(f.name, key);
     if (v === null || v === undefined) continue;
     const p = `${path}.${key}`;
@@ -84,7 +88,11 @@ function messageFromPlain(schema: AnySchema, obj: unknown, path: string): SpecVa
   return out;
 }
 
-const INT_RANGE = { int32: [-0x8000_0000, 0x7fff_ffff], uint32: [0, 0xffff_ffff], enum: [-0x8000_0000, 0x7fff_ffff] } as const;
+const INT_RANGE = {
+  int32: [-0x8000_0000, 0x7fff_ffff],
+  uint32: [0, 0xffff_ffff],
+  enum: [-0x8000_0000, 0x7fff_ffff],
+} as const;
 
 function scalarFromPlain(f: FieldSchema, v: unknown, path: string): unknown {
   switch (f.kind) {
@@ -94,7 +102,9 @@ function scalarFromPlain(f: FieldSchema, v: unknown, path: string): unknown {
     case 'bool':
       if (typeof v !== 'boolean') throw bad(path, 'true or false', v);
       return v;
-    case 'enum': case 'int32': case 'uint32': {
+    case 'enum':
+    case 'int32':
+    case 'uint32': {
       if (f.kind === 'enum' && typeof v === 'string') {
         const e = f.enum!.values[v];
         if (e === undefined) throw bad(path, `one of ${Object.keys(f.enum!.values).join(', ')} or a number`, v);
@@ -102,7 +112,8 @@ function scalarFromPlain(f: FieldSchema, v: unknown, path: string): unknown {
       }
       const n = typeof v === 'bigint' ? Number(v) : v;
       const [lo, hi] = INT_RANGE[f.kind];
-      if (typeof n !== 'number' || !Number.isInteger(n) || n < lo || n > hi) throw bad(path, `an ${f.kind === 'enum' ? 'enum number' : f.kind}`, v);
+      if (typeof n !== 'number' || !Number.isInteger(n) || n < lo || n > hi)
+        throw bad(path, `an ${f.kind === 'enum' ? 'enum number' : f.kind}`, v);
       return n;
     }
     case 'uint64': {
@@ -110,7 +121,12 @@ function scalarFromPlain(f: FieldSchema, v: unknown, path: string): unknown {
       if (typeof v === 'bigint') n = v;
       else if (typeof v === 'number' && Number.isSafeInteger(v)) n = BigInt(v);
       else if (typeof v === 'string' && /^[0-9]+$/.test(v)) n = BigInt(v);
-      if (n === undefined || n < 0n || n >= 1n << 64n) throw bad(path, 'a uint64 (an integer below 2^53, a bigint or a decimal string; parse YAML with intAsBigInt)', v);
+      if (n === undefined || n < 0n || n >= 1n << 64n)
+        throw bad(
+          path,
+          'a uint64 (an integer below 2^53, a bigint or a decimal string; parse YAML with intAsBigInt)',
+          v,
+        );
       return n;
     }
     case 'bytes':
@@ -119,7 +135,8 @@ function scalarFromPlain(f: FieldSchema, v: unknown, path: string): unknown {
         if (!/^[A-Za-z0-9+/\-_]*={0,2}$/.test(v)) throw bad(path, 'base64', v);
         return new Uint8Array(Buffer.from(v, 'base64'));
       }
-      if (Array.isArray(v) && v.every((x) => Number.isInteger(x) && x >= 0 && x <= 255)) return Uint8Array.from(v as number[]);
+      if (Array.isArray(v) && v.every((x) => Number.isInteger(x) && x >= 0 && x <= 255))
+        return Uint8Array.from(v as number[]);
       throw bad(path, 'base64 bytes', v);
     case 'timestamp':
       return timestampFromPlain(v, path);
@@ -147,19 +164,33 @@ function timestampFromPlain(v: unknown, path: string): string {
       return formatTimestamp({ seconds, nanos: Number(ms - seconds * 1000n) * 1_000_000 });
     }
     if (isPlainObject(v)) {
-      for (const k of Object.keys(v)) if (k !== 'seconds' && k !== 'nanos') {
-        throw new SpecError('STUB_SPEC_UNKNOWN_KEY', `${path}: unknown key "${k}" in google.protobuf.Timestamp (known fields: seconds, nanos)`);
-      }
+      for (const k of Object.keys(v))
+        if (k !== 'seconds' && k !== 'nanos') {
+          throw new SpecError(
+            'STUB_SPEC_UNKNOWN_KEY',
+            `${path}: unknown key "${k}" in google.protobuf.Timestamp (known fields: seconds, nanos)`,
+          );
+        }
       const s = v['seconds'] ?? 0;
       const n = v['nanos'] ?? 0;
-      const seconds = typeof s === 'bigint' ? s : typeof s === 'number' && Number.isSafeInteger(s) ? BigInt(s)
-        : typeof s === 'string' && /^-?[0-9]+$/.test(s) ? BigInt(s) : undefined;
+      const seconds =
+        typeof s === 'bigint'
+          ? s
+          : typeof s === 'number' && Number.isSafeInteger(s)
+            ? BigInt(s)
+            : typeof s === 'string' && /^-?[0-9]+$/.test(s)
+              ? BigInt(s)
+              : undefined;
       const nanos = typeof n === 'bigint' ? Number(n) : n;
       if (seconds === undefined || typeof nanos !== 'number') throw bad(path, 'integer seconds and nanos', v);
       return formatTimestamp({ seconds, nanos });
     }
   } catch (e) {
-    if (e instanceof SpecError) throw new SpecError(e.code as 'STUB_SPEC_INVALID', e.message.startsWith(path) ? e.message : `${path}: ${e.message}`);
+    if (e instanceof SpecError)
+      throw new SpecError(
+        e.code as 'STUB_SPEC_INVALID',
+        e.message.startsWith(path) ? e.message : `${path}: ${e.message}`,
+      );
     throw e;
   }
   throw bad(path, 'an RFC 3339 timestamp', v);
@@ -182,7 +213,8 @@ function messageToPlain(schema: AnySchema, value: SpecValue, style: PlainStyle):
       continue;
     }
     if (v === undefined || v === null) {
-      if (style === 'omnictl') out[key] = f.kind === 'message' || f.kind === 'timestamp' ? null : scalarToPlain(f, zeroPlain(f), style);
+      if (style === 'omnictl')
+        out[key] = f.kind === 'message' || f.kind === 'timestamp' ? null : scalarToPlain(f, zeroPlain(f), style);
       continue;
     }
     if (style !== 'omnictl' && isZeroScalar(f, v)) continue;
@@ -193,22 +225,36 @@ function messageToPlain(schema: AnySchema, value: SpecValue, style: PlainStyle):
 
 function zeroPlain(f: FieldSchema): unknown {
   switch (f.kind) {
-    case 'string': return '';
-    case 'bool': return false;
-    case 'uint64': return 0n;
-    case 'bytes': return new Uint8Array(0);
-    case 'map': return {};
-    default: return 0;
+    case 'string':
+      return '';
+    case 'bool':
+      return false;
+    case 'uint64':
+      return 0n;
+    case 'bytes':
+      return new Uint8Array(0);
+    case 'map':
+      return {};
+    default:
+      return 0;
   }
 }
 
 function isZeroScalar(f: FieldSchema, v: unknown): boolean {
   switch (f.kind) {
-    case 'string': case 'bool': case 'int32': case 'uint32': case 'enum': case 'uint64':
+    case 'string':
+    case 'bool':
+    case 'int32':
+    case 'uint32':
+    case 'enum':
+    case 'uint64':
       return v === '' || v === false || v === 0 || v === 0n;
-    case 'bytes': return v instanceof Uint8Array && v.length === 0;
-    case 'map': return Object.keys(v as object).length === 0;
-    default: return false;
+    case 'bytes':
+      return v instanceof Uint8Array && v.length === 0;
+    case 'map':
+      return Object.keys(v as object).length === 0;
+    default:
+      return false;
   }
 }
 
@@ -219,16 +265,21 @@ function scalarToPlain(f: FieldSchema, v: unknown, style: PlainStyle): unknown {
       if (style !== 'omnictl') return n.toString();
       return n <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(n) : n;
     }
-    case 'bytes': return Buffer.from(v as Uint8Array).toString('base64');
+    case 'bytes':
+      return Buffer.from(v as Uint8Array).toString('base64');
     case 'timestamp': {
       if (style !== 'omnictl') return v;
       const t = parseTimestamp(v as string);
       return { seconds: Number(t.seconds), nanos: t.nanos };
     }
-    case 'message': return messageToPlain(f.message!(), v as SpecValue, style);
-    case 'map': return { ...(v as Record<string, string>) };
-    case 'enum': return style === 'protojson' ? enumName(f, v as number) : v;
-    default: return v;
+    case 'message':
+      return messageToPlain(f.message!(), v as SpecValue, style);
+    case 'map':
+      return { ...(v as Record<string, string>) };
+    case 'enum':
+      return style === 'protojson' ? enumName(f, v as number) : v;
+    default:
+      return v;
   }
 }
 

@@ -54,34 +54,54 @@ export class ScenarioError extends Error {
 const PROVIDER_PREFIX = 'infra-provider:';
 const HEADER_KEYS = ['omni', 'identities', 'resources', 'faults'];
 const RESOURCE_KEYS = ['metadata', 'spec', 'proto_spec', 'yaml_spec'];
-const METADATA_KEYS = ['namespace', 'type', 'id', 'version', 'owner', 'phase', 'created', 'updated', 'labels', 'annotations', 'finalizers'];
+const METADATA_KEYS = [
+  'namespace',
+  'type',
+  'id',
+  'version',
+  'owner',
+  'phase',
+  'created',
+  'updated',
+  'labels',
+  'annotations',
+  'finalizers',
+];
 const ROLES = Object.keys(ROLE_RANK) as Role[];
 
 type Plain = Record<string, unknown>;
-const isMap = (v: unknown): v is Plain => typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+const isMap = (v: unknown): v is Plain =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
 
 /** bigint (YAML parsed with intAsBigInt, so uint64 specs survive) back to number where exact. */
 function normalize(v: unknown): unknown {
-  if (typeof v === 'bigint') return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+  if (typeof v === 'bigint')
+    return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
   if (Array.isArray(v)) return v.map(normalize);
   if (isMap(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, normalize(x)]));
   return v;
 }
 
 class Ctx {
-  constructor(readonly source: string, readonly doc: number) {}
+  constructor(
+    readonly source: string,
+    readonly doc: number,
+  ) {}
   fail(path: string, why: string): never {
     throw new ScenarioError(`${this.source}: document ${this.doc}: ${path}: ${why}`);
   }
   onlyKeys(obj: Plain, allowed: string[], path: string): void {
-    for (const k of Object.keys(obj)) if (!allowed.includes(k)) this.fail(`${path}${path ? '.' : ''}${k}`, `unknown key (known: ${allowed.join(', ')})`);
+    for (const k of Object.keys(obj))
+      if (!allowed.includes(k))
+        this.fail(`${path}${path ? '.' : ''}${k}`, `unknown key (known: ${allowed.join(', ')})`);
   }
   str(v: unknown, path: string, opts: { required?: boolean; fallback?: string } = {}): string {
     if (v === undefined || v === null) {
       if (opts.required) this.fail(path, 'required');
       return opts.fallback ?? '';
     }
-    if (typeof v !== 'string') this.fail(path, `expected a string, got ${JSON.stringify(typeof v === 'bigint' ? String(v) : v)}`);
+    if (typeof v !== 'string')
+      this.fail(path, `expected a string, got ${JSON.stringify(typeof v === 'bigint' ? String(v) : v)}`);
     return v;
   }
 }
@@ -97,7 +117,8 @@ function parseStringMap(ctx: Ctx, v: unknown, path: string): Record<string, stri
 
 function parseTime(ctx: Ctx, v: unknown, path: string): string | undefined {
   if (v === undefined || v === null) return undefined;
-  if (v instanceof Date) return formatTimestamp({ seconds: BigInt(Math.floor(v.getTime() / 1000)), nanos: (v.getTime() % 1000) * 1e6 });
+  if (v instanceof Date)
+    return formatTimestamp({ seconds: BigInt(Math.floor(v.getTime() / 1000)), nanos: (v.getTime() % 1000) * 1e6 });
   try {
     return formatTimestamp(parseTimestamp(ctx.str(v, path)));
   } catch (e) {
@@ -129,16 +150,19 @@ function parseResource(ctx: Ctx, raw: unknown, path: string, omnictlDoc: boolean
   if (!Array.isArray(finalizers)) ctx.fail(mp('finalizers'), 'expected a list of strings');
   const created = parseTime(ctx, m['created'], mp('created'));
   const updated = parseTime(ctx, m['updated'], mp('updated'));
-  const metadata = newMetadata({ namespace, type, id }, {
-    version,
-    owner: ctx.str(m['owner'], mp('owner')),
-    phase,
-    ...(created !== undefined ? { created } : {}),
-    ...(updated !== undefined ? { updated } : {}),
-    finalizers: finalizers.map((f, i) => ctx.str(f, `${mp('finalizers')}[${i}]`)),
-    labels: parseStringMap(ctx, m['labels'], mp('labels')),
-    annotations: parseStringMap(ctx, m['annotations'], mp('annotations')),
-  });
+  const metadata = newMetadata(
+    { namespace, type, id },
+    {
+      version,
+      owner: ctx.str(m['owner'], mp('owner')),
+      phase,
+      ...(created !== undefined ? { created } : {}),
+      ...(updated !== undefined ? { updated } : {}),
+      finalizers: finalizers.map((f, i) => ctx.str(f, `${mp('finalizers')}[${i}]`)),
+      labels: parseStringMap(ctx, m['labels'], mp('labels')),
+      annotations: parseStringMap(ctx, m['annotations'], mp('annotations')),
+    },
+  );
 
   const hasSpec = raw['spec'] !== undefined;
   const hasProto = raw['proto_spec'] !== undefined && raw['proto_spec'] !== null;
@@ -147,7 +171,8 @@ function parseResource(ctx: Ctx, raw: unknown, path: string, omnictlDoc: boolean
   let yamlSpec: string | undefined;
   if (hasProto) {
     const b64 = ctx.str(raw['proto_spec'], at('proto_spec'));
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 === 1) ctx.fail(at('proto_spec'), 'expected standard base64');
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 === 1)
+      ctx.fail(at('proto_spec'), 'expected standard base64');
     protoSpec = new Uint8Array(Buffer.from(b64, 'base64'));
   } else if (hasSpec && raw['spec'] !== null) {
     const schema = specSchemaForType(type);
@@ -174,7 +199,10 @@ function parseResource(ctx: Ctx, raw: unknown, path: string, omnictlDoc: boolean
     try {
       decodeSpec(specSchemaForType(type)!, protoSpec);
     } catch (e) {
-      ctx.fail(hasProto ? at('proto_spec') : at('spec'), `does not decode as the spec of ${type}: ${(e as Error).message}`);
+      ctx.fail(
+        hasProto ? at('proto_spec') : at('spec'),
+        `does not decode as the spec of ${type}: ${(e as Error).message}`,
+      );
     }
   }
   return { metadata, spec: { protoSpec, ...(yamlSpec !== undefined && yamlSpec !== '' ? { yamlSpec } : {}) } };
@@ -186,20 +214,25 @@ function parseIdentity(ctx: Ctx, raw: unknown, path: string): ScenarioIdentity {
   const name = ctx.str(raw['name'], `${path}.name`, { required: true });
   if (name === '' || /\s/.test(name)) ctx.fail(`${path}.name`, 'must be non-empty without spaces');
   const isProvider = name.startsWith(PROVIDER_PREFIX);
-  if (isProvider && name.length === PROVIDER_PREFIX.length) ctx.fail(`${path}.name`, 'provider ID missing after infra-provider:');
+  if (isProvider && name.length === PROVIDER_PREFIX.length)
+    ctx.fail(`${path}.name`, 'provider ID missing after infra-provider:');
   const roleText = ctx.str(raw['role'], `${path}.role`, { fallback: isProvider ? 'InfraProvider' : '' });
   if (roleText === '') ctx.fail(`${path}.role`, `required for ${name} (one of ${ROLES.join(', ')})`);
-  if (!ROLES.includes(roleText as Role)) ctx.fail(`${path}.role`, `unknown role ${JSON.stringify(roleText)} (one of ${ROLES.join(', ')})`);
+  if (!ROLES.includes(roleText as Role))
+    ctx.fail(`${path}.role`, `unknown role ${JSON.stringify(roleText)} (one of ${ROLES.join(', ')})`);
   // Omni: role InfraProvider is mandatory for `infra-provider:` accounts and only allowed for them.
-  if (isProvider !== (roleText === 'InfraProvider')) ctx.fail(`${path}.role`, 'role InfraProvider goes with names infra-provider:<id> and only with them');
+  if (isProvider !== (roleText === 'InfraProvider'))
+    ctx.fail(`${path}.role`, 'role InfraProvider goes with names infra-provider:<id> and only with them');
   const keys: string[] = [];
-  if (raw['public_key'] !== undefined && raw['public_key'] !== null) keys.push(ctx.str(raw['public_key'], `${path}.public_key`));
+  if (raw['public_key'] !== undefined && raw['public_key'] !== null)
+    keys.push(ctx.str(raw['public_key'], `${path}.public_key`));
   if (raw['public_keys'] !== undefined && raw['public_keys'] !== null) {
     if (!Array.isArray(raw['public_keys'])) ctx.fail(`${path}.public_keys`, 'expected a list of armored keys');
     raw['public_keys'].forEach((k, i) => keys.push(ctx.str(k, `${path}.public_keys[${i}]`)));
   }
   keys.forEach((k, i) => {
-    if (!k.includes('-----BEGIN PGP PUBLIC KEY BLOCK-----')) ctx.fail(`${path}.public_key${keys.length > 1 ? `s[${i}]` : ''}`, 'expected an armored OpenPGP public key');
+    if (!k.includes('-----BEGIN PGP PUBLIC KEY BLOCK-----'))
+      ctx.fail(`${path}.public_key${keys.length > 1 ? `s[${i}]` : ''}`, 'expected an armored OpenPGP public key');
   });
   return { name, role: roleText as Role, publicKeys: keys };
 }
@@ -253,7 +286,8 @@ export function parseScenario(text: string, source = 'scenario'): Scenario {
       if (!isMap(omni)) ctx.fail('omni', 'expected a map with version');
       ctx.onlyKeys(omni, ['version'], 'omni');
       if (omni['version'] !== undefined) {
-        if (typeof omni['version'] !== 'string') ctx.fail('omni.version', 'expected a quoted string such as "1.3.4" (1.10 unquoted is the number 1.1)');
+        if (typeof omni['version'] !== 'string')
+          ctx.fail('omni.version', 'expected a quoted string such as "1.3.4" (1.10 unquoted is the number 1.1)');
         try {
           parseVersion(omni['version']);
         } catch (e) {
@@ -289,7 +323,10 @@ export function parseScenario(text: string, source = 'scenario'): Scenario {
   const seen = new Set<string>();
   for (const r of resources) {
     const k = resourceKey(r);
-    if (seen.has(k)) throw new ScenarioError(`${source}: resource ${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id} is given twice`);
+    if (seen.has(k))
+      throw new ScenarioError(
+        `${source}: resource ${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id} is given twice`,
+      );
     seen.add(k);
   }
   resources.sort((a, b) => (resourceKey(a) < resourceKey(b) ? -1 : resourceKey(a) > resourceKey(b) ? 1 : 0));
@@ -360,7 +397,11 @@ export function dumpScenario(s: Scenario): string {
     identities: s.identities.map((x) => ({
       name: x.name,
       role: x.role,
-      ...(x.publicKeys.length === 1 ? { public_key: x.publicKeys[0] } : x.publicKeys.length > 1 ? { public_keys: [...x.publicKeys] } : {}),
+      ...(x.publicKeys.length === 1
+        ? { public_key: x.publicKeys[0] }
+        : x.publicKeys.length > 1
+          ? { public_keys: [...x.publicKeys] }
+          : {}),
     })),
     resources: s.resources.map(resourceToPlain),
   };

@@ -13,7 +13,14 @@
 //            ("7"); Update checks owner, then version, then phase.
 //   cache    a Get of a cached kind that is absent: "resource T(ns/id@v) doesn't exist".
 
-import { NS_EPHEMERAL, NS_INFRA_PROVIDER_EPHEMERAL, NS_META, T, VERSION_UNDEFINED, type Pointer } from '../../omni-api/resource.js';
+import {
+  NS_EPHEMERAL,
+  NS_INFRA_PROVIDER_EPHEMERAL,
+  NS_META,
+  T,
+  VERSION_UNDEFINED,
+  type Pointer,
+} from '../../omni-api/resource.js';
 
 export type Backend = 'etcd' | 'inmem';
 
@@ -36,11 +43,35 @@ const omni = (n: string) => `${n}.omni.sidero.dev`;
  * wording of a missing one's NotFound depends on it here.
  */
 export const CACHED_TYPES: ReadonlySet<string> = new Set<string>([
-  T.Machine, T.Link, T.ConfigPatchRequest, T.ProviderJoinConfig, T.InfraProviderCombinedStatus,
-  ...['Clusters', 'ClusterMachines', 'ClusterMachineStatuses', 'ClusterMachineRequestStatuses', 'ClusterStatuses', 'ConfigPatches',
-    'MachineClasses', 'MachineLabels', 'MachineSets', 'MachineSetNodes', 'MachineSetStatuses', 'MachineSetDestroyStatuses',
-    'MachineStatuses', 'MachineStatusSnapshots', 'JoinTokens', 'JoinTokenStatuses', 'DefaultJoinTokens', 'NodeUniqueTokens',
-    'NodeUniqueTokenStatuses', 'ConnectionParams', 'SiderolinkAPIConfigs', 'ServiceAccountStatuses'].map(omni),
+  T.Machine,
+  T.Link,
+  T.ConfigPatchRequest,
+  T.ProviderJoinConfig,
+  T.InfraProviderCombinedStatus,
+  ...[
+    'Clusters',
+    'ClusterMachines',
+    'ClusterMachineStatuses',
+    'ClusterMachineRequestStatuses',
+    'ClusterStatuses',
+    'ConfigPatches',
+    'MachineClasses',
+    'MachineLabels',
+    'MachineSets',
+    'MachineSetNodes',
+    'MachineSetStatuses',
+    'MachineSetDestroyStatuses',
+    'MachineStatuses',
+    'MachineStatusSnapshots',
+    'JoinTokens',
+    'JoinTokenStatuses',
+    'DefaultJoinTokens',
+    'NodeUniqueTokens',
+    'NodeUniqueTokenStatuses',
+    'ConnectionParams',
+    'SiderolinkAPIConfigs',
+    'ServiceAccountStatuses',
+  ].map(omni),
 ]);
 
 /** How COSI names a resource in errors: `Type(namespace/id@version)`. */
@@ -51,7 +82,15 @@ export function resourceString(p: Pointer, version: string = VERSION_UNDEFINED):
 // ---------------------------------------------------------------------------------------------
 // Go's %q
 
-const SIMPLE_ESCAPES: Record<number, string> = { 7: '\\a', 8: '\\b', 12: '\\f', 10: '\\n', 13: '\\r', 9: '\\t', 11: '\\v' };
+const SIMPLE_ESCAPES: Record<number, string> = {
+  7: '\\a',
+  8: '\\b',
+  12: '\\f',
+  10: '\\n',
+  13: '\\r',
+  9: '\\t',
+  11: '\\v',
+};
 const PRINTABLE = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;
 
 /** One rune as strconv's appendEscapedRune writes it, inside `quote` quotes. */
@@ -91,17 +130,24 @@ function wrap(b: Backend, op: Op, s: string): string {
 const versionValue = (v: string): bigint => (/^[0-9]+$/.test(v) ? BigInt(v) : 0n);
 
 export const backendMessage = {
-  notFound: (b: Backend, op: Op, p: Pointer, version?: string) => wrap(b, op, `resource ${resourceString(p, version)} doesn't exist`),
+  notFound: (b: Backend, op: Op, p: Pointer, version?: string) =>
+    wrap(b, op, `resource ${resourceString(p, version)} doesn't exist`),
   /** The cache's NotFound (a Get of a cached kind through Omni's API). */
   notCached: (p: Pointer, version?: string) => `resource ${resourceString(p, version)} doesn't exist`,
-  alreadyExists: (b: Backend, p: Pointer, version: string) => wrap(b, 'create', `resource ${resourceString(p, version)} already exists`),
+  alreadyExists: (b: Backend, p: Pointer, version: string) =>
+    wrap(b, 'create', `resource ${resourceString(p, version)} already exists`),
   versionConflict: (b: Backend, p: Pointer, current: string, expected: string) =>
-    wrap(b, 'update', `resource ${resourceString(p, current)} update conflict: expected version ${
-      b === 'etcd' ? goQuoteRune(versionValue(expected)) : goQuote(expected)}, actual version ${
-      b === 'etcd' ? goQuoteRune(versionValue(current)) : goQuote(current)}`),
+    wrap(
+      b,
+      'update',
+      `resource ${resourceString(p, current)} update conflict: expected version ${
+        b === 'etcd' ? goQuoteRune(versionValue(expected)) : goQuote(expected)
+      }, actual version ${b === 'etcd' ? goQuoteRune(versionValue(current)) : goQuote(current)}`,
+    ),
   ownerConflict: (b: Backend, op: 'update' | 'destroy', p: Pointer, current: string, owner: string) =>
     wrap(b, op, `resource ${resourceString(p, current)} is owned by ${goQuote(owner)}`),
-  phaseConflict: (b: Backend, p: Pointer, current: string, phase: string) => wrap(b, 'update', `resource ${resourceString(p, current)} is not in phase ${phase}`),
+  phaseConflict: (b: Backend, p: Pointer, current: string, phase: string) =>
+    wrap(b, 'update', `resource ${resourceString(p, current)} is not in phase ${phase}`),
   pendingFinalizers: (b: Backend, p: Pointer, current: string, finalizers: readonly string[]) =>
     wrap(b, 'destroy', `resource ${resourceString(p, current)} has pending finalizers &[${finalizers.join(' ')}]`),
 };

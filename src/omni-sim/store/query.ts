@@ -65,8 +65,20 @@ export function compileIdRegexp(pattern: string): RegExp {
 }
 
 /** Unit suffixes COSI's numeric comparison understands: two-letter binary ones first, then decimal. */
-const BINARY_UNITS: Record<string, bigint> = { pi: 1n << 50n, ti: 1n << 40n, gi: 1n << 30n, mi: 1n << 20n, ki: 1n << 10n };
-const DECIMAL_UNITS: Record<string, bigint> = { p: 10n ** 15n, t: 10n ** 12n, g: 10n ** 9n, m: 10n ** 6n, k: 10n ** 3n };
+const BINARY_UNITS: Record<string, bigint> = {
+  pi: 1n << 50n,
+  ti: 1n << 40n,
+  gi: 1n << 30n,
+  mi: 1n << 20n,
+  ki: 1n << 10n,
+};
+const DECIMAL_UNITS: Record<string, bigint> = {
+  p: 10n ** 15n,
+  t: 10n ** 12n,
+  g: 10n ** 9n,
+  m: 10n ** 6n,
+  k: 10n ** 3n,
+};
 
 /**
  * A label value as COSI's `*_NUMERIC` operators read it: the value trimmed, its leading run of digits
@@ -90,19 +102,24 @@ export function numericValue(s: string): bigint | undefined {
 function compileTerm(t: LabelTermQ): Matcher {
   const needValue = (): string => {
     const v = t.value[0];
-    if (v === undefined) throw errorFromStatus(GrpcCode.Internal, 'runtime error: index out of range [0] with length 0');
+    if (v === undefined)
+      throw errorFromStatus(GrpcCode.Internal, 'runtime error: index out of range [0] with length 0');
     return v;
   };
-  const withLabel = (present: (value: string) => boolean): Matcher => (md) => {
-    if (!Object.hasOwn(md.labels, t.key)) return t.invert;
-    return present(md.labels[t.key] ?? '') !== t.invert;
-  };
+  const withLabel =
+    (present: (value: string) => boolean): Matcher =>
+    (md) => {
+      if (!Object.hasOwn(md.labels, t.key)) return t.invert;
+      return present(md.labels[t.key] ?? '') !== t.invert;
+    };
   // Comparisons: a missing label (or a non-numeric one for *_NUMERIC) never matches, inverted or not.
-  const compare = (cmp: (value: string) => boolean | undefined): Matcher => (md) => {
-    if (!Object.hasOwn(md.labels, t.key)) return false;
-    const r = cmp(md.labels[t.key] ?? '');
-    return r === undefined ? false : r !== t.invert;
-  };
+  const compare =
+    (cmp: (value: string) => boolean | undefined): Matcher =>
+    (md) => {
+      if (!Object.hasOwn(md.labels, t.key)) return false;
+      const r = cmp(md.labels[t.key] ?? '');
+      return r === undefined ? false : r !== t.invert;
+    };
   const numeric = (want: string, le: boolean) => {
     const w = numericValue(want);
     return (v: string): boolean | undefined => {
@@ -112,14 +129,30 @@ function compileTerm(t: LabelTermQ): Matcher {
     };
   };
   switch (t.op) {
-    case Op.EXISTS: return withLabel(() => true);
-    case Op.NOT_EXISTS: return compileTerm({ ...t, op: Op.EXISTS, invert: !t.invert });
-    case Op.EQUAL: { const want = needValue(); return withLabel((v) => v === want); }
-    case Op.IN: { const set = new Set(t.value); return withLabel((v) => set.has(v)); }
-    case Op.LT: { const want = needValue(); return compare((v) => v < want); }
-    case Op.LTE: { const want = needValue(); return compare((v) => v <= want); }
-    case Op.LT_NUMERIC: return compare(numeric(needValue(), false));
-    case Op.LTE_NUMERIC: return compare(numeric(needValue(), true));
+    case Op.EXISTS:
+      return withLabel(() => true);
+    case Op.NOT_EXISTS:
+      return compileTerm({ ...t, op: Op.EXISTS, invert: !t.invert });
+    case Op.EQUAL: {
+      const want = needValue();
+      return withLabel((v) => v === want);
+    }
+    case Op.IN: {
+      const set = new Set(t.value);
+      return withLabel((v) => set.has(v));
+    }
+    case Op.LT: {
+      const want = needValue();
+      return compare((v) => v < want);
+    }
+    case Op.LTE: {
+      const want = needValue();
+      return compare((v) => v <= want);
+    }
+    case Op.LT_NUMERIC:
+      return compare(numeric(needValue(), false));
+    case Op.LTE_NUMERIC:
+      return compare(numeric(needValue(), true));
     default:
       throw errorFromStatus(GrpcCode.Unimplemented, `unsupported label query operator: ${t.op}`);
   }

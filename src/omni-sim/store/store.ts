@@ -24,11 +24,20 @@ import type { Identity, Query, SimClock, StateApi, WatchBatches, WatchParams } f
 import { backendMessage as msg, backendOf } from './backend.js';
 import { compileQuery, isEmptyQuery } from './query.js';
 import {
-  checkWatchParams, concerns, encodeBookmark, formatTimestamp, initialEvents, kindOf, resumeFrom, tombstone, watchBatches,
-  WatchView, type StoreEvent, type Watcher,
+  checkWatchParams,
+  concerns,
+  encodeBookmark,
+  formatTimestamp,
+  initialEvents,
+  kindOf,
+  resumeFrom,
+  tombstone,
+  watchBatches,
+  WatchView,
+  type StoreEvent,
+  type Watcher,
 } from './watch.js';
 import { marshaledSize } from '../gateway/throttle.js';
-
 
 export const DEFAULT_HISTORY_CAPACITY = 10_000;
 const EPOCH = '1970-01-01T00:00:00Z';
@@ -235,7 +244,11 @@ export class SimStore implements StateApi {
     if (!cur) throw err(GrpcCode.NotFound, msg.notFound(b, 'destroy', p), pointerOf(p));
     this.checkOwner(cur, owner, 'destroy');
     if (cur.metadata.finalizers.length > 0) {
-      throw err(GrpcCode.FailedPrecondition, msg.pendingFinalizers(b, p, cur.metadata.version, cur.metadata.finalizers), pointerOf(p));
+      throw err(
+        GrpcCode.FailedPrecondition,
+        msg.pendingFinalizers(b, p, cur.metadata.version, cur.metadata.finalizers),
+        pointerOf(p),
+      );
     }
     // A Destroy costs what it deletes.
     this.gate(who, cur);
@@ -294,7 +307,9 @@ export class SimStore implements StateApi {
     const fromBookmark = params.startFromBookmark !== undefined;
     const matcher = compileQuery(params.query);
     const history = { cookie: this.cookie, pos: this.pos, oldest: this.history[this.historyHead]?.pos };
-    const resume = fromBookmark ? resumeFrom(params, params.startFromBookmark as Uint8Array, history) : { pos: this.pos };
+    const resume = fromBookmark
+      ? resumeFrom(params, params.startFromBookmark as Uint8Array, history)
+      : { pos: this.pos };
     const startPos = resume.pos;
 
     const w: Watcher = {
@@ -308,8 +323,14 @@ export class SimStore implements StateApi {
       wake: undefined,
     };
     // Replayed history (bookmark or tail) goes through the same queue as live events.
-    if (fromBookmark && resume.errored === undefined) w.queue.push(...this.retainedHistory().filter((e) => e.pos > startPos && concerns(w, e)));
-    if (params.tailEvents > 0) w.queue.push(...this.retainedHistory().filter((e) => concerns(w, e)).slice(-params.tailEvents));
+    if (fromBookmark && resume.errored === undefined)
+      w.queue.push(...this.retainedHistory().filter((e) => e.pos > startPos && concerns(w, e)));
+    if (params.tailEvents > 0)
+      w.queue.push(
+        ...this.retainedHistory()
+          .filter((e) => concerns(w, e))
+          .slice(-params.tailEvents),
+      );
 
     const initial = initialEvents(params, matcher, {
       bookmark: this.bookmark(params, this.pos),
@@ -339,7 +360,8 @@ export class SimStore implements StateApi {
 
   /** Omni's write limiter, for the kinds Omni keeps in etcd. */
   private gate(who: Identity, r: Resource): void {
-    if (this.writeGate && backendOf(r.metadata) === 'etcd') this.writeGate(who, r.metadata.type, () => marshaledSize(r));
+    if (this.writeGate && backendOf(r.metadata) === 'etcd')
+      this.writeGate(who, r.metadata.type, () => marshaledSize(r));
   }
 
   private put(r: Resource): void {
@@ -361,7 +383,11 @@ export class SimStore implements StateApi {
   private checkOwner(cur: Resource, owner: string, op: 'update' | 'destroy'): void {
     if (cur.metadata.owner !== owner) {
       const p = pointerOf(cur.metadata);
-      throw err(GrpcCode.PermissionDenied, msg.ownerConflict(backendOf(p), op, p, cur.metadata.version, cur.metadata.owner), p);
+      throw err(
+        GrpcCode.PermissionDenied,
+        msg.ownerConflict(backendOf(p), op, p, cur.metadata.version, cur.metadata.owner),
+        p,
+      );
     }
   }
 

@@ -46,7 +46,10 @@ export const kindOf = (p: { namespace: string; type: string }) => `${p.namespace
 /** COSI's tombstone (markers, a missing watched resource): version `undefined`, created = updated = now, as NewMetadata makes it. */
 export function tombstone(p: { namespace: string; type: string; id?: string }, nowMs: number): Resource {
   const at = formatTimestamp(nowMs);
-  return { metadata: newMetadata({ namespace: p.namespace, type: p.type, id: p.id ?? '' }, { created: at, updated: at }), spec: { protoSpec: new Uint8Array(0) } };
+  return {
+    metadata: newMetadata({ namespace: p.namespace, type: p.type, id: p.id ?? '' }, { created: at, updated: at }),
+    spec: { protoSpec: new Uint8Array(0) },
+  };
 }
 
 /** One open watch as the store feeds it. */
@@ -123,7 +126,11 @@ export function resumeFrom(params: WatchParams, bm: Uint8Array, h: HistoryState)
   if (backendOf(params) === 'etcd') {
     if (bm.length !== ETCD_BOOKMARK_LENGTH) {
       const what = goQuote(resourceString({ namespace: params.namespace, type: params.type, id: params.id ?? '' }));
-      throw errorFromStatus(GrpcCode.FailedPrecondition, `failed to ${params.id !== undefined ? 'watch' : 'watchKind'} ${what}: invalid bookmark length: ${bm.length}`, {});
+      throw errorFromStatus(
+        GrpcCode.FailedPrecondition,
+        `failed to ${params.id !== undefined ? 'watch' : 'watchKind'} ${what}: invalid bookmark length: ${bm.length}`,
+        {},
+      );
     }
     const pos = Number(Buffer.from(bm).readBigUInt64BE(0));
     return pos < oldest - 1 ? { pos, errored: ETCD_COMPACTED } : { pos };
@@ -168,13 +175,17 @@ export function initialEvents(params: WatchParams, m: Matcher, s: WatchStart): S
     const contents: SimEvent[] = s.contents().map((r) => ({ eventType: EventType.CREATED, resource: r }));
     out.push([...contents, { eventType: EventType.BOOTSTRAPPED, resource: tombstone(params, now), bookmark: bm }]);
   }
-  if (params.bootstrapBookmark) out.push([{ eventType: EventType.NOOP, resource: tombstone(params, now), bookmark: bm }]);
+  if (params.bootstrapBookmark)
+    out.push([{ eventType: EventType.NOOP, resource: tombstone(params, now), bookmark: bm }]);
   return out;
 }
 
 /** One watch's view of stored events: its label/ID query, under which match transitions become CREATED/DESTROYED. */
 export class WatchView {
-  constructor(private readonly m: Matcher, private readonly noQuery: boolean) {}
+  constructor(
+    private readonly m: Matcher,
+    private readonly noQuery: boolean,
+  ) {}
 
   /** A stored event as this watch sees it, with its bookmark; undefined when the watch does not see it. */
   convert(e: StoreEvent, bookmark: Uint8Array): SimEvent | undefined {
@@ -213,7 +224,8 @@ export interface BatchOptions {
  */
 export async function* watchBatches(w: Watcher, o: BatchOptions): AsyncGenerator<SimEvent[]> {
   const { params, signal } = o;
-  const keep = (e: SimEvent) => params.apiVersion > 0 || (e.eventType !== EventType.BOOTSTRAPPED && e.eventType !== EventType.ERRORED);
+  const keep = (e: SimEvent) =>
+    params.apiVersion > 0 || (e.eventType !== EventType.BOOTSTRAPPED && e.eventType !== EventType.ERRORED);
   const aggregated = params.aggregated;
   try {
     for (const group of o.initial) {
@@ -237,7 +249,10 @@ export async function* watchBatches(w: Watcher, o: BatchOptions): AsyncGenerator
         continue;
       }
       const taken = aggregated ? w.queue.splice(0) : w.queue.splice(0, 1);
-      const events = taken.map(o.convert).filter((e): e is SimEvent => e !== undefined).filter(keep);
+      const events = taken
+        .map(o.convert)
+        .filter((e): e is SimEvent => e !== undefined)
+        .filter(keep);
       if (events.length > 0) yield events;
     }
   } finally {

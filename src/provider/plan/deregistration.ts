@@ -2,7 +2,15 @@
 // left in use, why not, and what deregistering destroys, in which order.
 
 import type { Pointer, Resource } from '../../omni-api/resource.js';
-import { LABEL_MACHINE_REQUEST, LABEL_MACHINE_REQUEST_SET, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_RUNNING, T, describePointer } from '../../omni-api/resource.js';
+import {
+  LABEL_MACHINE_REQUEST,
+  LABEL_MACHINE_REQUEST_SET,
+  NS_INFRA_PROVIDER,
+  NS_INFRA_PROVIDER_EPHEMERAL,
+  PHASE_RUNNING,
+  T,
+  describePointer,
+} from '../../omni-api/resource.js';
 import type { Operation } from './operations.js';
 import { deleteWarning, kindOf, parentsOf, releasesCompletely } from './facts.js';
 import type { Deregistration, DeregistrationItem, Note, PlanItem, PlanOptions, Snapshot } from './plan.js';
@@ -28,7 +36,12 @@ export function planDeregistration(p: PlanSoFar): Deregistration {
   const lastStep = `omnictl infraprovider delete ${p.id}`;
   const warning = deleteWarning(p.s.omniVersion);
   const base = { lastStep, ...(warning ? { warning } : {}) };
-  if (!p.whole) return { status: 'per-machine', reasons: ['per-machine mode: the provider stays registered for when it comes back'], ...base };
+  if (!p.whole)
+    return {
+      status: 'per-machine',
+      reasons: ['per-machine mode: the provider stays registered for when it comes back'],
+      ...base,
+    };
   const reasons: string[] = [];
   // What this plan releases and nobody else holds, Omni destroys right after: it does not block.
   const releasing = new Set(p.items.filter(releasesCompletely).map((i) => `${i.kind}/${i.id}`));
@@ -44,7 +57,9 @@ export function planDeregistration(p: PlanSoFar): Deregistration {
   // Positive evidence (design rule 10): a List that left out what a Get then found is not complete,
   // and what is left in our namespace may be destroyed only once each parent it names is gone.
   for (const r of p.s.missedByList) {
-    reasons.push(`${kindOf(r)} ${r.metadata.id} was not in its List, but a Get of its ID found it: the Lists of this pass are not complete`);
+    reasons.push(
+      `${kindOf(r)} ${r.metadata.id} was not in its List, but a Get of its ID found it: the Lists of this pass are not complete`,
+    );
   }
   reasons.push(...unconfirmedParents(p));
   for (const m of p.s.machines) {
@@ -55,8 +70,19 @@ export function planDeregistration(p: PlanSoFar): Deregistration {
   if (!p.o.deregister) return { status: 'disabled', reasons: ['--no-deregister', ...reasons], ...base };
   if (reasons.length > 0) return { status: 'not-ready', reasons, ...base };
   if (ims.releasing + mrs.releasing > 0) {
-    const what = [ims.releasing ? `${ims.releasing} InfraMachine(s)` : '', mrs.releasing ? `${mrs.releasing} MachineRequest(s)` : ''].filter(Boolean).join(' and ');
-    return { status: 'after-releases', reasons: [`follows once the releases above are done: Omni then destroys the ${what} of ${p.id}, and nothing else of the provider is in use`], ...base };
+    const what = [
+      ims.releasing ? `${ims.releasing} InfraMachine(s)` : '',
+      mrs.releasing ? `${mrs.releasing} MachineRequest(s)` : '',
+    ]
+      .filter(Boolean)
+      .join(' and ');
+    return {
+      status: 'after-releases',
+      reasons: [
+        `follows once the releases above are done: Omni then destroys the ${what} of ${p.id}, and nothing else of the provider is in use`,
+      ],
+      ...base,
+    };
   }
   const item = deregistrationItem(p);
   if (!item) return { status: 'done', reasons: ['nothing of the provider is left in Omni'], ...base };
@@ -73,14 +99,24 @@ function deregistrationItem(p: PlanSoFar): DeregistrationItem | undefined {
     kind: 'leftover' as const,
     id: r.metadata.id,
     reason: why,
-    ops: [...p.confirmedGone(parentsOf(r, p.s.profile), 'named by what deregistration destroys: gone'), ...p.dispose(r, r.metadata.namespace === NS_INFRA_PROVIDER ? why : `${why}: emptying infra-provider:${p.id}`)],
+    ops: [
+      ...p.confirmedGone(parentsOf(r, p.s.profile), 'named by what deregistration destroys: gone'),
+      ...p.dispose(r, r.metadata.namespace === NS_INFRA_PROVIDER ? why : `${why}: emptying infra-provider:${p.id}`),
+    ],
   }));
   const ops: Operation[] = [];
   if (p.s.healthStatus) ops.push(...p.dispose(p.s.healthStatus, `${why}: the heartbeat (its beats stopped first)`));
   if (p.s.providerStatus) ops.push(...p.dispose(p.s.providerStatus, `${why}: the ProviderStatus, last`));
   if (cleanup.length === 0 && ops.length === 0) return undefined;
   const heartbeat = { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: p.id };
-  return { kind: 'deregistration', id: p.id, reason: why, check: { op: 'check-live-provider', target: heartbeat, why: 'no live provider came back (design rule 7)' }, cleanup, ops };
+  return {
+    kind: 'deregistration',
+    id: p.id,
+    reason: why,
+    check: { op: 'check-live-provider', target: heartbeat, why: 'no live provider came back (design rule 7)' },
+    cleanup,
+    ops,
+  };
 }
 
 /** Parents named by what deregistration would destroy, neither listed nor confirmed gone by a Get. */
@@ -91,7 +127,10 @@ function unconfirmedParents(p: PlanSoFar): string[] {
       if ((parent.type === T.InfraMachine ? p.imById : p.mrById).has(parent.id)) continue;
       const key = describePointer(parent);
       if (!p.s.goneById.has(key) && !out.has(key)) {
-        out.set(key, `${kindOf(parent)} ${parent.id}, named by ${describePointer(r.metadata)}, was not confirmed gone by a Get of its ID`);
+        out.set(
+          key,
+          `${kindOf(parent)} ${parent.id}, named by ${describePointer(r.metadata)}, was not confirmed gone by a Get of its ID`,
+        );
       }
     }
   }
@@ -104,11 +143,26 @@ function machineNote(p: PlanSoFar, m: Resource): Note {
   const rid = m.metadata.labels[LABEL_MACHINE_REQUEST];
   const mr = rid !== undefined ? p.mrById.get(rid) : undefined;
   if (im && im.metadata.phase === PHASE_RUNNING) {
-    return { kind: 'Machine', id: uuid, reason: 'its InfraMachine is still running (the machine is in use)', nextStep: `take it out of its cluster, then omnictl delete link ${uuid}` };
+    return {
+      kind: 'Machine',
+      id: uuid,
+      reason: 'its InfraMachine is still running (the machine is in use)',
+      nextStep: `take it out of its cluster, then omnictl delete link ${uuid}`,
+    };
   }
   if (mr && mr.metadata.phase === PHASE_RUNNING) {
     const set = mr.metadata.labels[LABEL_MACHINE_REQUEST_SET];
-    return { kind: 'Machine', id: uuid, reason: `its MachineRequest ${mr.metadata.id} is still running`, nextStep: set ? `scale down MachineRequestSet ${set}` : `omnictl delete machinerequest ${mr.metadata.id}` };
+    return {
+      kind: 'Machine',
+      id: uuid,
+      reason: `its MachineRequest ${mr.metadata.id} is still running`,
+      nextStep: set ? `scale down MachineRequestSet ${set}` : `omnictl delete machinerequest ${mr.metadata.id}`,
+    };
   }
-  return { kind: 'Machine', id: uuid, reason: `still present (phase ${m.metadata.phase}); Omni removes it once its Link is gone`, nextStep: `omnictl delete link ${uuid} (on Omni before 1.4, take it out of its cluster first)` };
+  return {
+    kind: 'Machine',
+    id: uuid,
+    reason: `still present (phase ${m.metadata.phase}); Omni removes it once its Link is gone`,
+    nextStep: `omnictl delete link ${uuid} (on Omni before 1.4, take it out of its cluster first)`,
+  };
 }

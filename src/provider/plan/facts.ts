@@ -15,7 +15,8 @@ import { PROVIDER_WIDE_IDS, type ResolvedProfile } from '../profile.js';
 export const STUB_MARKER = 'stub-provider';
 
 /** Omni 1.4.0 added the cleanup that also tears down user-owned MachineRequestSets (docs/omni-lifecycle.md 9). */
-const DELETE_EFFECT = 'deleting the provider also tears down every user-owned MachineRequestSet, of every provider, not only this one: check `omnictl get machinerequestsets` first.';
+const DELETE_EFFECT =
+  'deleting the provider also tears down every user-owned MachineRequestSet, of every provider, not only this one: check `omnictl get machinerequestsets` first.';
 export const DELETE_WARNING = `On Omni 1.4 and later, ${DELETE_EFFECT}`;
 /** When Omni's version could not be read: the operator knows it, we do not. */
 export const DELETE_WARNING_VERSION_UNKNOWN = `If this Omni is 1.4 or later (its version could not be read), ${DELETE_EFFECT}`;
@@ -60,7 +61,11 @@ export function atLeast(version: string, major: number, minor: number): boolean 
 export function releasesCompletely(item: PlanItem): boolean {
   if (item.kind !== 'InfraMachine' && item.kind !== 'MachineRequest') return false;
   const last = item.ops.at(-1);
-  return last?.op === 'remove-finalizers' && last.target.id === item.id && (!last.holds || predictionOf(predictHolds(last.holds)) === 'lets-go');
+  return (
+    last?.op === 'remove-finalizers' &&
+    last.target.id === item.id &&
+    (!last.holds || predictionOf(predictHolds(last.holds)) === 'lets-go')
+  );
 }
 
 export function kindOf(r: Resource | { type: string }): string {
@@ -75,7 +80,10 @@ export function kindOf(r: Resource | { type: string }): string {
  * to the InfraMachine (per-machine types) or MachineRequest (per-request types) of its ID, both for
  * a type that is both. None for provider-wide resources (TLSConfig), which only deregistration cleans.
  */
-export function parentsOf(r: Resource, profile: ResolvedProfile): (Pointer & { type: typeof T.InfraMachine | typeof T.MachineRequest })[] {
+export function parentsOf(
+  r: Resource,
+  profile: ResolvedProfile,
+): (Pointer & { type: typeof T.InfraMachine | typeof T.MachineRequest })[] {
   const md = r.metadata;
   const im = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: pid });
   const mr = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: pid });
@@ -86,7 +94,10 @@ export function parentsOf(r: Resource, profile: ResolvedProfile): (Pointer & { t
     return req ? [mr(req)] : [];
   }
   if (PROVIDER_WIDE_IDS.has(md.id)) return [];
-  return [...(profile.machineTypes.includes(md.type) ? [im(md.id)] : []), ...(profile.stateTypes.includes(md.type) ? [mr(md.id)] : [])];
+  return [
+    ...(profile.machineTypes.includes(md.type) ? [im(md.id)] : []),
+    ...(profile.stateTypes.includes(md.type) ? [mr(md.id)] : []),
+  ];
 }
 
 /** A namespace and a type. */
@@ -98,8 +109,19 @@ export type NamespacedType = Pick<Pointer, 'namespace' | 'type'>;
  * namespace, for a MachineRequest its MachineRequestStatus and the per-request types.
  * ConfigPatchRequests have IDs of their own and are found by List only.
  */
-export function childKinds(parentType: typeof T.InfraMachine | typeof T.MachineRequest, profile: ResolvedProfile, providerId: string): NamespacedType[] {
+export function childKinds(
+  parentType: typeof T.InfraMachine | typeof T.MachineRequest,
+  profile: ResolvedProfile,
+  providerId: string,
+): NamespacedType[] {
   const ns = providerNamespace(providerId);
-  if (parentType === T.InfraMachine) return [{ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus }, ...profile.machineTypes.map((t) => ({ namespace: ns, type: t }))];
-  return [{ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus }, ...profile.stateTypes.map((t) => ({ namespace: ns, type: t }))];
+  if (parentType === T.InfraMachine)
+    return [
+      { namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus },
+      ...profile.machineTypes.map((t) => ({ namespace: ns, type: t })),
+    ];
+  return [
+    { namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus },
+    ...profile.stateTypes.map((t) => ({ namespace: ns, type: t })),
+  ];
 }

@@ -91,7 +91,15 @@ export interface CreateRefusalOp {
   why: string;
 }
 
-export type Operation = RemoveFinalizersOp | TeardownOp | WaitOp | DestroyOp | WipeOp | ConfirmedGoneOp | CheckLiveProviderOp | CreateRefusalOp;
+export type Operation =
+  | RemoveFinalizersOp
+  | TeardownOp
+  | WaitOp
+  | DestroyOp
+  | WipeOp
+  | ConfirmedGoneOp
+  | CheckLiveProviderOp
+  | CreateRefusalOp;
 
 /** What an operation acts on: `namespace/type/id`, or the machine ID of a wipe. */
 export function targetOf(op: Operation): string {

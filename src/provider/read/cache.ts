@@ -23,7 +23,6 @@ import { isOurResource, machineCarriesProvider } from '../ownership.js';
 import type { ItemSource, Reads, WaitOutcome, WaitUntil } from './reads.js';
 import { Slimmer } from './slim.js';
 
-
 /**
  * The caches of one run (or of one `plan`), by kind; the provider's own records (ProviderStatus,
  * heartbeat), read by a Get in every pass, beside them. Implements what the executor reads.
@@ -42,16 +41,23 @@ export class ProviderCache implements Reads, ItemSource, KindHost {
   private dirty = false;
   private wake: (() => void) | undefined;
 
-  constructor(readonly state: State, readonly o: CacheOptions) {
+  constructor(
+    readonly state: State,
+    readonly o: CacheOptions,
+  ) {
     this.slimmer = new Slimmer(o.providerId);
     const onAbort = () => this.ac.abort(o.signal?.reason);
     o.signal?.addEventListener('abort', onAbort, { once: true });
     this.unlink = () => o.signal?.removeEventListener('abort', onAbort);
-    this.ac.signal.addEventListener('abort', () => {
-      for (const ac of this.watches) ac.abort();
-      for (const finish of [...this.pending]) finish('aborted');
-      this.wake?.();
-    }, { once: true });
+    this.ac.signal.addEventListener(
+      'abort',
+      () => {
+        for (const ac of this.watches) ac.abort();
+        for (const finish of [...this.pending]) finish('aborted');
+        this.wake?.();
+      },
+      { once: true },
+    );
   }
 
   /** A kind's watch stops with the run (one listener for all of them: no MaxListenersExceededWarning). */
@@ -65,9 +71,10 @@ export class ProviderCache implements Reads, ItemSource, KindHost {
     let k = this.kinds.get(key);
     if (!k) {
       const id = this.o.providerId;
-      const keep = p.namespace === NS_DEFAULT && p.type === T.Machine
-        ? (r: Resource) => machineCarriesProvider(r.metadata, id)
-        : (r: Resource) => isOurResource(r.metadata, id);
+      const keep =
+        p.namespace === NS_DEFAULT && p.type === T.Machine
+          ? (r: Resource) => machineCarriesProvider(r.metadata, id)
+          : (r: Resource) => isOurResource(r.metadata, id);
       k = new KindCache(this, p.namespace, p.type, keep);
       this.kinds.set(key, k);
     }
@@ -162,7 +169,15 @@ export class ProviderCache implements Reads, ItemSource, KindHost {
         end();
         resolve(o);
       };
-      const w: Waiter = { until, minVersion: safeVersion(minVersion), resolve: finish, reject: (e) => { end(); reject(e); } };
+      const w: Waiter = {
+        until,
+        minVersion: safeVersion(minVersion),
+        resolve: finish,
+        reject: (e) => {
+          end();
+          reject(e);
+        },
+      };
       // No limit (`--wait --timeout 0`): no timer; setTimeout fires at once for what it cannot hold.
       if (Number.isFinite(timeoutMs)) timer.t = setTimeout(() => finish('timeout'), Math.max(0, timeoutMs));
       this.pending.add(finish);

@@ -83,14 +83,21 @@ export class KindCache {
   private ac: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly c: KindHost, readonly namespace: string, readonly type: string, private readonly keep: (r: Resource) => boolean) {
+  constructor(
+    private readonly c: KindHost,
+    readonly namespace: string,
+    readonly type: string,
+    private readonly keep: (r: Resource) => boolean,
+  ) {
     this.start();
   }
 
   private start(): void {
     this.synced = false;
     this.failure = undefined;
-    this.ready = new Promise<void>((resolve, reject) => { this.settle = { resolve, reject }; });
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.settle = { resolve, reject };
+    });
     this.ready.catch(() => undefined);
     if (!this.c.o.live) {
       this.gen++;
@@ -103,7 +110,14 @@ export class KindCache {
     const signal = this.ac.signal;
     this.c.linkAbort(this.ac);
     this.awaitEstablished();
-    void this.consume(this.c.state.watchKind(this.namespace, this.type, { bootstrapContents: false, signal, onReset: () => this.relist() }), signal);
+    void this.consume(
+      this.c.state.watchKind(this.namespace, this.type, {
+        bootstrapContents: false,
+        signal,
+        onReset: () => this.relist(),
+      }),
+      signal,
+    );
   }
 
   /** The events from now on are held, and the kind is listed again once the watch is established. */
@@ -118,7 +132,9 @@ export class KindCache {
 
   /** The client restarts the watch from scratch (its bookmark was refused): what came meanwhile is lost. */
   private relist(): void {
-    this.ready = new Promise<void>((resolve, reject) => { this.settle = { resolve, reject }; });
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.settle = { resolve, reject };
+    });
     this.ready.catch(() => undefined);
     this.synced = false;
     this.awaitEstablished();
@@ -143,25 +159,28 @@ export class KindCache {
     this.listing = true;
     clearTimeout(this.timer);
     const gen = this.gen;
-    this.c.state.list(this.namespace, this.type, { signal: this.c.o.signal }).then((rs) => {
-      if (gen !== this.gen) return;
-      const fresh = new Map<string, Resource>();
-      for (const r of rs) {
-        this.missed.delete(r.metadata.id);
-        if (this.keep(r)) fresh.set(r.metadata.id, this.c.slim(r, true));
-      }
-      this.bound(fresh.size);
-      this.entries = fresh;
-      const held = this.buffer ?? [];
-      this.buffer = undefined;
-      for (const e of held) this.apply(e);
-      this.synced = true;
-      this.settle.resolve();
-      for (const id of [...this.waiters.keys()]) this.check(id);
-      this.c.markChanged();
-    }).catch((err: unknown) => {
-      if (gen === this.gen) this.fail(err);
-    });
+    this.c.state
+      .list(this.namespace, this.type, { signal: this.c.o.signal })
+      .then((rs) => {
+        if (gen !== this.gen) return;
+        const fresh = new Map<string, Resource>();
+        for (const r of rs) {
+          this.missed.delete(r.metadata.id);
+          if (this.keep(r)) fresh.set(r.metadata.id, this.c.slim(r, true));
+        }
+        this.bound(fresh.size);
+        this.entries = fresh;
+        const held = this.buffer ?? [];
+        this.buffer = undefined;
+        for (const e of held) this.apply(e);
+        this.synced = true;
+        this.settle.resolve();
+        for (const id of [...this.waiters.keys()]) this.check(id);
+        this.c.markChanged();
+      })
+      .catch((err: unknown) => {
+        if (gen === this.gen) this.fail(err);
+      });
   }
 
   private fail(err: unknown): void {
@@ -206,7 +225,11 @@ export class KindCache {
     if (e.type === 'destroyed') {
       this.destroyedByUs.delete(id);
       this.goneIds.add(id);
-      if (this.destroyedAt.size < 4 * this.max()) this.destroyedAt.set(id, { created: e.resource.metadata.created, version: safeVersion(e.resource.metadata.version) });
+      if (this.destroyedAt.size < 4 * this.max())
+        this.destroyedAt.set(id, {
+          created: e.resource.metadata.created,
+          version: safeVersion(e.resource.metadata.version),
+        });
       const had = this.entries.delete(id);
       this.check(id);
       return had;
@@ -241,7 +264,12 @@ export class KindCache {
   }
 
   private bound(n: number): void {
-    if (n > this.max()) throw new StubError('STUB_CACHE_TOO_LARGE', ExitCode.Incomplete, `${this.namespace}/${this.type}: more than ${this.max()} resources or pending events (design rule 12); check what answers in front of Omni`);
+    if (n > this.max())
+      throw new StubError(
+        'STUB_CACHE_TOO_LARGE',
+        ExitCode.Incomplete,
+        `${this.namespace}/${this.type}: more than ${this.max()} resources or pending events (design rule 12); check what answers in front of Omni`,
+      );
   }
 
   /** A Get of this run found it, or a write of this run answered it: read by its ID. */
@@ -337,7 +365,12 @@ export class KindCache {
     for (const w of [...set]) {
       let out: WaitOutcome | undefined;
       if (r) {
-        if (w.until === 'no-finalizers' && r.metadata.finalizers.length === 0 && safeVersion(r.metadata.version) >= w.minVersion) out = 'released';
+        if (
+          w.until === 'no-finalizers' &&
+          r.metadata.finalizers.length === 0 &&
+          safeVersion(r.metadata.version) >= w.minVersion
+        )
+          out = 'released';
       } else if (gone || w.until === 'gone') {
         out = 'gone';
       } else {
@@ -354,7 +387,10 @@ export class KindCache {
     this.reading.add(id);
     const get = () => this.c.state.get({ namespace: this.namespace, type: this.type, id }, { signal: this.c.o.signal });
     (this.c.o.limiter ? this.c.o.limiter.run(get) : get()).then(
-      (r) => { this.reading.delete(id); this.observe(r); },
+      (r) => {
+        this.reading.delete(id);
+        this.observe(r);
+      },
       (err: unknown) => {
         this.reading.delete(id);
         if (hasCode(err, 'OMNI_NOT_FOUND')) this.observeNotFound(id);

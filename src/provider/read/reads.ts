@@ -44,7 +44,12 @@ export interface ItemSource {
  * machine or request and what belongs to it, the Machine its status names, the provider's statuses;
  * the evidence of the pass (`goneById`) carried over.
  */
-export function itemSnapshot(pass: Snapshot, src: ItemSource, item: Pick<PlanItem, 'kind' | 'id'>, target?: Pointer): Snapshot {
+export function itemSnapshot(
+  pass: Snapshot,
+  src: ItemSource,
+  item: Pick<PlanItem, 'kind' | 'id'>,
+  target?: Pointer,
+): Snapshot {
   const id = item.id;
   const one = (namespace: string, type: string, rid = id): Resource[] => {
     const r = src.get({ namespace, type, id: rid });
@@ -53,8 +58,16 @@ export function itemSnapshot(pass: Snapshot, src: ItemSource, item: Pick<PlanIte
   const ns = Object.fromEntries(pass.profile.namespaceTypes.map((t) => [t, [] as Resource[]]));
   const out: Snapshot = {
     ...pass,
-    infraMachines: [], infraMachineStatuses: [], bmcConfigs: [], machineRequests: [], machineRequestStatuses: [], configPatchRequests: [], machines: [],
-    namespace: ns, missedByList: [], foundById: new Set(),
+    infraMachines: [],
+    infraMachineStatuses: [],
+    bmcConfigs: [],
+    machineRequests: [],
+    machineRequestStatuses: [],
+    configPatchRequests: [],
+    machines: [],
+    namespace: ns,
+    missedByList: [],
+    foundById: new Set(),
   };
   const nsOf = pass.profile.namespaceTypes.length > 0 ? namespaceOf(pass) : undefined;
   const fill = (types: string[]) => {
@@ -71,7 +84,9 @@ export function itemSnapshot(pass: Snapshot, src: ItemSource, item: Pick<PlanIte
   } else if (item.kind === 'MachineRequest') {
     out.machineRequests = one(NS_INFRA_PROVIDER, T.MachineRequest);
     out.machineRequestStatuses = one(NS_INFRA_PROVIDER, T.MachineRequestStatus);
-    out.configPatchRequests = src.configPatchRequestsOf(id).filter((r) => r.metadata.labels[LABEL_MACHINE_REQUEST] === id);
+    out.configPatchRequests = src
+      .configPatchRequestsOf(id)
+      .filter((r) => r.metadata.labels[LABEL_MACHINE_REQUEST] === id);
     fill(pass.profile.stateTypes);
     const machine = out.machineRequestStatuses[0] ? statusMachineId(out.machineRequestStatuses[0]) : undefined;
     if (machine) out.machines = one(NS_DEFAULT, T.Machine, machine);
@@ -85,11 +100,23 @@ export function itemSnapshot(pass: Snapshot, src: ItemSource, item: Pick<PlanIte
   if (item.kind === 'deregistration') {
     const hs = pass.healthStatus ? src.get(pass.healthStatus.metadata) : undefined;
     const ps = pass.providerStatus ? src.get(pass.providerStatus.metadata) : undefined;
-    if (hs) out.healthStatus = hs; else delete out.healthStatus;
-    if (ps) out.providerStatus = ps; else delete out.providerStatus;
+    if (hs) out.healthStatus = hs;
+    else delete out.healthStatus;
+    if (ps) out.providerStatus = ps;
+    else delete out.providerStatus;
   }
   const found = new Set<Resource>();
-  for (const r of [...out.infraMachines, ...out.infraMachineStatuses, ...out.bmcConfigs, ...out.machineRequests, ...out.machineRequestStatuses, ...out.configPatchRequests, ...Object.values(ns).flat(), ...(out.healthStatus ? [out.healthStatus] : []), ...(out.providerStatus ? [out.providerStatus] : [])]) {
+  for (const r of [
+    ...out.infraMachines,
+    ...out.infraMachineStatuses,
+    ...out.bmcConfigs,
+    ...out.machineRequests,
+    ...out.machineRequestStatuses,
+    ...out.configPatchRequests,
+    ...Object.values(ns).flat(),
+    ...(out.healthStatus ? [out.healthStatus] : []),
+    ...(out.providerStatus ? [out.providerStatus] : []),
+  ]) {
     if (src.namedById(r.metadata)) found.add(r);
   }
   out.foundById = found;
@@ -103,9 +130,13 @@ function namespaceOf(pass: Snapshot): string {
 /** The list of `s` a resource of that type goes in. */
 function listFor(s: Snapshot, r: Resource): Resource[] | undefined {
   switch (r.metadata.type) {
-    case T.InfraMachineStatus: return s.infraMachineStatuses;
-    case T.MachineRequestStatus: return s.machineRequestStatuses;
-    case T.ConfigPatchRequest: return s.configPatchRequests;
-    default: return s.namespace[r.metadata.type];
+    case T.InfraMachineStatus:
+      return s.infraMachineStatuses;
+    case T.MachineRequestStatus:
+      return s.machineRequestStatuses;
+    case T.ConfigPatchRequest:
+      return s.configPatchRequests;
+    default:
+      return s.namespace[r.metadata.type];
   }
 }

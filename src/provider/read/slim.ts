@@ -47,7 +47,11 @@ export class Slimmer {
     for (let i = 0; i < md.finalizers.length; i++) md.finalizers[i] = one(md.finalizers[i]!);
     values(md.labels);
     values(md.annotations);
-    if (!SPEC_READ.has(md.type) && md.type !== providerType('BMCConfiguration', id) && ourFinalizers(md, id).length === 0) {
+    if (
+      !SPEC_READ.has(md.type) &&
+      md.type !== providerType('BMCConfiguration', id) &&
+      ourFinalizers(md, id).length === 0
+    ) {
       r.spec = OMITTED_SPEC;
       return r;
     }

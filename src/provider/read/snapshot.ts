@@ -7,7 +7,14 @@
 
 import type { Pointer, Resource } from '../../omni-api/resource.js';
 import {
-  NS_DEFAULT, NS_EPHEMERAL, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, PHASE_TEARING_DOWN, T, describePointer, providerNamespace,
+  NS_DEFAULT,
+  NS_EPHEMERAL,
+  NS_INFRA_PROVIDER,
+  NS_INFRA_PROVIDER_EPHEMERAL,
+  PHASE_TEARING_DOWN,
+  T,
+  describePointer,
+  providerNamespace,
 } from '../../omni-api/resource.js';
 import type { State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
@@ -56,7 +63,13 @@ const SHARED_LISTS = [
 ] as const;
 
 export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise<Snapshot> {
-  const cache = opts.cache ?? new ProviderCache(state, { providerId: opts.providerId, live: false, ...(opts.signal ? { signal: opts.signal } : {}) });
+  const cache =
+    opts.cache ??
+    new ProviderCache(state, {
+      providerId: opts.providerId,
+      live: false,
+      ...(opts.signal ? { signal: opts.signal } : {}),
+    });
   try {
     return await readSnapshot(state, cache, opts);
   } finally {
@@ -89,18 +102,30 @@ async function readSnapshot(state: State, cache: ProviderCache, opts: SnapshotOp
     // Readable with any valid signature (docs/omni-wire.md 4.6); an older Omni may not have it.
     getIfExists(state, { namespace: NS_EPHEMERAL, type: T.SysVersion, id: 'current' }, call).catch(() => undefined),
   ]);
-  const byName = Object.fromEntries(SHARED_LISTS.map(([name], i) => [name, shared[i] ?? []])) as Record<(typeof SHARED_LISTS)[number][0], Resource[]>;
+  const byName = Object.fromEntries(SHARED_LISTS.map(([name], i) => [name, shared[i] ?? []])) as Record<
+    (typeof SHARED_LISTS)[number][0],
+    Resource[]
+  >;
 
-  const resolve = () => resolveProfile(opts.profile, {
-    staticLabel: providerStatus !== undefined && Object.hasOwn(providerStatus.metadata.labels, LABEL_IS_STATIC_INFRA_PROVIDER),
-    infraMachines: byName.infraMachines.length,
-    machineRequests: byName.machineRequests.length,
-  }, id, opts.stateTypes);
+  const resolve = () =>
+    resolveProfile(
+      opts.profile,
+      {
+        staticLabel:
+          providerStatus !== undefined && Object.hasOwn(providerStatus.metadata.labels, LABEL_IS_STATIC_INFRA_PROVIDER),
+        infraMachines: byName.infraMachines.length,
+        machineRequests: byName.machineRequests.length,
+      },
+      id,
+      opts.stateTypes,
+    );
   let profile = resolve();
 
   const nsLists = await Promise.all(profile.namespaceTypes.map((type) => list(providerNamespace(id), type)));
   const namespace: Record<string, Resource[]> = {};
-  profile.namespaceTypes.forEach((type, i) => { namespace[type] = nsLists[i] ?? []; });
+  profile.namespaceTypes.forEach((type, i) => {
+    namespace[type] = nsLists[i] ?? [];
+  });
 
   // Absences that a destructive step would rest on, each checked by one Get of the ID (rule 10).
   const foundById = new Set<Resource>([providerStatus, healthStatus].filter((r) => r !== undefined));
@@ -134,11 +159,16 @@ async function readSnapshot(state: State, cache: ProviderCache, opts: SnapshotOp
   for (const r of byName.bmcConfigs) if (cache.namedById(r.metadata)) foundById.add(r);
   const listOf = (p: Pointer): Resource[] => {
     switch (p.type) {
-      case T.InfraMachine: return byName.infraMachines;
-      case T.MachineRequest: return byName.machineRequests;
-      case T.InfraMachineStatus: return byName.infraMachineStatuses;
-      case T.MachineRequestStatus: return byName.machineRequestStatuses;
-      default: return (namespace[p.type] ??= []);
+      case T.InfraMachine:
+        return byName.infraMachines;
+      case T.MachineRequest:
+        return byName.machineRequests;
+      case T.InfraMachineStatus:
+        return byName.infraMachineStatuses;
+      case T.MachineRequestStatus:
+        return byName.machineRequestStatuses;
+      default:
+        return (namespace[p.type] ??= []);
     }
   };
   const limiter = opts.limiter ?? new Limiter(opts.concurrency ?? DEFAULT_ABSENCE_GETS);
@@ -147,7 +177,9 @@ async function readSnapshot(state: State, cache: ProviderCache, opts: SnapshotOp
     const wanted = new Map<string, Pointer>();
     for (const p of ps) if (!idsOf(p).has(p.id)) wanted.set(describePointer(p), p);
     // In the order asked, whatever order the answers come in: the plan is the same for the same Omni.
-    const answers = await Promise.all([...wanted].map(([key, p]) => limiter.run(() => getIfExists(state, p, call)).then((r) => [key, p, r] as const)));
+    const answers = await Promise.all(
+      [...wanted].map(([key, p]) => limiter.run(() => getIfExists(state, p, call)).then((r) => [key, p, r] as const)),
+    );
     const found: Resource[] = [];
     for (const [key, p, r] of answers) {
       idsOf(p).add(p.id);
@@ -170,11 +202,16 @@ async function readSnapshot(state: State, cache: ProviderCache, opts: SnapshotOp
   function* missingParents(): Generator<Pointer> {
     for (const r of perItem()) for (const p of parentsOf(r, profile)) if (!idsOf(p).has(p.id)) yield p;
   }
-  const kindsOf = { [T.InfraMachine]: childKinds(T.InfraMachine, profile, id), [T.MachineRequest]: childKinds(T.MachineRequest, profile, id) };
+  const kindsOf = {
+    [T.InfraMachine]: childKinds(T.InfraMachine, profile, id),
+    [T.MachineRequest]: childKinds(T.MachineRequest, profile, id),
+  };
   function* missingChildren(parents: Iterable<Resource>): Generator<Pointer> {
     for (const r of parents) {
-      const kinds = r.metadata.type === T.InfraMachine || r.metadata.type === T.MachineRequest ? kindsOf[r.metadata.type] : [];
-      if (kinds.length === 0 || r.metadata.phase !== PHASE_TEARING_DOWN || ourFinalizers(r.metadata, id).length === 0) continue;
+      const kinds =
+        r.metadata.type === T.InfraMachine || r.metadata.type === T.MachineRequest ? kindsOf[r.metadata.type] : [];
+      if (kinds.length === 0 || r.metadata.phase !== PHASE_TEARING_DOWN || ourFinalizers(r.metadata, id).length === 0)
+        continue;
       for (const k of kinds) if (!idsOf(k).has(r.metadata.id)) yield { ...k, id: r.metadata.id };
     }
   }

@@ -69,7 +69,13 @@ export class Audit {
   private readonly pending = new Map<number, AuditWrite>();
   private closed: string | undefined;
 
-  constructor(private readonly sink?: (line: string) => void, private readonly now: () => number = Date.now, logger?: Logger, run: string = randomUUID(), o: { writeLogLevel?: 'info' | 'debug' } = {}) {
+  constructor(
+    private readonly sink?: (line: string) => void,
+    private readonly now: () => number = Date.now,
+    logger?: Logger,
+    run: string = randomUUID(),
+    o: { writeLogLevel?: 'info' | 'debug' } = {},
+  ) {
     this.logger = logger;
     this.run = run;
     this.writeLogLevel = o.writeLogLevel ?? 'info';
@@ -77,7 +83,10 @@ export class Audit {
 
   /** The client's write observer (OmniClientOptions.onWrite). */
   readonly observer: WriteObserver = (intent) => {
-    if (this.closed !== undefined) throw new Error(`refusing to write ${describePointer(intent.resource)} to Omni: the audit log was closed (${this.closed})`);
+    if (this.closed !== undefined)
+      throw new Error(
+        `refusing to write ${describePointer(intent.resource)} to Omni: the audit log was closed (${this.closed})`,
+      );
     const w = writeOf(intent, this.run, ++this.seq);
     // Written before the write is sent; if it cannot be written, the write is not sent (it throws).
     // Without a file no line is built at all: at 10 000 machines that is 190 000 objects and dates.
@@ -92,13 +101,16 @@ export class Audit {
    */
   close(reason: string): void {
     if (this.closed !== undefined) return;
-    for (const w of [...this.pending.values()]) this.outcome(w, { result: 'unknown', error: new Error(`no answer before the run ended (${reason})`) });
+    for (const w of [...this.pending.values()])
+      this.outcome(w, { result: 'unknown', error: new Error(`no answer before the run ended (${reason})`) });
     this.closed = reason;
   }
 
   /** Writes that Omni applied. */
   get writes(): number {
-    return Object.entries(this.counts).filter(([k]) => k.endsWith(':ok')).reduce((a, [, v]) => a + v, 0);
+    return Object.entries(this.counts)
+      .filter(([k]) => k.endsWith(':ok'))
+      .reduce((a, [, v]) => a + v, 0);
   }
 
   private outcome(w: AuditWrite, o: WriteOutcome): void {
@@ -128,10 +140,23 @@ export class Audit {
     if (o.result === 'ok') {
       const level = this.writeLogLevel;
       if (!log.isLevelEnabled(level)) return;
-      const removed = w.op === 'update' && w.finalizersBefore && o.after ? w.finalizersBefore.filter((f) => !o.after!.metadata.finalizers.includes(f)) : [];
-      log[level]({ ...fields, ...(removed.length > 0 ? { finalizersRemoved: removed } : {}), ...(o.after ? { version: o.after.metadata.version } : {}) }, MESSAGES[w.op]);
+      const removed =
+        w.op === 'update' && w.finalizersBefore && o.after
+          ? w.finalizersBefore.filter((f) => !o.after!.metadata.finalizers.includes(f))
+          : [];
+      log[level](
+        {
+          ...fields,
+          ...(removed.length > 0 ? { finalizersRemoved: removed } : {}),
+          ...(o.after ? { version: o.after.metadata.version } : {}),
+        },
+        MESSAGES[w.op],
+      );
     } else if (o.result === 'unknown') {
-      log.warn({ ...fields, seq: w.seq, err: (o.error as Error)?.message ?? String(o.error) }, 'no answer from Omni to this write: it may have been applied (a run again reads it and carries on)');
+      log.warn(
+        { ...fields, seq: w.seq, err: (o.error as Error)?.message ?? String(o.error) },
+        'no answer from Omni to this write: it may have been applied (a run again reads it and carries on)',
+      );
     } else {
       // The caller decides what a refusal means (a conflict is retried, NotFound is done).
       log.debug({ ...fields, err: o.error.message }, 'Omni refused a write');
@@ -139,7 +164,12 @@ export class Audit {
   }
 }
 
-const MESSAGES: Record<AuditOp, string> = { create: 'created', update: 'updated', teardown: 'tore down', destroy: 'destroyed' };
+const MESSAGES: Record<AuditOp, string> = {
+  create: 'created',
+  update: 'updated',
+  teardown: 'tore down',
+  destroy: 'destroyed',
+};
 
 function opOf(i: WriteIntent): AuditOp {
   if (i.method === 'Create') return 'create';
@@ -169,10 +199,15 @@ function intended(i: WriteIntent): Pick<AuditIntent, 'finalizersAfter' | 'phaseA
 }
 
 function after(r: Resource | undefined): Pick<AuditOutcome, 'versionAfter' | 'finalizersAfter' | 'phaseAfter'> {
-  return r ? { versionAfter: r.metadata.version, finalizersAfter: [...r.metadata.finalizers], phaseAfter: r.metadata.phase } : {};
+  return r
+    ? { versionAfter: r.metadata.version, finalizersAfter: [...r.metadata.finalizers], phaseAfter: r.metadata.phase }
+    : {};
 }
 
 function failure(err: unknown): Pick<AuditOutcome, 'errorCode' | 'error'> {
   const e = err as { code?: unknown; message?: unknown };
-  return { ...(typeof e?.code === 'string' ? { errorCode: e.code } : {}), error: typeof e?.message === 'string' ? e.message : String(err) };
+  return {
+    ...(typeof e?.code === 'string' ? { errorCode: e.code } : {}),
+    error: typeof e?.message === 'string' ? e.message : String(err),
+  };
 }

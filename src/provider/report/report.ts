@@ -79,7 +79,11 @@ export interface Report {
    * `lastStepAfterRun` (plan): the same command, for after a run that deregisters.
    */
   deregistration: { status: string; reasons: string[]; lastStep?: string; lastStepAfterRun?: string; warning?: string };
-  planned?: { writes: number; announce: boolean; items: { kind: string; id: string; reason: string; steps: PlannedStep[] }[] };
+  planned?: {
+    writes: number;
+    announce: boolean;
+    items: { kind: string; id: string; reason: string; steps: PlannedStep[] }[];
+  };
   writes: Record<string, number>;
   /**
    * run: how much Omni (or a proxy) throttled the writes, when it did (omni-client/write/pressure.ts):
@@ -108,14 +112,26 @@ export interface Throttling {
 }
 
 /** What the client counted (ThrottlingStats), as the report has it: only when something happened. */
-export function throttlingOf(t: Omit<Throttling, 'firstSignalAt' | 'lastSignalAt'> & { firstSignalAt?: number; lastSignalAt?: number } | undefined): Throttling | undefined {
+export function throttlingOf(
+  t:
+    | (Omit<Throttling, 'firstSignalAt' | 'lastSignalAt'> & { firstSignalAt?: number; lastSignalAt?: number })
+    | undefined,
+): Throttling | undefined {
   if (!t || (t.signals === 0 && t.lostAnswers === 0)) return undefined;
   const at = (ms: number | undefined) => (ms !== undefined ? new Date(ms).toISOString() : undefined);
   const first = at(t.firstSignalAt);
   const last = at(t.lastSignalAt);
   return {
-    signals: t.signals, lostAnswers: t.lostAnswers, waitedMs: t.waitedMs, minWritesInFlight: t.minWritesInFlight, maxWritesInFlight: t.maxWritesInFlight,
-    retriedWrites: t.retriedWrites, foundApplied: t.foundApplied, gaveUp: t.gaveUp, ...(first ? { firstSignalAt: first } : {}), ...(last ? { lastSignalAt: last } : {}),
+    signals: t.signals,
+    lostAnswers: t.lostAnswers,
+    waitedMs: t.waitedMs,
+    minWritesInFlight: t.minWritesInFlight,
+    maxWritesInFlight: t.maxWritesInFlight,
+    retriedWrites: t.retriedWrites,
+    foundApplied: t.foundApplied,
+    gaveUp: t.gaveUp,
+    ...(first ? { firstSignalAt: first } : {}),
+    ...(last ? { lastSignalAt: last } : {}),
   };
 }
 
@@ -139,21 +155,45 @@ function base(plan: Plan, c: Common, command: 'run' | 'plan') {
     providerId: plan.providerId,
     mode: plan.mode,
     machines: plan.machines,
-    ...(plan.omniVersion ?? c.preflight?.omniVersion ? { omniVersion: plan.omniVersion ?? c.preflight?.omniVersion } : {}),
-    profile: { static: plan.profile.static, provisioning: plan.profile.provisioning, reason: plan.profile.reason, namespaceTypes: plan.profile.namespaceTypes },
-    ...(c.preflight ? { preflight: { ...(c.preflight.heartbeat && Number.isFinite(c.preflight.heartbeat.ageMs) ? { heartbeatAgeMs: Math.round(c.preflight.heartbeat.ageMs), heartbeatOurs: c.preflight.heartbeat.ours } : {}), forced: c.preflight.forced } } : {}),
+    ...((plan.omniVersion ?? c.preflight?.omniVersion)
+      ? { omniVersion: plan.omniVersion ?? c.preflight?.omniVersion }
+      : {}),
+    profile: {
+      static: plan.profile.static,
+      provisioning: plan.profile.provisioning,
+      reason: plan.profile.reason,
+      namespaceTypes: plan.profile.namespaceTypes,
+    },
+    ...(c.preflight
+      ? {
+          preflight: {
+            ...(c.preflight.heartbeat && Number.isFinite(c.preflight.heartbeat.ageMs)
+              ? { heartbeatAgeMs: Math.round(c.preflight.heartbeat.ageMs), heartbeatOurs: c.preflight.heartbeat.ours }
+              : {}),
+            forced: c.preflight.forced,
+          },
+        }
+      : {}),
   };
 }
 
 export function describeOp(o: Operation): PlannedStep {
   const resource = targetOf(o);
   switch (o.op) {
-    case 'wipe': return { op: 'wipe', resource };
-    case 'remove-finalizers': return { op: o.op, resource, finalizers: [...o.finalizers], version: o.version, phase: o.phase, why: o.why };
-    case 'teardown': case 'destroy': case 'create': return { op: o.op, resource, owner: o.owner, why: o.why };
-    case 'wait': return { op: o.op, resource, finalizers: [...o.finalizers], why: o.why };
-    case 'get': return { op: o.op, resource, answered: 'NotFound', why: o.why };
-    case 'check-live-provider': return { op: o.op, resource, why: o.why };
+    case 'wipe':
+      return { op: 'wipe', resource };
+    case 'remove-finalizers':
+      return { op: o.op, resource, finalizers: [...o.finalizers], version: o.version, phase: o.phase, why: o.why };
+    case 'teardown':
+    case 'destroy':
+    case 'create':
+      return { op: o.op, resource, owner: o.owner, why: o.why };
+    case 'wait':
+      return { op: o.op, resource, finalizers: [...o.finalizers], why: o.why };
+    case 'get':
+      return { op: o.op, resource, answered: 'NotFound', why: o.why };
+    case 'check-live-provider':
+      return { op: o.op, resource, why: o.why };
   }
 }
 
@@ -192,7 +232,13 @@ export function planReport(plan: Plan, c: Common): Report {
     ...base(plan, c, 'plan'),
     cleaned: 0,
     released: [],
-    refused: plan.refusals.map((r) => ({ kind: r.kind, id: r.id, reason: r.reason, result: r.done ? (r.kind === 'InfraMachine' ? 'no-finalizers' : 'already-refused') : 'would-refuse', ...(!r.done && r.op ? { steps: [describeOp(r.op)] } : {}) })),
+    refused: plan.refusals.map((r) => ({
+      kind: r.kind,
+      id: r.id,
+      reason: r.reason,
+      result: r.done ? (r.kind === 'InfraMachine' ? 'no-finalizers' : 'already-refused') : 'would-refuse',
+      ...(!r.done && r.op ? { steps: [describeOp(r.op)] } : {}),
+    })),
     blocked: plan.blocked.map((n) => ({ ...entry(n), counts: false })),
     running: plan.running.map(entry),
     leftBehind: plan.leftBehind.map(entry),
@@ -202,7 +248,11 @@ export function planReport(plan: Plan, c: Common): Report {
     lettingGo: plan.lettingGo.map(entry),
     unseen: plan.unseen.map(entry),
     deregistration: deregistrationOf(plan, false, 'planned'),
-    planned: { writes: immediateWrites(plan), announce: plan.announce, items: items.map((i) => ({ kind: i.kind, id: i.id, reason: i.reason, steps: opsInOrder(i).map(describeOp) })) },
+    planned: {
+      writes: immediateWrites(plan),
+      announce: plan.announce,
+      items: items.map((i) => ({ kind: i.kind, id: i.id, reason: i.reason, steps: opsInOrder(i).map(describeOp) })),
+    },
     writes: {},
     timedOut: false,
     interrupted: false,
@@ -212,16 +262,26 @@ export function planReport(plan: Plan, c: Common): Report {
 }
 
 /** The report of `run`. `interruptCode` is 130 or 143 when a signal stopped it. */
-export function runReport(r: ReconcileResult, c: Common & { writes: Record<string, number>; throttling?: Throttling | undefined; interruptCode?: ExitCodeValue }): Report {
+export function runReport(
+  r: ReconcileResult,
+  c: Common & { writes: Record<string, number>; throttling?: Throttling | undefined; interruptCode?: ExitCodeValue },
+): Report {
   const plan = r.lastPlan;
-  const released = r.outcomes.filter((o) => o.status === 'released' && o.kind !== 'leftover' && o.kind !== 'deregistration');
+  const released = r.outcomes.filter(
+    (o) => o.status === 'released' && o.kind !== 'leftover' && o.kind !== 'deregistration',
+  );
   const cleaned = r.outcomes.filter((o) => o.status === 'released' && o.kind === 'leftover').length;
   const held = released.filter((o) => o.heldBy && o.heldBy.length > 0);
   const blocked = r.outcomes.filter((o) => o.status === 'blocked');
   const failed = r.outcomes.filter((o) => o.status === 'failed' || o.status === 'interrupted');
   const failedRefusals = r.refusals.filter((x) => x.result === 'failed');
   const incomplete = r.timedOut || failed.length > 0 || failedRefusals.length > 0 || blocked.some((b) => b.counts);
-  const anything = released.length > 0 || cleaned > 0 || r.refusals.some((x) => x.result === 'refused') || r.deregistered || r.announced;
+  const anything =
+    released.length > 0 ||
+    cleaned > 0 ||
+    r.refusals.some((x) => x.result === 'refused') ||
+    r.deregistered ||
+    r.announced;
   let result: ReportResult;
   let exitCode: number;
   if (r.interrupted) [result, exitCode] = ['interrupted', c.interruptCode ?? ExitCode.SigInt];
@@ -235,16 +295,50 @@ export function runReport(r: ReconcileResult, c: Common & { writes: Record<strin
     // The header's profile is what the first pass found: later passes no longer see what it released.
     ...base(r.firstPlan, c, 'run'),
     cleaned,
-    released: released.map((o) => ({ kind: o.kind, id: o.id, ...(o.wipe ? { wipe: { strategy: o.wipe.strategy, outcome: o.wipe.outcome, ...(o.wipe.reason ? { reason: o.wipe.reason } : {}) } } : {}) })),
-    refused: [...r.refusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ? `${x.reason}: ${x.error}` : x.reason, result: x.result }))],
+    released: released.map((o) => ({
+      kind: o.kind,
+      id: o.id,
+      ...(o.wipe
+        ? {
+            wipe: {
+              strategy: o.wipe.strategy,
+              outcome: o.wipe.outcome,
+              ...(o.wipe.reason ? { reason: o.wipe.reason } : {}),
+            },
+          }
+        : {}),
+    })),
+    refused: [
+      ...r.refusals.map((x) => ({
+        kind: x.kind,
+        id: x.id,
+        reason: x.error ? `${x.reason}: ${x.error}` : x.reason,
+        result: x.result,
+      })),
+    ],
     blocked: [
-      ...blocked.map((o) => ({ kind: o.kind, id: o.id, reason: blockedReason(o), nextStep: o.nextStep ?? '', counts: o.counts })),
-      ...held.map((o) => ({ kind: o.kind, id: o.id, reason: blockedReason(o), nextStep: o.nextStep ?? '', counts: false })),
+      ...blocked.map((o) => ({
+        kind: o.kind,
+        id: o.id,
+        reason: blockedReason(o),
+        nextStep: o.nextStep ?? '',
+        counts: o.counts,
+      })),
+      ...held.map((o) => ({
+        kind: o.kind,
+        id: o.id,
+        reason: blockedReason(o),
+        nextStep: o.nextStep ?? '',
+        counts: false,
+      })),
       ...plan.blocked.filter((n) => !seen.has(`${n.kind}/${n.id}`)).map((n) => ({ ...entry(n), counts: false })),
     ],
     running: plan.running.map(entry),
     leftBehind: dedupe([...r.firstPlan.leftBehind, ...plan.leftBehind].map(entry)),
-    failed: [...failed.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' })), ...failedRefusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ?? '', nextStep: 'run again' }))],
+    failed: [
+      ...failed.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' })),
+      ...failedRefusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ?? '', nextStep: 'run again' })),
+    ],
     notFound: r.firstPlan.notFound,
     waits: [],
     lettingGo: [],
@@ -267,10 +361,14 @@ export function runReport(r: ReconcileResult, c: Common & { writes: Record<strin
 function blockedReason(o: ItemOutcome): string {
   const why = o.reason ?? '';
   const s = o.settle;
-  const after = !s ? `still held by ${why}`
-    : s.outcome === 'held' ? `still held after ${describeDuration(s.ms)} by ${why}`
-      : s.outcome === 'not-watched' ? `still held when last read by ${why} (--settle 0: not watched after the last write)`
-        : s.outcome === 'watch-failed' ? `still held when last read by ${why} (watching it after the last write failed: ${s.error ?? 'unknown error'})`
+  const after = !s
+    ? `still held by ${why}`
+    : s.outcome === 'held'
+      ? `still held after ${describeDuration(s.ms)} by ${why}`
+      : s.outcome === 'not-watched'
+        ? `still held when last read by ${why} (--settle 0: not watched after the last write)`
+        : s.outcome === 'watch-failed'
+          ? `still held when last read by ${why} (watching it after the last write failed: ${s.error ?? 'unknown error'})`
           : why;
   if (o.status === 'released') return `released by stub-provider; ${after}`;
   return o.heldBy ? `being deleted, nothing of ours left on it; ${after}` : why;
@@ -297,7 +395,9 @@ export function renderText(report: Report): string {
   const rep = escapeControlIn(report);
   const out: string[] = [];
   const head = rep.command === 'plan' ? 'Plan (nothing was changed)' : `Result: ${rep.result}`;
-  out.push(`stub-provider ${rep.version} — provider ${rep.providerId} (${rep.mode === 'whole' ? 'whole provider' : `machines: ${rep.machines.join(', ')}`}), ${rep.omniVersion ? `Omni ${rep.omniVersion}` : 'Omni version unknown (SysVersion not readable)'}`);
+  out.push(
+    `stub-provider ${rep.version} — provider ${rep.providerId} (${rep.mode === 'whole' ? 'whole provider' : `machines: ${rep.machines.join(', ')}`}), ${rep.omniVersion ? `Omni ${rep.omniVersion}` : 'Omni version unknown (SysVersion not readable)'}`,
+  );
   out.push(`${head}; profile ${rep.profile.reason}`);
   const section = (title: string, xs: ReportEntry[], fmt: (x: ReportEntry) => string) => {
     if (xs.length === 0) return;
@@ -305,24 +405,42 @@ export function renderText(report: Report): string {
     for (const x of xs.slice(0, LIST_LIMIT)) out.push(`  - ${fmt(x)}`);
     if (xs.length > LIST_LIMIT) out.push(`  … and ${xs.length - LIST_LIMIT} more (see --output json or --report)`);
   };
-  const withNext = (x: ReportEntry) => `${x.kind} ${x.id}: ${x.reason ?? ''}${x.nextStep ? `\n      next: ${x.nextStep}` : ''}`;
+  const withNext = (x: ReportEntry) =>
+    `${x.kind} ${x.id}: ${x.reason ?? ''}${x.nextStep ? `\n      next: ${x.nextStep}` : ''}`;
   if (rep.planned) {
-    out.push('', `Would write ${rep.planned.writes} change(s) now${rep.planned.announce ? ', announce stub mode and send heartbeats' : ''}.`);
-    section('Would release or clean', rep.planned.items.map((i) => ({ kind: i.kind, id: i.id, reason: chain(i) })), (x) => `${x.kind} ${x.id}: ${x.reason}`);
+    out.push(
+      '',
+      `Would write ${rep.planned.writes} change(s) now${rep.planned.announce ? ', announce stub mode and send heartbeats' : ''}.`,
+    );
+    section(
+      'Would release or clean',
+      rep.planned.items.map((i) => ({ kind: i.kind, id: i.id, reason: chain(i) })),
+      (x) => `${x.kind} ${x.id}: ${x.reason}`,
+    );
     section('Will wait for Omni', rep.waits, withNext);
     section('Omni lets go by itself', rep.lettingGo, withNext);
-    section('Cannot be seen with the provider\'s account (Omni decides)', rep.unseen, withNext);
+    section("Cannot be seen with the provider's account (Omni decides)", rep.unseen, withNext);
   }
   section('Released', rep.released, (x) => `${x.kind} ${x.id}`);
-  if (rep.cleaned > 0) out.push('', `Cleaned up ${rep.cleaned} leftover resource(s) whose machine or request was already gone.`);
+  if (rep.cleaned > 0)
+    out.push('', `Cleaned up ${rep.cleaned} leftover resource(s) whose machine or request was already gone.`);
   section('Refused', rep.refused, (x) => `${x.kind} ${x.id}: ${x.reason}`);
   const st = rep.settle;
-  if (st && st.items > 0) out.push('', st.ms > 0 ? `Watched for up to ${describeDuration(st.ms)} after the last write (--settle) the ${st.items} item(s) others still held: ${st.gone} gone, ${st.held} still held.` : `Not watched after the last write (--settle 0): ${st.items} item(s) others still held are reported as last read.`);
+  if (st && st.items > 0)
+    out.push(
+      '',
+      st.ms > 0
+        ? `Watched for up to ${describeDuration(st.ms)} after the last write (--settle) the ${st.items} item(s) others still held: ${st.gone} gone, ${st.held} still held.`
+        : `Not watched after the last write (--settle 0): ${st.items} item(s) others still held are reported as last read.`,
+    );
   const th = rep.throttling;
   if (th) {
-    out.push('', `Omni ${describeThrottling(th)} (writes in flight down to ${th.minWritesInFlight} of ${th.maxWritesInFlight}); ` +
-      `${th.retriedWrites} write(s) sent again after a re-read, ${th.foundApplied} found applied on re-read and not sent again` +
-      `${th.lostAnswers ? `, ${th.lostAnswers} answer(s) lost` : ''}${th.gaveUp ? `; ${th.gaveUp} write(s) given up (STUB_THROTTLED)` : ''}.`);
+    out.push(
+      '',
+      `Omni ${describeThrottling(th)} (writes in flight down to ${th.minWritesInFlight} of ${th.maxWritesInFlight}); ` +
+        `${th.retriedWrites} write(s) sent again after a re-read, ${th.foundApplied} found applied on re-read and not sent again` +
+        `${th.lostAnswers ? `, ${th.lostAnswers} answer(s) lost` : ''}${th.gaveUp ? `; ${th.gaveUp} write(s) given up (STUB_THROTTLED)` : ''}.`,
+    );
   }
   section('Blocked', rep.blocked, withNext);
   section('Failed', rep.failed, withNext);
@@ -330,9 +448,13 @@ export function renderText(report: Report): string {
   section('Left behind', rep.leftBehind, withNext);
   if (rep.notFound.length) out.push('', `Not found (nothing to do): ${rep.notFound.join(', ')}`);
   const d = rep.deregistration;
-  out.push('', `Deregistration: ${d.status}${d.reasons.length ? ` — ${d.reasons.slice(0, 5).join('; ')}${d.reasons.length > 5 ? `; … ${d.reasons.length - 5} more` : ''}` : ''}`);
+  out.push(
+    '',
+    `Deregistration: ${d.status}${d.reasons.length ? ` — ${d.reasons.slice(0, 5).join('; ')}${d.reasons.length > 5 ? `; … ${d.reasons.length - 5} more` : ''}` : ''}`,
+  );
   if (d.lastStep) out.push(`Last step, for an admin: ${d.lastStep}`);
-  else if (d.lastStepAfterRun) out.push(`Last step, for an admin, once a run has deregistered the provider (not before): ${d.lastStepAfterRun}`);
+  else if (d.lastStepAfterRun)
+    out.push(`Last step, for an admin, once a run has deregistered the provider (not before): ${d.lastStepAfterRun}`);
   if (d.warning && (d.lastStep || d.lastStepAfterRun)) out.push(`Warning: ${d.warning}`);
   if (rep.timedOut) out.push('', 'Timed out before everything was released (--timeout).');
   if (rep.interrupted) out.push('', 'Interrupted: calls in flight were cancelled; run again to finish.');
@@ -348,13 +470,19 @@ function whatNext(rep: Report): string[] {
   if (rep.command !== 'run' || rep.deregistration.lastStep) return [];
   const out: string[] = [];
   const st = rep.deregistration.status;
-  if (rep.result === 'declined') out.push('', 'Next: nothing was changed; run again and answer y, or see `stub-provider plan`.');
-  else if (rep.result === 'incomplete') out.push('', 'Next: not everything was released (the reasons are above); run again: it carries on where this run stopped.');
-  else if (rep.result !== 'interrupted' && (st === 'ready' || st === 'after-releases')) out.push('', 'Next: run again to deregister (Omni had not yet destroyed what this run released).');
+  if (rep.result === 'declined')
+    out.push('', 'Next: nothing was changed; run again and answer y, or see `stub-provider plan`.');
+  else if (rep.result === 'incomplete')
+    out.push(
+      '',
+      'Next: not everything was released (the reasons are above); run again: it carries on where this run stopped.',
+    );
+  else if (rep.result !== 'interrupted' && (st === 'ready' || st === 'after-releases'))
+    out.push('', 'Next: run again to deregister (Omni had not yet destroyed what this run released).');
   if (rep.mode === 'whole' && st !== 'disabled' && st !== 'done') {
     out.push(
       `Keep the registration until a run reports "Deregistration: deregistered": \`omnictl infraprovider delete ${rep.providerId}\` deletes`,
-      'the provider\'s service account and keys, so the stub could not log in again to finish (and before Omni 1.4 nothing else releases its machines).',
+      "the provider's service account and keys, so the stub could not log in again to finish (and before Omni 1.4 nothing else releases its machines).",
     );
   }
   return out;
@@ -371,7 +499,8 @@ const CHAIN_INDENT = '      ';
 function chain(i: NonNullable<Report['planned']>['items'][number]): string {
   const steps = i.steps.map((s) => {
     const name = s.resource ? shortName(s.resource, i.id) : '';
-    const detail = s.op === 'wait' ? ` (for ${s.finalizers?.join(', ') ?? ''})` : s.op === 'get' ? ` (${s.answered ?? ''})` : '';
+    const detail =
+      s.op === 'wait' ? ` (for ${s.finalizers?.join(', ') ?? ''})` : s.op === 'get' ? ` (${s.answered ?? ''})` : '';
     return `${s.op}${name ? ` ${name}` : ''}${detail}`;
   });
   const one = `${i.reason}: ${steps.join(' → ')}`;
@@ -380,7 +509,8 @@ function chain(i: NonNullable<Report['planned']>['items'][number]): string {
   for (const [n, st] of steps.entries()) {
     const piece = n === 0 ? st : `→ ${st}`;
     const last = lines.at(-1);
-    if (last !== undefined && CHAIN_INDENT.length + last.length + 1 + piece.length <= CHAIN_WIDTH) lines[lines.length - 1] = `${last} ${piece}`;
+    if (last !== undefined && CHAIN_INDENT.length + last.length + 1 + piece.length <= CHAIN_WIDTH)
+      lines[lines.length - 1] = `${last} ${piece}`;
     else lines.push(piece);
   }
   return `${i.reason}:${lines.map((l) => `\n${CHAIN_INDENT}${l}`).join('')}`;

@@ -19,7 +19,14 @@ export async function deregister(d: DeregisterDeps, item: DeregistrationItem): P
   await d.checkNoLiveProvider();
   const results = await Promise.all(item.cleanup.map((c) => d.runItem(c)));
   if (results.some((ok) => !ok)) {
-    d.record({ kind: 'deregistration', id: item.id, status: 'blocked', reason: 'some of the provider\'s resources could not be destroyed', nextStep: 'see the items above and run again', counts: true });
+    d.record({
+      kind: 'deregistration',
+      id: item.id,
+      status: 'blocked',
+      reason: "some of the provider's resources could not be destroyed",
+      nextStep: 'see the items above and run again',
+      counts: true,
+    });
     return false;
   }
   await d.stopHeartbeat();

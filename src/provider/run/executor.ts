@@ -68,7 +68,11 @@ type OpResult = { next: true } | { replan: Pointer } | { end: ItemEnd };
 const NEXT: OpResult = { next: true };
 
 export class Executor {
-  constructor(private readonly d: ExecutorDeps, private readonly pass: Snapshot, private readonly planOptions: PlanOptions) {}
+  constructor(
+    private readonly d: ExecutorDeps,
+    private readonly pass: Snapshot,
+    private readonly planOptions: PlanOptions,
+  ) {}
 
   /** Runs the item's operations; throws when a call fails in a way no re-plan can help (the item failed). */
   async run(item: PlanItem): Promise<ItemEnd> {
@@ -80,13 +84,29 @@ export class Executor {
       const op = ops[i]!;
       if (op.op === 'wipe') wiped = true;
       const r = await this.perform(op, run);
-      if ('next' in r) { i++; continue; }
+      if ('next' in r) {
+        i++;
+        continue;
+      }
       if ('end' in r) return { ...r.end, ...(run.wipe ? { wipe: run.wipe } : {}) };
       // The answer was not the one planned for: the same planner, on what is known now.
-      if (++replans > MAX_REPLANS) throw new StubError('STUB_CHANGING', ExitCode.Incomplete, `${describePointer(r.replan)} kept changing while being released (${MAX_REPLANS} times)`);
+      if (++replans > MAX_REPLANS)
+        throw new StubError(
+          'STUB_CHANGING',
+          ExitCode.Incomplete,
+          `${describePointer(r.replan)} kept changing while being released (${MAX_REPLANS} times)`,
+        );
       await this.knowMain(item);
-      const again = replanItem(itemSnapshot(this.pass, this.d.reads, item, r.replan), { ...this.planOptions, wipe: this.planOptions.wipe && !wiped }, item, targetOfItem(item));
-      this.d.log.debug({ kind: item.kind, id: item.id, resource: describePointer(r.replan), ops: again.item?.ops.length ?? 0 }, 'planned again after an answer that showed a change');
+      const again = replanItem(
+        itemSnapshot(this.pass, this.d.reads, item, r.replan),
+        { ...this.planOptions, wipe: this.planOptions.wipe && !wiped },
+        item,
+        targetOfItem(item),
+      );
+      this.d.log.debug(
+        { kind: item.kind, id: item.id, resource: describePointer(r.replan), ops: again.item?.ops.length ?? 0 },
+        'planned again after an answer that showed a change',
+      );
       if (!again.item) return { ...this.ended(again.note, again.lettingGo), ...(run.wipe ? { wipe: run.wipe } : {}) };
       ops = again.item.ops;
       i = 0;
@@ -94,8 +114,17 @@ export class Executor {
     const last = ops.at(-1);
     // Only what Omni destroys at once (no finalizer of anyone else left, or only Omni's that let go by
     // themselves) is worth waiting for before the next pass.
-    const parent = last && last.op === 'remove-finalizers' && releasesCompletely({ ...item, ops }) ? { releasedParent: last.target } : {};
-    return { status: 'released', counts: true, ...this.heldAt(last), ...(run.wipe ? { wipe: run.wipe } : {}), ...parent };
+    const parent =
+      last && last.op === 'remove-finalizers' && releasesCompletely({ ...item, ops })
+        ? { releasedParent: last.target }
+        : {};
+    return {
+      status: 'released',
+      counts: true,
+      ...this.heldAt(last),
+      ...(run.wipe ? { wipe: run.wipe } : {}),
+      ...parent,
+    };
   }
 
   /**
@@ -107,36 +136,72 @@ export class Executor {
     if (!p || this.d.reads.current(p) || this.d.reads.isGone(p)) return;
     const fresh = await this.d.limiter.run(() => getIfExists(this.d.state, p, { signal: this.d.signal }));
     if (fresh) this.d.reads.observe(fresh);
-    else this.notFound({ target: p, foundById: item.ops.some((o) => o.op !== 'wipe' && o.op !== 'get' && 'foundById' in o && o.foundById && sameTarget(o.target, p)) }, 'Get');
+    else
+      this.notFound(
+        {
+          target: p,
+          foundById: item.ops.some(
+            (o) => o.op !== 'wipe' && o.op !== 'get' && 'foundById' in o && o.foundById && sameTarget(o.target, p),
+          ),
+        },
+        'Get',
+      );
   }
 
   /** Nothing of the item left to do after a re-plan: why, from the planner's note. */
-  private ended(note: { reason: string; nextStep: string; heldByOthers?: { target: Pointer; facts: HoldFacts } } | undefined, lettingGo: unknown): ItemEnd {
+  private ended(
+    note: { reason: string; nextStep: string; heldByOthers?: { target: Pointer; facts: HoldFacts } } | undefined,
+    lettingGo: unknown,
+  ): ItemEnd {
     if (!note) return { status: 'released', counts: true };
     if (note.heldByOthers) {
       // Nothing of ours left on it (someone removed it meanwhile): released, held by others.
       const holds = predictHolds(note.heldByOthers.facts);
-      return { status: 'released', counts: true, reason: describeHolds(holds), nextStep: nextStepsOf(holds), heldAtRelease: note.heldByOthers, ...(lettingGo ? { releasedParent: note.heldByOthers.target } : {}) };
+      return {
+        status: 'released',
+        counts: true,
+        reason: describeHolds(holds),
+        nextStep: nextStepsOf(holds),
+        heldAtRelease: note.heldByOthers,
+        ...(lettingGo ? { releasedParent: note.heldByOthers.target } : {}),
+      };
     }
-    return { status: 'blocked', reason: `changed while being released: ${note.reason}; left alone`, nextStep: note.nextStep, counts: false };
+    return {
+      status: 'blocked',
+      reason: `changed while being released: ${note.reason}; left alone`,
+      nextStep: note.nextStep,
+      counts: false,
+    };
   }
 
   private heldAt(last: Operation | undefined): Partial<ItemEnd> {
     if (last?.op !== 'remove-finalizers' || !last.holds) return {};
     const holds = predictHolds(last.holds);
-    return { reason: describeHolds(holds), nextStep: nextStepsOf(holds), heldAtRelease: { target: last.target, facts: last.holds } };
+    return {
+      reason: describeHolds(holds),
+      nextStep: nextStepsOf(holds),
+      heldAtRelease: { target: last.target, facts: last.holds },
+    };
   }
 
   private perform(op: Operation, run: RunState): Promise<OpResult> {
     switch (op.op) {
-      case 'wipe': return this.wipe(op, run);
-      case 'remove-finalizers': return this.removeFinalizers(op);
-      case 'teardown': return this.teardown(op, run);
-      case 'wait': return this.wait(op, run);
-      case 'destroy': return this.destroy(op);
+      case 'wipe':
+        return this.wipe(op, run);
+      case 'remove-finalizers':
+        return this.removeFinalizers(op);
+      case 'teardown':
+        return this.teardown(op, run);
+      case 'wait':
+        return this.wait(op, run);
+      case 'destroy':
+        return this.destroy(op);
       // Made by the snapshot of this pass: the plan rests on its answer.
-      case 'get': return Promise.resolve(NEXT);
-      case 'check-live-provider': case 'create': throw new Error(`${op.op} is not an item operation`);
+      case 'get':
+        return Promise.resolve(NEXT);
+      case 'check-live-provider':
+      case 'create':
+        throw new Error(`${op.op} is not an item operation`);
     }
   }
 
@@ -158,12 +223,35 @@ export class Executor {
   private async wipe(op: WipeOp, run: RunState): Promise<OpResult> {
     const w = this.d.wipe;
     if (!w) return NEXT;
-    const facts = machineFactsFromBmc(op.machineId, this.d.providerId, decodeOrUndefined(BMCConfigurationSpec, op.bmcConfiguration), decodeOrUndefined(BMCConfigSpec, op.bmcConfig));
-    const [res] = await this.d.outside(() => this.d.wipeLimiter.run(() => runWipes(w.strategy, [facts], { concurrency: 1, timeoutMs: w.options.timeoutMs, logger: this.d.log, ...(this.d.signal ? { signal: this.d.signal } : {}) })), false);
+    const facts = machineFactsFromBmc(
+      op.machineId,
+      this.d.providerId,
+      decodeOrUndefined(BMCConfigurationSpec, op.bmcConfiguration),
+      decodeOrUndefined(BMCConfigSpec, op.bmcConfig),
+    );
+    const [res] = await this.d.outside(
+      () =>
+        this.d.wipeLimiter.run(() =>
+          runWipes(w.strategy, [facts], {
+            concurrency: 1,
+            timeoutMs: w.options.timeoutMs,
+            logger: this.d.log,
+            ...(this.d.signal ? { signal: this.d.signal } : {}),
+          }),
+        ),
+      false,
+    );
     if (!res) return NEXT;
     run.wipe = res;
     if (wipeBlocksRelease(res, w.options)) {
-      return { end: { status: 'blocked', reason: `wipe ${res.outcome}${res.reason ? `: ${res.reason}` : ''} (--require-wipe keeps the machine's finalizers)`, nextStep: 'fix the BMC access or the wipe command and run again, or run without --require-wipe', counts: true } };
+      return {
+        end: {
+          status: 'blocked',
+          reason: `wipe ${res.outcome}${res.reason ? `: ${res.reason}` : ''} (--require-wipe keeps the machine's finalizers)`,
+          nextStep: 'fix the BMC access or the wipe command and run again, or run without --require-wipe',
+          counts: true,
+        },
+      };
     }
     return NEXT;
   }
@@ -174,19 +262,27 @@ export class Executor {
     if (!cur) return this.d.reads.isGone(op.target) ? { replan: op.target } : this.reread(op);
     // Changed since it was planned: plan it again from what it is now.
     if (cur.metadata.version !== op.version) return { replan: op.target };
-    const res = await this.d.limiter.run(() => this.d.state.removeFinalizers(cur, [...op.finalizers], { signal: this.d.signal, requirePhase: op.phase }));
-    if (res.outcome !== 'removed') this.d.log.debug({ resource: describePointer(op.target), finalizers: op.finalizers, outcome: res.outcome }, 'remove finalizers: nothing written');
+    const res = await this.d.limiter.run(() =>
+      this.d.state.removeFinalizers(cur, [...op.finalizers], { signal: this.d.signal, requirePhase: op.phase }),
+    );
+    if (res.outcome !== 'removed')
+      this.d.log.debug(
+        { resource: describePointer(op.target), finalizers: op.finalizers, outcome: res.outcome },
+        'remove finalizers: nothing written',
+      );
     switch (res.outcome) {
       case 'removed':
         this.d.reads.observe(res.after!);
         // A conflict on the way: the client read it again and removed the same finalizers, in the
         // same phase only; what else changed decides the rest of the item.
         return res.before?.metadata.version === op.version ? NEXT : { replan: op.target };
-      case 'not-found': return this.notFound(op, 'Update');
+      case 'not-found':
+        return this.notFound(op, 'Update');
       case 'gone':
         this.d.reads.gone(op.target);
         return { replan: op.target };
-      case 'absent': case 'phase-changed':
+      case 'absent':
+      case 'phase-changed':
         if (res.before) this.d.reads.observe(res.before);
         return { replan: op.target };
     }
@@ -215,7 +311,8 @@ export class Executor {
     // Omni let go, so only a later one can show it.
     const cur = this.d.reads.current(op.target);
     const letGo = cur !== undefined && cur.metadata.phase === 'tearingDown' && cur.metadata.finalizers.length === 0;
-    const minVersion = cur === undefined ? '0' : letGo ? cur.metadata.version : String(safeVersion(cur.metadata.version) + 1n);
+    const minVersion =
+      cur === undefined ? '0' : letGo ? cur.metadata.version : String(safeVersion(cur.metadata.version) + 1n);
     const ms = this.d.waitMs();
     const w = await this.d.outside(() => this.d.reads.wait(op.target, 'no-finalizers', ms, minVersion), true);
     if (w === 'released') return NEXT;
@@ -223,13 +320,22 @@ export class Executor {
     if (w === 'gone') return this.notFound(op, 'a Get while waiting for Omni');
     if (w === 'aborted') throw this.d.signal?.reason ?? new Error('aborted');
     const holds = holdsNow(this.d.reads, this.d.providerId, op.target, op.holds);
-    return { end: { status: 'blocked', reason: `${describePointer(op.target)} still held after ${describeDuration(ms)} by ${describeHolds(holds)}`, nextStep: nextStepsOf(holds), counts: true } };
+    return {
+      end: {
+        status: 'blocked',
+        reason: `${describePointer(op.target)} still held after ${describeDuration(ms)} by ${describeHolds(holds)}`,
+        nextStep: nextStepsOf(holds),
+        counts: true,
+      },
+    };
   }
 
   private async destroy(op: DestroyOp): Promise<OpResult> {
     try {
       const before = this.d.reads.current(op.target);
-      await this.d.limiter.run(() => this.d.state.destroy(op.target, { owner: op.owner, signal: this.d.signal, ...(before ? { before } : {}) }));
+      await this.d.limiter.run(() =>
+        this.d.state.destroy(op.target, { owner: op.owner, signal: this.d.signal, ...(before ? { before } : {}) }),
+      );
       this.d.reads.gone(op.target);
       return NEXT;
     } catch (err) {
@@ -242,7 +348,6 @@ export class Executor {
       return this.reread(op);
     }
   }
-
 }
 
 interface RunState {
@@ -264,11 +369,16 @@ export function holdsNow(reads: Reads, providerId: string, p: Pointer, facts: Ho
 /** What an item is about: its machine, request or BMCConfig, or the one resource of a leftover. */
 function mainOf(item: PlanItem): Pointer | undefined {
   switch (item.kind) {
-    case 'InfraMachine': return { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: item.id };
-    case 'MachineRequest': return { namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: item.id };
-    case 'BMCConfig': return { namespace: NS_INFRA_PROVIDER, type: T.BMCConfig, id: item.id };
-    case 'leftover': return targetOfItem(item);
-    case 'deregistration': return undefined;
+    case 'InfraMachine':
+      return { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: item.id };
+    case 'MachineRequest':
+      return { namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: item.id };
+    case 'BMCConfig':
+      return { namespace: NS_INFRA_PROVIDER, type: T.BMCConfig, id: item.id };
+    case 'leftover':
+      return targetOfItem(item);
+    case 'deregistration':
+      return undefined;
   }
 }
 
@@ -298,8 +408,13 @@ function decodeOrUndefined<V>(schema: MessageSchema<V>, r: Resource | undefined)
 export class NotFoundUnconfirmedError extends StubError {
   readonly nextStep: string;
   constructor(p: Pointer, call: string) {
-    super('STUB_NOT_FOUND_UNCONFIRMED', ExitCode.Incomplete, `${describePointer(p)}: ${call} answered NotFound, but nothing read this resource by its ID before (it came from a List only), so it is not taken for done`);
+    super(
+      'STUB_NOT_FOUND_UNCONFIRMED',
+      ExitCode.Incomplete,
+      `${describePointer(p)}: ${call} answered NotFound, but nothing read this resource by its ID before (it came from a List only), so it is not taken for done`,
+    );
     this.name = 'NotFoundUnconfirmedError';
-    this.nextStep = 'run again (the next run lists it afresh); if it keeps failing, check what answers in front of Omni (a proxy or gateway rewriting answers)';
+    this.nextStep =
+      'run again (the next run lists it afresh); if it keeps failing, check what answers in front of Omni (a proxy or gateway rewriting answers)';
   }
 }

@@ -82,7 +82,14 @@ export class Limiter {
         this.release();
         break;
       }
-      const p: Promise<void> = run(item).catch((err: unknown) => { failure ??= { err }; }).finally(() => { this.release(); running.delete(p); });
+      const p: Promise<void> = run(item)
+        .catch((err: unknown) => {
+          failure ??= { err };
+        })
+        .finally(() => {
+          this.release();
+          running.delete(p);
+        });
       running.add(p);
     }
     await Promise.all(running);

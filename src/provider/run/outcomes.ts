@@ -119,7 +119,16 @@ export class Outcomes {
     }
     this.items.set(key, outcome);
     const shown = (tracked || outcome.kind === 'deregistration') && prev?.status !== outcome.status;
-    this.report(shown ? { kind: outcome.kind, id: outcome.id, status: outcome.status, ...(outcome.reason ? { reason: outcome.reason } : {}) } : undefined);
+    this.report(
+      shown
+        ? {
+            kind: outcome.kind,
+            id: outcome.id,
+            status: outcome.status,
+            ...(outcome.reason ? { reason: outcome.reason } : {}),
+          }
+        : undefined,
+    );
   }
 
   refusal(key: string, r: RefusalOutcome, ended?: ItemEnded): void {
@@ -154,10 +163,19 @@ export class Outcomes {
     const { released, blocked, failed } = this.tally;
     const { refused, refusalsFailed, running, waiting } = this.others;
     const left = this.d.timeLeftMs?.();
-    progress({
-      released, refused, blocked, failed: failed + refusalsFailed, running, waiting, remaining: this.tracked.size - released - blocked - failed,
-      ...(left !== undefined ? { timeLeftMs: left } : {}),
-    }, ended);
+    progress(
+      {
+        released,
+        refused,
+        blocked,
+        failed: failed + refusalsFailed,
+        running,
+        waiting,
+        remaining: this.tracked.size - released - blocked - failed,
+        ...(left !== undefined ? { timeLeftMs: left } : {}),
+      },
+      ended,
+    );
   }
 
   /** A per-item log line, at its own level or at `itemLogLevel` (debug where a display shows the items). */

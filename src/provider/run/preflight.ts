@@ -42,7 +42,7 @@ export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
   if (o.keyProviderId !== o.providerId) {
     throw new UsageError(
       `the key is for ${JSON.stringify(o.keyName)}, not for infra-provider:${o.providerId}: --id must match the key's provider ID exactly (IDs are case-sensitive). ` +
-      `Use the key printed by \`omnictl infraprovider create ${o.providerId}\`, or pass --id ${o.keyProviderId}.`,
+        `Use the key printed by \`omnictl infraprovider create ${o.providerId}\`, or pass --id ${o.keyProviderId}.`,
     );
   }
   let omniVersion: string | undefined;
@@ -57,7 +57,11 @@ export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
   // A call into the provider namespaces: Omni refuses every one when the provider is not registered.
   let health: Resource | undefined;
   try {
-    health = await getIfExists(o.state, { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: o.providerId }, { signal: o.signal });
+    health = await getIfExists(
+      o.state,
+      { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: o.providerId },
+      { signal: o.signal },
+    );
   } catch (err) {
     if (isNotRegistered(err)) throw notRegistered(o.providerId, err as OmniError);
     throw err;
@@ -69,9 +73,11 @@ export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
     // A heartbeat we cannot read may well be a live provider's (a newer spec, another writer): fail
     // closed, as for a fresh one; ignoring it would let the run fight whoever writes it.
     if (!o.force) {
-      throw new PreflightError('STUB_LIVE_PROVIDER',
+      throw new PreflightError(
+        'STUB_LIVE_PROVIDER',
         `the heartbeat (ProviderHealthStatus) of provider ${o.providerId} could not be read (its spec does not decode), so a live provider cannot be ruled out. ` +
-        'Make sure the provider is stopped, then pass --force.');
+          'Make sure the provider is stopped, then pass --force.',
+      );
     }
     result.forced = true;
     return result;
@@ -79,9 +85,11 @@ export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
   result.heartbeat = hb;
   if (!hb.ours && hb.ageMs < LIVE_HEARTBEAT_MS) {
     if (!o.force) {
-      throw new PreflightError('STUB_LIVE_PROVIDER',
+      throw new PreflightError(
+        'STUB_LIVE_PROVIDER',
         `a live provider with ID ${o.providerId} sent a heartbeat ${Math.round(hb.ageMs / 1000)} s ago (not written by stub-provider). ` +
-        'It would put its finalizers back and fight this run. Stop it first, or pass --force if you are sure it is gone.');
+          'It would put its finalizers back and fight this run. Stop it first, or pass --force if you are sure it is gone.',
+      );
     }
     result.forced = true;
   }
@@ -89,11 +97,15 @@ export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
 }
 
 /** The heartbeat's age (by Omni's clock) and whether stub-provider wrote it. */
-export function heartbeatOf(health: Resource, nowMs: number): { ageMs: number; ours: boolean; error: string } | undefined {
+export function heartbeatOf(
+  health: Resource,
+  nowMs: number,
+): { ageMs: number; ours: boolean; error: string } | undefined {
   try {
     const spec = decodeSpec(InfraProviderHealthStatusSpec, health.spec.protoSpec).value;
     const at = spec.last_heartbeat_timestamp ? Date.parse(spec.last_heartbeat_timestamp) : NaN;
-    if (!Number.isFinite(at)) return { ageMs: Number.POSITIVE_INFINITY, ours: spec.error.startsWith(STUB_MARKER), error: spec.error };
+    if (!Number.isFinite(at))
+      return { ageMs: Number.POSITIVE_INFINITY, ours: spec.error.startsWith(STUB_MARKER), error: spec.error };
     return { ageMs: Math.max(0, nowMs - at), ours: spec.error.startsWith(STUB_MARKER), error: spec.error };
   } catch {
     return undefined;
@@ -105,10 +117,12 @@ function isNotRegistered(err: unknown): boolean {
 }
 
 function notRegistered(id: string, cause: OmniError): PreflightError {
-  return new PreflightError('STUB_NOT_REGISTERED',
+  return new PreflightError(
+    'STUB_NOT_REGISTERED',
     `Omni says infra provider ${JSON.stringify(id)} is not registered. Its registration (and with it the service account and this key) was deleted. ` +
-    `To release its machines, an admin re-creates the registration with the same ID and hands over the new key: ` +
-    `\`omnictl infraprovider create ${id}\`, then run stub-provider with that key. ` +
-    'On Omni 1.4 and later this is usually not needed: once the registration is deleted, Omni strips the provider\'s finalizers and cleans up by itself.',
-    { cause });
+      `To release its machines, an admin re-creates the registration with the same ID and hands over the new key: ` +
+      `\`omnictl infraprovider create ${id}\`, then run stub-provider with that key. ` +
+      "On Omni 1.4 and later this is usually not needed: once the registration is deleted, Omni strips the provider's finalizers and cleans up by itself.",
+    { cause },
+  );
 }

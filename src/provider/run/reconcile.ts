@@ -38,7 +38,6 @@ import type { SettleSummary } from './settle.js';
 import { takeSnapshot } from '../read/snapshot.js';
 import type { Snapshot } from '../plan/plan.js';
 
-
 export interface ReconcileOptions {
   providerId: string;
   /** `--machine` values; empty = whole-provider mode. */
@@ -151,7 +150,10 @@ class Reconciler {
   /** Set when a heartbeat on the interval found that the real provider is back: the run stops. */
   private liveProvider: Error | undefined;
 
-  constructor(private readonly deps: ReconcileDeps, private readonly o: ReconcileOptions) {
+  constructor(
+    private readonly deps: ReconcileDeps,
+    private readonly o: ReconcileOptions,
+  ) {
     this.state = deps.state;
     this.log = deps.logger;
     this.id = o.providerId;
@@ -159,11 +161,21 @@ class Reconciler {
     this.limiter = new Limiter(o.concurrency);
     this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
     this.items = Limiter.forItems(o.concurrency);
-    this.reads = new ProviderCache(this.state, { providerId: this.id, live: true, limiter: this.limiter, ...(o.signal ? { signal: o.signal } : {}) });
+    this.reads = new ProviderCache(this.state, {
+      providerId: this.id,
+      live: true,
+      limiter: this.limiter,
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
     this.monotonic = deps.monotonic ?? (() => performance.now());
     this.deadline = this.monotonic() + o.timeoutMs;
     this.settled = { ms: o.settleMs ?? DEFAULT_SETTLE_MS, items: 0, gone: 0, held: 0 };
-    this.planOptions = { providerId: this.id, machines: o.machines, deregister: o.deregister, wipe: deps.wipe !== undefined && deps.wipe.strategy.name !== 'none' };
+    this.planOptions = {
+      providerId: this.id,
+      machines: o.machines,
+      deregister: o.deregister,
+      wipe: deps.wipe !== undefined && deps.wipe.strategy.name !== 'none',
+    };
     this.outcomes = new Outcomes({
       log: this.log,
       ...(deps.progress ? { progress: deps.progress } : {}),
@@ -173,11 +185,31 @@ class Reconciler {
   }
 
   private async planNow(): Promise<Plan> {
-    const snap = await takeSnapshot(this.state, { providerId: this.id, profile: this.o.profile, stateTypes: this.o.stateTypes, signal: this.o.signal, checkParents: this.whole, limiter: this.limiter, cache: this.reads });
+    const snap = await takeSnapshot(this.state, {
+      providerId: this.id,
+      profile: this.o.profile,
+      stateTypes: this.o.stateTypes,
+      signal: this.o.signal,
+      checkParents: this.whole,
+      limiter: this.limiter,
+      cache: this.reads,
+    });
     const plan = buildPlan(snap, this.planOptions);
     // What planning an item again needs of the pass (its profile, its evidence); its resources are
     // in the caches, which drop each as it goes.
-    this.pass = { ...snap, infraMachines: [], infraMachineStatuses: [], bmcConfigs: [], machineRequests: [], machineRequestStatuses: [], configPatchRequests: [], machines: [], namespace: {}, missedByList: [], foundById: new Set() };
+    this.pass = {
+      ...snap,
+      infraMachines: [],
+      infraMachineStatuses: [],
+      bmcConfigs: [],
+      machineRequests: [],
+      machineRequestStatuses: [],
+      configPatchRequests: [],
+      machines: [],
+      namespace: {},
+      missedByList: [],
+      foundById: new Set(),
+    };
     this.deps.planned?.(plan);
     return plan;
   }
@@ -220,7 +252,15 @@ class Reconciler {
     let timedOut = false;
     try {
       for (pass = 1; ; pass++) {
-        this.log.debug({ pass, items: plan.items.length, refusals: plan.refusals.length, deregistration: plan.deregistration.status }, 'pass');
+        this.log.debug(
+          {
+            pass,
+            items: plan.items.length,
+            refusals: plan.refusals.length,
+            deregistration: plan.deregistration.status,
+          },
+          'pass',
+        );
         if (this.liveProvider) throw this.liveProvider;
         const announcing = this.whole && !this.announced && (plan.announce || this.waitsFor(plan));
         if (announcing) await this.announce(plan);
@@ -240,16 +280,32 @@ class Reconciler {
         }
         if (finishedWaiting(plan, this.whole, this.o.deregister)) break;
         const left = this.deadline - this.monotonic();
-        if (left <= 0) { timedOut = true; break; }
+        if (left <= 0) {
+          timedOut = true;
+          break;
+        }
         await this.reads.changed(Math.min(left, RECHECK_MS));
         if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
         plan = await this.planNow();
       }
-      if (this.o.wait && !timedOut && !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister)) timedOut = true;
-      await settle({ reads: this.reads, outcomes: this.outcomes, log: this.log, signal: this.o.signal, holdsNow: (p, f) => holdsNow(this.reads, this.id, p, f) }, this.settled, this.heldAtRelease, plan);
+      if (this.o.wait && !timedOut && !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister))
+        timedOut = true;
+      await settle(
+        {
+          reads: this.reads,
+          outcomes: this.outcomes,
+          log: this.log,
+          signal: this.o.signal,
+          holdsNow: (p, f) => holdsNow(this.reads, this.id, p, f),
+        },
+        this.settled,
+        this.heldAtRelease,
+        plan,
+      );
     } catch (err) {
       if (!this.o.signal?.aborted) throw err;
-      for (const oc of this.outcomes.items.values()) if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
+      for (const oc of this.outcomes.items.values())
+        if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
       return result({ interrupted: true }, pass);
     } finally {
       await this.heartbeat?.stop();
@@ -271,14 +327,36 @@ class Reconciler {
   }
 
   private async announce(plan: Plan): Promise<void> {
-    const ctx = { state: this.state, providerId: this.id, version: this.deps.version, logger: this.log, signal: this.o.signal };
-    const current = await getIfExists(this.state, { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id }, { signal: this.o.signal });
+    const ctx = {
+      state: this.state,
+      providerId: this.id,
+      version: this.deps.version,
+      logger: this.log,
+      signal: this.o.signal,
+    };
+    const current = await getIfExists(
+      this.state,
+      { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id },
+      { signal: this.o.signal },
+    );
     // The static label from the facts (InfraMachines exist, or --profile bare-metal), not from the profile flag alone.
     const wrote = await announceProviderStatus(ctx, current, plan.profile.staticLabel);
-    this.heartbeat = new Heartbeat({ ...ctx, now: this.deps.now ?? Date.now, force: this.o.force === true, onLiveProvider: (err) => { this.liveProvider = err; }, ...(this.deps.timers ? { timers: this.deps.timers } : {}), ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}) });
+    this.heartbeat = new Heartbeat({
+      ...ctx,
+      now: this.deps.now ?? Date.now,
+      force: this.o.force === true,
+      onLiveProvider: (err) => {
+        this.liveProvider = err;
+      },
+      ...(this.deps.timers ? { timers: this.deps.timers } : {}),
+      ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}),
+    });
     await this.heartbeat.start();
     this.announced = true;
-    this.log.info({ providerId: this.id, wroteProviderStatus: wrote }, 'announced stub mode: ProviderStatus says decommissioning; heartbeats every 30 s');
+    this.log.info(
+      { providerId: this.id, wroteProviderStatus: wrote },
+      'announced stub mode: ProviderStatus says decommissioning; heartbeats every 30 s',
+    );
   }
 
   /** Runs every item and refusal of the plan, then its deregistration (unless this pass announced). */
@@ -292,32 +370,59 @@ class Reconciler {
         const end = await this.runItem(executor, item);
         if (end?.releasedParent) parents.push(end.releasedParent);
       }),
-      ...(this.whole ? plan.refusals.map((r) => refuse({ state: this.state, providerId: this.id, limiter: this.limiter, outcomes: this.outcomes, log: this.log, signal: this.o.signal }, r)) : []),
+      ...(this.whole
+        ? plan.refusals.map((r) =>
+            refuse(
+              {
+                state: this.state,
+                providerId: this.id,
+                limiter: this.limiter,
+                outcomes: this.outcomes,
+                log: this.log,
+                signal: this.o.signal,
+              },
+              r,
+            ),
+          )
+        : []),
     ]);
     if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
     const d = plan.deregistration;
     if (!this.whole || d.status !== 'ready' || !d.item) return { parents, deferred: false };
     if (announced) return { parents, deferred: true };
-    this.deregistered = await deregister({
-      runItem: (item) => this.runItem(executor, item).then((end) => end?.status === 'released'),
-      record: (outcome) => this.outcomes.record(keyOf(d.item!), outcome),
-      checkNoLiveProvider: () => this.checkNoLiveProvider(),
-      stopHeartbeat: async () => {
-        await this.heartbeat?.stop();
-        this.heartbeat = undefined;
+    this.deregistered = await deregister(
+      {
+        runItem: (item) => this.runItem(executor, item).then((end) => end?.status === 'released'),
+        record: (outcome) => this.outcomes.record(keyOf(d.item!), outcome),
+        checkNoLiveProvider: () => this.checkNoLiveProvider(),
+        stopHeartbeat: async () => {
+          await this.heartbeat?.stop();
+          this.heartbeat = undefined;
+        },
       },
-    }, d.item);
+      d.item,
+    );
     return { parents, deferred: false };
   }
 
   private executor(): Executor {
-    return new Executor({
-      state: this.state, log: this.log, providerId: this.id, limiter: this.limiter, wipeLimiter: this.wipeLimiter, reads: this.reads,
-      ...(this.deps.wipe ? { wipe: this.deps.wipe } : {}),
-      ...(this.o.signal ? { signal: this.o.signal } : {}),
-      waitMs: () => (this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)),
-      outside: (fn, forOmni) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
-    }, this.pass!, this.planOptions);
+    return new Executor(
+      {
+        state: this.state,
+        log: this.log,
+        providerId: this.id,
+        limiter: this.limiter,
+        wipeLimiter: this.wipeLimiter,
+        reads: this.reads,
+        ...(this.deps.wipe ? { wipe: this.deps.wipe } : {}),
+        ...(this.o.signal ? { signal: this.o.signal } : {}),
+        waitMs: () =>
+          this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS),
+        outside: (fn, forOmni) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
+      },
+      this.pass!,
+      this.planOptions,
+    );
   }
 
   /** Runs one item and records how it ended; undefined when it failed (its outcome says why). */
@@ -331,25 +436,45 @@ class Reconciler {
         Object.assign(outcome, { status: 'blocked', reason: end.reason, nextStep: end.nextStep, counts: end.counts });
         this.blockedKeys.add(key);
         this.outcomes.record(key, outcome);
-        this.outcomes.itemLog('warn', { kind: item.kind, id: item.id, reason: end.reason, nextStep: end.nextStep }, 'blocked');
+        this.outcomes.itemLog(
+          'warn',
+          { kind: item.kind, id: item.id, reason: end.reason, nextStep: end.nextStep },
+          'blocked',
+        );
         return end;
       }
       this.blockedKeys.delete(key);
       if (end.heldAtRelease) {
         // Released by us, but someone else's finalizer still holds it: say who and why, and watch it
         // after the last write (settle).
-        Object.assign(outcome, { heldBy: [...end.heldAtRelease.facts.remaining], reason: end.reason, nextStep: end.nextStep });
+        Object.assign(outcome, {
+          heldBy: [...end.heldAtRelease.facts.remaining],
+          reason: end.reason,
+          nextStep: end.nextStep,
+        });
         this.heldAtRelease.set(key, end.heldAtRelease);
       }
       this.outcomes.record(key, outcome);
-      this.outcomes.itemLog('info', { kind: item.kind, id: item.id }, item.kind === 'leftover' ? 'cleaned up' : 'released');
+      this.outcomes.itemLog(
+        'info',
+        { kind: item.kind, id: item.id },
+        item.kind === 'leftover' ? 'cleaned up' : 'released',
+      );
       return end;
     } catch (err) {
       const aborted = this.o.signal?.aborted === true;
-      const nextStep = err instanceof NotFoundUnconfirmedError ? err.nextStep : 'run again; if it keeps failing, check the error and Omni\'s logs';
-      Object.assign(outcome, { status: aborted ? 'interrupted' : 'failed', reason: (err as Error).message, nextStep: aborted ? 'run again' : nextStep });
+      const nextStep =
+        err instanceof NotFoundUnconfirmedError
+          ? err.nextStep
+          : "run again; if it keeps failing, check the error and Omni's logs";
+      Object.assign(outcome, {
+        status: aborted ? 'interrupted' : 'failed',
+        reason: (err as Error).message,
+        nextStep: aborted ? 'run again' : nextStep,
+      });
       this.outcomes.record(key, outcome);
-      if (!aborted) this.outcomes.itemLog('error', { kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
+      if (!aborted)
+        this.outcomes.itemLog('error', { kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
       return undefined;
     }
   }
@@ -365,7 +490,11 @@ class Reconciler {
       return;
     }
     if (this.o.force) return;
-    const current = await getIfExists(this.state, { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.id }, { signal: this.o.signal });
+    const current = await getIfExists(
+      this.state,
+      { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.id },
+      { signal: this.o.signal },
+    );
     const live = liveProviderIn(current, this.id, (this.deps.now ?? Date.now)());
     if (live) throw live;
   }
@@ -380,5 +509,8 @@ function finishedWaiting(plan: Plan, whole: boolean, deregister: boolean): boole
   if (plan.items.length > 0 || plan.running.length > 0) return false;
   if (!whole) return true;
   if (deregister) return plan.deregistration.status === 'done';
-  return plan.refusals.every((r) => r.done) && !plan.deregistration.reasons.some((r) => /InfraMachine|MachineRequest|Machine /.test(r));
+  return (
+    plan.refusals.every((r) => r.done) &&
+    !plan.deregistration.reasons.some((r) => /InfraMachine|MachineRequest|Machine /.test(r))
+  );
 }

@@ -29,16 +29,33 @@ export async function refuse(d: RefuseDeps, r: Refusal): Promise<void> {
   const key = `${r.kind}/${r.id}`;
   const out = d.outcomes;
   if (r.done || !r.request || !r.op) {
-    if (!out.refusals.has(key)) out.refusal(key, { kind: r.kind, id: r.id, reason: r.reason, result: r.kind === 'InfraMachine' ? 'no-finalizers' : 'already-refused' });
+    if (!out.refusals.has(key))
+      out.refusal(key, {
+        kind: r.kind,
+        id: r.id,
+        reason: r.reason,
+        result: r.kind === 'InfraMachine' ? 'no-finalizers' : 'already-refused',
+      });
     return;
   }
   const op = r.op;
   const md = newMetadata(op.target, { labels: { ...r.request.metadata.labels } });
-  const spec = encodeSpec(MachineRequestStatusSpec, { id: '', stage: MachineRequestStage.FAILED, error: refusalError(d.providerId, r.id), status: `refused by ${STUB_MARKER}` });
+  const spec = encodeSpec(MachineRequestStatusSpec, {
+    id: '',
+    stage: MachineRequestStage.FAILED,
+    error: refusalError(d.providerId, r.id),
+    status: `refused by ${STUB_MARKER}`,
+  });
   try {
-    await d.limiter.run(() => d.state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: op.owner, signal: d.signal }));
+    await d.limiter.run(() =>
+      d.state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: op.owner, signal: d.signal }),
+    );
     out.itemLog('info', { kind: r.kind, id: r.id }, 'refused new MachineRequest (FAILED status)');
-    out.refusal(key, { kind: r.kind, id: r.id, reason: r.reason, result: 'refused' }, { kind: r.kind, id: r.id, status: 'refused' });
+    out.refusal(
+      key,
+      { kind: r.kind, id: r.id, reason: r.reason, result: 'refused' },
+      { kind: r.kind, id: r.id, status: 'refused' },
+    );
   } catch (err) {
     if (hasCode(err, 'OMNI_ALREADY_EXISTS')) {
       out.refusal(key, { kind: r.kind, id: r.id, reason: 'a status appeared meanwhile', result: 'already-refused' });
@@ -47,6 +64,10 @@ export async function refuse(d: RefuseDeps, r: Refusal): Promise<void> {
     if (d.signal?.aborted) throw err;
     const message = (err as Error).message;
     out.itemLog('error', { kind: r.kind, id: r.id, err: message }, 'refusal failed');
-    out.refusal(key, { kind: r.kind, id: r.id, reason: r.reason, result: 'failed', error: message }, { kind: r.kind, id: r.id, status: 'failed', reason: `refusal failed: ${message}` });
+    out.refusal(
+      key,
+      { kind: r.kind, id: r.id, reason: r.reason, result: 'failed', error: message },
+      { kind: r.kind, id: r.id, status: 'failed', reason: `refusal failed: ${message}` },
+    );
   }
 }

@@ -34,7 +34,12 @@ export interface SettleDeps {
   holdsNow: (p: Pointer, facts: HoldFacts) => Hold[];
 }
 
-export async function settle(d: SettleDeps, summary: SettleSummary, heldAtRelease: Map<string, { target: Pointer; facts: HoldFacts }>, plan: Plan): Promise<void> {
+export async function settle(
+  d: SettleDeps,
+  summary: SettleSummary,
+  heldAtRelease: Map<string, { target: Pointer; facts: HoldFacts }>,
+  plan: Plan,
+): Promise<void> {
   const outcomes = d.outcomes.items;
   const held = [...heldAtRelease].flatMap(([key, h]) => {
     const o = outcomes.get(key);
@@ -46,7 +51,15 @@ export async function settle(d: SettleDeps, summary: SettleSummary, heldAtReleas
     const key = `${n.kind}/${n.id}`;
     if (!n.heldByOthers || reported.has(key)) continue;
     const holds = predictHolds(n.heldByOthers.facts);
-    const o: ItemOutcome = { kind: n.kind as ItemOutcome['kind'], id: n.id, status: 'blocked', reason: describeHolds(holds), nextStep: nextStepsOf(holds), heldBy: [...n.heldByOthers.facts.remaining], counts: false };
+    const o: ItemOutcome = {
+      kind: n.kind as ItemOutcome['kind'],
+      id: n.id,
+      status: 'blocked',
+      reason: describeHolds(holds),
+      nextStep: nextStepsOf(holds),
+      heldBy: [...n.heldByOthers.facts.remaining],
+      counts: false,
+    };
     outcomes.set(key, o);
     held.push({ o, ...n.heldByOthers });
   }
@@ -58,7 +71,9 @@ export async function settle(d: SettleDeps, summary: SettleSummary, heldAtReleas
     return;
   }
   d.log.debug({ items: held.length, ms }, 'settle: watching what others still held when released');
-  const ends = await Promise.all(held.map(({ target }) => d.reads.wait(target, 'gone', ms).catch((err: unknown) => err as Error)));
+  const ends = await Promise.all(
+    held.map(({ target }) => d.reads.wait(target, 'gone', ms).catch((err: unknown) => err as Error)),
+  );
   held.forEach(({ o, target, facts }, i) => {
     const end = ends[i]!;
     if (end === 'aborted') return;
@@ -79,8 +94,11 @@ export async function settle(d: SettleDeps, summary: SettleSummary, heldAtReleas
     const holds = d.holdsNow(target, facts);
     o.settle = { ms, outcome: 'held' };
     o.heldBy = holds.map((h) => h.finalizer);
-    o.reason = holds.length > 0 ? describeHolds(holds) : `no finalizer left on ${describePointer(target)}, but Omni had not destroyed it`;
-    o.nextStep = holds.length > 0 ? nextStepsOf(holds) : 'check Omni\'s logs, and run again';
+    o.reason =
+      holds.length > 0
+        ? describeHolds(holds)
+        : `no finalizer left on ${describePointer(target)}, but Omni had not destroyed it`;
+    o.nextStep = holds.length > 0 ? nextStepsOf(holds) : "check Omni's logs, and run again";
     summary.held++;
     d.log.warn({ kind: o.kind, id: o.id, heldBy: o.heldBy, afterMs: ms }, 'still held after the settle time');
   });

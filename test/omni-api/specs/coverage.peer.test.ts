@@ -7,7 +7,13 @@ import { describe, expect, it } from 'vitest';
 import { OMNI_SPEC_SCHEMAS, PROVIDER_SPEC_SCHEMAS } from '../../../src/omni-api/specs/specs.js';
 import type { FieldSchema } from '../../../src/omni-api/specs/schema.js';
 import { goPeer } from '../../helpers/peers.js';
-import { allSchemas, goVectors, sharedVectorFiles, type AnySchema, type GoldenVector } from '../../helpers/specs-golden.js';
+import {
+  allSchemas,
+  goVectors,
+  sharedVectorFiles,
+  type AnySchema,
+  type GoldenVector,
+} from '../../helpers/specs-golden.js';
 
 /**
  * Fields that no vector can hold yet: added to Omni after v1.5.0, the newest version of
@@ -90,7 +96,10 @@ describe('golden vector coverage', () => {
     for (const k of Object.keys(ADDED_AFTER_GO_MODULE)) {
       const dot = k.lastIndexOf('.');
       const s = schemas.get(k.slice(0, dot));
-      expect(s?.fields.some((f) => f.name === k.slice(dot + 1)), `${k} is a field of our codecs`).toBe(true);
+      expect(
+        s?.fields.some((f) => f.name === k.slice(dot + 1)),
+        `${k} is a field of our codecs`,
+      ).toBe(true);
       expect(fields.has(k), `${k} now has a vector: take it off ADDED_AFTER_GO_MODULE`).toBe(false);
     }
   });

@@ -21,8 +21,18 @@ import { SpecError, unknownFieldsOf } from '../../../src/omni-api/specs/schema.j
 import { specFromPlain, specToPlain } from '../../../src/omni-sim/scenario/plain.js';
 import { goPeer } from '../../helpers/peers.js';
 import {
-  allSchemas, fromB64, goFilter, goVectors, hex, sharedVectorFiles, toB64, wireFields,
-  type AnySchema, type FilterReply, type FilterRequest, type GoldenVector,
+  allSchemas,
+  fromB64,
+  goFilter,
+  goVectors,
+  hex,
+  sharedVectorFiles,
+  toB64,
+  wireFields,
+  type AnySchema,
+  type FilterReply,
+  type FilterRequest,
+  type GoldenVector,
 } from '../../helpers/specs-golden.js';
 
 const schemas = allSchemas();
@@ -93,12 +103,15 @@ describe(`golden vectors: ${omni.name}`, () => {
     });
     const replies = await goFilter(binary, reqs);
     first = valid.map((_, i) => replies.slice(3 * i, 3 * i + 3));
-    second = await goFilter(binary, valid.map((v, i): FilterRequest => {
-      const o = mine[i]!;
-      const goFromJson = first[i]![0]!.proto_b64;
-      if (o instanceof Error || goFromJson === undefined) return dummy;
-      return { op: 'equal', message: v.message, a_b64: toB64(o.fromJson), b_b64: goFromJson };
-    }));
+    second = await goFilter(
+      binary,
+      valid.map((v, i): FilterRequest => {
+        const o = mine[i]!;
+        const goFromJson = first[i]![0]!.proto_b64;
+        if (o instanceof Error || goFromJson === undefined) return dummy;
+        return { op: 'equal', message: v.message, a_b64: toB64(o.fromJson), b_b64: goFromJson };
+      }),
+    );
   });
 
   valid.forEach((v, i) => {
@@ -112,9 +125,13 @@ describe(`golden vectors: ${omni.name}`, () => {
       expect(goEncoded!.error, 'Go encoding the JSON').toBeUndefined();
       expect(goDecodedOurs!.error, 'Go decoding what we encoded from the JSON').toBeUndefined();
       expect(goDecodedOurs!.json, 'Go reading what we encoded from the JSON').toStrictEqual(v.json);
-      expect(second[i]!, 'Go comparing what we encoded from the JSON with its own encoding').toStrictEqual({ equal: true });
+      expect(second[i]!, 'Go comparing what we encoded from the JSON with its own encoding').toStrictEqual({
+        equal: true,
+      });
       // (3) decode, then encode: the same bytes, or for bytes that no marshaller writes, what Go writes
-      expect(hex(o.roundTrip), 'our decode then encode gives back the bytes').toBe(hex(fromB64(v.marshalled_b64 ?? v.proto_b64)));
+      expect(hex(o.roundTrip), 'our decode then encode gives back the bytes').toBe(
+        hex(fromB64(v.marshalled_b64 ?? v.proto_b64)),
+      );
       expect(goRoundTrip, 'Go comparing our decode-then-encode with the vector').toStrictEqual({ equal: true });
     });
   });
@@ -123,7 +140,9 @@ describe(`golden vectors: ${omni.name}`, () => {
     it(`${title(v)} (refused)`, () => {
       const schema = schemas.get(v.message);
       expect(schema, `a codec for ${v.message}`).toBeDefined();
-      expect(() => decodeSpec(schema!, fromB64(v.proto_b64)), `Go refuses these bytes (${v.invalid})`).toThrow(SpecError);
+      expect(() => decodeSpec(schema!, fromB64(v.proto_b64)), `Go refuses these bytes (${v.invalid})`).toThrow(
+        SpecError,
+      );
     });
   });
 });

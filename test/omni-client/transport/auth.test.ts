@@ -60,11 +60,27 @@ describe('parseServiceAccountKey', () => {
     ['base64 of something that is not JSON', () => b64('hello, world'), /not JSON/],
     ['JSON that is not an object', () => blob(['a']), /not a JSON object/],
     ['no name', () => blob({ pgp_key: key.armoredPrivateKey }), /no "name"/],
-    ['a user service account', () => blob({ name: 'automation', pgp_key: key.armoredPrivateKey }), /not to an infra provider.*infra-provider:<id>/],
-    ['an empty provider ID', () => blob({ name: 'infra-provider:', pgp_key: key.armoredPrivateKey }), /not to an infra provider/],
+    [
+      'a user service account',
+      () => blob({ name: 'automation', pgp_key: key.armoredPrivateKey }),
+      /not to an infra provider.*infra-provider:<id>/,
+    ],
+    [
+      'an empty provider ID',
+      () => blob({ name: 'infra-provider:', pgp_key: key.armoredPrivateKey }),
+      /not to an infra provider/,
+    ],
     ['no pgp_key', () => blob({ name: 'infra-provider:x' }), /no "pgp_key"/],
-    ['an armored public key', () => blob({ name: 'infra-provider:x', pgp_key: key.armoredPublicKey }), /is a public key/],
-    ['garbage instead of a key', () => blob({ name: 'infra-provider:x', pgp_key: 'hello' }), /not an armored OpenPGP private key/],
+    [
+      'an armored public key',
+      () => blob({ name: 'infra-provider:x', pgp_key: key.armoredPublicKey }),
+      /is a public key/,
+    ],
+    [
+      'garbage instead of a key',
+      () => blob({ name: 'infra-provider:x', pgp_key: 'hello' }),
+      /not an armored OpenPGP private key/,
+    ],
     [
       'a key encrypted with a passphrase',
       async () => {
@@ -92,7 +108,9 @@ describe('parseServiceAccountKey', () => {
   }
 
   it('refuses an expired key, saying when it expired and how to renew', async () => {
-    const err = await parseServiceAccountKey(key.serviceAccountKey, { now: () => Date.now() + 2 * 3600_000 }).catch((e: unknown) => e);
+    const err = await parseServiceAccountKey(key.serviceAccountKey, { now: () => Date.now() + 2 * 3600_000 }).catch(
+      (e: unknown) => e,
+    );
     expect(err).toBeInstanceOf(KeyError);
     expect((err as Error).message).toMatch(/expired on \d{4}-.*renewkey bare-metal/);
   });
@@ -109,22 +127,33 @@ describe('loading the key', () => {
 
   it('checks SIDERO_SERVICE_ACCOUNT_KEY before OMNI_SERVICE_ACCOUNT_KEY, like the Go library', async () => {
     const other = await generateKey('infra-provider:other');
-    const env = { OMNI_SERVICE_ACCOUNT_KEY: key.serviceAccountKey, SIDERO_SERVICE_ACCOUNT_KEY: other.serviceAccountKey };
+    const env = {
+      OMNI_SERVICE_ACCOUNT_KEY: key.serviceAccountKey,
+      SIDERO_SERVICE_ACCOUNT_KEY: other.serviceAccountKey,
+    };
     expect(keyFromEnv(env)?.source).toBe('SIDERO_SERVICE_ACCOUNT_KEY');
     expect((await loadServiceAccountKey({ env })).providerId).toBe('other');
-    expect((await loadServiceAccountKey({ env: { OMNI_SERVICE_ACCOUNT_KEY: key.serviceAccountKey } })).providerId).toBe('bare-metal');
+    expect((await loadServiceAccountKey({ env: { OMNI_SERVICE_ACCOUNT_KEY: key.serviceAccountKey } })).providerId).toBe(
+      'bare-metal',
+    );
   });
 
   it('names the variable in errors, and asks for a key when none is set', async () => {
-    await expect(loadServiceAccountKey({ env: { OMNI_SERVICE_ACCOUNT_KEY: 'nope!' } })).rejects.toThrow(/OMNI_SERVICE_ACCOUNT_KEY is not base64/);
-    await expect(loadServiceAccountKey({ env: {} })).rejects.toThrow(/no service account key: set SIDERO_SERVICE_ACCOUNT_KEY or OMNI_SERVICE_ACCOUNT_KEY/);
+    await expect(loadServiceAccountKey({ env: { OMNI_SERVICE_ACCOUNT_KEY: 'nope!' } })).rejects.toThrow(
+      /OMNI_SERVICE_ACCOUNT_KEY is not base64/,
+    );
+    await expect(loadServiceAccountKey({ env: {} })).rejects.toThrow(
+      /no service account key: set SIDERO_SERVICE_ACCOUNT_KEY or OMNI_SERVICE_ACCOUNT_KEY/,
+    );
   });
 
   it('reads a key file, and says so when it cannot', async () => {
     const file = join(dir, 'key');
     await writeFile(file, `${key.serviceAccountKey}\n`);
     expect((await loadServiceAccountKey({ file, env: {} })).fingerprint).toBe(key.fingerprint);
-    await expect(loadServiceAccountKey({ file: join(dir, 'missing'), env: {} })).rejects.toThrow(/cannot read the service account key file .*ENOENT/);
+    await expect(loadServiceAccountKey({ file: join(dir, 'missing'), env: {} })).rejects.toThrow(
+      /cannot read the service account key file .*ENOENT/,
+    );
   });
 });
 
@@ -145,7 +174,9 @@ describe('Signer (siderov1)', () => {
     expect(fields[2]).toBe(key.fingerprint);
     expect(await verify(key.armoredPublicKey, payload, fields[3] ?? '')).toBe(true);
     // the signature covers the method: the same signature over another method's payload fails
-    expect(await verify(key.armoredPublicKey, signaturePayload('/cosi.resource.State/Update', ts), fields[3] ?? '')).toBe(false);
+    expect(
+      await verify(key.armoredPublicKey, signaturePayload('/cosi.resource.State/Update', ts), fields[3] ?? ''),
+    ).toBe(false);
     // a binary (not armored) detached signature
     const sig = await openpgp.readSignature({ binarySignature: Buffer.from(fields[3] ?? '', 'base64') });
     expect(sig.packets[0]?.signatureType).toBe(openpgp.enums.signature.binary);

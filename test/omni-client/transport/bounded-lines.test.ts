@@ -43,10 +43,14 @@ describe('ndjsonLines limits', () => {
 
   it('holds the bytes of an incomplete line against the budget, and nothing once lines are handed out', async () => {
     const budget = new ReadBudget(10);
-    await expect(lines([Buffer.from('{"a":'), Buffer.from('"0123456789"'), Buffer.from('}\n')], 1024, budget)).rejects.toMatchObject({ code: 'STUB_ANSWER_TOO_LARGE' });
+    await expect(
+      lines([Buffer.from('{"a":'), Buffer.from('"0123456789"'), Buffer.from('}\n')], 1024, budget),
+    ).rejects.toMatchObject({ code: 'STUB_ANSWER_TOO_LARGE' });
     expect(budget.held).toBe(0);
     const big = new ReadBudget(1024);
-    const it = ndjsonLines(chunks([Buffer.from('{"a":'), Buffer.from('1}\n{"b":'), Buffer.from('2}\n{"c"')]), { budget: big });
+    const it = ndjsonLines(chunks([Buffer.from('{"a":'), Buffer.from('1}\n{"b":'), Buffer.from('2}\n{"c"')]), {
+      budget: big,
+    });
     for await (const l of it) {
       expect(big.held).toBe(0);
       if (l === '{"b":2}') break;

@@ -5,12 +5,18 @@ import { describe, expect, it } from 'vitest';
 import { gzipChoice, isLoopbackHost } from '../../../src/omni-client/transport/compression.js';
 
 describe('isLoopbackHost', () => {
-  it.each(['127.0.0.1', '127.5.6.7', 'localhost', 'LOCALHOST', 'omni.localhost', '[::1]', '::1', '[::ffff:7f00:1]'])('%s is this machine', (h) => {
-    expect(isLoopbackHost(h)).toBe(true);
-  });
-  it.each(['10.0.0.1', '128.0.0.1', 'omni.example.org', 'localhost.example.org', '[::2]', '[fe80::1]', '0.0.0.0'])('%s is not', (h) => {
-    expect(isLoopbackHost(h)).toBe(false);
-  });
+  it.each(['127.0.0.1', '127.5.6.7', 'localhost', 'LOCALHOST', 'omni.localhost', '[::1]', '::1', '[::ffff:7f00:1]'])(
+    '%s is this machine',
+    (h) => {
+      expect(isLoopbackHost(h)).toBe(true);
+    },
+  );
+  it.each(['10.0.0.1', '128.0.0.1', 'omni.example.org', 'localhost.example.org', '[::2]', '[fe80::1]', '0.0.0.0'])(
+    '%s is not',
+    (h) => {
+      expect(isLoopbackHost(h)).toBe(false);
+    },
+  );
 });
 
 describe('gzipChoice', () => {

@@ -15,7 +15,15 @@ import { createOmniClient, type OmniClient, type OmniClientOptions } from '../..
 import { CanceledError, DeadlineExceededError, UnauthenticatedError } from '../../../src/omni-api/errors.js';
 import { KeyError, TransportError } from '../../../src/omni-client/errors.js';
 import { generateKey, type GeneratedKey } from '../../../src/omni-sim/scenario/keys.js';
-import { LineWriter, noDelay, res, sendJson, startFakeGateway, wireResource, type FakeGateway } from '../../helpers/fake-gateway.js';
+import {
+  LineWriter,
+  noDelay,
+  res,
+  sendJson,
+  startFakeGateway,
+  wireResource,
+  type FakeGateway,
+} from '../../helpers/fake-gateway.js';
 
 let key: GeneratedKey;
 let gw: FakeGateway;
@@ -49,7 +57,11 @@ function captureLogger(): { logger: pino.Logger; lines: () => Record<string, unk
   });
   return {
     logger: pino({ level: 'debug' }, dest),
-    lines: () => buf.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>),
+    lines: () =>
+      buf
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
     text: () => buf,
   };
 }
@@ -60,7 +72,8 @@ function clockCheckingGet(skewMs: number): void {
     const serverNow = Date.now() + skewMs;
     const ts = Number(q.headers['grpc-metadata-x-sidero-timestamp']) * 1000;
     const headers = { date: new Date(serverNow).toUTCString(), 'www-authenticate': 'invalid signature' };
-    if (Math.abs(ts - serverNow) > 5 * 60_000) return sendJson(s, 401, { code: 16, message: 'invalid signature' }, { headers });
+    if (Math.abs(ts - serverNow) > 5 * 60_000)
+      return sendJson(s, 401, { code: 16, message: 'invalid signature' }, { headers });
     sendJson(s, 200, { resource: wireResource(res('m1')) }, { headers: { date: headers.date } });
   });
 }
@@ -83,7 +96,10 @@ describe('clock skew', () => {
 
   it('eight minutes behind works the same way', async () => {
     clockCheckingGet(-8 * 60_000);
-    const older = await generateKey('infra-provider:bare-metal', { lifetimeSeconds: 7200, date: new Date(Date.now() - 3600_000) });
+    const older = await generateKey('infra-provider:bare-metal', {
+      lifetimeSeconds: 7200,
+      date: new Date(Date.now() - 3600_000),
+    });
     const c = await mk({ key: older.serviceAccountKey });
     await c.state.get(ptr);
     expect(c.serverClockOffsetMs()).toBeLessThan(-7 * 60_000);
@@ -105,7 +121,14 @@ describe('clock skew', () => {
   });
 
   it('retries only once: a key refused after adopting the clock is reported', async () => {
-    gw.on('Get', (_q, s) => sendJson(s, 401, { code: 16, message: 'invalid signature' }, { headers: { date: new Date(Date.now() + 9 * 60_000).toUTCString() } }));
+    gw.on('Get', (_q, s) =>
+      sendJson(
+        s,
+        401,
+        { code: 16, message: 'invalid signature' },
+        { headers: { date: new Date(Date.now() + 9 * 60_000).toUTCString() } },
+      ),
+    );
     const c = await mk();
     await expect(c.state.get(ptr)).rejects.toThrow(/Omni refused identity "infra-provider:bare-metal"/);
     expect(gw.calls('Get')).toHaveLength(2);
@@ -118,7 +141,9 @@ it('a key that expires while running fails with a KeyError, not a network error'
   now += 2 * 3600_000;
   const err = await c.state.get(ptr).catch((e: unknown) => e);
   expect(err).toBeInstanceOf(KeyError);
-  expect((err as Error).message).toMatch(/cannot sign \/cosi.resource.State\/Get with the key of "infra-provider:bare-metal"/);
+  expect((err as Error).message).toMatch(
+    /cannot sign \/cosi.resource.State\/Get with the key of "infra-provider:bare-metal"/,
+  );
   expect(gw.calls('Get')).toHaveLength(0);
 });
 
@@ -128,7 +153,9 @@ describe('deadlines and cancellation', () => {
     const c = await mk({ timeoutMs: 100 });
     const err = await c.state.get(ptr).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(DeadlineExceededError);
-    expect((err as Error).message).toMatch(/Get infra-provider\/InfraMachines.omni.sidero.dev\/m1: DeadlineExceeded: no answer within 100 ms/);
+    expect((err as Error).message).toMatch(
+      /Get infra-provider\/InfraMachines.omni.sidero.dev\/m1: DeadlineExceeded: no answer within 100 ms/,
+    );
   });
 
   it('a per-call timeout overrides the default', async () => {
@@ -155,7 +182,7 @@ describe('deadlines and cancellation', () => {
     expect(gw.calls('Get')).toHaveLength(before);
   });
 
-  it('calls in flight together stay independent: aborting one caller\'s signal leaves the others; a deadline never fires early', async () => {
+  it("calls in flight together stay independent: aborting one caller's signal leaves the others; a deadline never fires early", async () => {
     // Calls may share one controller and timer per (caller signal, deadline slot); check the sharing is invisible.
     gw.on('Get', (_q, s) => {
       setTimeout(() => sendJson(s, 200, { resource: wireResource(res('m1')) }), 150);
@@ -187,9 +214,19 @@ describe('deadlines and cancellation', () => {
     });
     const c = await mk({ timeoutMs: 60_000, connections: 32 });
     const ac = new AbortController();
-    const cancelled = Array.from({ length: 30 }, () => c.state.get(ptr, { signal: ac.signal }).then(() => 'answered', (e: unknown) => (e instanceof CanceledError ? 'cancelled' : String(e))));
+    const cancelled = Array.from({ length: 30 }, () =>
+      c.state.get(ptr, { signal: ac.signal }).then(
+        () => 'answered',
+        (e: unknown) => (e instanceof CanceledError ? 'cancelled' : String(e)),
+      ),
+    );
     const other = new AbortController();
-    const answered = Array.from({ length: 30 }, () => c.state.get(ptr, { signal: other.signal }).then(() => 'answered', (e: unknown) => String(e)));
+    const answered = Array.from({ length: 30 }, () =>
+      c.state.get(ptr, { signal: other.signal }).then(
+        () => 'answered',
+        (e: unknown) => String(e),
+      ),
+    );
     setTimeout(() => ac.abort(), 30);
     expect(new Set(await Promise.all(cancelled))).toEqual(new Set(['cancelled']));
     expect(new Set(await Promise.all(answered))).toEqual(new Set(['answered']));
@@ -348,7 +385,9 @@ describe('TLS', () => {
     const c = await mk({ endpoint, retries: 0 });
     const err = await c.state.get(ptr).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(TransportError);
-    expect((err as Error).message).toMatch(/cannot reach Omni at https:\/\/127\.0\.0\.1:\d+: .*(self-signed|SELF_SIGNED)/i);
+    expect((err as Error).message).toMatch(
+      /cannot reach Omni at https:\/\/127\.0\.0\.1:\d+: .*(self-signed|SELF_SIGNED)/i,
+    );
   });
 
   it('trusts a --ca-file', async () => {

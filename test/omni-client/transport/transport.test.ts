@@ -15,15 +15,20 @@ describe('normalizeEndpoint (like the Go client)', () => {
     expect(normalizeEndpoint(raw)).toEqual({ origin, tls: isTls });
   });
 
-  it.each(['omni.example.com', 'omni.example.com:443', 'ftp://x', '', 'https://'])('refuses %j as a configuration error', (raw) => {
-    expect(() => normalizeEndpoint(raw)).toThrow(expect.objectContaining({ code: 'STUB_CONFIG' }));
-  });
+  it.each(['omni.example.com', 'omni.example.com:443', 'ftp://x', '', 'https://'])(
+    'refuses %j as a configuration error',
+    (raw) => {
+      expect(() => normalizeEndpoint(raw)).toThrow(expect.objectContaining({ code: 'STUB_CONFIG' }));
+    },
+  );
 });
 
 describe('jitteredBackoff', () => {
   it('doubles, caps, and stays within [d/2, d]', () => {
     const b = { baseMs: 100, capMs: 1000 };
-    expect([0, 1, 2, 3, 4, 10, 100].map((n) => jitteredBackoff(n, b, () => 0))).toEqual([50, 100, 200, 400, 500, 500, 500]);
+    expect([0, 1, 2, 3, 4, 10, 100].map((n) => jitteredBackoff(n, b, () => 0))).toEqual([
+      50, 100, 200, 400, 500, 500, 500,
+    ]);
     expect([0, 1, 2, 3, 4].map((n) => jitteredBackoff(n, b, () => 1))).toEqual([100, 200, 400, 800, 1000]);
   });
 });
@@ -34,7 +39,13 @@ describe('ndjsonLines', () => {
   }
   it('joins lines split across chunks, skips blank lines, keeps a last line without newline', async () => {
     const euro = Buffer.from('€', 'utf8');
-    const parts = [Buffer.from('{"a":'), Buffer.from('1}\n\n{"b":"'), euro.subarray(0, 1), euro.subarray(1), Buffer.from('"}\n{"c":3}')];
+    const parts = [
+      Buffer.from('{"a":'),
+      Buffer.from('1}\n\n{"b":"'),
+      euro.subarray(0, 1),
+      euro.subarray(1),
+      Buffer.from('"}\n{"c":3}'),
+    ];
     const out: string[] = [];
     for await (const l of ndjsonLines(chunks(parts))) out.push(l);
     expect(out).toEqual(['{"a":1}', '{"b":"€"}', '{"c":3}']);

@@ -4,9 +4,22 @@
 // over a scripted backend: what is sent again, what is not, and where it stops.
 
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { AlreadyExistsError, DeadlineExceededError, FailedPreconditionError, NotFoundError, PermissionDeniedError, ResourceExhaustedError, UnavailableError } from '../../../src/omni-api/errors.js';
+import {
+  AlreadyExistsError,
+  DeadlineExceededError,
+  FailedPreconditionError,
+  NotFoundError,
+  PermissionDeniedError,
+  ResourceExhaustedError,
+  UnavailableError,
+} from '../../../src/omni-api/errors.js';
 import { ThrottledError, TransportError } from '../../../src/omni-client/errors.js';
-import { classifyWriteFailure, createVerdict, destroyVerdict, updateVerdict } from '../../../src/omni-client/write/verdict.js';
+import {
+  classifyWriteFailure,
+  createVerdict,
+  destroyVerdict,
+  updateVerdict,
+} from '../../../src/omni-client/write/verdict.js';
 import { withBackPressure } from '../../../src/omni-client/write/pressure.js';
 import { WriteWindow, type Ticket } from '../../../src/omni-client/write/window.js';
 import { cloneResource, newMetadata, type Pointer, type Resource } from '../../../src/omni-api/resource.js';
@@ -15,7 +28,14 @@ import { wrapCore } from '../../../src/omni-client/wrap.js';
 
 const P: Pointer = { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: 'm1' };
 const stored = (version: string, over: Partial<Resource['metadata']> = {}, spec = [8, 1]): Resource => ({
-  metadata: newMetadata(P, { version, owner: 'InfraMachineController', phase: 'tearingDown', finalizers: ['bm.A', 'Other'], labels: { a: '1' }, ...over }),
+  metadata: newMetadata(P, {
+    version,
+    owner: 'InfraMachineController',
+    phase: 'tearingDown',
+    finalizers: ['bm.A', 'Other'],
+    labels: { a: '1' },
+    ...over,
+  }),
   spec: { protoSpec: new Uint8Array(spec) },
 });
 /** What an Update removing bm.A sends: read at `version`. */
@@ -25,7 +45,10 @@ const removal = (version: string): Resource => {
   return r;
 };
 /** What Omni stores when that Update is applied. */
-const applied = (version: string): Resource => ({ ...removal(version), metadata: { ...removal(version).metadata, version: String(Number(version) + 1) } });
+const applied = (version: string): Resource => ({
+  ...removal(version),
+  metadata: { ...removal(version).metadata, version: String(Number(version) + 1) },
+});
 
 afterEach(() => {
   vi.useRealTimers();
@@ -90,8 +113,14 @@ describe('the window of writes in flight', () => {
     const w = new WriteWindow({ max: 2 });
     const [a, b] = await take(w, 2);
     const order: string[] = [];
-    const c = w.acquire().then((t) => { order.push('c'); return t; });
-    const d = w.acquire().then((t) => { order.push('d'); return t; });
+    const c = w.acquire().then((t) => {
+      order.push('c');
+      return t;
+    });
+    const d = w.acquire().then((t) => {
+      order.push('d');
+      return t;
+    });
     await Promise.resolve();
     expect(order).toEqual([]);
     w.release(a!, { kind: 'ok' });
@@ -110,7 +139,10 @@ describe('the window of writes in flight', () => {
     w.release(t, { kind: 'signal', retryAfterMs: 2_000 });
     expect(w.size).toBe(2);
     let started = false;
-    const next = w.acquire().then((x) => { started = true; return x; });
+    const next = w.acquire().then((x) => {
+      started = true;
+      return x;
+    });
     await vi.advanceTimersByTimeAsync(1_999);
     expect(started).toBe(false);
     await vi.advanceTimersByTimeAsync(1);
@@ -121,7 +153,7 @@ describe('the window of writes in flight', () => {
     expect(w.pausedUntil).toBe(Date.now() + 60_000);
   });
 
-  it('a wait ends at its deadline and at the caller\'s signal', async () => {
+  it("a wait ends at its deadline and at the caller's signal", async () => {
     vi.useFakeTimers({ now: 0 });
     const w = new WriteWindow({ max: 1 });
     await w.acquire();
@@ -142,13 +174,19 @@ describe('the window of writes in flight', () => {
 });
 
 describe('what a failed write is', () => {
-  it('back-pressure: DeadlineExceeded (Omni\'s or the client\'s), ResourceExhausted, Unavailable, a proxy\'s 429/503', () => {
-    for (const e of [new DeadlineExceededError('x'), new ResourceExhaustedError('x'), new UnavailableError('x'), new TransportError('x', { retriable: true, httpStatus: 429, retryAfterMs: 1000 }), new TransportError('x', { retriable: true, httpStatus: 503 })]) {
+  it("back-pressure: DeadlineExceeded (Omni's or the client's), ResourceExhausted, Unavailable, a proxy's 429/503", () => {
+    for (const e of [
+      new DeadlineExceededError('x'),
+      new ResourceExhaustedError('x'),
+      new UnavailableError('x'),
+      new TransportError('x', { retriable: true, httpStatus: 429, retryAfterMs: 1000 }),
+      new TransportError('x', { retriable: true, httpStatus: 503 }),
+    ]) {
       expect(classifyWriteFailure(e)).toBe('pressure');
     }
   });
 
-  it('a broken exchange is a lost answer; refusals, malformed answers and the caller\'s cancellation are final', () => {
+  it("a broken exchange is a lost answer; refusals, malformed answers and the caller's cancellation are final", () => {
     expect(classifyWriteFailure(new TransportError('reset', { retriable: true }))).toBe('lost');
     expect(classifyWriteFailure(new TransportError('bad certificate'))).toBe('final');
     expect(classifyWriteFailure(new FailedPreconditionError('conflict'))).toBe('final');
@@ -166,12 +204,22 @@ describe('the re-read verdicts', () => {
     expect(updateVerdict(removal('5'), stored('5'))).toBe('not-applied');
     // v+1 but someone else's content (another finalizer removed, a label, the spec, the owner, the phase).
     expect(updateVerdict(removal('5'), stored('6'))).toBe('changed');
-    expect(updateVerdict(removal('5'), { ...applied('5'), metadata: { ...applied('5').metadata, labels: { a: '2' } } })).toBe('changed');
-    expect(updateVerdict(removal('5'), { ...applied('5'), spec: { protoSpec: new Uint8Array([8, 2]) } })).toBe('changed');
-    expect(updateVerdict(removal('5'), { ...applied('5'), metadata: { ...applied('5').metadata, owner: 'x' } })).toBe('changed');
-    expect(updateVerdict(removal('5'), { ...applied('5'), metadata: { ...applied('5').metadata, phase: 'running' } })).toBe('changed');
+    expect(
+      updateVerdict(removal('5'), { ...applied('5'), metadata: { ...applied('5').metadata, labels: { a: '2' } } }),
+    ).toBe('changed');
+    expect(updateVerdict(removal('5'), { ...applied('5'), spec: { protoSpec: new Uint8Array([8, 2]) } })).toBe(
+      'changed',
+    );
+    expect(updateVerdict(removal('5'), { ...applied('5'), metadata: { ...applied('5').metadata, owner: 'x' } })).toBe(
+      'changed',
+    );
+    expect(
+      updateVerdict(removal('5'), { ...applied('5'), metadata: { ...applied('5').metadata, phase: 'running' } }),
+    ).toBe('changed');
     // Our content but further on: written again since (not ours alone).
-    expect(updateVerdict(removal('5'), { ...applied('5'), metadata: { ...applied('5').metadata, version: '7' } })).toBe('changed');
+    expect(updateVerdict(removal('5'), { ...applied('5'), metadata: { ...applied('5').metadata, version: '7' } })).toBe(
+      'changed',
+    );
   });
 
   it('Destroy: a Get answering NotFound is applied; found at the version read not applied; at another version changed', () => {
@@ -181,13 +229,15 @@ describe('the re-read verdicts', () => {
     expect(destroyVerdict(stored('5'), stored('6'))).toBe('changed');
   });
 
-  it('Create: NotFound not applied; found with our owner, labels and spec applied (finalizers aside); else someone else\'s', () => {
+  it("Create: NotFound not applied; found with our owner, labels and spec applied (finalizers aside); else someone else's", () => {
     const sent = stored('undefined', { owner: '', finalizers: [] });
     expect(createVerdict(sent, 'p.ProvisionController', undefined)).toBe('not-applied');
     const ours = stored('1', { owner: 'p.ProvisionController', finalizers: ['omni.Controller'] });
     expect(createVerdict(sent, 'p.ProvisionController', ours)).toBe('applied');
     expect(createVerdict(sent, 'p.ProvisionController', stored('1', { owner: 'someone' }))).toBe('changed');
-    expect(createVerdict(sent, 'p.ProvisionController', stored('1', { owner: 'p.ProvisionController' }, [8, 3]))).toBe('changed');
+    expect(createVerdict(sent, 'p.ProvisionController', stored('1', { owner: 'p.ProvisionController' }, [8, 3]))).toBe(
+      'changed',
+    );
   });
 });
 
@@ -221,12 +271,21 @@ function scripted(script: Error[], current: () => Resource | undefined, o: { get
       if (e) throw e;
     },
     list: () => Promise.reject(new Error('not used')),
-    watchKind: () => { throw new Error('not used'); },
+    watchKind: () => {
+      throw new Error('not used');
+    },
   };
   const pauses: number[] = [];
   const state = withBackPressure(core, {
-    maxWritesInFlight: 8, retries: o.retries ?? 3, maxWaitMs: 10_000, random: () => 0, now: () => t,
-    delay: async (ms) => { pauses.push(ms); t += ms; },
+    maxWritesInFlight: 8,
+    retries: o.retries ?? 3,
+    maxWaitMs: 10_000,
+    random: () => 0,
+    now: () => t,
+    delay: async (ms) => {
+      pauses.push(ms);
+      t += ms;
+    },
   });
   return { state, log, pauses };
 }
@@ -263,7 +322,7 @@ describe('a write of unknown outcome is read back before anything is sent again'
     expect(s.log).toEqual(['Update', 'Get', 'Get']);
   });
 
-  it('an Update of a resource gone meanwhile throws the Get\'s NotFound (rule 4 is the caller\'s)', async () => {
+  it("an Update of a resource gone meanwhile throws the Get's NotFound (rule 4 is the caller's)", async () => {
     const s = scripted([deadline()], () => undefined);
     await expect(s.state.update(removal('5'))).rejects.toBeInstanceOf(NotFoundError);
   });
@@ -293,7 +352,7 @@ describe('a write of unknown outcome is read back before anything is sent again'
     await expect(theirs.state.create(sent, { owner: 'p.C' })).rejects.toBeInstanceOf(AlreadyExistsError);
   });
 
-  it('a refusal is the caller\'s at once: no Get, nothing sent again', async () => {
+  it("a refusal is the caller's at once: no Get, nothing sent again", async () => {
     const s = scripted([new PermissionDeniedError('no')], () => stored('5'));
     await expect(s.state.update(removal('5'))).rejects.toBeInstanceOf(PermissionDeniedError);
     expect(s.log).toEqual(['Update']);
@@ -303,25 +362,39 @@ describe('a write of unknown outcome is read back before anything is sent again'
     const s = scripted(Array.from({ length: 20 }, deadline), () => stored('5'));
     const err = await s.state.update(removal('5')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ThrottledError);
-    expect((err as Error).message).toMatch(/^Update infra-provider\/InfraMachines\.omni\.sidero\.dev\/m1: throttled by Omni: sent 4 times .* after 4 back-pressure answers/);
+    expect((err as Error).message).toMatch(
+      /^Update infra-provider\/InfraMachines\.omni\.sidero\.dev\/m1: throttled by Omni: sent 4 times .* after 4 back-pressure answers/,
+    );
     expect(s.log.filter((x) => x === 'Update')).toHaveLength(4);
     expect(s.state.throttling()).toMatchObject({ signals: 4, retriedWrites: 3, gaveUp: 1, minWritesInFlight: 1 });
   });
 
-  it('bounded in time: retries stop when the next pause would pass the write\'s time', async () => {
+  it("bounded in time: retries stop when the next pause would pass the write's time", async () => {
     // Every re-read takes 6 s of the clock; a write has 10 s from its first failure: two sends.
     const s = scripted(Array.from({ length: 20 }, deadline), () => stored('5'), { getMs: 6_000, retries: 100 });
     const err = await s.state.update(removal('5')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ThrottledError);
-    expect((err as Error).message).toContain('out of time (10 s for its retries) after 2 back-pressure answers within 12.1 s');
+    expect((err as Error).message).toContain(
+      'out of time (10 s for its retries) after 2 back-pressure answers within 12.1 s',
+    );
     expect(s.log).toEqual(['Update', 'Get', 'Update', 'Get']);
   });
 
   it('reads are never held by the window', async () => {
     vi.useFakeTimers({ now: 0 });
     const s = scripted([], () => stored('5'));
-    const w = withBackPressure({ get: s.state.get.bind(s.state), list: s.state.list.bind(s.state), watchKind: s.state.watchKind.bind(s.state), create: s.state.create.bind(s.state), destroy: s.state.destroy.bind(s.state),
-      update: () => Promise.reject(new TransportError('slow down', { retriable: true, httpStatus: 429, retryAfterMs: 30_000 })) }, { maxWritesInFlight: 1, retries: 0 });
+    const w = withBackPressure(
+      {
+        get: s.state.get.bind(s.state),
+        list: s.state.list.bind(s.state),
+        watchKind: s.state.watchKind.bind(s.state),
+        create: s.state.create.bind(s.state),
+        destroy: s.state.destroy.bind(s.state),
+        update: () =>
+          Promise.reject(new TransportError('slow down', { retriable: true, httpStatus: 429, retryAfterMs: 30_000 })),
+      },
+      { maxWritesInFlight: 1, retries: 0 },
+    );
     await expect(w.update(removal('5'))).rejects.toBeInstanceOf(ThrottledError);
     // New writes are held for 30 s; a Get goes through now.
     expect((await w.get(P)).metadata.version).toBe('5');

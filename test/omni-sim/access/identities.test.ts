@@ -16,10 +16,23 @@ const nowSec = (ms = NOW): string => String(Math.floor(ms / 1000));
 /** The Go signer's payload bytes: every listed header, null when absent, keys sorted. */
 function goPayload(ts: string, method = METHOD, extra: Record<string, string[] | null> = {}): string {
   const headers: Record<string, string[] | null> = {
-    authorization: null, cluster: null, context: null, fieldSelectors: null, namespace: null,
-    nodes: null, runtime: null, selectors: null, uid: null, 'x-sidero-timestamp': [ts], ...extra,
+    authorization: null,
+    cluster: null,
+    context: null,
+    fieldSelectors: null,
+    namespace: null,
+    nodes: null,
+    runtime: null,
+    selectors: null,
+    uid: null,
+    'x-sidero-timestamp': [ts],
+    ...extra,
   };
-  const sorted = Object.fromEntries(Object.keys(headers).sort().map((k) => [k, headers[k]]));
+  const sorted = Object.fromEntries(
+    Object.keys(headers)
+      .sort()
+      .map((k) => [k, headers[k]]),
+  );
   return JSON.stringify({ headers: sorted, method });
 }
 
@@ -35,7 +48,14 @@ async function pgpSign(armoredPrivateKey: string, payload: string, date?: Date):
   return { sig: Buffer.from(sig).toString('base64'), fp: key.getFingerprint() };
 }
 
-function headersFor(name: string, fp: string, sig: string, ts: string, payload: string, extra: Record<string, string> = {}): Record<string, string> {
+function headersFor(
+  name: string,
+  fp: string,
+  sig: string,
+  ts: string,
+  payload: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return {
     'grpc-metadata-x-sidero-timestamp': ts,
     'grpc-metadata-x-sidero-payload': payload,
@@ -45,7 +65,10 @@ function headersFor(name: string, fp: string, sig: string, ts: string, payload: 
 }
 
 async function expectInvalid(p: Promise<unknown>): Promise<void> {
-  const err = await p.then(() => undefined, (e: unknown) => e);
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(err).toBeInstanceOf(UnauthenticatedError);
   expect((err as UnauthenticatedError).grpcCode).toBe(16);
   expect((err as UnauthenticatedError).omniMessage).toBe('invalid signature');
@@ -70,18 +93,34 @@ describe('identity registry', () => {
     });
     const admin = await generateKey('admin@example.org', { lifetimeSeconds: 3600 });
     const r = new IdentityRegistry();
-    expect(await r.add({ name: 'admin@example.org', role: 'Admin', publicKeys: [admin.armoredPublicKey] }))
-      .toEqual({ name: 'admin@example.org', email: 'admin@example.org', role: 'Admin' });
+    expect(await r.add({ name: 'admin@example.org', role: 'Admin', publicKeys: [admin.armoredPublicKey] })).toEqual({
+      name: 'admin@example.org',
+      email: 'admin@example.org',
+      role: 'Admin',
+    });
   });
 
   it('refuses what Omni refuses: InfraProvider role without the prefix, another role with it, private keys, no expiry', async () => {
     const k = await generateKey('ops@example.org', { lifetimeSeconds: 3600 });
     const r = new IdentityRegistry();
-    await expect(r.add({ name: 'ops@example.org', role: 'InfraProvider', publicKeys: [k.armoredPublicKey] })).rejects.toBeInstanceOf(IdentityError);
-    await expect(r.add({ name: 'infra-provider:x', role: 'Admin', publicKeys: [k.armoredPublicKey] })).rejects.toBeInstanceOf(IdentityError);
-    await expect(r.add({ name: 'ops@example.org', role: 'Operator', publicKeys: [k.armoredPrivateKey] })).rejects.toBeInstanceOf(IdentityError);
-    const { publicKey } = await openpgp.generateKey({ type: 'ecc', curve: 'ed25519Legacy', userIDs: [{ email: 'n@example.org' }], format: 'armored' });
-    await expect(r.add({ name: 'n@example.org', role: 'Reader', publicKeys: [publicKey] })).rejects.toThrow(/expiration/);
+    await expect(
+      r.add({ name: 'ops@example.org', role: 'InfraProvider', publicKeys: [k.armoredPublicKey] }),
+    ).rejects.toBeInstanceOf(IdentityError);
+    await expect(
+      r.add({ name: 'infra-provider:x', role: 'Admin', publicKeys: [k.armoredPublicKey] }),
+    ).rejects.toBeInstanceOf(IdentityError);
+    await expect(
+      r.add({ name: 'ops@example.org', role: 'Operator', publicKeys: [k.armoredPrivateKey] }),
+    ).rejects.toBeInstanceOf(IdentityError);
+    const { publicKey } = await openpgp.generateKey({
+      type: 'ecc',
+      curve: 'ed25519Legacy',
+      userIDs: [{ email: 'n@example.org' }],
+      format: 'armored',
+    });
+    await expect(r.add({ name: 'n@example.org', role: 'Reader', publicKeys: [publicKey] })).rejects.toThrow(
+      /expiration/,
+    );
   });
 });
 
@@ -107,10 +146,14 @@ describe('siderov1 verification', () => {
     const ts = nowSec();
     const p1 = goPayload(ts);
     const s1 = await pgpSign(provider.armoredPrivateKey, p1);
-    expect((await registry.authenticate(headersFor('whoever', s1.fp, s1.sig, ts, p1), METHOD, NOW)).providerId).toBe('bare-metal');
+    expect((await registry.authenticate(headersFor('whoever', s1.fp, s1.sig, ts, p1), METHOD, NOW)).providerId).toBe(
+      'bare-metal',
+    );
     const p2 = JSON.stringify({ headers: { 'x-sidero-timestamp': [ts] }, method: METHOD });
     const s2 = await pgpSign(provider.armoredPrivateKey, p2);
-    expect((await registry.authenticate(headersFor(provider.name, s2.fp, s2.sig, ts, p2), METHOD, NOW)).role).toBe('InfraProvider');
+    expect((await registry.authenticate(headersFor(provider.name, s2.fp, s2.sig, ts, p2), METHOD, NOW)).role).toBe(
+      'InfraProvider',
+    );
   });
 
   it('refuses a tampered payload, a wrong method, a stale or future timestamp, an unknown or upper-case fingerprint', async () => {
@@ -119,7 +162,9 @@ describe('siderov1 verification', () => {
     const { sig, fp } = await pgpSign(provider.armoredPrivateKey, p);
     const tampered = p.replace('"uid":null', '"uid": null');
     await expectInvalid(registry.authenticate(headersFor(provider.name, fp, sig, ts, tampered), METHOD, NOW));
-    await expectInvalid(registry.authenticate(headersFor(provider.name, fp, sig, ts, p), '/cosi.resource.State/List', NOW));
+    await expectInvalid(
+      registry.authenticate(headersFor(provider.name, fp, sig, ts, p), '/cosi.resource.State/List', NOW),
+    );
     const other = goPayload(ts, '/cosi.resource.State/List');
     const so = await pgpSign(provider.armoredPrivateKey, other);
     await expectInvalid(registry.authenticate(headersFor(provider.name, fp, so.sig, ts, other), METHOD, NOW));
@@ -138,13 +183,19 @@ describe('siderov1 verification', () => {
 
   it('compares the listed headers exactly: [] is not absent, null is; fieldSelectors always reads as absent', async () => {
     const ts = nowSec();
-    const check = async (extra: Record<string, string[] | null>, reqHeaders: Record<string, string> = {}): Promise<boolean> => {
+    const check = async (
+      extra: Record<string, string[] | null>,
+      reqHeaders: Record<string, string> = {},
+    ): Promise<boolean> => {
       const p = goPayload(ts, METHOD, extra);
       const s = await pgpSign(provider.armoredPrivateKey, p);
-      return registry.authenticate(headersFor(provider.name, s.fp, s.sig, ts, p, reqHeaders), METHOD, NOW).then(() => true, (e: unknown) => {
-        expect(e).toBeInstanceOf(UnauthenticatedError);
-        return false;
-      });
+      return registry.authenticate(headersFor(provider.name, s.fp, s.sig, ts, p, reqHeaders), METHOD, NOW).then(
+        () => true,
+        (e: unknown) => {
+          expect(e).toBeInstanceOf(UnauthenticatedError);
+          return false;
+        },
+      );
     };
     expect(await check({ nodes: [] })).toBe(false);
     expect(await check({ nodes: null })).toBe(true);
@@ -166,13 +217,29 @@ describe('siderov1 verification', () => {
     const base = headersFor(provider.name, fp, sig, ts, p);
     const { 'grpc-metadata-x-sidero-signature': _omit, ...unsigned } = base;
     await expectInvalid(registry.authenticate(unsigned, METHOD, NOW));
-    await expectInvalid(registry.authenticate({ ...base, 'grpc-metadata-x-sidero-signature': `siderov2 ${provider.name} ${fp} ${sig}` }, METHOD, NOW));
-    await expectInvalid(registry.authenticate({ ...base, 'grpc-metadata-x-sidero-signature': `siderov1 ${provider.name} ${fp} ${sig.slice(0, -1)}` }, METHOD, NOW));
-    const err = await registry.authenticate({ ...base, 'grpc-metadata-x-sidero-signature': `siderov1 ${provider.name} ${fp}` }, METHOD, NOW).catch((e: unknown) => e);
+    await expectInvalid(
+      registry.authenticate(
+        { ...base, 'grpc-metadata-x-sidero-signature': `siderov2 ${provider.name} ${fp} ${sig}` },
+        METHOD,
+        NOW,
+      ),
+    );
+    await expectInvalid(
+      registry.authenticate(
+        { ...base, 'grpc-metadata-x-sidero-signature': `siderov1 ${provider.name} ${fp} ${sig.slice(0, -1)}` },
+        METHOD,
+        NOW,
+      ),
+    );
+    const err = await registry
+      .authenticate({ ...base, 'grpc-metadata-x-sidero-signature': `siderov1 ${provider.name} ${fp}` }, METHOD, NOW)
+      .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InternalError);
     expect((err as InternalError).grpcCode).toBe(13);
     // timestamp header must be there and match the payload
-    await expectInvalid(registry.authenticate({ ...base, 'grpc-metadata-x-sidero-timestamp': String(Number(ts) + 1) }, METHOD, NOW));
+    await expectInvalid(
+      registry.authenticate({ ...base, 'grpc-metadata-x-sidero-timestamp': String(Number(ts) + 1) }, METHOD, NOW),
+    );
   });
 
   it('refuses an expired key, and retries at now + min(5 min, lifetime/2) for signers slightly ahead', async () => {
@@ -181,7 +248,10 @@ describe('siderov1 verification', () => {
     await r.add({ name: short.name, publicKeys: [short.armoredPublicKey] });
     const created = (await openpgp.readKey({ armoredKey: short.armoredPublicKey })).getCreationTime().getTime();
     // Signed now (the key is valid); presented at sim times before and after the key's expiry.
-    for (const [at, ok] of [[created + 50 * 60_000, true], [created + 2 * 3600_000, false]] as const) {
+    for (const [at, ok] of [
+      [created + 50 * 60_000, true],
+      [created + 2 * 3600_000, false],
+    ] as const) {
       const p = goPayload(nowSec(at));
       const s = await pgpSign(short.armoredPrivateKey, p);
       const call = r.authenticate(headersFor(short.name, s.fp, s.sig, nowSec(at), p), METHOD, at);
@@ -192,7 +262,9 @@ describe('siderov1 verification', () => {
     const ts = nowSec();
     const p2 = goPayload(ts);
     const ahead = await pgpSign(provider.armoredPrivateKey, p2, new Date(NOW + 2 * 60_000));
-    expect((await registry.authenticate(headersFor(provider.name, ahead.fp, ahead.sig, ts, p2), METHOD, NOW)).name).toBe(provider.name);
+    expect(
+      (await registry.authenticate(headersFor(provider.name, ahead.fp, ahead.sig, ts, p2), METHOD, NOW)).name,
+    ).toBe(provider.name);
     const tooFar = await pgpSign(provider.armoredPrivateKey, p2, new Date(NOW + 10 * 60_000));
     await expectInvalid(registry.authenticate(headersFor(provider.name, tooFar.fp, tooFar.sig, ts, p2), METHOD, NOW));
   });
@@ -221,15 +293,27 @@ describe('a signature made by GnuPG', () => {
   let home: string;
   let gpgKey: { armored: string; fp: string };
   const gpg = (...args: string[]): string =>
-    execFileSync('gpg', ['--homedir', home, '--batch', '--yes', '--no-tty', '--pinentry-mode', 'loopback', '--passphrase', '', ...args], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    execFileSync(
+      'gpg',
+      ['--homedir', home, '--batch', '--yes', '--no-tty', '--pinentry-mode', 'loopback', '--passphrase', '', ...args],
+      {
+        encoding: 'utf8',
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
 
   beforeAll(() => {
     home = mkdtempSync(join(tmpdir(), 'sim-auth-gpg-'));
-    gpg('--quick-gen-key', 'gpg-provider (test) <gpg-provider@infra-provider.serviceaccount.omni.sidero.dev>', 'ed25519', 'sign', '1d');
-    const fpr = gpg('--with-colons', '--list-keys').split('\n').find((l) => l.startsWith('fpr:'));
+    gpg(
+      '--quick-gen-key',
+      'gpg-provider (test) <gpg-provider@infra-provider.serviceaccount.omni.sidero.dev>',
+      'ed25519',
+      'sign',
+      '1d',
+    );
+    const fpr = gpg('--with-colons', '--list-keys')
+      .split('\n')
+      .find((l) => l.startsWith('fpr:'));
     gpgKey = { armored: gpg('--armor', '--export'), fp: (fpr ?? '').split(':')[9] ?? '' };
   });
   afterAll(() => rmSync(home, { recursive: true, force: true }));
@@ -247,7 +331,13 @@ describe('a signature made by GnuPG', () => {
     const headers = headersFor('infra-provider:gpg-provider', gpgKey.fp.toLowerCase(), sig, ts, payload);
     const who = await r.authenticate(headers, '/cosi.resource.State/Watch', NOW);
     expect(who.providerId).toBe('gpg-provider');
-    await expectInvalid(r.authenticate({ ...headers, 'grpc-metadata-x-sidero-payload': payload.replace('Watch', 'Get') }, '/cosi.resource.State/Get', NOW));
+    await expectInvalid(
+      r.authenticate(
+        { ...headers, 'grpc-metadata-x-sidero-payload': payload.replace('Watch', 'Get') },
+        '/cosi.resource.State/Get',
+        NOW,
+      ),
+    );
     await expectInvalid(r.authenticate(headers, '/cosi.resource.State/Get', NOW));
     // the key expires after a day
     await expectInvalid(r.authenticate(headers, '/cosi.resource.State/Watch', NOW + 2 * 24 * 3600_000));

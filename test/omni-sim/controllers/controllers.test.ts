@@ -6,7 +6,12 @@ import { INTERNAL } from '../../../src/omni-sim/api.js';
 import { SimStore } from '../../../src/omni-sim/store/store.js';
 import { EMPTY_QUERY } from '../../../src/omni-sim/store/query.js';
 import type { Pointer, Resource } from '../../../src/omni-api/resource.js';
-import { LABEL_INFRA_PROVIDER_ID as L, LABEL_MACHINE_REQUEST_SET, newMetadata, T } from '../../../src/omni-api/resource.js';
+import {
+  LABEL_INFRA_PROVIDER_ID as L,
+  LABEL_MACHINE_REQUEST_SET,
+  newMetadata,
+  T,
+} from '../../../src/omni-api/resource.js';
 import { encodeSpec } from '../../../src/omni-api/specs/codec.js';
 import { MachineRequestStatusSpec } from '../../../src/omni-api/specs/messages.js';
 import { OmniError } from '../../../src/omni-api/errors.js';
@@ -29,7 +34,14 @@ function setup(version: string, extra: Resource[] = []): { store: SimStore; omni
   const store = new SimStore({ clock: { now: () => Date.now() } });
   const deleted: string[] = [];
   store.seed([res(PROVIDER), ...extra]);
-  const omni = startOmniControllers(store, { version, onServiceAccountDeleted: (id) => deleted.push(id), randomSuffix: (() => { let n = 0; return () => `r${String(n++).padStart(5, '0')}`; })() });
+  const omni = startOmniControllers(store, {
+    version,
+    onServiceAccountDeleted: (id) => deleted.push(id),
+    randomSuffix: (() => {
+      let n = 0;
+      return () => `r${String(n++).padStart(5, '0')}`;
+    })(),
+  });
   running.push(omni);
   return { store, omni, deleted };
 }
@@ -98,9 +110,18 @@ describe('deleting a static machine', () => {
 
 describe('deleting the infra provider', () => {
   const withStatuses = (): Resource[] => [
-    res({ namespace: 'infra-provider', type: T.InfraProviderStatus, id: 'bare-metal' }, { labels: { [L]: 'bare-metal' } }),
-    res({ namespace: 'infra-provider-ephemeral', type: T.InfraProviderHealthStatus, id: 'bare-metal' }, { owner: 'bare-metal.ProviderHealthStatusController', labels: { [L]: 'bare-metal' } }),
-    res({ namespace: 'infra-provider', type: T.InfraMachineStatus, id: UUID }, { owner: 'bare-metal.InfraMachineStatusController', labels: { [L]: 'bare-metal' } }),
+    res(
+      { namespace: 'infra-provider', type: T.InfraProviderStatus, id: 'bare-metal' },
+      { labels: { [L]: 'bare-metal' } },
+    ),
+    res(
+      { namespace: 'infra-provider-ephemeral', type: T.InfraProviderHealthStatus, id: 'bare-metal' },
+      { owner: 'bare-metal.ProviderHealthStatusController', labels: { [L]: 'bare-metal' } },
+    ),
+    res(
+      { namespace: 'infra-provider', type: T.InfraMachineStatus, id: UUID },
+      { owner: 'bare-metal.InfraMachineStatusController', labels: { [L]: 'bare-metal' } },
+    ),
     res({ namespace: 'default', type: T.MachineRequestSet, id: 'other-set' }),
   ];
 
@@ -124,7 +145,9 @@ describe('deleting the infra provider', () => {
     expect(deleted).toEqual(['bare-metal']);
     expect(peek(store, PROVIDER)).toBeUndefined();
     expect(peek(store, { namespace: 'infra-provider', type: T.InfraProviderStatus, id: 'bare-metal' })).toBeUndefined();
-    expect(peek(store, { namespace: 'infra-provider-ephemeral', type: T.InfraProviderHealthStatus, id: 'bare-metal' })).toBeDefined();
+    expect(
+      peek(store, { namespace: 'infra-provider-ephemeral', type: T.InfraProviderHealthStatus, id: 'bare-metal' }),
+    ).toBeDefined();
     expect(peek(store, { namespace: 'infra-provider', type: T.InfraMachineStatus, id: UUID })).toBeDefined();
     expect(peek(store, LINK)?.metadata.phase).toBe('running');
     expect(peek(store, IM)?.metadata.finalizers).toEqual(BM_FINALIZERS);
@@ -150,7 +173,13 @@ describe('deleting the infra provider', () => {
     expect((err as OmniError).omniMessage).toBe("the infra provider is being deleted or doesn't exist");
     await omni.idle();
     expect(deleted).toEqual(['bare-metal']);
-    for (const p of [PROVIDER, LINK, IM, { namespace: 'infra-provider', type: T.InfraMachineStatus, id: UUID }, { namespace: 'default', type: T.MachineRequestSet, id: 'other-set' }]) {
+    for (const p of [
+      PROVIDER,
+      LINK,
+      IM,
+      { namespace: 'infra-provider', type: T.InfraMachineStatus, id: UUID },
+      { namespace: 'default', type: T.MachineRequestSet, id: 'other-set' },
+    ]) {
       expect(peek(store, p), `${p.type}/${p.id}`).toBeUndefined();
     }
   });
@@ -165,10 +194,15 @@ describe('MachineRequests and their sets', () => {
     providerFinalizes(store, requests[1]!.metadata, ['bare-metal.ProvisionController']);
     omni.scaleDown('set', 1);
     await omni.idle();
-    expect(peek(store, requests[1]!.metadata)?.metadata).toMatchObject({ phase: 'tearingDown', finalizers: ['bare-metal.ProvisionController'] });
+    expect(peek(store, requests[1]!.metadata)?.metadata).toMatchObject({
+      phase: 'tearingDown',
+      finalizers: ['bare-metal.ProvisionController'],
+    });
     providerReleases(store, requests[1]!.metadata);
     await omni.idle();
-    expect(store.list(INTERNAL, 'infra-provider', T.MachineRequest, EMPTY_QUERY).map((r) => r.metadata.id)).toEqual([requests[0]!.metadata.id]);
+    expect(store.list(INTERNAL, 'infra-provider', T.MachineRequest, EMPTY_QUERY).map((r) => r.metadata.id)).toEqual([
+      requests[0]!.metadata.id,
+    ]);
   });
 
   for (const v of ['1.7', '1.8']) {
@@ -187,8 +221,9 @@ describe('MachineRequests and their sets', () => {
       expect(ids).not.toContain(requests[0]!.metadata.id);
       const replacement = ids.find((id) => id !== requests[1]!.metadata.id) ?? '';
       expect(replacement).toMatch(/^set-[a-z0-9]{6}$/);
-      expect(peek(store, { namespace: 'infra-provider', type: T.MachineRequest, id: replacement })?.metadata.labels)
-        .toEqual({ [L]: 'bare-metal', [LABEL_MACHINE_REQUEST_SET]: 'set' });
+      expect(
+        peek(store, { namespace: 'infra-provider', type: T.MachineRequest, id: replacement })?.metadata.labels,
+      ).toEqual({ [L]: 'bare-metal', [LABEL_MACHINE_REQUEST_SET]: 'set' });
     });
   }
 
@@ -217,7 +252,14 @@ describe('MachineRequests and their sets', () => {
     omni.registerStaticMachine('bare-metal', UUID);
     const p = { namespace: 'infra-provider', type: T.MachineRequestStatus, id: 'req-1' };
     const spec = encodeSpec(MachineRequestStatusSpec, { id: UUID, stage: 2, error: '', status: '' });
-    store.create(INTERNAL, { metadata: newMetadata(p, { owner: 'bare-metal.ProvisionController', labels: { [L]: 'bare-metal' } }), spec: { protoSpec: spec } }, 'bare-metal.ProvisionController');
+    store.create(
+      INTERNAL,
+      {
+        metadata: newMetadata(p, { owner: 'bare-metal.ProvisionController', labels: { [L]: 'bare-metal' } }),
+        spec: { protoSpec: spec },
+      },
+      'bare-metal.ProvisionController',
+    );
     await omni.idle();
     expect(peek(store, p)?.metadata.finalizers).toEqual([C.MachineRequestStatusCleanup]);
     expect(store.teardown(INTERNAL, p, 'bare-metal.ProvisionController')).toBe(false);
@@ -237,7 +279,10 @@ describe('MachineRequests and their sets', () => {
       providerFinalizes(store, r, ['bare-metal.ProvisionController']);
       omni.scaleDown('set', 0);
       await omni.idle();
-      expect(peek(store, r)?.metadata).toMatchObject({ phase: 'tearingDown', finalizers: [C.ClusterMachineRequestStatus, 'bare-metal.ProvisionController'] });
+      expect(peek(store, r)?.metadata).toMatchObject({
+        phase: 'tearingDown',
+        finalizers: [C.ClusterMachineRequestStatus, 'bare-metal.ProvisionController'],
+      });
       providerReleases(store, r);
       await omni.idle();
       expect(peek(store, r)).toBeUndefined();
@@ -249,7 +294,14 @@ describe('MachineRequests and their sets', () => {
       const owner = 'bare-metal.ProvisionController';
       const status = (id: string, machine: string) => {
         const p = { namespace: 'infra-provider', type: T.MachineRequestStatus, id };
-        store.create(INTERNAL, { metadata: newMetadata(p, { owner, labels: { [L]: 'bare-metal' } }), spec: { protoSpec: encodeSpec(MachineRequestStatusSpec, { id: machine, stage: 2, error: '', status: '' }) } }, owner);
+        store.create(
+          INTERNAL,
+          {
+            metadata: newMetadata(p, { owner, labels: { [L]: 'bare-metal' } }),
+            spec: { protoSpec: encodeSpec(MachineRequestStatusSpec, { id: machine, stage: 2, error: '', status: '' }) },
+          },
+          owner,
+        );
         return p;
       };
       const node = { namespace: 'default', type: 'MachineSetNodes.omni.sidero.dev', id: UUID };
@@ -281,7 +333,14 @@ describe('MachineRequests and their sets', () => {
       const p = { namespace: 'infra-provider', type: T.MachineRequestStatus, id: 'req-1' };
       const node = { namespace: 'default', type: 'MachineSetNodes.omni.sidero.dev', id: UUID };
       store.create(INTERNAL, res(node), '');
-      store.create(INTERNAL, { metadata: newMetadata(p, { owner, labels: { [L]: 'bare-metal' } }), spec: { protoSpec: encodeSpec(MachineRequestStatusSpec, { id: UUID, stage: 2, error: '', status: '' }) } }, owner);
+      store.create(
+        INTERNAL,
+        {
+          metadata: newMetadata(p, { owner, labels: { [L]: 'bare-metal' } }),
+          spec: { protoSpec: encodeSpec(MachineRequestStatusSpec, { id: UUID, stage: 2, error: '', status: '' }) },
+        },
+        owner,
+      );
       await omni.idle();
       store.teardown(INTERNAL, p, owner);
       await omni.idle();
@@ -293,7 +352,14 @@ describe('MachineRequests and their sets', () => {
   it("ConfigPatchRequest: Omni's finalizer clears once the request is torn down", async () => {
     const { store, omni } = setup('1.4');
     const p = { namespace: 'infra-provider', type: T.ConfigPatchRequest, id: 'cpr-1' };
-    store.create(INTERNAL, { metadata: newMetadata(p, { owner: 'bare-metal.ProvisionController', labels: { [L]: 'bare-metal' } }), spec: { protoSpec: new Uint8Array() } }, 'bare-metal.ProvisionController');
+    store.create(
+      INTERNAL,
+      {
+        metadata: newMetadata(p, { owner: 'bare-metal.ProvisionController', labels: { [L]: 'bare-metal' } }),
+        spec: { protoSpec: new Uint8Array() },
+      },
+      'bare-metal.ProvisionController',
+    );
     await omni.idle();
     expect(peek(store, p)?.metadata.finalizers).toEqual([C.ConfigPatchRequest]);
     store.teardown(INTERNAL, p, 'bare-metal.ProvisionController');
@@ -323,11 +389,18 @@ describe('a failure inside a controller fails the test that caused it', () => {
 
   it('idle() rejects with it, `failures` keeps it, and onError hears of it', async () => {
     const heard: string[] = [];
-    const omni = startOmniControllers(failingWrites(T.InfraProvider), { version: '1.9.3', onError: (f) => heard.push(f.task) });
+    const omni = startOmniControllers(failingWrites(T.InfraProvider), {
+      version: '1.9.3',
+      onError: (f) => heard.push(f.task),
+    });
     running.push(omni);
     const err = await omni.idle().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ControllerError);
-    expect(err).toMatchObject({ task: 'provider:bare-metal', message: expect.stringContaining('disk on fire'), cause: expect.any(TypeError) });
+    expect(err).toMatchObject({
+      task: 'provider:bare-metal',
+      message: expect.stringContaining('disk on fire'),
+      cause: expect.any(TypeError),
+    });
     expect(omni.failures).toEqual([err]);
     expect(heard).toEqual(['provider:bare-metal']);
     expect(takeControllerFailures()).toEqual([]);

@@ -26,7 +26,10 @@ beforeAll(async () => {
   sim = await createSim({
     omniVersion: '1.9.3',
     identities: [{ name: `infra-provider:${ID}`, role: 'InfraProvider', publicKeys: [] }],
-    resources: [...providerRegistration(ID, { static: true }), ...Array.from({ length: MACHINES }, (_, i) => bareMetalMachine(ID, machineUuid(i))).flat()],
+    resources: [
+      ...providerRegistration(ID, { static: true }),
+      ...Array.from({ length: MACHINES }, (_, i) => bareMetalMachine(ID, machineUuid(i))).flat(),
+    ],
     faults: {},
   });
   proxy = await startTamperProxy(sim.endpoint);
@@ -37,19 +40,35 @@ afterAll(async () => {
 });
 
 const key = () => sim.keys[`infra-provider:${ID}`]!;
-const client = (gzip?: 'streams' | 'none') => createOmniClient({ endpoint: proxy.endpoint, key: key(), delay: noDelay, env: {}, retries: 0, ...(gzip ? { gzip } : {}) });
+const client = (gzip?: 'streams' | 'none') =>
+  createOmniClient({
+    endpoint: proxy.endpoint,
+    key: key(),
+    delay: noDelay,
+    env: {},
+    retries: 0,
+    ...(gzip ? { gzip } : {}),
+  });
 
 /** Positions just past each sync-flush marker (an empty stored block: 00 00 ff ff) of a gzip body. */
 function flushEnds(body: Buffer): number[] {
   const out: number[] = [];
-  for (let i = body.indexOf(Buffer.from([0, 0, 0xff, 0xff])); i >= 0; i = body.indexOf(Buffer.from([0, 0, 0xff, 0xff]), i + 1)) out.push(i + 4);
+  for (
+    let i = body.indexOf(Buffer.from([0, 0, 0xff, 0xff]));
+    i >= 0;
+    i = body.indexOf(Buffer.from([0, 0, 0xff, 0xff]), i + 1)
+  )
+    out.push(i + 4);
   return out;
 }
 
 describe('the sim compresses a List as Omni does', () => {
   it('one sync-flushed block per item: the bytes up to each flush inflate to one more whole line', async () => {
     const k = sim.generatedKeys[`infra-provider:${ID}`]!;
-    const headers = await signHeaders({ name: k.name, armoredPrivateKey: k.armoredPrivateKey }, '/cosi.resource.State/List');
+    const headers = await signHeaders(
+      { name: k.name, armoredPrivateKey: k.armoredPrivateKey },
+      '/cosi.resource.State/List',
+    );
     const res = await request(`${sim.endpoint}/api/cosi.resource.State/List`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'accept-encoding': 'gzip', ...headers },
@@ -80,7 +99,11 @@ describe('the client asks for gzip as its policy says', () => {
       await gz.state.get({ namespace: 'infra-provider', type: T.InfraMachine, id: machineUuid(0) });
       expect(b).toEqual(a);
       expect(a).toHaveLength(MACHINES);
-      expect(proxy.seen.slice(n0).map((r) => [r.rpc, r.headers['accept-encoding']])).toEqual([['List', undefined], ['List', 'gzip'], ['Get', undefined]]);
+      expect(proxy.seen.slice(n0).map((r) => [r.rpc, r.headers['accept-encoding']])).toEqual([
+        ['List', undefined],
+        ['List', 'gzip'],
+        ['Get', undefined],
+      ]);
     } finally {
       await plain.close();
       await gz.close();
@@ -108,7 +131,11 @@ describe('the client asks for gzip as its policy says', () => {
       for (let i = 0; i < 3; i++) {
         const p = { namespace: ns, type, id: machineUuid(i) };
         const cur = sim.store.peek(p)!;
-        sim.store.update({ name: 't', email: 't', role: 'Admin', internal: true }, { ...cur, metadata: { ...cur.metadata, labels: { ...cur.metadata.labels, step: String(i) } } }, cur.metadata.owner);
+        sim.store.update(
+          { name: 't', email: 't', role: 'Admin', internal: true },
+          { ...cur, metadata: { ...cur.metadata, labels: { ...cur.metadata.labels, step: String(i) } } },
+          cur.metadata.owner,
+        );
         const got = (await next((e) => e.type === 'updated')).resource;
         expect([got.metadata.id, got.metadata.labels['step']]).toEqual([machineUuid(i), String(i)]);
       }

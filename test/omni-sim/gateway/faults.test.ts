@@ -14,11 +14,14 @@ let sim: Sim;
 let key: RawKey;
 
 beforeAll(async () => {
-  sim = await createSim(`
+  sim = await createSim(
+    `
 omni: { version: "1.8" }
 identities: [{ name: admin@example.org, role: Admin }]
 faults: { unavailable_burst: 1 }
-`, { access: (c) => c.store, controllers: false });
+`,
+    { access: (c) => c.store, controllers: false },
+  );
   const k = sim.generatedKeys['admin@example.org']!;
   key = { name: k.name, armoredPrivateKey: k.armoredPrivateKey };
 });
@@ -27,7 +30,10 @@ afterAll(async () => {
 });
 
 const call = (method: string, body: unknown, opts = {}) => rawCall(sim.endpoint, key, method, body, opts);
-const create = (id: string, type = TYPE) => call('Create', { resource: { metadata: { namespace: NS, type, id, version: 'undefined', phase: 'running' }, spec: {} } });
+const create = (id: string, type = TYPE) =>
+  call('Create', {
+    resource: { metadata: { namespace: NS, type, id, version: 'undefined', phase: 'running' }, spec: {} },
+  });
 type Res = { resource: { metadata: Record<string, unknown>; spec: Record<string, unknown> } };
 
 describe('faults', () => {
@@ -62,7 +68,16 @@ describe('faults', () => {
       expect(ok.status).toBe(404);
       expect(Date.parse(String(ok.headers['date'])) - Date.now()).toBeGreaterThan(9 * 60_000);
       // timestamps written by the server follow its clock too
-      const c = await call('Create', { resource: { metadata: { namespace: NS, type: TYPE, id: 'clocked', version: 'undefined', phase: 'running' }, spec: {} } }, { timestamp: nowS + 600 });
+      const c = await call(
+        'Create',
+        {
+          resource: {
+            metadata: { namespace: NS, type: TYPE, id: 'clocked', version: 'undefined', phase: 'running' },
+            spec: {},
+          },
+        },
+        { timestamp: nowS + 600 },
+      );
       expect(Date.parse(String((c.json as Res).resource.metadata['created'])) - Date.now()).toBeGreaterThan(9 * 60_000);
     } finally {
       sim.faults.set({ clockOffsetMs: undefined });
@@ -76,7 +91,9 @@ describe('faults', () => {
     let version = '';
     for (let i = 0; i < 5; i++) {
       const cur = (await call('Get', { namespace: NS, type: 'Storm', id: 'storm' })).json as Res;
-      const u = await call('Update', { new_resource: { metadata: { ...cur.resource.metadata, finalizers: ['mine'] }, spec: cur.resource.spec } });
+      const u = await call('Update', {
+        new_resource: { metadata: { ...cur.resource.metadata, finalizers: ['mine'] }, spec: cur.resource.spec },
+      });
       codes.push(u.status === 200 ? 0 : (u.json as { code: number }).code);
       if (u.status === 200) {
         version = String((u.json as Res).resource.metadata['version']);
@@ -91,7 +108,12 @@ describe('faults', () => {
   it('watch streams are dropped after N events', async () => {
     sim.faults.set({ dropWatchAfterEvents: 2 });
     try {
-      const s = await openStream(sim.endpoint, key, 'Watch', { namespace: NS, type: 'Dropped', options: { bootstrap_bookmark: true }, api_version: 1 });
+      const s = await openStream(sim.endpoint, key, 'Watch', {
+        namespace: NS,
+        type: 'Dropped',
+        options: { bootstrap_bookmark: true },
+        api_version: 1,
+      });
       expect(await s.next()).toEqual({ result: {} });
       await s.next(); // NOOP: event 1
       await create('d1', 'Dropped'); // event 2: delivered, then the connection is cut
@@ -104,7 +126,12 @@ describe('faults', () => {
 
   it('a restart keeps state, breaks open streams and refuses the bookmarks issued before it', async () => {
     await create('r1', 'Restart');
-    const s = await openStream(sim.endpoint, key, 'Watch', { namespace: NS, type: 'Restart', options: { bootstrap_contents: true }, api_version: 1 });
+    const s = await openStream(sim.endpoint, key, 'Watch', {
+      namespace: NS,
+      type: 'Restart',
+      options: { bootstrap_contents: true },
+      api_version: 1,
+    });
     await s.next();
     await s.next();
     const boot = (await s.next()) as { result: { event: { bookmark: string }[] } };
@@ -114,23 +141,40 @@ describe('faults', () => {
     expect(await s.ended).toBe('error');
     expect(sim.faults.restartCount).toBe(1);
     // etcd's history before the restart is gone: the watch is established, then refused with ERRORED.
-    const again = await openStream(sim.endpoint, key, 'Watch', { namespace: NS, type: 'Restart', options: { start_from_bookmark: bm }, api_version: 1 });
+    const again = await openStream(sim.endpoint, key, 'Watch', {
+      namespace: NS,
+      type: 'Restart',
+      options: { start_from_bookmark: bm },
+      api_version: 1,
+    });
     try {
       expect(again.status).toBe(200);
       expect(await again.next()).toEqual({ result: {} });
-      expect(await again.next()).toEqual({ result: { event: [{ event_type: 4, error: 'etcdserver: mvcc: required revision has been compacted' }] } });
+      expect(await again.next()).toEqual({
+        result: { event: [{ event_type: 4, error: 'etcdserver: mvcc: required revision has been compacted' }] },
+      });
     } finally {
       again.close();
     }
     const g = await call('Get', { namespace: NS, type: 'Restart', id: 'r1' });
     expect((g.json as Res).resource.metadata['version']).toBe('1');
     // a fresh watch after the restart works and its bookmarks resume
-    const f = await openStream(sim.endpoint, key, 'Watch', { namespace: NS, type: 'Restart', options: { bootstrap_bookmark: true }, api_version: 1 });
+    const f = await openStream(sim.endpoint, key, 'Watch', {
+      namespace: NS,
+      type: 'Restart',
+      options: { bootstrap_bookmark: true },
+      api_version: 1,
+    });
     try {
       await f.next();
       const noop = (await f.next()) as { result: { event: { bookmark: string }[] } };
       await create('r2', 'Restart');
-      const r = await openStream(sim.endpoint, key, 'Watch', { namespace: NS, type: 'Restart', options: { start_from_bookmark: noop.result.event[0]?.bookmark }, api_version: 1 });
+      const r = await openStream(sim.endpoint, key, 'Watch', {
+        namespace: NS,
+        type: 'Restart',
+        options: { start_from_bookmark: noop.result.event[0]?.bookmark },
+        api_version: 1,
+      });
       await r.next();
       const ev = (await r.next()) as { result: { event: { resource: { metadata: { id: string } } }[] } };
       expect(ev.result.event[0]?.resource.metadata.id).toBe('r2');
@@ -159,7 +203,12 @@ const stored = (id: string, type = TYPE) => sim.store.peek({ namespace: NS, type
 /** An Update adding `fin` to what the store holds now (or to `from`, an earlier read). */
 const update = (id: string, fin: string, from?: Md) => {
   const cur = from ?? (stored(id)!.metadata as unknown as Md);
-  return call('Update', { new_resource: { metadata: { ...cur, finalizers: [...((cur['finalizers'] as string[] | undefined) ?? []), fin] }, spec: {} } });
+  return call('Update', {
+    new_resource: {
+      metadata: { ...cur, finalizers: [...((cur['finalizers'] as string[] | undefined) ?? []), fin] },
+      spec: {},
+    },
+  });
 };
 /** The call fails without an HTTP answer (the socket closed under it). */
 const lost = async (p: Promise<unknown>) => {
@@ -195,13 +244,13 @@ describe('lose_write_answers: a client write applied, then its connection destro
 
     sim.faults.set({ loseWriteAnswers: { count: 1, method: 'Update', id: 'a' } });
     const stale = await update('a', 'stale', v1); // version 1: refused, answered, not counted
-    expect([stale.status, (stale.json as { code: number }).code]).toEqual([400, 9]) // FailedPrecondition, as grpc-gateway maps it;
+    expect([stale.status, (stale.json as { code: number }).code]).toEqual([400, 9]); // FailedPrecondition, as grpc-gateway maps it;
     expect(sim.faults.config.loseWriteAnswers?.count).toBe(1);
     const v2 = stored('a')!.metadata as unknown as Md;
     await lost(update('a', 'second', v2));
     // The client sends its lost Update again, as read: the version moved, so it is refused.
     const resend = await update('a', 'second', v2);
-    expect([resend.status, (resend.json as { code: number }).code]).toEqual([400, 9]) // FailedPrecondition, as grpc-gateway maps it;
+    expect([resend.status, (resend.json as { code: number }).code]).toEqual([400, 9]); // FailedPrecondition, as grpc-gateway maps it;
     expect(stored('a')?.metadata).toMatchObject({ version: '3', finalizers: ['first', 'second'] });
   });
 
@@ -219,18 +268,31 @@ describe('lose_write_answers in the scenario form', () => {
   it('a count or a map, both ways', () => {
     expect(faultConfigFromPlain({ lose_write_answers: 3 }, 'faults')).toEqual({ loseWriteAnswers: { count: 3 } });
     expect(faultConfigToPlain({ loseWriteAnswers: { count: 3 } })).toEqual({ lose_write_answers: 3 });
-    const plain = { lose_write_answers: { count: 2, method: 'TeardownAndDestroy', type: 'T', namespace: 'n', id: 'i' } };
+    const plain = {
+      lose_write_answers: { count: 2, method: 'TeardownAndDestroy', type: 'T', namespace: 'n', id: 'i' },
+    };
     const c = faultConfigFromPlain(plain, 'faults');
-    expect(c).toEqual({ loseWriteAnswers: { count: 2, method: 'TeardownAndDestroy', type: 'T', namespace: 'n', id: 'i' } });
+    expect(c).toEqual({
+      loseWriteAnswers: { count: 2, method: 'TeardownAndDestroy', type: 'T', namespace: 'n', id: 'i' },
+    });
     expect(faultConfigToPlain(c)).toEqual(plain);
   });
 
   it.each([
     [{ lose_write_answers: -1 }, 'faults.lose_write_answers: expected a non-negative integer'],
     [{ lose_write_answers: { method: 'Update' } }, 'faults.lose_write_answers: count is required'],
-    [{ lose_write_answers: { count: 1, method: 'Get' } }, 'faults.lose_write_answers.method: expected one of Create, Update, Destroy, Teardown, TeardownAndDestroy'],
-    [{ lose_write_answers: { count: 1, kind: 'x' } }, 'faults.lose_write_answers.kind: unknown key (known: type, namespace, id, method, count)'],
-    [{ conflict_storm: { type: 'T', count: 1, method: 'Update' } }, 'faults.conflict_storm.method: unknown key (known: type, namespace, id, count)'],
+    [
+      { lose_write_answers: { count: 1, method: 'Get' } },
+      'faults.lose_write_answers.method: expected one of Create, Update, Destroy, Teardown, TeardownAndDestroy',
+    ],
+    [
+      { lose_write_answers: { count: 1, kind: 'x' } },
+      'faults.lose_write_answers.kind: unknown key (known: type, namespace, id, method, count)',
+    ],
+    [
+      { conflict_storm: { type: 'T', count: 1, method: 'Update' } },
+      'faults.conflict_storm.method: unknown key (known: type, namespace, id, count)',
+    ],
   ])('%j is refused: %s', (plain, message) => {
     expect(() => faultConfigFromPlain(plain, 'faults')).toThrow(new FaultConfigError(message));
   });

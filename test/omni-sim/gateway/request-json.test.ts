@@ -22,14 +22,15 @@ describe("the first JSON value, as Go's json.Decoder reads it", () => {
   });
 
   it('says "unexpected EOF" for a value cut short (exchange 57 of the recordings)', () => {
-    for (const t of ['{"namespace": ', '{', '[1,', '"abc', '{"a":1', 'tr', '-', '1.', '1e']) expect(goError(t), t).toBe('unexpected EOF');
+    for (const t of ['{"namespace": ', '{', '[1,', '"abc', '{"a":1', 'tr', '-', '1.', '1e'])
+      expect(goError(t), t).toBe('unexpected EOF');
   });
 
   it.each([
     ['x', "invalid character 'x' looking for beginning of value"],
     ['{1: 2}', "invalid character '1' looking for beginning of object key string"],
     ['{"a" 1}', "invalid character '1' after object key"],
-    ['{"a": 1 "b": 2}', 'invalid character \'"\' after object key:value pair'],
+    ['{"a": 1 "b": 2}', "invalid character '\"' after object key:value pair"],
     ['[1 2]', "invalid character '2' after array element"],
     ['"a\nb"', "invalid character '\\n' in string literal"],
     ['"\\x"', "invalid character 'x' in string escape code"],
@@ -47,7 +48,8 @@ describe("the first JSON value, as Go's json.Decoder reads it", () => {
 describe("protojson's position of a key", () => {
   it('is the line and the rune column of the key token, from 1', () => {
     // The recorder's body of exchange 58: `"bogus"` starts at column 95.
-    const body = '{"namespace": "infra-provider", "type": "InfraProviderStatuses.omni.sidero.dev", "id": "rec", "bogus": 1}';
+    const body =
+      '{"namespace": "infra-provider", "type": "InfraProviderStatuses.omni.sidero.dev", "id": "rec", "bogus": 1}';
     expect(keyPosition(body, 'bogus')).toBe('line 1:95');
     expect(keyPosition('{\n  "é": "bogus",\n  "bogus": 1}', 'bogus')).toBe('line 3:3');
     expect(keyPosition('{"a": "bogus"}', 'bogus')).toBeUndefined();

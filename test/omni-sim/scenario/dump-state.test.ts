@@ -9,7 +9,10 @@ import { NS_EPHEMERAL, NS_INFRA_PROVIDER, T } from '../../../src/omni-api/resour
 import { dumpState, ReadOnlyDumpError, summarizeDump } from '../../../src/omni-sim/scenario/dump-state.js';
 import { parseScenario } from '../../../src/omni-sim/scenario/scenario.js';
 
-const EXAMPLE = readFileSync(fileURLToPath(new URL('../../../scenarios/bare-metal-stuck.omnictl.yaml', import.meta.url)), 'utf8');
+const EXAMPLE = readFileSync(
+  fileURLToPath(new URL('../../../scenarios/bare-metal-stuck.omnictl.yaml', import.meta.url)),
+  'utf8',
+);
 const UUID = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';
 
 describe('summarizeDump', () => {
@@ -29,14 +32,20 @@ describe('dumpState', () => {
 
   it('answers Gets and Lists as Omni answers the provider; NotFound for what the dump lacks', async () => {
     const st = dumpState(sc, 'bare-metal');
-    expect((await st.get({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: UUID })).metadata.phase).toBe('tearingDown');
+    expect((await st.get({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: UUID })).metadata.phase).toBe(
+      'tearingDown',
+    );
     expect(await st.list(NS_INFRA_PROVIDER, T.InfraMachine)).toHaveLength(1);
-    const missing = await st.get({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: 'x' }).catch((e: unknown) => e);
+    const missing = await st
+      .get({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: 'x' })
+      .catch((e: unknown) => e);
     expect(missing).toBeInstanceOf(NotFoundError);
   });
 
   it('as another provider: not registered, the way Omni refuses it', async () => {
-    const e = await dumpState(sc, 'BareMetal').list(NS_INFRA_PROVIDER, T.InfraMachine).catch((x: unknown) => x);
+    const e = await dumpState(sc, 'BareMetal')
+      .list(NS_INFRA_PROVIDER, T.InfraMachine)
+      .catch((x: unknown) => x);
     expect(e).toBeInstanceOf(PermissionDeniedError);
     expect((e as Error).message).toMatch(/not registered in the system/);
   });
@@ -44,7 +53,14 @@ describe('dumpState', () => {
   it('writes nothing: every write and a watch throw', async () => {
     const st = dumpState(sc, 'bare-metal');
     const im = await st.get({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: UUID });
-    for (const p of [st.update(im), st.create(im), st.destroy(im.metadata), st.teardown(im.metadata), st.removeFinalizers(im, ['bare-metal.WipeStatusController']), st.updateWithConflicts(im, (r) => r)]) {
+    for (const p of [
+      st.update(im),
+      st.create(im),
+      st.destroy(im.metadata),
+      st.teardown(im.metadata),
+      st.removeFinalizers(im, ['bare-metal.WipeStatusController']),
+      st.updateWithConflicts(im, (r) => r),
+    ]) {
       await expect(p).rejects.toBeInstanceOf(ReadOnlyDumpError);
     }
     const it = st.watchKind(NS_INFRA_PROVIDER, T.InfraMachine)[Symbol.asyncIterator]();
@@ -54,7 +70,8 @@ describe('dumpState', () => {
 
 describe('the Omni version of a dump', () => {
   it('a header-less dump with a SysVersion (omnictl get sysversions) is that version; a header wins; none is the default', () => {
-    const doc = 'metadata:\n    namespace: ephemeral\n    type: SysVersions.system.sidero.dev\n    id: current\n    version: 1\n    owner: ""\n    phase: running\n' +
+    const doc =
+      'metadata:\n    namespace: ephemeral\n    type: SysVersions.system.sidero.dev\n    id: current\n    version: 1\n    owner: ""\n    phase: running\n' +
       'spec:\n    backendversion: v1.9.3\n    instancename: omni\n    backendapiversion: 1\n';
     expect(parseScenario(`${EXAMPLE}\n---\n${doc}`).omniVersion).toBe('v1.9.3');
     expect(parseScenario(`omni: { version: "1.4.2" }\n---\n${EXAMPLE}\n---\n${doc}`).omniVersion).toBe('1.4.2');

@@ -3,7 +3,12 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { createSim } from '../../../src/omni-sim/index.js';
-import { dumpScenario, loadScenarioFile, parseScenario, ScenarioError } from '../../../src/omni-sim/scenario/scenario.js';
+import {
+  dumpScenario,
+  loadScenarioFile,
+  parseScenario,
+  ScenarioError,
+} from '../../../src/omni-sim/scenario/scenario.js';
 import { rawCall, type RawKey } from '../../helpers/raw-client.js';
 
 const file = (name: string) => fileURLToPath(new URL(`../../../scenarios/${name}`, import.meta.url));
@@ -12,7 +17,10 @@ const BARE_OMNICTL = file('bare-metal-stuck.omnictl.yaml');
 const MR = file('machine-request-stuck.yaml');
 const UUID = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';
 
-function keyOf(sim: { generatedKeys: Record<string, { name: string; armoredPrivateKey: string }> }, name: string): RawKey {
+function keyOf(
+  sim: { generatedKeys: Record<string, { name: string; armoredPrivateKey: string }> },
+  name: string,
+): RawKey {
   const k = sim.generatedKeys[name];
   if (!k) throw new Error(`no key for ${name}`);
   return { name: k.name, armoredPrivateKey: k.armoredPrivateKey };
@@ -57,7 +65,12 @@ describe('example scenarios', () => {
     expect(b.omniVersion).toBe('1.3.4');
     expect(b.identities).toEqual([{ name: 'infra-provider:bare-metal', role: 'InfraProvider', publicKeys: [] }]);
     const im = a.resources.find((r) => r.metadata.type === 'InfraMachines.omni.sidero.dev');
-    expect(im?.metadata).toMatchObject({ id: UUID, version: '7', owner: 'InfraMachineController', created: '2026-03-01T10:00:00Z' });
+    expect(im?.metadata).toMatchObject({
+      id: UUID,
+      version: '7',
+      owner: 'InfraMachineController',
+      created: '2026-03-01T10:00:00Z',
+    });
     expect(im?.metadata.finalizers).toHaveLength(6);
     expect(a.resources.filter((r) => r.metadata.namespace === 'infra-provider:bare-metal')).toHaveLength(5);
   });
@@ -65,7 +78,11 @@ describe('example scenarios', () => {
   it('serves the scenario spec as Omni would: proto_spec bytes and a yaml_spec in omnictl spelling', async () => {
     const sim = await createSim(await loadScenarioFile(BARE));
     try {
-      const res = await rawCall(sim.endpoint, keyOf(sim, 'admin@example.org'), 'Get', { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: UUID });
+      const res = await rawCall(sim.endpoint, keyOf(sim, 'admin@example.org'), 'Get', {
+        namespace: 'infra-provider',
+        type: 'InfraMachines.omni.sidero.dev',
+        id: UUID,
+      });
       const spec = (res.json as { resource: { spec: { proto_spec: string; yaml_spec: string } } }).resource.spec;
       expect(spec.yaml_spec).toContain('acceptancestatus: 1');
       expect(spec.yaml_spec).toContain('nodeuniquetoken: nut-9b2f6a10');
@@ -78,7 +95,11 @@ describe('example scenarios', () => {
   it('a changed state dumps with the new versions and reloads equal', async () => {
     const sim = await createSim(await loadScenarioFile(MR));
     try {
-      const p = { namespace: 'infra-provider:kubevirt', type: 'Machine.kubevirt.infraprovider.sidero.dev', id: 'talos-workers-x7k2pq' };
+      const p = {
+        namespace: 'infra-provider:kubevirt',
+        type: 'Machine.kubevirt.infraprovider.sidero.dev',
+        id: 'talos-workers-x7k2pq',
+      };
       expect(sim.store.bumpVersion(p)).toBe(true);
       const dumped = parseScenario(sim.dump());
       const m = dumped.resources.find((r) => r.metadata.type === p.type);
@@ -124,8 +145,14 @@ resources:
     bad(res('', 'proto_spec: "!!"'), /resources\[0\]\.proto_spec: expected standard base64/);
     bad(res('', 'proto_spec: "/w=="'), /resources\[0\]\.proto_spec: does not decode/);
     bad(res('', 'spec: {}\n    proto_spec: ""'), /give either spec or proto_spec/);
-    bad(`resources:\n  - metadata: { namespace: x, type: Unknown.example, id: a }\n    spec: { a: 1 }\n`, /no spec codec for type Unknown.example; give proto_spec/);
-    bad(`---\nomni: { version: "1.3" }\n---\nmetadata: { namespace: infra-provider, type: InfraMachines.omni.sidero.dev, id: a }\nspec:\n    acceptancestatus: 1\n    bogus: 2\n`, /document 1: spec.*unknown key "bogus"/);
+    bad(
+      `resources:\n  - metadata: { namespace: x, type: Unknown.example, id: a }\n    spec: { a: 1 }\n`,
+      /no spec codec for type Unknown.example; give proto_spec/,
+    );
+    bad(
+      `---\nomni: { version: "1.3" }\n---\nmetadata: { namespace: infra-provider, type: InfraMachines.omni.sidero.dev, id: a }\nspec:\n    acceptancestatus: 1\n    bogus: 2\n`,
+      /document 1: spec.*unknown key "bogus"/,
+    );
   });
 
   it('header, identities and faults', () => {
@@ -133,10 +160,19 @@ resources:
     bad('omni: { version: "one" }', /omni\.version/);
     bad('omnii: {}', /document 0: omnii: unknown key/);
     bad('identities:\n  - { name: admin@example.org }', /identities\[0\]\.role: required/);
-    bad('identities:\n  - { name: admin@example.org, role: InfraProvider }', /identities\[0\]\.role: role InfraProvider/);
+    bad(
+      'identities:\n  - { name: admin@example.org, role: InfraProvider }',
+      /identities\[0\]\.role: role InfraProvider/,
+    );
     bad('identities:\n  - { name: infra-provider:x, role: Admin }', /identities\[0\]\.role/);
-    bad('identities:\n  - { name: infra-provider:x, public_key: nope }', /identities\[0\]\.public_key: expected an armored/);
-    bad('identities:\n  - { name: infra-provider:x }\n  - { name: infra-provider:x }', /identities\[1\]\.name: duplicate/);
+    bad(
+      'identities:\n  - { name: infra-provider:x, public_key: nope }',
+      /identities\[0\]\.public_key: expected an armored/,
+    );
+    bad(
+      'identities:\n  - { name: infra-provider:x }\n  - { name: infra-provider:x }',
+      /identities\[1\]\.name: duplicate/,
+    );
     bad('faults: { latency: 5 }', /document 0: faults.*latency: unknown fault/);
     bad('faults: { conflict_storm: { type: T } }', /type and count are required/);
     bad('omni: {}\n---\nomni: {}', /document 1: .*second scenario header/);

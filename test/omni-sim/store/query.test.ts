@@ -6,7 +6,12 @@ import type { LabelTermQ } from '../../../src/omni-sim/api.js';
 
 const md = (id: string, labels: Record<string, string> = {}): Metadata =>
   newMetadata({ namespace: 'ns', type: 'T', id }, { labels });
-const term = (key: string, op: number, value: string[] = [], invert = false): LabelTermQ => ({ key, op, value, invert });
+const term = (key: string, op: number, value: string[] = [], invert = false): LabelTermQ => ({
+  key,
+  op,
+  value,
+  invert,
+});
 const q1 = (...terms: LabelTermQ[]) => compileQuery({ labelQueries: [terms], idRegexp: '' });
 
 describe('label terms (docs/omni-wire.md 2.6)', () => {
@@ -51,7 +56,16 @@ describe('label terms (docs/omni-wire.md 2.6)', () => {
     expect(q1(term('size', Op.LTE_NUMERIC, ['10']))(withA)).toBe(false);
     expect(q1(term('size', Op.LTE_NUMERIC, ['10Gi']))(withA)).toBe(true);
     expect(q1(term('size', Op.LT_NUMERIC, ['10737418240']))(withA)).toBe(false);
-    expect([' 10kg', '20kg', '1Mi', '-3', '5x', '1-2', '+5', 'k'].map(numericValue)).toEqual([10_000n, 20_000n, 1_048_576n, -3n, undefined, undefined, undefined, undefined]);
+    expect([' 10kg', '20kg', '1Mi', '-3', '5x', '1-2', '+5', 'k'].map(numericValue)).toEqual([
+      10_000n,
+      20_000n,
+      1_048_576n,
+      -3n,
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
     expect(q1(term('s', Op.LT_NUMERIC, ['10']))(withA)).toBe(false);
     expect(q1(term('s', Op.LT_NUMERIC, ['10'], true))(withA)).toBe(false);
   });
@@ -59,7 +73,10 @@ describe('label terms (docs/omni-wire.md 2.6)', () => {
   it('terms are AND-ed, queries OR-ed', () => {
     const both = compileQuery({ labelQueries: [[term('a', Op.EXISTS), term('s', Op.EQUAL, ['nope'])]], idRegexp: '' });
     expect(both(withA)).toBe(false);
-    const either = compileQuery({ labelQueries: [[term('s', Op.EQUAL, ['nope'])], [term('a', Op.EXISTS)]], idRegexp: '' });
+    const either = compileQuery({
+      labelQueries: [[term('s', Op.EQUAL, ['nope'])], [term('a', Op.EXISTS)]],
+      idRegexp: '',
+    });
     expect(either(withA)).toBe(true);
   });
 

@@ -22,8 +22,15 @@ function res(id: string, init: Partial<Parameters<typeof newMetadata>[1]> = {}, 
 
 function params(p: Partial<WatchParams> = {}): WatchParams {
   return {
-    namespace: NS, type: TYPE, bootstrapContents: false, tailEvents: 0, query: EMPTY_QUERY,
-    aggregated: false, bootstrapBookmark: false, apiVersion: 1, ...p,
+    namespace: NS,
+    type: TYPE,
+    bootstrapContents: false,
+    tailEvents: 0,
+    query: EMPTY_QUERY,
+    aggregated: false,
+    bootstrapBookmark: false,
+    apiVersion: 1,
+    ...p,
   };
 }
 
@@ -62,7 +69,9 @@ describe('SimStore CRUD (docs/omni-wire.md 2.2, 2.3)', () => {
 
   it('Create: owner rule (Unknown "owner is already set") and AlreadyExists', () => {
     const { store } = makeStore();
-    expect(() => store.create(who, res('a', { owner: 'X' }), '')).toThrow(expect.objectContaining({ grpcCode: 2, omniMessage: 'owner is already set' }));
+    expect(() => store.create(who, res('a', { owner: 'X' }), '')).toThrow(
+      expect.objectContaining({ grpcCode: 2, omniMessage: 'owner is already set' }),
+    );
     expect(() => store.create(who, res('a', { owner: 'X' }), 'Y')).toThrow(expect.objectContaining({ grpcCode: 2 }));
     store.create(who, res('a', { owner: 'X' }), 'X');
     expect(() => store.create(who, res('a'), 'X')).toThrow(expect.objectContaining({ grpcCode: 6 }));
@@ -74,16 +83,23 @@ describe('SimStore CRUD (docs/omni-wire.md 2.2, 2.3)', () => {
     const c = store.create(who, res('a'), 'Ctrl');
     const stale = { ...c, metadata: { ...c.metadata, version: '7' } };
     // wrong owner AND wrong version AND wrong phase: the version wins (etcd's order)
-    expect(() => store.update(who, stale, 'Other', 'tearingDown')).toThrow(expect.objectContaining({
-      grpcCode: 9,
-      omniMessage: "failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) update conflict: expected version '\\a', actual version '\\x01'",
-    }));
-    expect(() => store.update(who, c, 'Other', 'tearingDown')).toThrow(expect.objectContaining({
-      grpcCode: 7,
-      omniMessage: 'failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) is owned by "Ctrl"',
-    }));
+    expect(() => store.update(who, stale, 'Other', 'tearingDown')).toThrow(
+      expect.objectContaining({
+        grpcCode: 9,
+        omniMessage:
+          "failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) update conflict: expected version '\\a', actual version '\\x01'",
+      }),
+    );
+    expect(() => store.update(who, c, 'Other', 'tearingDown')).toThrow(
+      expect.objectContaining({
+        grpcCode: 7,
+        omniMessage: 'failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) is owned by "Ctrl"',
+      }),
+    );
     expect(() => store.update(who, stale, 'Ctrl', 'tearingDown')).toThrow(expect.objectContaining({ grpcCode: 9 }));
-    expect(() => store.update(who, { ...c, metadata: { ...c.metadata, version: 'undefined' } }, 'Ctrl')).toThrow(expect.objectContaining({ grpcCode: 9 }));
+    expect(() => store.update(who, { ...c, metadata: { ...c.metadata, version: 'undefined' } }, 'Ctrl')).toThrow(
+      expect.objectContaining({ grpcCode: 9 }),
+    );
     expect(() => store.update(who, c, 'Ctrl', 'tearingDown')).toThrow(expect.objectContaining({ grpcCode: 3 }));
     expect(store.update(who, c, 'Ctrl', 'running').metadata.version).toBe('2');
   });
@@ -109,10 +125,13 @@ describe('SimStore CRUD (docs/omni-wire.md 2.2, 2.3)', () => {
     expect(() => store.destroy(who, res('a').metadata, '')).toThrow(expect.objectContaining({ grpcCode: 5 }));
     store.create(who, res('a', { finalizers: ['f'] }), 'Ctrl');
     expect(() => store.destroy(who, res('a').metadata, 'x')).toThrow(expect.objectContaining({ grpcCode: 7 }));
-    expect(() => store.destroy(who, res('a').metadata, 'Ctrl')).toThrow(expect.objectContaining({
-      grpcCode: 9,
-      omniMessage: 'failed to destroy: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) has pending finalizers &[f]',
-    }));
+    expect(() => store.destroy(who, res('a').metadata, 'Ctrl')).toThrow(
+      expect.objectContaining({
+        grpcCode: 9,
+        omniMessage:
+          'failed to destroy: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) has pending finalizers &[f]',
+      }),
+    );
     store.create(who, res('b'), 'Ctrl');
     store.destroy(who, res('b').metadata, 'Ctrl');
     expect(() => store.get(who, res('b').metadata)).toThrow(expect.objectContaining({ grpcCode: 5 }));
@@ -162,7 +181,9 @@ describe('SimStore CRUD (docs/omni-wire.md 2.2, 2.3)', () => {
     expect(store.list(who, NS, TYPE, EMPTY_QUERY).map((r) => r.metadata.id)).toEqual(['a', 'b', 'c']);
     const q = { labelQueries: [[{ key: 'k', op: Op.EQUAL, value: ['v'], invert: false }]], idRegexp: '' };
     expect(store.list(who, NS, TYPE, q).map((r) => r.metadata.id)).toEqual(['a', 'c']);
-    expect(() => store.list(who, NS, TYPE, { labelQueries: [], idRegexp: '(' })).toThrow(expect.objectContaining({ grpcCode: 3 }));
+    expect(() => store.list(who, NS, TYPE, { labelQueries: [], idRegexp: '(' })).toThrow(
+      expect.objectContaining({ grpcCode: 3 }),
+    );
   });
 });
 
@@ -185,7 +206,11 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     const cur = store.get(who, res('a').metadata);
     store.update(who, cur, '');
     const [upd] = await take(it, 1);
-    expect(upd?.[0]).toMatchObject({ eventType: EventType.UPDATED, old: { metadata: { version: '1' } }, resource: { metadata: { version: '2' } } });
+    expect(upd?.[0]).toMatchObject({
+      eventType: EventType.UPDATED,
+      old: { metadata: { version: '1' } },
+      resource: { metadata: { version: '2' } },
+    });
     expect(upd?.[0]?.bookmark?.length).toBe(8);
     ac.abort();
     expect((await it.next()).done).toBe(true);
@@ -195,15 +220,26 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     const { store } = makeStore();
     store.create(who, res('a'), '');
     const ac = new AbortController();
-    const it = store.watch(who, params({ bootstrapContents: true, aggregated: true, bootstrapBookmark: true }), ac.signal)[Symbol.asyncIterator]();
+    const it = store
+      .watch(who, params({ bootstrapContents: true, aggregated: true, bootstrapBookmark: true }), ac.signal)
+      [Symbol.asyncIterator]();
     const boot = await take(it, 2);
     expect(types(boot)).toEqual([[EventType.CREATED, EventType.BOOTSTRAPPED], [EventType.NOOP]]);
     expect(boot.flat().map((e) => e.bookmark !== undefined)).toEqual([false, true, true]);
     store.create(who, res('b'), '');
     store.create(who, res('c'), '');
     expect(types(await take(it, 1))).toEqual([[EventType.CREATED, EventType.CREATED]]);
-    const it0 = store.watch(who, params({ bootstrapContents: true, aggregated: true, bootstrapBookmark: true, apiVersion: 0 }), ac.signal)[Symbol.asyncIterator]();
-    expect(types(await take(it0, 2))).toEqual([[EventType.CREATED, EventType.CREATED, EventType.CREATED], [EventType.NOOP]]);
+    const it0 = store
+      .watch(
+        who,
+        params({ bootstrapContents: true, aggregated: true, bootstrapBookmark: true, apiVersion: 0 }),
+        ac.signal,
+      )
+      [Symbol.asyncIterator]();
+    expect(types(await take(it0, 2))).toEqual([
+      [EventType.CREATED, EventType.CREATED, EventType.CREATED],
+      [EventType.NOOP],
+    ]);
     ac.abort();
   });
 
@@ -212,20 +248,41 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     store.create(who, res('a'), '');
     const ac = new AbortController();
     const a = store.watch(who, params({ id: 'a' }), ac.signal)[Symbol.asyncIterator]();
-    expect((await take(a, 1))[0]?.[0]).toMatchObject({ eventType: EventType.CREATED, resource: { metadata: { id: 'a', version: '1' } } });
+    expect((await take(a, 1))[0]?.[0]).toMatchObject({
+      eventType: EventType.CREATED,
+      resource: { metadata: { id: 'a', version: '1' } },
+    });
     const missing = store.watch(who, params({ id: 'zz' }), ac.signal)[Symbol.asyncIterator]();
-    expect((await take(missing, 1))[0]?.[0]).toMatchObject({ eventType: EventType.DESTROYED, resource: { metadata: { id: 'zz', version: 'undefined' } } });
+    expect((await take(missing, 1))[0]?.[0]).toMatchObject({
+      eventType: EventType.DESTROYED,
+      resource: { metadata: { id: 'zz', version: 'undefined' } },
+    });
     store.create(who, res('b'), '');
     store.destroy(who, res('a').metadata, '');
-    expect((await take(a, 1))[0]?.[0]).toMatchObject({ eventType: EventType.DESTROYED, resource: { metadata: { id: 'a' } } });
+    expect((await take(a, 1))[0]?.[0]).toMatchObject({
+      eventType: EventType.DESTROYED,
+      resource: { metadata: { id: 'a' } },
+    });
     ac.abort();
-    expect(() => store.watch(who, params({ id: 'a', bootstrapContents: true }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 12 }));
+    expect(() => store.watch(who, params({ id: 'a', bootstrapContents: true }), ac.signal)).toThrow(
+      expect.objectContaining({ grpcCode: 12 }),
+    );
     const lq = { labelQueries: [[{ key: 'k', op: Op.EXISTS, value: [], invert: false }]], idRegexp: '' };
-    expect(() => store.watch(who, params({ id: 'a', query: lq }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 12 }));
-    expect(() => store.watch(who, params({ bootstrapContents: true, tailEvents: 1 }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 2 }));
-    expect(() => store.watch(who, params({ bootstrapContents: true, startFromBookmark: store.currentBookmark() }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 2 }));
-    expect(() => store.watch(who, params({ tailEvents: 1, startFromBookmark: store.currentBookmark() }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 2 }));
-    expect(() => store.watch(who, params({ tailEvents: 1 }), ac.signal)).toThrow(expect.objectContaining({ grpcCode: 2 }));
+    expect(() => store.watch(who, params({ id: 'a', query: lq }), ac.signal)).toThrow(
+      expect.objectContaining({ grpcCode: 12 }),
+    );
+    expect(() => store.watch(who, params({ bootstrapContents: true, tailEvents: 1 }), ac.signal)).toThrow(
+      expect.objectContaining({ grpcCode: 2 }),
+    );
+    expect(() =>
+      store.watch(who, params({ bootstrapContents: true, startFromBookmark: store.currentBookmark() }), ac.signal),
+    ).toThrow(expect.objectContaining({ grpcCode: 2 }));
+    expect(() =>
+      store.watch(who, params({ tailEvents: 1, startFromBookmark: store.currentBookmark() }), ac.signal),
+    ).toThrow(expect.objectContaining({ grpcCode: 2 }));
+    expect(() => store.watch(who, params({ tailEvents: 1 }), ac.signal)).toThrow(
+      expect.objectContaining({ grpcCode: 2 }),
+    );
     expect(() => store.watch(who, params({ namespace: 'ephemeral', tailEvents: 1 }), ac.signal)).not.toThrow();
   });
 
@@ -240,14 +297,18 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     const bm = seen[0]?.[0]?.bookmark as Uint8Array;
     const resumed = store.watch(who, params({ startFromBookmark: bm }), ac.signal)[Symbol.asyncIterator]();
     expect((await take(resumed, 2)).map((b) => b[0]?.resource.metadata.id)).toEqual(['b', 'c']);
-    expect(() => store.watch(who, params({ startFromBookmark: new Uint8Array(3) }), ac.signal)).toThrow(expect.objectContaining({
-      grpcCode: 9,
-      omniMessage: `failed to watchKind "${TYPE}(${NS}/@undefined)": invalid bookmark length: 3`,
-    }));
-    expect(() => store.watch(who, params({ id: 'a', startFromBookmark: new Uint8Array(16) }), ac.signal)).toThrow(expect.objectContaining({
-      grpcCode: 9,
-      omniMessage: `failed to watch "${TYPE}(${NS}/a@undefined)": invalid bookmark length: 16`,
-    }));
+    expect(() => store.watch(who, params({ startFromBookmark: new Uint8Array(3) }), ac.signal)).toThrow(
+      expect.objectContaining({
+        grpcCode: 9,
+        omniMessage: `failed to watchKind "${TYPE}(${NS}/@undefined)": invalid bookmark length: 3`,
+      }),
+    );
+    expect(() => store.watch(who, params({ id: 'a', startFromBookmark: new Uint8Array(16) }), ac.signal)).toThrow(
+      expect.objectContaining({
+        grpcCode: 9,
+        omniMessage: `failed to watch "${TYPE}(${NS}/a@undefined)": invalid bookmark length: 16`,
+      }),
+    );
     // A revision from the future waits for it, as etcd does.
     const future = new Uint8Array(8);
     future[7] = 5; // after a, b, c: revision 5 is the next write but one
@@ -256,7 +317,9 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     expect((await take(waiting, 3)).map((b) => b[0]?.resource.metadata.id)).toEqual(['f', 'g', 'h']);
     // History kept: 5 events; b's bookmark needs c..h (6): compacted, refused once established.
     const compacted = store.watch(who, params({ startFromBookmark: bm }), ac.signal)[Symbol.asyncIterator]();
-    expect((await take(compacted, 1))[0]).toMatchObject([{ eventType: EventType.ERRORED, error: 'etcdserver: mvcc: required revision has been compacted' }]);
+    expect((await take(compacted, 1))[0]).toMatchObject([
+      { eventType: EventType.ERRORED, error: 'etcdserver: mvcc: required revision has been compacted' },
+    ]);
     expect((await compacted.next()).done).toBe(true);
     ac.abort();
   });
@@ -363,8 +426,13 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     // etcd's history before the restart is compacted: the old revision is refused once the watch is up,
     // one issued after the restart resumes.
     const old = store.watch(who, params({ startFromBookmark: bm }), ac.signal)[Symbol.asyncIterator]();
-    expect((await take(old, 1))[0]?.[0]).toMatchObject({ eventType: EventType.ERRORED, error: 'etcdserver: mvcc: required revision has been compacted' });
-    const fresh = store.watch(who, params({ startFromBookmark: store.currentBookmark() }), ac.signal)[Symbol.asyncIterator]();
+    expect((await take(old, 1))[0]?.[0]).toMatchObject({
+      eventType: EventType.ERRORED,
+      error: 'etcdserver: mvcc: required revision has been compacted',
+    });
+    const fresh = store
+      .watch(who, params({ startFromBookmark: store.currentBookmark() }), ac.signal)
+      [Symbol.asyncIterator]();
     store.create(who, res('c'), '');
     expect((await take(fresh, 1))[0]?.[0]?.resource.metadata.id).toBe('c');
     ac.abort();

@@ -26,14 +26,34 @@ afterEach(async () => {
 it('every write answered 100 ms after it was applied: everything released and deregistered, no wait runs out', async () => {
   sim = await createSim(generateScenario({ providerId: 'bm', machines: 3, requests: 2, omniVersion: '1.4.2' }));
   const upstream = sim.endpoint;
-  proxy = await startTamperProxy(upstream, (r) => (WRITES.has(r.rpc) ? forward(upstream, r, (res, status, headers, body) => {
-    setTimeout(() => { if (!res.destroyed) { res.writeHead(status, headers); res.end(body); } }, 100);
-  }) : undefined));
+  proxy = await startTamperProxy(upstream, (r) =>
+    WRITES.has(r.rpc)
+      ? forward(upstream, r, (res, status, headers, body) => {
+          setTimeout(() => {
+            if (!res.destroyed) {
+              res.writeHead(status, headers);
+              res.end(body);
+            }
+          }, 100);
+        })
+      : undefined,
+  );
   client = await createOmniClient({ endpoint: proxy.endpoint, key: sim.keys['infra-provider:bm']! });
   // Waits for Omni short enough that one which misses its event shows as blocked, not as slow.
-  const r = await reconcile({ state: client.state, logger: silentLogger(), version: 'test', heartbeatMs: 60_000 }, {
-    providerId: 'bm', machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 20_000, omniWaitMs: 3_000, concurrency: 8,
-  });
+  const r = await reconcile(
+    { state: client.state, logger: silentLogger(), version: 'test', heartbeatMs: 60_000 },
+    {
+      providerId: 'bm',
+      machines: [],
+      profile: 'auto',
+      stateTypes: [],
+      deregister: true,
+      wait: false,
+      timeoutMs: 20_000,
+      omniWaitMs: 3_000,
+      concurrency: 8,
+    },
+  );
   expect(r.outcomes.filter((o) => o.status !== 'released')).toEqual([]);
   expect(r.outcomes.length).toBeGreaterThanOrEqual(5);
   expect(r.deregistered).toBe(true);

@@ -14,9 +14,18 @@ const ID = 'kv';
 const ptr: Pointer = { namespace: 'infra-provider', type: 'MachineRequestStatuses.omni.sidero.dev', id: 'r1' };
 
 function res(version: string, finalizers: string[], id = ptr.id, provider = ID): Resource {
-  return { metadata: newMetadata({ ...ptr, id }, { version, phase: 'tearingDown', finalizers, labels: { [LABEL_INFRA_PROVIDER_ID]: provider } }), spec: { protoSpec: new Uint8Array() } };
+  return {
+    metadata: newMetadata(
+      { ...ptr, id },
+      { version, phase: 'tearingDown', finalizers, labels: { [LABEL_INFRA_PROVIDER_ID]: provider } },
+    ),
+    spec: { protoSpec: new Uint8Array() },
+  };
 }
-const tombstone = (): Resource => ({ metadata: newMetadata({ ...ptr, id: '' }), spec: { protoSpec: new Uint8Array() } });
+const tombstone = (): Resource => ({
+  metadata: newMetadata({ ...ptr, id: '' }),
+  spec: { protoSpec: new Uint8Array() },
+});
 const noop: WatchEvent = { type: 'noop', resource: tombstone(), bookmark: new Uint8Array(8) };
 
 /** A State whose one kind watch yields what a test pushes (and throws what it fails with); List and Get answer from functions. */
@@ -44,7 +53,10 @@ class Scripted {
           if (opts?.signal?.aborted) return;
           const next = self.queue.shift();
           if (next instanceof Error) throw next;
-          if (next) { yield next; continue; }
+          if (next) {
+            yield next;
+            continue;
+          }
           await new Promise<void>((resolve) => {
             self.wake = resolve;
             opts?.signal?.addEventListener('abort', () => resolve(), { once: true });
@@ -68,13 +80,16 @@ class Scripted {
 }
 
 const tick = (ms = 10) => new Promise((r) => setTimeout(r, ms));
-const cacheOn = (s: Scripted, o: { live?: boolean; establishMs?: number } = {}) => new ProviderCache(s.state, { providerId: ID, live: o.live ?? true, establishMs: o.establishMs ?? 5_000 });
+const cacheOn = (s: Scripted, o: { live?: boolean; establishMs?: number } = {}) =>
+  new ProviderCache(s.state, { providerId: ID, live: o.live ?? true, establishMs: o.establishMs ?? 5_000 });
 
 describe('the cache of a kind: List then Watch', () => {
   it('lists once the watch is established, applies what came meanwhile over the List in order, then what comes', async () => {
     const s = new Scripted();
     let release!: () => void;
-    s.listGate = new Promise((r) => { release = r; });
+    s.listGate = new Promise((r) => {
+      release = r;
+    });
     s.listed = () => [res('3', ['MachineRequestStatusCleanupController'])];
     const c = cacheOn(s);
     const listing = c.list(ptr.namespace, ptr.type);
@@ -84,7 +99,10 @@ describe('the cache of a kind: List then Watch', () => {
     await tick();
     expect(s.calls.list).toBe(1);
     // While the List is read: an update it may or may not show, and one it cannot.
-    s.push([{ type: 'updated', resource: res('3', ['MachineRequestStatusCleanupController']) }, { type: 'updated', resource: res('4', ['X']) }]);
+    s.push([
+      { type: 'updated', resource: res('3', ['MachineRequestStatusCleanupController']) },
+      { type: 'updated', resource: res('4', ['X']) },
+    ]);
     await tick();
     release();
     expect((await listing).map((r) => [r.metadata.version, r.metadata.finalizers])).toEqual([['4', ['X']]]);
@@ -122,7 +140,7 @@ describe('the cache of a kind: List then Watch', () => {
     c.close();
   });
 
-  it('`plan`\'s cache lists once and watches nothing', async () => {
+  it("`plan`'s cache lists once and watches nothing", async () => {
     const s = new Scripted();
     s.listed = () => [res('2', [])];
     const c = cacheOn(s, { live: false });
@@ -147,7 +165,7 @@ describe('the cache of a kind: List then Watch', () => {
     c.close();
   });
 
-  it('keeps only what is ours: another provider\'s resource is not kept, and one that stops being ours leaves (not gone)', async () => {
+  it("keeps only what is ours: another provider's resource is not kept, and one that stops being ours leaves (not gone)", async () => {
     const s = new Scripted();
     s.listed = () => [res('2', []), res('2', [], 'o1', 'kv-2')];
     const c = cacheOn(s);
@@ -177,7 +195,7 @@ describe('the cache of a kind: List then Watch', () => {
 });
 
 describe('the cache: evidence (design rules 4 and 10)', () => {
-  it('names an ID by its live events, a Get that found it and this run\'s writes, not by the List\'s contents', async () => {
+  it("names an ID by its live events, a Get that found it and this run's writes, not by the List's contents", async () => {
     const s = new Scripted();
     s.listed = () => [res('3', ['A']), res('3', ['A'], 'r2')];
     const c = cacheOn(s);
@@ -233,7 +251,9 @@ describe('the cache: evidence (design rules 4 and 10)', () => {
   it('before the List, only evidence ends a wait: a released event or a DESTROYED one', async () => {
     const s = new Scripted();
     let release!: () => void;
-    s.listGate = new Promise((r) => { release = r; });
+    s.listGate = new Promise((r) => {
+      release = r;
+    });
     const c = cacheOn(s);
     const waiting = c.wait(ptr, 'gone', 5_000);
     s.push([noop, { type: 'destroyed', resource: res('9', []) }]);
@@ -262,7 +282,7 @@ describe('the cache: evidence (design rules 4 and 10)', () => {
     c.close();
   });
 
-  it('this run\'s Destroy: gone at once, and an event of it from before (its finalizer removal) does not bring it back', async () => {
+  it("this run's Destroy: gone at once, and an event of it from before (its finalizer removal) does not bring it back", async () => {
     const s = new Scripted();
     s.listed = () => [res('3', ['kv.X'])];
     const c = cacheOn(s);
@@ -275,7 +295,10 @@ describe('the cache: evidence (design rules 4 and 10)', () => {
     expect(c.current(ptr)).toBeUndefined();
     expect(c.isGone(ptr)).toBe(true);
     // Its DESTROYED event, then the ID created anew: kept again.
-    s.push([{ type: 'destroyed', resource: res('4', []) }, { type: 'created', resource: res('1', ['kv.X']) }]);
+    s.push([
+      { type: 'destroyed', resource: res('4', []) },
+      { type: 'created', resource: res('1', ['kv.X']) },
+    ]);
     await tick();
     expect(c.current(ptr)?.metadata.version).toBe('1');
     c.close();
@@ -299,7 +322,7 @@ describe('the cache: evidence (design rules 4 and 10)', () => {
     const c = cacheOn(s);
     s.push([noop]);
     await c.list(ptr.namespace, ptr.type);
-    s.push([{ type: 'updated', resource: res('4', ['B']) }], );
+    s.push([{ type: 'updated', resource: res('4', ['B']) }]);
     s.push([{ type: 'destroyed', resource: res('5', [], 'r2') }]);
     await tick();
     expect(c.finalizersOf(ptr)).toEqual(['B']);

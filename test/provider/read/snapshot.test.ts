@@ -18,16 +18,34 @@ describe('snapshot: what it keeps of each resource', () => {
     const resources = [
       ...bareMetalMachine(ID, U1).map(withSpec),
       ...provisionedRequest(ID, 'req-1', { machineUuid: U1 }).map(withSpec),
-      withSpec(res(NS_INFRA_PROVIDER, T.BMCConfig, U1, { labels: { 'omni.sidero.dev/infra-provider-id': ID }, owner: 'InfraMachineBMCConfigController' })),
+      withSpec(
+        res(NS_INFRA_PROVIDER, T.BMCConfig, U1, {
+          labels: { 'omni.sidero.dev/infra-provider-id': ID },
+          owner: 'InfraMachineBMCConfigController',
+        }),
+      ),
       withSpec(res(ns, providerType('BMCConfiguration', ID), 'no-finalizers', {})),
     ];
     const snap = await takeSnapshot(new FakeState(resources), { providerId: ID, profile: 'auto', stateTypes: [] });
-    const all = [...snap.infraMachines, ...snap.infraMachineStatuses, ...snap.bmcConfigs, ...snap.machineRequests, ...snap.machineRequestStatuses, ...Object.values(snap.namespace).flat()];
+    const all = [
+      ...snap.infraMachines,
+      ...snap.infraMachineStatuses,
+      ...snap.bmcConfigs,
+      ...snap.machineRequests,
+      ...snap.machineRequestStatuses,
+      ...Object.values(snap.namespace).flat(),
+    ];
     const kept = (r: Resource) => !r.spec.omitted && r.spec.protoSpec.length === SPEC.length;
     for (const r of all) {
       const ours = r.metadata.finalizers.some((f) => f.startsWith(`${ID}.`));
-      const read = [T.MachineRequestStatus, T.BMCConfig, providerType('BMCConfiguration', ID)].includes(r.metadata.type);
-      expect({ type: r.metadata.type, id: r.metadata.id, kept: kept(r) }).toEqual({ type: r.metadata.type, id: r.metadata.id, kept: ours || read });
+      const read = [T.MachineRequestStatus, T.BMCConfig, providerType('BMCConfiguration', ID)].includes(
+        r.metadata.type,
+      );
+      expect({ type: r.metadata.type, id: r.metadata.id, kept: kept(r) }).toEqual({
+        type: r.metadata.type,
+        id: r.metadata.id,
+        kept: ours || read,
+      });
       if (!kept(r)) expect(r.spec.omitted).toBe(true);
     }
     // The bare-metal machine's PowerOperation, RebootStatus, WipeStatus and InfraMachineStatus at least.
@@ -36,8 +54,24 @@ describe('snapshot: what it keeps of each resource', () => {
 });
 
 describe('client: a resource read without its spec is never written back', () => {
-  const omitted: Resource = { metadata: newMetadata({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: U1 }, { version: '4', phase: 'tearingDown', finalizers: [`${ID}.A`, 'Other'] }), spec: { protoSpec: new Uint8Array(0), omitted: true } };
-  const fresh = { metadata: { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: U1, version: '5', phase: 'tearingDown', finalizers: [`${ID}.A`, 'Other'] }, spec: { proto_spec: 'CAE=' } };
+  const omitted: Resource = {
+    metadata: newMetadata(
+      { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: U1 },
+      { version: '4', phase: 'tearingDown', finalizers: [`${ID}.A`, 'Other'] },
+    ),
+    spec: { protoSpec: new Uint8Array(0), omitted: true },
+  };
+  const fresh = {
+    metadata: {
+      namespace: NS_INFRA_PROVIDER,
+      type: T.InfraMachine,
+      id: U1,
+      version: '5',
+      phase: 'tearingDown',
+      finalizers: [`${ID}.A`, 'Other'],
+    },
+    spec: { proto_spec: 'CAE=' },
+  };
 
   function recording() {
     const calls: { method: string; body: Record<string, unknown> }[] = [];
@@ -45,7 +79,8 @@ describe('client: a resource read without its spec is never written back', () =>
       unary: (async (method: string, body: unknown, _ctx: unknown, decode: (answer: unknown) => unknown) => {
         calls.push({ method, body: body as Record<string, unknown> });
         if (method === 'Get') return decode({ resource: fresh });
-        const sent = (body as { new_resource: { metadata: Record<string, unknown>; spec: Record<string, unknown> } }).new_resource;
+        const sent = (body as { new_resource: { metadata: Record<string, unknown>; spec: Record<string, unknown> } })
+          .new_resource;
         return decode({ resource: { ...sent, metadata: { ...sent.metadata, version: '6' } } });
       }) as StateTransport['unary'],
       collect: () => Promise.reject(new Error('not used')),
@@ -66,7 +101,7 @@ describe('client: a resource read without its spec is never written back', () =>
     const res = await state.removeFinalizers(omitted, [`${ID}.A`]);
     expect(res.outcome).toBe('removed');
     expect(calls.map((c) => c.method)).toEqual(['Get', 'Update']);
-    const sent = (calls[1]!.body['new_resource'] as { spec: Record<string, unknown>; metadata: Record<string, unknown> });
+    const sent = calls[1]!.body['new_resource'] as { spec: Record<string, unknown>; metadata: Record<string, unknown> };
     expect(sent.spec['proto_spec']).toBe('CAE=');
     expect(sent.metadata['finalizers']).toEqual(['Other']);
     expect(sent.metadata['version']).toBe('5');

@@ -5,7 +5,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOmniClient } from '../../../src/omni-client/client.js';
 import { silentLogger } from '../../../src/log.js';
-import { bareMetalMachine, machineUuid, providerRegistration, provisionedRequest } from '../../../src/omni-sim/scenario/generate.js';
+import {
+  bareMetalMachine,
+  machineUuid,
+  providerRegistration,
+  provisionedRequest,
+} from '../../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../../src/omni-sim/index.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
 
@@ -21,21 +26,42 @@ describe('connections for watches', () => {
     sim = await createSim({
       omniVersion: '1.3.4',
       identities: [{ name: `infra-provider:${ID}`, role: 'InfraProvider', publicKeys: [] }],
-      resources: [...providerRegistration(ID, { static: true }), ...bareMetalMachine(ID, machineUuid(0)), ...provisionedRequest(ID, 'req-0')],
+      resources: [
+        ...providerRegistration(ID, { static: true }),
+        ...bareMetalMachine(ID, machineUuid(0)),
+        ...provisionedRequest(ID, 'req-0'),
+      ],
       faults: {},
     });
     await sim.controllers?.idle();
-    const client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys[`infra-provider:${ID}`]!, connections: 2, env: {} });
+    const client = await createOmniClient({
+      endpoint: sim.endpoint,
+      key: sim.keys[`infra-provider:${ID}`]!,
+      connections: 2,
+      env: {},
+    });
     try {
       const started = performance.now();
       const r = await reconcile(
         { state: client.state, logger: silentLogger(), version: 'test' },
-        { providerId: ID, machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: true, timeoutMs: 20_000, omniWaitMs: 10_000, concurrency: 2 },
+        {
+          providerId: ID,
+          machines: [],
+          profile: 'auto',
+          stateTypes: [],
+          deregister: true,
+          wait: true,
+          timeoutMs: 20_000,
+          omniWaitMs: 10_000,
+          concurrency: 2,
+        },
       );
       expect(r.timedOut).toBe(false);
       expect(r.deregistered).toBe(true);
       expect(performance.now() - started).toBeLessThan(15_000);
-      expect(r.outcomes.filter((o) => o.status === 'released').map((o) => o.kind)).toEqual(expect.arrayContaining(['InfraMachine', 'MachineRequest']));
+      expect(r.outcomes.filter((o) => o.status === 'released').map((o) => o.kind)).toEqual(
+        expect.arrayContaining(['InfraMachine', 'MachineRequest']),
+      );
       expect(r.outcomes.filter((o) => o.status !== 'released')).toEqual([]);
     } finally {
       await client.close();

@@ -10,7 +10,9 @@ import { runIn } from '../../helpers/cli-config.js';
 import { startTamperProxy, type TamperProxy } from '../../helpers/tamper-proxy.js';
 
 const SCENARIOS = new URL('../../../scenarios/', import.meta.url);
-const files = readdirSync(SCENARIOS).filter((f) => f.endsWith('.yaml')).sort();
+const files = readdirSync(SCENARIOS)
+  .filter((f) => f.endsWith('.yaml'))
+  .sort();
 
 const open: { sim: Sim; proxy: TamperProxy }[] = [];
 afterEach(async () => {
@@ -23,11 +25,21 @@ afterEach(async () => {
 /** The scenario at `version`: its header's version replaced, or a header added (omnictl dumps have none). */
 function atVersion(text: string, version: string): string {
   const header = /^omni:\s*\{\s*version:\s*"[^"]*"\s*\}\s*$/m;
-  return header.test(text) ? text.replace(header, `omni: { version: "${version}" }`) : `${text}\n---\nomni: { version: "${version}" }\n`;
+  return header.test(text)
+    ? text.replace(header, `omni: { version: "${version}" }`)
+    : `${text}\n---\nomni: { version: "${version}" }\n`;
 }
 
 describe.each(files)('scenarios/%s', (file) => {
-  it.each(['1.3.4', '1.9.3'].flatMap((v) => [[v, false], [v, true]] as const))('Omni %s, --wait %s: every Watch the run sends has options', async (version, wait) => {
+  it.each(
+    ['1.3.4', '1.9.3'].flatMap(
+      (v) =>
+        [
+          [v, false],
+          [v, true],
+        ] as const,
+    ),
+  )('Omni %s, --wait %s: every Watch the run sends has options', async (version, wait) => {
     const sim = await createSim(atVersion(readFileSync(new URL(file, SCENARIOS), 'utf8'), version));
     const proxy = await startTamperProxy(sim.endpoint);
     open.push({ sim, proxy });
@@ -40,7 +52,9 @@ describe.each(files)('scenarios/%s', (file) => {
     expect(watches.length).toBeGreaterThan(0);
     for (const w of watches) {
       const options = (w.body as { options?: unknown } | undefined)?.options;
-      expect(typeof options === 'object' && options !== null && !Array.isArray(options), JSON.stringify(w.body)).toBe(true);
+      expect(typeof options === 'object' && options !== null && !Array.isArray(options), JSON.stringify(w.body)).toBe(
+        true,
+      );
     }
   });
 });

@@ -27,7 +27,11 @@ function countListeners(signal: AbortSignal): { now: () => number; max: () => nu
   const add = signal.addEventListener.bind(signal);
   const remove = signal.removeEventListener.bind(signal);
   signal.addEventListener = ((...a: Parameters<AbortSignal['addEventListener']>) => {
-    if (a[0] === 'abort' && !live.has(a[1])) { live.add(a[1]); now++; max = Math.max(max, now); }
+    if (a[0] === 'abort' && !live.has(a[1])) {
+      live.add(a[1]);
+      now++;
+      max = Math.max(max, now);
+    }
     add(...a);
   }) as typeof signal.addEventListener;
   signal.removeEventListener = ((...a: Parameters<AbortSignal['removeEventListener']>) => {
@@ -37,26 +41,46 @@ function countListeners(signal: AbortSignal): { now: () => number; max: () => nu
   return { now: () => now, max: () => max };
 }
 
-it.each([false, true])('a run (--wait %s) over 150 machines (1,050 resources) keeps at most 3 abort listeners on the caller\'s signal, leaves none behind and emits no MaxListenersExceededWarning', async (wait) => {
-  sim = await createSim(generateScenario({ providerId: 'bare-metal', machines: 150, omniVersion: '1.3.4' }));
-  client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys['infra-provider:bare-metal']!, connections: 16 });
-  const warnings: Error[] = [];
-  const onWarning = (w: Error) => { if (w.name === 'MaxListenersExceededWarning') warnings.push(w); };
-  process.on('warning', onWarning);
-  const ac = new AbortController();
-  const count = countListeners(ac.signal);
-  try {
-    const r = await reconcile({ state: client.state, logger: silentLogger(), version: 'test' }, {
-      providerId: 'bare-metal', machines: [], profile: 'auto', stateTypes: [], deregister: true, wait, timeoutMs: 20_000, omniWaitMs: 10_000,
-      concurrency: 16, signal: ac.signal,
+it.each([false, true])(
+  "a run (--wait %s) over 150 machines (1,050 resources) keeps at most 3 abort listeners on the caller's signal, leaves none behind and emits no MaxListenersExceededWarning",
+  async (wait) => {
+    sim = await createSim(generateScenario({ providerId: 'bare-metal', machines: 150, omniVersion: '1.3.4' }));
+    client = await createOmniClient({
+      endpoint: sim.endpoint,
+      key: sim.keys['infra-provider:bare-metal']!,
+      connections: 16,
     });
-    expect(r.outcomes.filter((o) => o.kind === 'InfraMachine' && o.status === 'released')).toHaveLength(150);
-    expect(r.deregistered).toBe(true);
-    await new Promise((resolve) => setImmediate(resolve));
-  } finally {
-    process.off('warning', onWarning);
-  }
-  expect(count.now(), 'abort listeners still on the caller\'s signal after the run').toBe(0);
-  expect(count.max(), 'abort listeners on the caller\'s signal at once').toBeLessThanOrEqual(3);
-  expect(warnings.map((w) => w.message)).toEqual([]);
-});
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => {
+      if (w.name === 'MaxListenersExceededWarning') warnings.push(w);
+    };
+    process.on('warning', onWarning);
+    const ac = new AbortController();
+    const count = countListeners(ac.signal);
+    try {
+      const r = await reconcile(
+        { state: client.state, logger: silentLogger(), version: 'test' },
+        {
+          providerId: 'bare-metal',
+          machines: [],
+          profile: 'auto',
+          stateTypes: [],
+          deregister: true,
+          wait,
+          timeoutMs: 20_000,
+          omniWaitMs: 10_000,
+          concurrency: 16,
+          signal: ac.signal,
+        },
+      );
+      expect(r.outcomes.filter((o) => o.kind === 'InfraMachine' && o.status === 'released')).toHaveLength(150);
+      expect(r.deregistered).toBe(true);
+      await new Promise((resolve) => setImmediate(resolve));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(count.now(), "abort listeners still on the caller's signal after the run").toBe(0);
+    expect(count.max(), "abort listeners on the caller's signal at once").toBeLessThanOrEqual(3);
+    expect(warnings.map((w) => w.message)).toEqual([]);
+  },
+);

@@ -1,11 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../../helpers/fake-state.js';
-import { bareMetalMachine, label, providerStatus, provisionedRequest, reconcileOptions, res } from '../../helpers/provider-fixtures.js';
+import {
+  bareMetalMachine,
+  label,
+  providerStatus,
+  provisionedRequest,
+  reconcileOptions,
+  res,
+} from '../../helpers/provider-fixtures.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
 import type { ReconcileOptions } from '../../../src/provider/run/reconcile.js';
 import { Audit } from '../../../src/provider/report/audit.js';
 import { silentLogger } from '../../../src/log.js';
-import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace, providerType } from '../../../src/omni-api/resource.js';
+import {
+  NS_INFRA_PROVIDER,
+  NS_INFRA_PROVIDER_EPHEMERAL,
+  T,
+  providerNamespace,
+  providerType,
+} from '../../../src/omni-api/resource.js';
 import { FailedPreconditionError, UnavailableError } from '../../../src/omni-api/errors.js';
 import { InfraProviderStatusSpec, MachineRequestStatusSpec } from '../../../src/omni-api/specs/messages.js';
 import { decodeSpec } from '../../../src/omni-api/specs/codec.js';
@@ -34,13 +47,27 @@ describe('reconcile against an in-memory State', () => {
     expect(r.deregistered).toBe(true);
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })).toBeUndefined();
     const machineWrites = fake.writes.filter((w) => w.pointer.id === U1);
-    expect(machineWrites.map((w) => w.method).sort()).toEqual([...Array(6).fill('destroy'), ...Array(3).fill('update')].sort());
+    expect(machineWrites.map((w) => w.method).sort()).toEqual(
+      [...Array(6).fill('destroy'), ...Array(3).fill('update')].sort(),
+    );
     // No Get before an Update or Destroy of the machine's resources: only the provider-wide ones
     // (two snapshots of 3 single resources, the announcement, the first heartbeat, and the heartbeat
     // read again right before deregistering: design rule 7).
     expect(fake.calls.get).toBeLessThanOrEqual(9);
-    const audit = lines.map((l) => JSON.parse(l) as { event: string; result?: string; op: string; resource: { id: string }; finalizersBefore?: string[]; finalizersAfter?: string[] });
-    const im = audit.find((a) => a.resource.id === U1 && a.op === 'update' && a.event === 'outcome' && a.finalizersBefore?.length === 6)!;
+    const audit = lines.map(
+      (l) =>
+        JSON.parse(l) as {
+          event: string;
+          result?: string;
+          op: string;
+          resource: { id: string };
+          finalizersBefore?: string[];
+          finalizersAfter?: string[];
+        },
+    );
+    const im = audit.find(
+      (a) => a.resource.id === U1 && a.op === 'update' && a.event === 'outcome' && a.finalizersBefore?.length === 6,
+    )!;
     expect(im).toMatchObject({ result: 'ok', finalizersAfter: [] });
     // Two lines per write: its intent and its outcome.
     expect(audit.filter((a) => a.event === 'intent')).toHaveLength(fake.writes.length);
@@ -55,7 +82,9 @@ describe('reconcile against an in-memory State', () => {
   });
 
   it('a static-labelled provider with a state resource of the other kind left in its namespace: deregistration empties it too', async () => {
-    const stray = res(providerNamespace(ID), providerType('Machine', ID), 'w-1', { owner: `${ID}.ProvisionController` });
+    const stray = res(providerNamespace(ID), providerType('Machine', ID), 'w-1', {
+      owner: `${ID}.ProvisionController`,
+    });
     const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1), stray]);
     const r = await run(fake);
     expect(r.deregistered).toBe(true);
@@ -69,7 +98,9 @@ describe('reconcile against an in-memory State', () => {
 
   it('leftovers are recognised whatever kind the run detects: a bare-metal-type leftover next to a request goes in the first run', async () => {
     const id = 'kubevirt';
-    const stray = res(providerNamespace(id), providerType('MachineStatus', id), 'gone-machine', { owner: `${id}.MachineStatusController` });
+    const stray = res(providerNamespace(id), providerType('MachineStatus', id), 'gone-machine', {
+      owner: `${id}.MachineStatusController`,
+    });
     const fake = new FakeState([...provisionedRequest(id, 'w-1'), stray]);
     await run(fake, { providerId: id, deregister: false });
     expect(fake.find(stray.metadata)).toBeUndefined();
@@ -83,14 +114,35 @@ describe('reconcile against an in-memory State', () => {
     const id = 'kubevirt';
     const fake = new FakeState([providerStatus(id, false), ...provisionedRequest(id, 'w-1')]);
     const r = await run(fake, { providerId: id });
-    expect(r.outcomes[0]).toMatchObject({ kind: 'MachineRequest', id: 'w-1', status: 'released', settle: { outcome: 'gone' } });
+    expect(r.outcomes[0]).toMatchObject({
+      kind: 'MachineRequest',
+      id: 'w-1',
+      status: 'released',
+      settle: { outcome: 'gone' },
+    });
     expect(r.outcomes[0]!.heldBy).toBeUndefined();
     // ClusterMachineRequestStatusController let go once ours were gone, and Omni destroyed it.
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: 'w-1' })).toBeUndefined();
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus, id: 'w-1' })).toBeUndefined();
-    expect(fake.find({ namespace: providerNamespace(id), type: providerType('Machine', id), id: 'w-1' })).toBeUndefined();
-    const order = fake.writes.filter((w) => w.method !== 'create' && w.pointer.namespace !== NS_INFRA_PROVIDER_EPHEMERAL && w.pointer.type !== T.InfraProviderStatus).map((w) => `${w.method} ${w.pointer.type.split('.')[0]}`);
-    expect(order).toEqual(['update ConfigPatchRequests', 'destroy ConfigPatchRequests', 'update MachineRequestStatuses', 'destroy MachineRequestStatuses', 'destroy Machine', 'update MachineRequests']);
+    expect(
+      fake.find({ namespace: providerNamespace(id), type: providerType('Machine', id), id: 'w-1' }),
+    ).toBeUndefined();
+    const order = fake.writes
+      .filter(
+        (w) =>
+          w.method !== 'create' &&
+          w.pointer.namespace !== NS_INFRA_PROVIDER_EPHEMERAL &&
+          w.pointer.type !== T.InfraProviderStatus,
+      )
+      .map((w) => `${w.method} ${w.pointer.type.split('.')[0]}`);
+    expect(order).toEqual([
+      'update ConfigPatchRequests',
+      'destroy ConfigPatchRequests',
+      'update MachineRequestStatuses',
+      'destroy MachineRequestStatuses',
+      'destroy Machine',
+      'update MachineRequests',
+    ]);
     // The pass waited for Omni to destroy the request, then deregistered.
     expect(r.deregistered).toBe(true);
   });
@@ -102,7 +154,9 @@ describe('reconcile against an in-memory State', () => {
     const r = await run(fake, { providerId: id, omniWaitMs: 50 });
     expect(r.outcomes[0]).toMatchObject({ status: 'blocked', counts: true });
     expect(r.outcomes[0]!.reason).toMatch(/MachineRequestStatusCleanupController/);
-    expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: 'w-1' })!.metadata.finalizers).toContain(`${id}.ProvisionController`);
+    expect(
+      fake.find({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: 'w-1' })!.metadata.finalizers,
+    ).toContain(`${id}.ProvisionController`);
     expect(fake.find({ namespace: providerNamespace(id), type: providerType('Machine', id), id: 'w-1' })).toBeDefined();
   });
 
@@ -122,12 +176,18 @@ describe('reconcile against an in-memory State', () => {
     expect(fake.find(rs[0]!.metadata)!.metadata.finalizers).toEqual([]);
     // announced: the ProviderStatus says so, and a heartbeat exists
     const ps = fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id })!;
-    expect(decodeSpec(InfraProviderStatusSpec, ps.spec.protoSpec).value.version).toBe('stub-provider 0.1.0, decommissioning');
+    expect(decodeSpec(InfraProviderStatusSpec, ps.spec.protoSpec).value.version).toBe(
+      'stub-provider 0.1.0, decommissioning',
+    );
     expect(r.heartbeats).toBeGreaterThanOrEqual(1);
   });
 
   it('keeps the static label and the schema when announcing', async () => {
-    const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1, { phase: 'running' }), ...bareMetalMachine(ID, U2)]);
+    const fake = new FakeState([
+      providerStatus(ID, true),
+      ...bareMetalMachine(ID, U1, { phase: 'running' }),
+      ...bareMetalMachine(ID, U2),
+    ]);
     await run(fake);
     const ps = fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })!;
     expect(Object.keys(ps.metadata.labels)).toContain('omni.sidero.dev/is-static-infra-provider');
@@ -135,7 +195,9 @@ describe('reconcile against an in-memory State', () => {
     expect(spec.schema).toBe('{"type":"object"}');
     expect(spec.description).toMatch(/^stub-provider/);
     // the running machine kept everything
-    expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: U1 })!.metadata.finalizers).toHaveLength(6);
+    expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: U1 })!.metadata.finalizers).toHaveLength(
+      6,
+    );
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id: U1 })).toBeDefined();
   });
 
@@ -158,7 +220,9 @@ describe('reconcile against an in-memory State', () => {
     const r2 = await run(fake2, { machines: [U1] });
     expect(r2.outcomes[0]).toMatchObject({ status: 'failed' });
     // the machine keeps its finalizers when something of it could not be destroyed
-    expect(fake2.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: U1 })!.metadata.finalizers).toHaveLength(6);
+    expect(
+      fake2.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: U1 })!.metadata.finalizers,
+    ).toHaveLength(6);
     const r3 = await run(fake2, { machines: [U1] });
     expect(r3.outcomes[0]).toMatchObject({ status: 'released' });
   });
@@ -205,21 +269,47 @@ describe('reconcile against an in-memory State', () => {
       name: 'test',
       wipe: async (m) => {
         seen.push(`${m.machineId} ${m.bmc?.address} ${fake.writes.length}`);
-        return { machineId: m.machineId, strategy: 'test', outcome: 'failed', reason: 'hardware unreachable', durationMs: 1 };
+        return {
+          machineId: m.machineId,
+          strategy: 'test',
+          outcome: 'failed',
+          reason: 'hardware unreachable',
+          durationMs: 1,
+        };
       },
     };
     const wipeOpts = { strategy: 'command' as const, timeoutMs: 1000, requireWipe: true, concurrency: 2 };
-    const r = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0', wipe: { strategy, options: wipeOpts } }, opts({ machines: [U1] }));
+    const r = await reconcile(
+      { state: fake, logger: silentLogger(), version: '0.1.0', wipe: { strategy, options: wipeOpts } },
+      opts({ machines: [U1] }),
+    );
     expect(seen).toEqual([`${U1} 10.0.0.9 0`]);
     expect(r.outcomes[0]).toMatchObject({ status: 'blocked', counts: true });
     expect(fake.writes).toEqual([]);
-    const none = createWipeStrategy({ strategy: 'none', timeoutMs: 1000, requireWipe: false, concurrency: 1 }, { logger: silentLogger() });
-    const r2 = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0', wipe: { strategy: none, options: { strategy: 'none', timeoutMs: 1000, requireWipe: false, concurrency: 1 } } }, opts({ machines: [U1] }));
+    const none = createWipeStrategy(
+      { strategy: 'none', timeoutMs: 1000, requireWipe: false, concurrency: 1 },
+      { logger: silentLogger() },
+    );
+    const r2 = await reconcile(
+      {
+        state: fake,
+        logger: silentLogger(),
+        version: '0.1.0',
+        wipe: { strategy: none, options: { strategy: 'none', timeoutMs: 1000, requireWipe: false, concurrency: 1 } },
+      },
+      opts({ machines: [U1] }),
+    );
     expect(r2.outcomes[0]).toMatchObject({ status: 'released' });
   });
 
   it('cleans leftovers whose machine is gone', async () => {
-    const fake = new FakeState([res(NS_INFRA_PROVIDER, T.InfraMachineStatus, U1, { labels: label(ID), owner: `${ID}.InfraMachineStatusController` }), ...bareMetalMachine(ID, U2, { phase: 'running' })]);
+    const fake = new FakeState([
+      res(NS_INFRA_PROVIDER, T.InfraMachineStatus, U1, {
+        labels: label(ID),
+        owner: `${ID}.InfraMachineStatusController`,
+      }),
+      ...bareMetalMachine(ID, U2, { phase: 'running' }),
+    ]);
     await run(fake);
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id: U1 })).toBeUndefined();
     expect(fake.find({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id: U2 })).toBeDefined();
@@ -237,7 +327,10 @@ describe('reconcile: the settle after the last write (what others still held whe
   it('Omni lets go within the settle time: released, not held, and the pass waited for it before deregistering', async () => {
     const fake = new FakeState([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { withCpr: false })]);
     const r = await run(fake, { providerId: KV, settleMs: 2_000 });
-    expect(r.outcomes.find((o) => o.kind === 'MachineRequest')).toMatchObject({ status: 'released', settle: { ms: 2_000, outcome: 'gone' } });
+    expect(r.outcomes.find((o) => o.kind === 'MachineRequest')).toMatchObject({
+      status: 'released',
+      settle: { ms: 2_000, outcome: 'gone' },
+    });
     expect(r.settle).toEqual({ ms: 2_000, items: 1, gone: 1, held: 0 });
     expect(r.deregistered).toBe(true);
   });
@@ -248,9 +341,15 @@ describe('reconcile: the settle after the last write (what others still held whe
     const r = await run(fake, { providerId: KV, settleMs: 300 });
     expect(performance.now() - started).toBeGreaterThanOrEqual(290);
     const o = r.outcomes.find((x) => x.kind === 'MachineRequest')!;
-    expect(o).toMatchObject({ status: 'released', settle: { ms: 300, outcome: 'held' }, heldBy: ['ClusterMachineRequestStatusController', 'other.ProvisionController'] });
-    expect(o.reason).toContain('ClusterMachineRequestStatusController: Omni\'s ClusterMachineRequestStatusController holds it until other.ProvisionController is gone');
-    expect(o.nextStep).toContain('run stub-provider with that provider\'s own ID');
+    expect(o).toMatchObject({
+      status: 'released',
+      settle: { ms: 300, outcome: 'held' },
+      heldBy: ['ClusterMachineRequestStatusController', 'other.ProvisionController'],
+    });
+    expect(o.reason).toContain(
+      "ClusterMachineRequestStatusController: Omni's ClusterMachineRequestStatusController holds it until other.ProvisionController is gone",
+    );
+    expect(o.nextStep).toContain("run stub-provider with that provider's own ID");
     expect(r.settle).toEqual({ ms: 300, items: 1, gone: 0, held: 1 });
     // One watch per kind the run read, each listed once: the waits and the settle are queries on them.
     expect(fake.calls.watch).toBe(fake.calls.list);
@@ -260,21 +359,39 @@ describe('reconcile: the settle after the last write (what others still held whe
   it('the watch shows what holds it at the end, not what held it when released', async () => {
     const fake = new FakeState([providerStatus(KV, false), ...heldRequest()]);
     fake.afterWrite = (method, r) => {
-      if (method !== 'update' || r.metadata.type !== T.MachineRequest || r.metadata.finalizers.includes(`${KV}.ProvisionController`)) return;
+      if (
+        method !== 'update' ||
+        r.metadata.type !== T.MachineRequest ||
+        r.metadata.finalizers.includes(`${KV}.ProvisionController`)
+      )
+        return;
       // Someone else lets go of theirs after our release; Omni's own is then alone and goes too.
       setTimeout(() => {
         const cur = fake.find(r.metadata)!;
-        fake.put({ ...cur, metadata: { ...cur.metadata, finalizers: ['ClusterMachineRequestStatusController', 'SomethingNewController'] } });
+        fake.put({
+          ...cur,
+          metadata: {
+            ...cur.metadata,
+            finalizers: ['ClusterMachineRequestStatusController', 'SomethingNewController'],
+          },
+        });
       }, 20);
     };
     const r = await run(fake, { providerId: KV, settleMs: 300 });
-    expect(r.outcomes.find((x) => x.kind === 'MachineRequest')).toMatchObject({ settle: { outcome: 'held' }, heldBy: ['ClusterMachineRequestStatusController', 'SomethingNewController'] });
+    expect(r.outcomes.find((x) => x.kind === 'MachineRequest')).toMatchObject({
+      settle: { outcome: 'held' },
+      heldBy: ['ClusterMachineRequestStatusController', 'SomethingNewController'],
+    });
   });
 
   it('settle 0: not watched, and the outcome says so', async () => {
     const fake = new FakeState([providerStatus(KV, false), ...heldRequest()]);
     const r = await run(fake, { providerId: KV, settleMs: 0 });
-    expect(r.outcomes.find((x) => x.kind === 'MachineRequest')).toMatchObject({ status: 'released', settle: { ms: 0, outcome: 'not-watched' }, heldBy: ['ClusterMachineRequestStatusController', 'other.ProvisionController'] });
+    expect(r.outcomes.find((x) => x.kind === 'MachineRequest')).toMatchObject({
+      status: 'released',
+      settle: { ms: 0, outcome: 'not-watched' },
+      heldBy: ['ClusterMachineRequestStatusController', 'other.ProvisionController'],
+    });
     expect(r.settle).toEqual({ ms: 0, items: 1, gone: 0, held: 0 });
     expect(fake.calls.watch).toBe(fake.calls.list);
   });
@@ -285,9 +402,19 @@ describe('reconcile: the settle after the last write (what others still held whe
     const fake = new FakeState([providerStatus(KV, false), ...rs]);
     fake.omni.releasesWhenAlone.clear(); // an Omni whose controller is stuck
     const r = await run(fake, { providerId: KV, settleMs: 200 });
-    expect(r.outcomes).toEqual([expect.objectContaining({ kind: 'MachineRequest', id: 'w-1', status: 'blocked', counts: false, settle: { ms: 200, outcome: 'held' } })]);
+    expect(r.outcomes).toEqual([
+      expect.objectContaining({
+        kind: 'MachineRequest',
+        id: 'w-1',
+        status: 'blocked',
+        counts: false,
+        settle: { ms: 200, outcome: 'held' },
+      }),
+    ]);
     // Predicted to let go by itself, it did not: said so, not predicted again.
-    expect(r.outcomes[0]!.reason).toMatch(/^ClusterMachineRequestStatusController: had not let go as expected: Omni's ClusterMachineRequestStatusController lets go as soon as/);
+    expect(r.outcomes[0]!.reason).toMatch(
+      /^ClusterMachineRequestStatusController: had not let go as expected: Omni's ClusterMachineRequestStatusController lets go as soon as/,
+    );
     expect(r.outcomes[0]!.nextStep).toContain('check that Omni is healthy');
     // ...and one that Omni lets go of while it is watched is not reported at all.
     const fake2 = new FakeState([providerStatus(KV, false), ...rs]);

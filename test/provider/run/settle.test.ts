@@ -12,7 +12,13 @@ import type { Pointer, Resource } from '../../../src/omni-api/resource.js';
 import { NS_DEFAULT, T, providerNamespace } from '../../../src/omni-api/resource.js';
 import { renderText } from '../../../src/provider/report/report.js';
 import { planIn, providerSim, runIn } from '../../helpers/cli-config.js';
-import { bareMetalMachine, omniMachine, providerStatus, provisionedRequest, res } from '../../helpers/provider-fixtures.js';
+import {
+  bareMetalMachine,
+  omniMachine,
+  providerStatus,
+  provisionedRequest,
+  res,
+} from '../../helpers/provider-fixtures.js';
 
 const U1 = '9b2f6a10-0c1d-4e5f-8a9b-112233445566';
 const KV = 'kubevirt';
@@ -54,8 +60,14 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     provision(s, requests);
     await s.controllers!.idle();
     // Omni's own finalizers, as a real Omni puts them on.
-    expect(find(s, requests[0]!.metadata)?.metadata.finalizers.slice().sort()).toEqual(['ClusterMachineRequestStatusController', `${KV}.ProvisionController`]);
-    expect(byType(s, T.MachineRequestStatus).map((r) => r.metadata.finalizers)).toEqual([['MachineRequestStatusCleanupController'], ['MachineRequestStatusCleanupController']]);
+    expect(find(s, requests[0]!.metadata)?.metadata.finalizers.slice().sort()).toEqual([
+      'ClusterMachineRequestStatusController',
+      `${KV}.ProvisionController`,
+    ]);
+    expect(byType(s, T.MachineRequestStatus).map((r) => r.metadata.finalizers)).toEqual([
+      ['MachineRequestStatusCleanupController'],
+      ['MachineRequestStatusCleanupController'],
+    ]);
     // The provider stops; the set is scaled down: both requests are torn down and stay stuck on ours.
     s.controllers!.scaleDown('workers', 0);
     await s.controllers!.idle();
@@ -64,7 +76,14 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     const plan = await planIn(s, KV);
     expect(plan.waits).toEqual([]);
     expect(plan.unseen).toEqual([]);
-    expect(plan.lettingGo.map((n) => n.kind).sort()).toEqual(['ConfigPatchRequests', 'ConfigPatchRequests', 'MachineRequestStatuses', 'MachineRequestStatuses', 'MachineRequests', 'MachineRequests']);
+    expect(plan.lettingGo.map((n) => n.kind).sort()).toEqual([
+      'ConfigPatchRequests',
+      'ConfigPatchRequests',
+      'MachineRequestStatuses',
+      'MachineRequestStatuses',
+      'MachineRequests',
+      'MachineRequests',
+    ]);
     expect(renderText(plan)).not.toMatch(/Will wait for Omni|MachineSetNode .*gone/);
 
     const rep = await runIn(s, KV);
@@ -79,7 +98,7 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     expect(byType(s, T.MachineRequest)).toEqual([]);
   });
 
-  it('a static provider\'s InfraMachine stuck after `omnictl delete link`: released, nothing blocked, the Link goes too', async () => {
+  it("a static provider's InfraMachine stuck after `omnictl delete link`: released, nothing blocked, the Link goes too", async () => {
     const s = await sim(version, BM, [providerStatus(BM, true)]);
     s.controllers!.registerStaticMachine(BM, U1, { accepted: true });
     const [im, ...outputs] = bareMetalMachine(BM, U1);
@@ -102,20 +121,28 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     expect(s.store.all().filter((r) => r.metadata.namespace === providerNamespace(BM))).toEqual([]);
   });
 
-  it('a machine still in a cluster holds its request\'s status: plan says it cannot be seen, the run reports it held with the next step, and releases it once the machine left', async () => {
+  it("a machine still in a cluster holds its request's status: plan says it cannot be seen, the run reports it held with the next step, and releases it once the machine left", async () => {
     const rs = provisionedRequest(KV, 'w-1', { machineUuid: U1, withCpr: false });
     const cm = res(NS_DEFAULT, CLUSTER_MACHINE, U1, { owner: 'MachineSetStatusController' });
     const s = await sim(version, KV, [providerStatus(KV, false), ...rs, omniMachine(KV, U1, { request: 'w-1' }), cm]);
 
     const plan = await planIn(s, KV);
     expect(plan.waits).toEqual([]);
-    expect(plan.unseen).toEqual([expect.objectContaining({ kind: 'MachineRequestStatuses', id: 'w-1', reason: expect.stringContaining('cannot be seen from here') })]);
+    expect(plan.unseen).toEqual([
+      expect.objectContaining({
+        kind: 'MachineRequestStatuses',
+        id: 'w-1',
+        reason: expect.stringContaining('cannot be seen from here'),
+      }),
+    ]);
 
     const rep = await runIn(s, KV, ['--step-timeout', '1s']);
     expect(rep).toMatchObject({ exitCode: 5, result: 'incomplete', released: [] });
     const b = rep.blocked.find((x) => x.kind === 'MachineRequest')!;
     expect(b).toMatchObject({ id: 'w-1', counts: true });
-    expect(b.reason).toMatch(/MachineRequestStatuses\.omni\.sidero\.dev\/w-1 still held after 1 s by MachineRequestStatusCleanupController: .*waits while machine 9b2f6a10-.* is in a cluster/);
+    expect(b.reason).toMatch(
+      /MachineRequestStatuses\.omni\.sidero\.dev\/w-1 still held after 1 s by MachineRequestStatusCleanupController: .*waits while machine 9b2f6a10-.* is in a cluster/,
+    );
     expect(b.nextStep).toContain(`omnictl get machinesetnodes,clustermachines ${U1}`);
     expect(find(s, rs[0]!.metadata)?.metadata.finalizers).toContain(`${KV}.ProvisionController`);
 
@@ -138,7 +165,9 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     expect(rep.released).toEqual([expect.objectContaining({ id: 'w-1' })]);
     expect(rep.settle).toEqual({ ms: 1000, items: 1, gone: 0, held: 1 });
     const b = rep.blocked.find((x) => x.kind === 'MachineRequest')!;
-    expect(b.reason).toMatch(/^released by stub-provider; still held after 1 s by ClusterMachineRequestStatusController: Omni's ClusterMachineRequestStatusController holds it until SomeFutureController is gone, then lets go; SomeFutureController: /);
+    expect(b.reason).toMatch(
+      /^released by stub-provider; still held after 1 s by ClusterMachineRequestStatusController: Omni's ClusterMachineRequestStatusController holds it until SomeFutureController is gone, then lets go; SomeFutureController: /,
+    );
     expect(b.nextStep).toBeTruthy();
     expect(b.counts).toBe(false);
     expect(rep.exitCode).toBe(0);
@@ -151,7 +180,9 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     const s = await sim(version, KV, [providerStatus(KV, false), ...rs]);
     const rep = await runIn(s, KV, ['--settle', '0']);
     expect(rep.settle).toEqual({ ms: 0, items: 1, gone: 0, held: 0 });
-    expect(rep.blocked.find((x) => x.kind === 'MachineRequest')!.reason).toMatch(/^released by stub-provider; still held when last read by ClusterMachineRequestStatusController: .*\(--settle 0: not watched after the last write\)$/);
+    expect(rep.blocked.find((x) => x.kind === 'MachineRequest')!.reason).toMatch(
+      /^released by stub-provider; still held when last read by ClusterMachineRequestStatusController: .*\(--settle 0: not watched after the last write\)$/,
+    );
     expect(renderText(rep)).toContain('Not watched after the last write (--settle 0)');
   });
 });
