@@ -20,8 +20,8 @@ const MUTATIONS = [
   {
     name: 'swap the IPMI username and password field numbers',
     file: MESSAGES,
-    from: "F.string(3, 'username'), F.string(4, 'password')",
-    to: "F.string(4, 'username'), F.string(3, 'password')",
+    from: "F.string(3, 'username'),\n  F.string(4, 'password')",
+    to: "F.string(4, 'username'),\n  F.string(3, 'password')",
   },
   {
     name: 'swap MachineRequestSetSpec extensions (5) and kernel_args (6)',
@@ -68,8 +68,8 @@ const MUTATIONS = [
   {
     name: 'type of ConfigPatchSpec.data: string -> bytes',
     file: MESSAGES,
-    from: "F.string(1, 'data'), F.bytes(2, 'compressed_data')",
-    to: "F.bytes(1, 'data'), F.bytes(2, 'compressed_data')",
+    from: "F.string(1, 'data'),\n  F.bytes(2, 'compressed_data')",
+    to: "F.bytes(1, 'data'),\n  F.bytes(2, 'compressed_data')",
   },
   {
     name: 'type of InfraProviderHealthStatusSpec.last_heartbeat_timestamp: Timestamp -> string',
