@@ -50,12 +50,14 @@ const args = yargs(hideBin(process.argv))
     type: 'number',
     default: 5000,
     describe:
-      'measure a bare node:http server and undici client (no Omni logic) at the same latency and concurrency for this long (0: skip)',
+      'measure a bare node:http server and undici client (no Omni logic) at the same latency and concurrency for ' +
+      'this long (0: skip)',
   })
   .option('sim-max-old-space-mb', {
     type: 'number',
     describe:
-      "run the sim with node --max-old-space-size=<this>; default: Node's own up to 40 000 machines, 1 GiB per 10 000 machines above (the sim holds the whole fleet and its history)",
+      "run the sim with node --max-old-space-size=<this>; default: Node's own up to 40 000 machines, 1 GiB per 10 " +
+      '000 machines above (the sim holds the whole fleet and its history)',
   })
   .option('stub-max-old-space-mb', {
     type: 'number',
@@ -69,7 +71,8 @@ const args = yargs(hideBin(process.argv))
     choices: ['cli', 'lib'] as const,
     default: 'cli',
     describe:
-      'cli: the built `stub-provider run` in its own process; lib: reconcile() in a runner process (counts signatures too)',
+      'cli: the built `stub-provider run` in its own process; lib: reconcile() in a runner process (counts ' +
+      'signatures too)',
   })
   .option('link-mbit', {
     type: 'number',
@@ -80,7 +83,8 @@ const args = yargs(hideBin(process.argv))
     type: 'number',
     default: 1_000_000,
     describe:
-      "then a throttled run: a fresh sim with Omni 1.9's write budget for infra providers at this many bytes per second (0: no throttled run)",
+      "then a throttled run: a fresh sim with Omni 1.9's write budget for infra providers at this many bytes per " +
+      'second (0: no throttled run)',
   })
   .option('throttle-burst', {
     type: 'number',
@@ -97,12 +101,14 @@ const args = yargs(hideBin(process.argv))
     type: 'boolean',
     default: true,
     describe:
-      'then a pinned run: a fresh sim on CPU 0, the stub (and the transport probe) on CPU 1; --no-pinned-run skips it (so does --pin, or fewer than 2 CPUs)',
+      'then a pinned run: a fresh sim on CPU 0, the stub (and the transport probe) on CPU 1; --no-pinned-run skips ' +
+      'it (so does --pin, or fewer than 2 CPUs)',
   })
   .option('compression', {
     choices: COMPRESSION_POLICIES,
     describe:
-      'which calls the stub asks gzip for (src/omni-client/transport/compression.ts; default: its own default, auto); --via lib only',
+      'which calls the stub asks gzip for (src/omni-client/transport/compression.ts; default: its own default, ' +
+      'auto); --via lib only',
   })
   .parseSync();
 
@@ -407,7 +413,9 @@ async function main(): Promise<void> {
     ...(bare
       ? {
           bare_http: {
-            what: `a bare node:http server (own process, ${L} ms latency, no Omni logic) and an undici client, ${C} requests open, one request per call`,
+            what:
+              `a bare node:http server (own process, ${L} ms latency, no Omni logic) and an undici client, ${C} ` +
+              `requests open, one request per call`,
             calls_per_s: round(bare.calls_per_s, 0),
             client_cpu_us_per_call: round(bare.client_cpu_us_per_call, 1),
             server_cpu_us_per_call: round(bare.server_cpu_us_per_call, 1),
@@ -452,7 +460,10 @@ async function main(): Promise<void> {
     const scaled = (sn > 0 ? (nMs * N) / sn : 0) + (sr > 0 ? (rMs * M) / sr : 0);
     const naiveCalls = sum(naiveStats['calls']);
     result['naive'] = {
-      method: `Go-library-like controllers: per finalizer Get then Update, per output Get then Destroy, one resource at a time, sequential; measured on ${sn} machines and ${sr} requests and scaled linearly to N=${N}, M=${M}`,
+      method:
+        `Go-library-like controllers: per finalizer Get then Update, per output Get then Destroy, one resource ` +
+        `at a time, sequential; measured on ${sn} machines and ${sr} requests and scaled linearly to N=${N}, ` +
+        `M=${M}`,
       sample_machines: sn,
       sample_requests: sr,
       sample_wall_ms: round(nMs + rMs, 1),
@@ -517,7 +528,9 @@ async function pinnedRun(
   const wallMs = Number(stub['wall_ms']);
   const calls = sum(stats['calls']);
   return {
-    what: `a fresh sim on CPU ${CPU.sim}, the stub (CLI) and the transport probe on CPU ${CPU.stub} (taskset); the same options`,
+    what:
+      `a fresh sim on CPU ${CPU.sim}, the stub (CLI) and the transport probe on CPU ${CPU.stub} (taskset); the ` +
+      `same options`,
     released_all: left.ourFinalizers === 0 && left.tearingDown === 0,
     calls_total: calls,
     calls_over_floor_pct: round((100 * (calls - floorCalls)) / floorCalls, 2),
@@ -568,7 +581,9 @@ async function throttledRun(
   const budgetMs = (th.admittedBytes / rate) * 1000;
   const outcomes = stub['outcomes'] as { failed: number };
   return {
-    what: `a fresh sim with an infra-provider write budget of ${rate} bytes/s, burst ${burst}, maxWait ${maxWait ?? 30_000} ms; the same stub and options`,
+    what:
+      `a fresh sim with an infra-provider write budget of ${rate} bytes/s, burst ${burst}, maxWait ` +
+      `${maxWait ?? 30_000} ms; the same stub and options`,
     bytes_per_s: rate,
     burst,
     max_wait_ms: maxWait ?? 30_000,

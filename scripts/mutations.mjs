@@ -1,6 +1,7 @@
 // Shows that tests bite: applies one mutation at a time to a copy of the repository and runs the
 // given test files on that copy; every mutation must make every one of them fail by an assertion
-// (or, with `caughtBy: 'any'`, at least one of them; all their tests still collected), never survive. The repository is not touched: the copy is a
+// (or, with `caughtBy: 'any'`, at least one of them; all their tests still collected), never survive. The repository is
+// not touched: the copy is a
 // temporary tree (src, test, scripts, the configs, dist; node_modules linked), removed afterwards.
 // A mutated file under src/ is also compiled alone into the copy's dist/, for the tests that run
 // the built CLI (`stub-provider sim`).
@@ -82,7 +83,8 @@ function compileAlone(tree, file) {
 /**
  * `caughtBy`: 'every' file must fail (default), or 'any' of them (suites that each check a part).
  * `built`: whether the tests run the built CLI, so the copy needs dist/ (default true).
- * @param {{ label: string, files: string[], mutations: { name: string, file: string, from: string, to: string }[], env?: Record<string, string>, concurrency?: number, caughtBy?: 'every' | 'any', built?: boolean }} o
+ * @param {{ label: string, files: string[], mutations: { name: string, file: string, from: string, to: string }[],
+ * env?: Record<string, string>, concurrency?: number, caughtBy?: 'every' | 'any', built?: boolean }} o
  * @returns {Promise<number>} the exit code: 0 when every mutation was caught
  */
 export async function checkMutations({
@@ -122,7 +124,8 @@ export async function checkMutations({
       return 1;
     }
     console.log(
-      `${label}: ${files.length} test files pass unmutated (${total} tests); applying ${mutations.length} mutations, ${concurrency} at a time`,
+      `${label}: ${files.length} test files pass unmutated (${total} tests); applying ${mutations.length} mutations, ` +
+        `${concurrency} at a time`,
     );
 
     // Each mutation in a copy of its own: a failing suite mostly waits (for events that never
@@ -162,7 +165,9 @@ export async function checkMutations({
       }
       return {
         ok: false,
-        line: `  SURVIVED     ${m.name}: ${caughtBy === 'any' ? 'every test' : 'some test files'} passed in full (failed: ${summary})`,
+        line:
+          `  SURVIVED     ${m.name}: ${caughtBy === 'any' ? 'every test' : 'some test files'} passed in full ` +
+          `(failed: ${summary})`,
       };
     };
     const results = new Array(mutations.length);

@@ -18,7 +18,9 @@ for (const name of peers.GO_PEERS) {
   } catch (e) {
     failed = true;
     console.error(
-      `test peers: go mod download of test/go/${name} failed: ${e.message}\n  It needs the Go module proxy (GOPROXY=${process.env.GOPROXY ?? 'default'}); go.sum is committed, so no checksum-database lookup is needed.`,
+      `test peers: go mod download of test/go/${name} failed: ${e.message}\n  It needs the Go module proxy ` +
+        `(GOPROXY=${process.env.GOPROXY ?? 'default'}); go.sum is committed, so no checksum-database lookup is ` +
+        `needed.`,
     );
   }
 }

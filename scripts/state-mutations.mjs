@@ -30,7 +30,9 @@ const MUTATIONS = [
     name: 'the owner is not checked',
     file: STORE,
     from: "  private checkOwner(cur: Resource, owner: string, op: 'update' | 'destroy'): void {\n",
-    to: "  private checkOwner(cur: Resource, owner: string, op: 'update' | 'destroy'): void {\n    if (owner !== '\\u0000') return;\n",
+    to:
+      "  private checkOwner(cur: Resource, owner: string, op: 'update' | 'destroy'): void {\n    if (owner !== " +
+      "'\\u0000') return;\n",
   },
   {
     name: 'Destroy ignores pending finalizers',

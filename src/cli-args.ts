@@ -107,7 +107,8 @@ export function applyEnvironment(
         [...anyCommand].filter((f) => !NOT_FROM_ENV.has(f)),
       );
       throw new CliUsageError(
-        `environment variable ${variable} matches no flag of stub-provider (${ENV_PREFIX}<FLAG> sets --<flag>, e.g. ${envName('log-level')} for --log-level)${near ? `: did you mean ${envName(near)} (--${near})?` : ''}`,
+        `environment variable ${variable} matches no flag of stub-provider (${ENV_PREFIX}<FLAG> sets --<flag>, e.g. ` +
+          `${envName('log-level')} for --log-level)${near ? `: did you mean ${envName(near)} (--${near})?` : ''}`,
       );
     }
     if (given.has(flag)) continue;
@@ -156,7 +157,8 @@ export function checkWords(words: readonly unknown[], commands: readonly string[
   if (!command) {
     const near = closest(word, commands);
     throw new CliUsageError(
-      `unknown command ${JSON.stringify(word)}${near ? `: did you mean ${near}?` : ''} (commands: ${commands.join(', ')}; flags start with --)`,
+      `unknown command ${JSON.stringify(word)}${near ? `: did you mean ${near}?` : ''} (commands: ` +
+        `${commands.join(', ')}; flags start with --)`,
     );
   }
   throw new CliUsageError(
@@ -187,7 +189,8 @@ export function unknownFlagsMessage(
     const dash = flag.length === 1 ? '-' : '--';
     if (flag === 'dry-run' || flag === 'dryrun' || flag === 'check') {
       parts.push(
-        `${dash}${flag}: there is no such flag; \`stub-provider plan\` (same --id and flags) is the dry run: it shows what a run would change and writes nothing`,
+        `${dash}${flag}: there is no such flag; \`stub-provider plan\` (same --id and flags) is the dry run: it ` +
+          `shows what a run would change and writes nothing`,
       );
       continue;
     }
@@ -196,7 +199,8 @@ export function unknownFlagsMessage(
       .map(([c]) => c);
     if (elsewhere.length > 0) {
       parts.push(
-        `${dash}${flag} is a flag of \`stub-provider ${elsewhere.join('` and `stub-provider ')}\`, not of ${command ? `\`stub-provider ${command}\`` : 'this command'}`,
+        `${dash}${flag} is a flag of \`stub-provider ${elsewhere.join('` and `stub-provider ')}\`, not of ` +
+          `${command ? `\`stub-provider ${command}\`` : 'this command'}`,
       );
       continue;
     }

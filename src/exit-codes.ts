@@ -124,13 +124,25 @@ export function tlsHint(err: unknown): string | undefined {
     const code = (e as { code?: unknown }).code;
     if (typeof code !== 'string') continue;
     if (UNTRUSTED_CERT.has(code)) {
-      return "Omni's certificate is not signed by a CA this machine trusts (self-signed, or a private CA): pass --ca-file <the CA certificate, PEM>; only for a test server, --insecure-skip-tls-verify turns the check off";
+      return (
+        "Omni's certificate is not signed by a CA this machine trusts (self-signed, or a private CA): pass " +
+        '--ca-file <the CA certificate, PEM>; only for a test server, --insecure-skip-tls-verify turns the check ' +
+        'off'
+      );
     }
     if (WRONG_HOST.has(code)) {
-      return "Omni's certificate does not name this host: use the host name the certificate names in --omni-api-endpoint (--ca-file cannot fix this); only for a test server, --insecure-skip-tls-verify turns the check off";
+      return (
+        "Omni's certificate does not name this host: use the host name the certificate names in " +
+        '--omni-api-endpoint (--ca-file cannot fix this); only for a test server, --insecure-skip-tls-verify ' +
+        'turns the check off'
+      );
     }
     if (EXPIRED_CERT.has(code)) {
-      return "Omni's certificate is expired or not valid yet (or this machine's clock is wrong): renew it or fix the clock (--ca-file cannot fix this); only for a test server, --insecure-skip-tls-verify turns the check off";
+      return (
+        "Omni's certificate is expired or not valid yet (or this machine's clock is wrong): renew it or fix the " +
+        'clock (--ca-file cannot fix this); only for a test server, --insecure-skip-tls-verify turns the check ' +
+        'off'
+      );
     }
   }
   return undefined;

@@ -91,7 +91,8 @@ describe('applyEnvironment', () => {
     });
   });
 
-  it("leaves another command's flag alone, refuses a variable that is no flag, a bad yes/no or number, a NO_ of a value flag", () => {
+  it(`leaves another command's flag alone, refuses a variable that is no flag, a bad yes/no or number, a NO_ of a \
+value flag`, () => {
     expect(
       apply({ STUB_PROVIDER_FROM_DUMP: 'x', STUB_PROVIDER_NO_FORCE: '1', STUB_PROVIDER_SCENARIO: 'y' }),
     ).not.toHaveProperty('from-dump');
@@ -142,7 +143,8 @@ describe('checkWords and unknownFlagsMessage', () => {
 
   it('one line per unknown flag, camelCase duplicates dropped', () => {
     expect(unknownFlagsMessage('Unknown arguments: machines, dry-run, dryRun', OPTIONS, 'run', ALL)).toBe(
-      'unknown flag --machines: did you mean --machine?; --dry-run: there is no such flag; `stub-provider plan` (same --id and flags) is the dry run: it shows what a run would change and writes nothing',
+      'unknown flag --machines: did you mean --machine?; --dry-run: there is no such flag; `stub-provider plan` ' +
+        '(same --id and flags) is the dry run: it shows what a run would change and writes nothing',
     );
     expect(unknownFlagsMessage('Unknown argument: from-dump, fromDump', OPTIONS, 'run', ALL)).toBe(
       '--from-dump is a flag of `stub-provider plan`, not of `stub-provider run`',
@@ -187,7 +189,8 @@ describe('TLS errors name the flag that fixes them', () => {
 });
 
 describe('--output yaml', () => {
-  it('the same value as the JSON, with every control, bidi and separator character escaped inside double quotes', () => {
+  it(`the same value as the JSON, with every control, bidi and separator character escaped inside double \
+quotes`, () => {
     const value = {
       id: 'req-\x1b[2J\u202eevil\u2028\n',
       ok: 'plain',

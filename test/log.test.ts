@@ -41,7 +41,8 @@ describe('log lines carry untrusted text inertly (design rule 13)', () => {
   /** pino-pretty's own colours, the only escape sequences allowed on the stream. */
   const SGR = /\x1b\[[0-9;]*m/g; // eslint-disable-line no-control-regex
 
-  it('pretty: the message, every value and every key are escaped; no forged line, no escape sequence but the colours', () => {
+  it(`pretty: the message, every value and every key are escaped; no forged line, no escape sequence but the \
+colours`, () => {
     const c = capture();
     const log = createLogger({ format: 'pretty', destination: c.stream });
     log.warn(
@@ -83,7 +84,10 @@ describe('pretty lines for a person (issue 14 item 2)', () => {
     const lines = c.text().trimEnd().split('\n');
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(
-      /^\[\d\d:\d\d:\d\d\] INFO: preflight passed \{"providerId":"bare-metal","endpoint":"https:\/\/omni.example.com","nested":\{"a":\[1,2\]\}\}$/,
+      new RegExp(
+        String.raw`^\[\d\d:\d\d:\d\d\] INFO: preflight passed ` +
+          String.raw`\{"providerId":"bare-metal","endpoint":"https:\/\/omni.example.com","nested":\{"a":\[1,2\]\}\}$`,
+      ),
     );
     expect(lines[1]).toMatch(/WARN: blocked \{"kind":"InfraMachine","id":"m-1","reason":"waits for Omni"\}$/);
   });

@@ -69,7 +69,8 @@ export function parseDemo(given: Given<typeof demoOptions>, env: NodeJS.ProcessE
 export const demoCommand = defineCommand({
   command: 'demo',
   describe:
-    'Run the whole flow (plan, release, refuse, deregister) against an embedded simulated Omni, narrated; nothing leaves this machine',
+    'Run the whole flow (plan, release, refuse, deregister) against an embedded simulated Omni, narrated; nothing ' +
+    'leaves this machine',
   options: demoOptions,
   examples: [
     ['$0 demo', 'Watch a stuck machine being released and the provider deregistered (Omni 1.3.4 behaviour)'],
@@ -110,7 +111,8 @@ async function demo(c: DemoConfig, cli: CliContext): Promise<void> {
         .join('\n');
       process.stderr.write(
         `\nThe simulated Omni stays up at ${sim.endpoint} until Ctrl-C. Its generated keys (demo only):\n${keys}\n` +
-          `For example: OMNI_ENDPOINT=${sim.endpoint} OMNI_SERVICE_ACCOUNT_KEY=<key above> stub-provider plan --id ${Object.keys(sim.keys)[0]?.replace(/^infra-provider:/, '') ?? 'bare-metal'}\n`,
+          (`For example: OMNI_ENDPOINT=${sim.endpoint} OMNI_SERVICE_ACCOUNT_KEY=<key above> stub-provider plan --id ` +
+            `${Object.keys(sim.keys)[0]?.replace(/^infra-provider:/, '') ?? 'bare-metal'}\n`),
       );
       await signalled;
     }

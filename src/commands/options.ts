@@ -42,7 +42,10 @@ export interface Command<O extends OptionTable, C> {
   options: O;
   examples: readonly (readonly [string, string])[];
   epilogue: string;
-  /** The configuration from what yargs parsed: every check yargs does not make; a UsageError for a value that cannot be used. */
+  /**
+   * The configuration from what yargs parsed: every check yargs does not make; a UsageError for a value that cannot be
+   * used.
+   */
   parse(given: Given<O>, env: NodeJS.ProcessEnv): C;
   /** Runs the command line: parses it (or has the result of every exit parse it, run-io.ts) and runs the command. */
   handler(given: Given<O>, env: NodeJS.ProcessEnv, cli: CliContext): Promise<void>;

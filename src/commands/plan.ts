@@ -51,7 +51,8 @@ export const planOptions = {
   'from-dump': {
     type: 'string',
     describe:
-      "Plan offline from a dump of Omni's state (`omnictl get <type> -o yaml` documents, see the operator guide; or a `sim --dump` file, or a shipped example's name): no key, no endpoint, nothing asked of Omni",
+      "Plan offline from a dump of Omni's state (`omnictl get <type> -o yaml` documents, see the operator guide; or " +
+      "a `sim --dump` file, or a shipped example's name): no key, no endpoint, nothing asked of Omni",
     group: 'Offline:',
   },
 } as const satisfies OptionTable;
@@ -59,7 +60,9 @@ export const planOptions = {
 /** What `plan` runs with: the command line parsed once (parsePlan), every value checked. */
 export interface PlanConfig extends ConnectionConfig {
   deregister: boolean;
-  /** `--wipe` other than none: each machine's chain starts with a wipe step (run's RunConfig.wipe holds the strategy). */
+  /**
+   * `--wipe` other than none: each machine's chain starts with a wipe step (run's RunConfig.wipe holds the strategy).
+   */
   wipeStep: boolean;
   force: boolean;
   /** `--from-dump`: the value as given (a file or a shipped example's name) and the file it names. */
@@ -154,7 +157,8 @@ function liveProviderRefusal(id: string, pre: PreflightResult): PreflightError {
     : 'has a heartbeat that cannot be read';
   return new PreflightError(
     'STUB_LIVE_PROVIDER',
-    `run would refuse to start: a live provider with ID ${id} ${seen}. The plan above is what run --force would do; stop the provider first, or pass --force if you are sure it is gone`,
+    `run would refuse to start: a live provider with ID ${id} ${seen}. The plan above is what run --force would do; ` +
+      `stop the provider first, or pass --force if you are sure it is gone`,
   );
 }
 
@@ -183,20 +187,25 @@ async function planFromDump(
   const summary = summarizeDump(scenario);
   if (summary.registered.length === 0) {
     throw new UsageError(
-      `--from-dump ${value}: the dump holds no InfraProviders, so it cannot tell whether ${c.id} is registered (run stops with exit 3 when it is not). ` +
-        `Add them: omnictl get infraproviders -o yaml (see "Planning from a dump" in the operator guide for every command)`,
+      `--from-dump ${value}: the dump holds no InfraProviders, so it cannot tell whether ${c.id} is registered (run ` +
+        `stops with exit 3 when it is not). ` +
+        (`Add them: omnictl get infraproviders -o yaml (see "Planning from a dump" in the operator guide for every ` +
+          `command)`),
     );
   }
   if (!summary.registered.includes(c.id)) {
     throw new PreflightError(
       'STUB_NOT_REGISTERED',
-      `the dump's InfraProviders do not include ${JSON.stringify(c.id)} (it has ${summary.registered.map((x) => JSON.stringify(x)).join(', ')}): ` +
-        `in that Omni the provider is not registered, and run would stop with exit 3. Check --id (case-sensitive); if the registration was deleted, see "not registered in the system" in the operator guide`,
+      `the dump's InfraProviders do not include ${JSON.stringify(c.id)} (it has ` +
+        `${summary.registered.map((x) => JSON.stringify(x)).join(', ')}): ` +
+        (`in that Omni the provider is not registered, and run would stop with exit 3. Check --id (case-sensitive); ` +
+          `if the registration was deleted, see "not registered in the system" in the operator guide`),
     );
   }
   if (c.profile === 'auto' && !summary.has(NS_INFRA_PROVIDER, T.InfraProviderStatus)) {
     throw new UsageError(
-      `--from-dump ${value}: the dump holds no InfraProviderStatuses, which tell a static (bare-metal) provider from a provisioning one. ` +
+      `--from-dump ${value}: the dump holds no InfraProviderStatuses, which tell a static (bare-metal) provider from ` +
+        `a provisioning one. ` +
         'Add them (omnictl get infraproviderstatuses -o yaml), or give --profile bare-metal or --profile provisioning',
     );
   }
@@ -234,21 +243,27 @@ function offlineNote(
   const notes: string[] = [];
   if (notSeen.length > 0) {
     notes.push(
-      `Not seen: the provider's own namespace ${ns} (${notSeen.map(short).join(', ')}). Omni has no resource definitions for a provider's types, so omnictl cannot dump them. ` +
-        "A plan against Omni also destroys each machine's resources there before its release, cleans those of machines already gone, and removes the rest when it deregisters; the releases, refusals and blockers above stay the same.",
+      `Not seen: the provider's own namespace ${ns} (${notSeen.map(short).join(', ')}). Omni has no resource ` +
+        `definitions for a provider's types, so omnictl cannot dump them. ` +
+        ("A plan against Omni also destroys each machine's resources there before its release, cleans those of " +
+          'machines already gone, and removes the rest when it deregisters; the releases, refusals and blockers ' +
+          'above stay the same.'),
     );
   }
   if (emptyInDump.length > 0)
     notes.push(
-      `Nothing in the dump of: ${emptyInDump.map(short).join(', ')} (none in that Omni, or not dumped: omnictl prints nothing for an empty list).`,
+      `Nothing in the dump of: ${emptyInDump.map(short).join(', ')} (none in that Omni, or not dumped: omnictl ` +
+        `prints nothing for an empty list).`,
     );
   if (emptyInDump.includes(T.SysVersion))
     notes.push(
-      "Omni's version is unknown (no SysVersion in the dump): the deregistration's warning assumes it may be 1.4 or later.",
+      "Omni's version is unknown (no SysVersion in the dump): the deregistration's warning assumes it may be 1.4 or " +
+        'later.',
     );
   notes.push(
     emptyInDump.includes(T.InfraProviderHealthStatus)
-      ? 'No heartbeat in the dump (InfraProviderHealthStatuses), so no live provider was seen; run checks against Omni when it starts.'
+      ? 'No heartbeat in the dump (InfraProviderHealthStatuses), so no live provider was seen; run checks against ' +
+          'Omni when it starts.'
       : "The live-provider check used the dump's heartbeat, aged to now; run checks it against Omni when it starts.",
   );
   return { dump, notSeen, emptyInDump, notes };
@@ -274,8 +289,10 @@ export const planCommand = defineCommand({
     ],
   ],
   epilogue:
-    'Nothing is written to Omni. Exit codes, as run would exit: 0 nothing to do; 10 changes pending; 2 usage (also: no --machine value matched anything, a dump missing what the plan needs); ' +
-    '3 run would be refused (not registered; a live provider, unless --force); 4 authentication; 5 Omni unreachable or its answer malformed; 130/143 interrupted.',
+    'Nothing is written to Omni. Exit codes, as run would exit: 0 nothing to do; 10 changes pending; 2 usage (also: ' +
+    'no --machine value matched anything, a dump missing what the plan needs); ' +
+    ('3 run would be refused (not registered; a live provider, unless --force); 4 authentication; 5 Omni unreachable ' +
+      'or its answer malformed; 130/143 interrupted.'),
   parse: parsePlan,
   handler: (given, env) => commandLine('plan', given, env, parsePlan, (c, io, _outputs, sig) => makePlan(c, io, sig)),
 });

@@ -35,7 +35,8 @@ export const connectionOptions = {
   'service-account-key-file': {
     type: 'string',
     describe:
-      "File holding the provider's service account key (default: env OMNI_SERVICE_ACCOUNT_KEY, as printed by `omnictl infraprovider create <id>`)",
+      "File holding the provider's service account key (default: env OMNI_SERVICE_ACCOUNT_KEY, as printed by " +
+      '`omnictl infraprovider create <id>`)',
     group: 'Omni:',
   },
   'ca-file': { type: 'string', describe: "PEM file of the CA that signed Omni's certificate", group: 'Omni:' },
@@ -50,7 +51,8 @@ export const connectionOptions = {
     array: true,
     default: [] as string[],
     describe:
-      'Release only this machine (InfraMachine ID = machine UUID, or MachineRequest ID); repeatable. Nothing else is written: no announcement, no refusals, no deregistration',
+      'Release only this machine (InfraMachine ID = machine UUID, or MachineRequest ID); repeatable. Nothing else is ' +
+      'written: no announcement, no refusals, no deregistration',
     group: 'Provider:',
   },
   profile: {
@@ -65,7 +67,8 @@ export const connectionOptions = {
     array: true,
     default: [] as string[],
     describe:
-      'Extra resource type in infra-provider:<id> (a short name like Machine means Machine.<id>.infraprovider.sidero.dev); repeatable',
+      'Extra resource type in infra-provider:<id> (a short name like Machine means ' +
+      'Machine.<id>.infraprovider.sidero.dev); repeatable',
     group: 'Provider:',
   },
   concurrency: { type: 'number', default: 16, describe: 'Calls to Omni in flight at most', group: 'Run:' },
@@ -73,7 +76,8 @@ export const connectionOptions = {
     type: 'number',
     default: DEFAULT_READ_LIMITS.listItems,
     describe:
-      'Items one List answer may hold at most; more is refused (exit 5, STUB_LIST_TOO_LONG). Raise it only for a fleet that large',
+      'Items one List answer may hold at most; more is refused (exit 5, STUB_LIST_TOO_LONG). Raise it only for a ' +
+      'fleet that large',
     group: 'Omni:',
   },
   output: {
@@ -245,7 +249,10 @@ export function loggerFor(
   });
 }
 
-/** The client; `onWrite` hears of every write it sends (the audit log); `backPressure`: how long a throttled write is retried. */
+/**
+ * The client; `onWrite` hears of every write it sends (the audit log); `backPressure`: how long a throttled write is
+ * retried.
+ */
 export async function connect(
   c: ConnectionConfig,
   io: Io,
@@ -285,7 +292,8 @@ export function checkMachinesMatched(
   // design rule 4): there the values are reported under "not found" and logged as a warning.
   if (opts.strict && notFound.length === c.machines.length) {
     throw new UsageError(
-      `--machine ${names}: no InfraMachine (machine UUID) or MachineRequest of provider ${c.id} has ${notFound.length > 1 ? 'these IDs' : 'this ID'}; check the IDs and --id (case-sensitive)`,
+      `--machine ${names}: no InfraMachine (machine UUID) or MachineRequest of provider ${c.id} has ` +
+        `${notFound.length > 1 ? 'these IDs' : 'this ID'}; check the IDs and --id (case-sensitive)`,
     );
   }
   logger.warn(

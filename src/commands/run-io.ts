@@ -228,7 +228,10 @@ export async function commandLine<G extends Parameters<typeof resultTarget>[0], 
 
 /** `--report` and `--audit-log`, open from before the first call to Omni until the end of the command. */
 export interface Outputs {
-  /** Appends one line to the audit log, synchronously (a run stopped by a signal loses none); absent without `--audit-log`. */
+  /**
+   * Appends one line to the audit log, synchronously (a run stopped by a signal loses none); absent without
+   * `--audit-log`.
+   */
   auditSink?: (line: string) => void;
   /** Puts the result into `--report` in place of what the file held; nothing without one. */
   writeReport(rep: AnyResult, io: Io): void;
@@ -265,7 +268,8 @@ export function openOutputs(o: {
     const [a, b] = opened;
     if (a && b && sameFile(a.stats, b.stats)) {
       throw new UsageError(
-        `${a.flag} ${a.path} and ${b.flag} ${b.path} are the same file: the report would overwrite the audit log; give them different files (nothing was written to Omni)`,
+        `${a.flag} ${a.path} and ${b.flag} ${b.path} are the same file: the report would overwrite the audit log; ` +
+          `give them different files (nothing was written to Omni)`,
       );
     }
     for (const input of o.inputs ?? []) {
@@ -273,7 +277,8 @@ export function openOutputs(o: {
       const clash = st && opened.find((f) => sameFile(f.stats, st));
       if (clash)
         throw new UsageError(
-          `${clash.flag} ${clash.path} is the file of ${input.flag} (${input.path}): writing it would destroy it; give ${clash.flag} another file (nothing was written to Omni)`,
+          `${clash.flag} ${clash.path} is the file of ${input.flag} (${input.path}): writing it would destroy it; ` +
+            `give ${clash.flag} another file (nothing was written to Omni)`,
         );
     }
   } catch (err) {
@@ -298,7 +303,8 @@ export function openOutputs(o: {
         writeFileSync(report.fd, reportJson(rep));
       } catch (err) {
         io.stderr.write(
-          `stub-provider: cannot write the report to ${escapeControl(report.path)}: ${(err as NodeJS.ErrnoException).code ?? String(err)}\n`,
+          `stub-provider: cannot write the report to ${escapeControl(report.path)}: ` +
+            `${(err as NodeJS.ErrnoException).code ?? String(err)}\n`,
         );
       }
     },

@@ -32,7 +32,8 @@ export const runOptions = {
     type: 'string',
     default: '10m',
     describe:
-      'With --wait: give up after this long (e.g. 90s, 10m, 1h30m; at most 596h), exit 5; 0: no limit, until everything is gone',
+      'With --wait: give up after this long (e.g. 90s, 10m, 1h30m; at most 596h), exit 5; 0: no limit, until ' +
+      'everything is gone',
     group: 'Run:',
   },
   'step-timeout': {
@@ -46,7 +47,8 @@ export const runOptions = {
     type: 'string',
     default: '5s',
     describe:
-      "After the last write: how long to watch what finalizers of others still held when it was released, for Omni's own controllers to let go (0: do not watch); Blocked lists what is still held then",
+      "After the last write: how long to watch what finalizers of others still held when it was released, for Omni's " +
+      'own controllers to let go (0: do not watch); Blocked lists what is still held then',
     group: 'Run:',
   },
   deregister: {
@@ -72,7 +74,8 @@ export const runOptions = {
   'audit-log': {
     type: 'string',
     describe:
-      'Append two NDJSON lines per write to Omni: its intent before it is sent (resource, finalizers and version before, what it asks for) and its outcome (ok, failed, unknown)',
+      'Append two NDJSON lines per write to Omni: its intent before it is sent (resource, finalizers and version ' +
+      'before, what it asks for) and its outcome (ok, failed, unknown)',
     group: 'Output:',
   },
   ...wipeCliOptions,
@@ -183,7 +186,8 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promis
           if (c.yes) return true;
           if (!io.stdinIsTTY || !io.ask)
             throw new UsageError(
-              'this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); `stub-provider plan` shows what would change',
+              'this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); ' +
+                '`stub-provider plan` shows what would change',
             );
           io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre })));
           return io.ask(`Make these changes${c.wait ? ' and keep watching' : ''}? [y/N] `);
@@ -221,7 +225,8 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promis
 export const runCommand = defineCommand({
   command: ['run', '$0'],
   describe:
-    'Release what the gone provider blocks: finish deletions under way, refuse new machines, deregister (default command)',
+    'Release what the gone provider blocks: finish deletions under way, refuse new machines, deregister (default ' +
+    'command)',
   options: runOptions,
   examples: [
     [
@@ -243,7 +248,8 @@ export const runCommand = defineCommand({
     ['$0 plan --id bare-metal', 'Show what a run would change, without changing anything'],
   ],
   epilogue:
-    'Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider); 4 authentication; 5 incomplete (retry); 130/143 interrupted. ' +
+    'Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider); 4 ' +
+    'authentication; 5 incomplete (retry); 130/143 interrupted. ' +
     "With --output json or yaml, and in --report, every exit has its result, with the error's code and message. " +
     'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).',
   parse: parseRun,

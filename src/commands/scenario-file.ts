@@ -41,6 +41,12 @@ export function resolveScenarioFile(value: string, flag: string): string {
   }
   const examples = shippedScenarios();
   throw new UsageError(
-    `${flag} ${value}: no such file${examples.length > 0 ? `, and no example of that name ships with stub-provider (examples: ${examples.join(', ')}; for instance ${flag} ${examples[0]})` : ''}`,
+    `${flag} ${value}: no such ` +
+      `file${
+        examples.length > 0
+          ? `, and no example of that name ships with stub-provider (examples: ` +
+            `${examples.join(', ')}; for instance ${flag} ${examples[0]})`
+          : ''
+      }`,
   );
 }

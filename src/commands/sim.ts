@@ -17,7 +17,9 @@ export const simOptions = {
   scenario: {
     type: 'string',
     demandOption: true,
-    describe: `Scenario YAML (the scenario shape, or \`omnictl get -o yaml\` documents), or the name of a shipped example (${shippedScenarios().join(', ')})`,
+    describe:
+      `Scenario YAML (the scenario shape, or \`omnictl get -o yaml\` documents), or the name of a shipped ` +
+      `example (${shippedScenarios().join(', ')})`,
   },
   listen: {
     type: 'string',
@@ -30,12 +32,17 @@ export const simOptions = {
   faults: {
     type: 'string',
     describe:
-      "Faults on top of the scenario's, as YAML or JSON with the keys of its `faults:` (docs/omni-behaviour.md, \"Faults the sim can add\"), e.g. '{throttle: {infra_provider: {bytes_per_second: 20000, burst: 20000}}}' (Omni 1.9's write budget) or '{proxy_limit: {requests_per_second: 50, burst: 10, status: 429}}'",
+      "Faults on top of the scenario's, as YAML or JSON with the keys of its `faults:` (docs/omni-behaviour.md, " +
+      '"Faults the sim can add"), e.g. \'{throttle: {infra_provider: {bytes_per_second: 20000, burst: ' +
+      "20000}}}' (Omni 1.9's write budget) or '{proxy_limit: {requests_per_second: 50, burst: 10, status: " +
+      "429}}'",
   },
   'keys-dir': {
     type: 'string',
     describe:
-      'Also write DIR/endpoint and each generated key to its own file (DIR/<provider-id>.key for infra-provider:<id>), before the ready line; for OMNI_SERVICE_ACCOUNT_KEY=$(cat DIR/<id>.key) or --service-account-key-file',
+      'Also write DIR/endpoint and each generated key to its own file (DIR/<provider-id>.key for ' +
+      'infra-provider:<id>), before the ready line; for OMNI_SERVICE_ACCOUNT_KEY=$(cat DIR/<id>.key) or ' +
+      '--service-account-key-file',
   },
 } as const satisfies OptionTable;
 
@@ -121,7 +128,8 @@ export const simCommand = defineCommand({
   examples: [
     [
       '$0 sim --scenario bare-metal-stuck',
-      "Serve the shipped example of a stuck bare-metal machine on a free loopback port; the first stdout line has the endpoint and the provider's key",
+      'Serve the shipped example of a stuck bare-metal machine on a free loopback port; the first stdout line has ' +
+        "the endpoint and the provider's key",
     ],
     [
       '$0 sim --scenario bare-metal-stuck --keys-dir ./sim',
@@ -141,7 +149,8 @@ export const simCommand = defineCommand({
     ],
   ],
   epilogue:
-    'Then run stub-provider against it: OMNI_ENDPOINT=<endpoint> OMNI_SERVICE_ACCOUNT_KEY=<key> stub-provider plan --id <provider-id>. Exit codes: 0 stopped by a signal (state dumped); 2 usage or an invalid scenario.',
+    'Then run stub-provider against it: OMNI_ENDPOINT=<endpoint> OMNI_SERVICE_ACCOUNT_KEY=<key> stub-provider plan ' +
+    '--id <provider-id>. Exit codes: 0 stopped by a signal (state dumped); 2 usage or an invalid scenario.',
   parse: parseSim,
   handler: (given, env) => serve(parseSim(given, env)),
 });
@@ -164,7 +173,8 @@ async function serve(c: SimConfig): Promise<void> {
   // Nobody could log in to a sim without identities: a dump without its InfraProviders.
   if (scenario.identities.length === 0) {
     throw new UsageError(
-      `--scenario ${c.scenario.value}: nobody could log in: the file has no \`identities:\` and no InfraProviders (a provider's key is made for each InfraProvider). ` +
+      `--scenario ${c.scenario.value}: nobody could log in: the file has no \`identities:\` and no InfraProviders (a ` +
+        `provider's key is made for each InfraProvider). ` +
         'For a dump of your Omni add `omnictl get infraproviders -o yaml` (the operator guide lists every command)',
     );
   }
@@ -173,7 +183,8 @@ async function serve(c: SimConfig): Promise<void> {
   if (keyless.length > 0) {
     log.warn(
       { providers: keyless },
-      `resources of provider(s) ${keyless.join(', ')} but no InfraProvider or identity for them: no key was made, and a run as them is refused as not registered. For a dump, add \`omnictl get infraproviders -o yaml\``,
+      `resources of provider(s) ${keyless.join(', ')} but no InfraProvider or identity for them: no key was made, ` +
+        `and a run as them is refused as not registered. For a dump, add \`omnictl get infraproviders -o yaml\``,
     );
   }
   const tls = c.tls ? await generateSelfSignedCert() : undefined;

@@ -174,14 +174,16 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
 
   await controllers.idle();
   say(
-    `A simulated Omni ${sim.omniVersion} is listening on ${sim.endpoint}, with two infra providers whose processes are gone:`,
+    `A simulated Omni ${sim.omniVersion} is listening on ${sim.endpoint}, with two infra providers whose processes ` +
+      `are gone:`,
   );
   say(
     `  - ${bm} (static, bare metal): machine ${DEMO.stuckMachine} was deleted while the provider was down and is stuck`,
   );
   say(`    tearing down on the provider's six finalizers; machine ${DEMO.runningMachine} is still in use.`);
   say(
-    `  - ${kv} (provisioning, built on Omni's provider library): its MachineRequestSet ${DEMO.set} has one provisioned machine.`,
+    `  - ${kv} (provisioning, built on Omni's provider library): its MachineRequestSet ${DEMO.set} has one ` +
+      `provisioned machine.`,
   );
   say('Both are still registered; their last heartbeats are days old, so the stub may stand in for them.');
 
@@ -199,7 +201,8 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   check(
     'requestStuck',
     scaled?.metadata.phase === 'tearingDown' && scaled.metadata.finalizers.includes(`${kv}.ProvisionController`),
-    `MachineRequest ${DEMO.scaledDownRequest} is tearing down, held by ${kv}.ProvisionController: nobody is there to release it`,
+    `MachineRequest ${DEMO.scaledDownRequest} is tearing down, held by ${kv}.ProvisionController: nobody is there to ` +
+      `release it`,
   );
 
   // 3. Rehearse: plan is read-only.
@@ -218,7 +221,8 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
       !sim.store
         .all()
         .some((r) => r.metadata.namespace === providerNamespace(bm) && r.metadata.id === DEMO.stuckMachine),
-    `machine ${DEMO.stuckMachine} is released: its InfraMachine, InfraMachineStatus and the provider's five resources are gone`,
+    `machine ${DEMO.stuckMachine} is released: its InfraMachine, InfraMachineStatus and the provider's five ` +
+      `resources are gone`,
   );
   check(
     'runningUntouched',
@@ -258,7 +262,8 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
       !sim.store
         .all()
         .some((r) => r.metadata.namespace === providerNamespace(kv) && r.metadata.id === DEMO.scaledDownRequest),
-    `MachineRequest ${DEMO.scaledDownRequest} is released: request, status, state resource and ConfigPatchRequest are gone`,
+    `MachineRequest ${DEMO.scaledDownRequest} is released: request, status, state resource and ConfigPatchRequest ` +
+      `are gone`,
   );
   const refusal = find(sim, NS_INFRA_PROVIDER, T.MachineRequestStatus, DEMO.newRequest);
   const refusedSpec = refusal ? decodeSpec(MachineRequestStatusSpec, refusal.spec.protoSpec).value : undefined;

@@ -96,14 +96,20 @@ export interface ApiErrorOptions {
   retryAfterMs?: number;
 }
 
-/** The root of every error of the API (the client's and the sim's). `code` is stable; `message` names what failed, escaped. */
+/**
+ * The root of every error of the API (the client's and the sim's). `code` is stable; `message` names what failed,
+ * escaped.
+ */
 export class ApiError extends Error {
   readonly code: string;
   /** Whether the transport may send the same call again (see ApiErrorOptions). */
   readonly retriable: boolean;
   readonly method: string | undefined;
   readonly resource: Pointer | undefined;
-  /** The answer's `Retry-After`, in ms from when it arrived (the client's transport/status.ts); undefined when it had none. */
+  /**
+   * The answer's `Retry-After`, in ms from when it arrived (the client's transport/status.ts); undefined when it had
+   * none.
+   */
   readonly retryAfterMs: number | undefined;
   readonly httpStatus: number | undefined;
 

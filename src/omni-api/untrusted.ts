@@ -8,9 +8,14 @@
  * isolates (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069), and lone surrogates (printed as
  * U+FFFD, they would make two different strings look the same).
  */
-const UNSAFE =
-  // eslint-disable-next-line no-control-regex
-  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;
+const UNSAFE = new RegExp(
+  [
+    String.raw`[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]`,
+    String.raw`[\ud800-\udbff](?![\udc00-\udfff])`,
+    String.raw`(?<![\ud800-\udbff])[\udc00-\udfff]`,
+  ].join('|'),
+  'g',
+);
 
 const SHORT: Record<string, string> = { '\n': '\\n', '\r': '\\r', '\t': '\\t' };
 

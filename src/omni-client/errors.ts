@@ -32,9 +32,11 @@ export class TransportError extends fixedCode('STUB_TRANSPORT') {}
 
 const PROTOCOL_HINT: Record<ProtocolCode, string> = {
   STUB_PROTOCOL:
-    "nothing was concluded from it; check that the endpoint is Omni's API and that no proxy in between changes answers, then run again",
+    "nothing was concluded from it; check that the endpoint is Omni's API and that no proxy in between changes " +
+    'answers, then run again',
   STUB_HTTP_STATUS:
-    "a proxy, an ingress or another server answered instead of Omni's API; check the endpoint (--omni-api-endpoint) and what sits in front of Omni",
+    "a proxy, an ingress or another server answered instead of Omni's API; check the endpoint (--omni-api-endpoint) " +
+    'and what sits in front of Omni',
   STUB_ANSWER_TOO_LARGE:
     "refused before it was read whole; Omni's own messages are at most 32 MiB, so something in between is sending it",
   STUB_LINE_TOO_LONG:

@@ -279,7 +279,8 @@ function encode(schema: MessageSchema, obj: Record<string, unknown>): Record<str
 function refuseOmittedSpec(r: Resource, method: 'Create' | 'Update'): void {
   if (r.spec.omitted) {
     throw new SpecOmittedError(
-      `refusing to ${method.toLowerCase()} ${describePointer(r.metadata)}: its spec was not kept when it was read; read it again first`,
+      `refusing to ${method.toLowerCase()} ${describePointer(r.metadata)}: its spec was not kept when it was read; ` +
+        `read it again first`,
     );
   }
 }

@@ -25,7 +25,10 @@ export interface GatewayBehaviour {
    * every other version (a release build may differ).
    */
   protoErrorPrefix: string;
-  /** SysVersion's `backend_api_version`: Omni's internal/version.API, 2 from 1.4.5 on (recorded: 1 on 1.3.4, 2 on 1.9.3). */
+  /**
+   * SysVersion's `backend_api_version`: Omni's internal/version.API, 2 from 1.4.5 on (recorded: 1 on 1.3.4, 2 on
+   * 1.9.3).
+   */
   backendApiVersion: number;
 }
 

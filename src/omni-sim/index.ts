@@ -45,7 +45,9 @@ export interface SimOptions {
   access?: (ctx: SimContext) => StateApi;
   /** Omni's own controllers (controllers.ts) for the scenario's version; `false` runs none. Default true. */
   controllers?: boolean;
-  /** Told of an error inside the controllers (controllers.ts ControllerError); default: onControllerFailure's listeners. */
+  /**
+   * Told of an error inside the controllers (controllers.ts ControllerError); default: onControllerFailure's listeners.
+   */
   onControllerError?: (err: ControllerError) => void;
   /** Lifetime of generated keys (seconds). Default 365 days. */
   keyLifetimeSeconds?: number;

@@ -1,4 +1,5 @@
-// Which resource types and finalizers a provider kind uses (docs/omni-lifecycle.md 1 and 3.1, docs/providers.md), and how
+// Which resource types and finalizers a provider kind uses (docs/omni-lifecycle.md 1 and 3.1, docs/providers.md), and
+// how
 // `--profile` / `--state-type` turn into the types the stub reads and cleans.
 
 import { providerType } from '../omni-api/resource.js';
@@ -195,7 +196,10 @@ export function stateTypeProblem(name: string, providerId: string): string | und
   const full = resolveStateType(name, providerId);
   const suffix = `.${providerId}.infraprovider.sidero.dev`;
   if (!full.endsWith(suffix) || full.length === suffix.length) {
-    return `--state-type ${JSON.stringify(name)}: a full type string must end in ${JSON.stringify(suffix)} (or give the short name, like Machine)`;
+    return (
+      `--state-type ${JSON.stringify(name)}: a full type string must end in ${JSON.stringify(suffix)} (or give ` +
+      `the short name, like Machine)`
+    );
   }
   return undefined;
 }

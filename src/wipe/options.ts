@@ -17,15 +17,19 @@ export const wipeCliOptions = {
     default: 'none',
     group: 'Wipe:',
     describe:
-      'What to do to each machine before it is released (best effort; none of these erases disks): none, command (run --wipe-command), ' +
+      'What to do to each machine before it is released (best effort; none of these erases disks): none, command ' +
+      '(run --wipe-command), ' +
       'redfish-power-off, redfish-pxe-reboot, ipmi-power-off, ipmi-pxe-reboot',
   },
   'wipe-command': {
     type: 'string',
     group: 'Wipe:',
     describe:
-      'With --wipe command: "<program> [args]", run per machine without a shell; its environment is PATH plus STUB_MACHINE_ID, ' +
-      'STUB_PROVIDER_ID, STUB_BMC_ADDRESS, STUB_BMC_PORT, STUB_BMC_USERNAME, STUB_BMC_PASSWORD (where known); exit 0 = success',
+      'With --wipe command: "<program> [args]", run per machine without a shell; its environment is PATH plus ' +
+      'STUB_MACHINE_ID, ' +
+      ('STUB_PROVIDER_ID, STUB_BMC_ADDRESS, STUB_BMC_PORT, STUB_BMC_USERNAME, STUB_BMC_PASSWORD (where known); exit ' +
+        '0 ' +
+        '= success'),
   },
   'wipe-timeout': {
     type: 'number',

@@ -197,7 +197,8 @@ export class RedfishClient {
     if ((code && TLS_CODES.has(code)) || (causeCode && TLS_CODES.has(causeCode))) {
       return new RedfishError(
         'failed',
-        `TLS verification of the BMC's certificate failed (${TLS_CODES.has(code ?? '') ? code : causeCode}): use --bmc-insecure-skip-tls-verify for a BMC with a self-signed certificate`,
+        `TLS verification of the BMC's certificate failed (${TLS_CODES.has(code ?? '') ? code : causeCode}): use ` +
+          `--bmc-insecure-skip-tls-verify for a BMC with a self-signed certificate`,
       );
     }
     if ((code && UNREACHABLE_CODES.has(code)) || (causeCode && UNREACHABLE_CODES.has(causeCode))) {

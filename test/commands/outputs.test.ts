@@ -33,9 +33,13 @@ function refusal(o: Parameters<typeof openOutputs>[0]): UsageError {
 }
 
 describe('openOutputs', () => {
-  it('a report or audit log in a folder that does not exist, or that is a folder: exit 2 naming the flag and path', () => {
+  it(`a report or audit log in a folder that does not exist, or that is a folder: exit 2 naming the flag and \
+path`, () => {
     expect(refusal({ report: join(dir, 'missing', 'r.json') }).message).toMatch(
-      /--report .*missing\/r\.json: cannot open it for writing \(ENOENT: its folder does not exist\); nothing was written to Omni/,
+      new RegExp(
+        String.raw`--report .*missing\/r\.json: cannot open it for writing \(ENOENT: its folder does ` +
+          String.raw`not exist\); nothing was written to Omni`,
+      ),
     );
     expect(refusal({ auditLog: join(dir, 'missing', 'a.ndjson') }).message).toMatch(/--audit-log .*ENOENT/);
     mkdirSync(join(dir, 'sub'));

@@ -59,11 +59,13 @@ const counts = (released: number, remaining: number, o: Partial<ProgressCounts> 
   ...o,
 });
 const line = (released: number, remaining: number, clock = '0s elapsed') =>
-  `stub-provider: ${released} released, 0 refused, 0 blocked, 0 failed · 0 running, 0 waiting, ${remaining} remaining · ${clock}`;
+  `stub-provider: ${released} released, 0 refused, 0 blocked, 0 failed · 0 running, 0 waiting, ${remaining} ` +
+  `remaining · ${clock}`;
 const flush = () => new Promise((r) => setImmediate(r));
 
 describe('ProgressLine', () => {
-  it('draws in place at once, then at most every 200 ms with the latest counts, and erases itself at the end', async () => {
+  it(`draws in place at once, then at most every 200 ms with the latest counts, and erases itself at the \
+end`, async () => {
     const tty = fakeTty(200);
     const t = fakeTimers();
     const p = new ProgressLine(tty, { timers: t });
@@ -97,9 +99,12 @@ describe('ProgressLine', () => {
     await flush();
     const draws = tty.text().split(CLEAR).filter(Boolean);
     expect(draws).toEqual([
-      'stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 500 running, 0 waiting, 0 remaining · 0s elapsed, 10m00s left',
-      'stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 500 running, 0 waiting, 0 remaining · 1s elapsed, 9m59s left',
-      'stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 500 running, 0 waiting, 0 remaining · 2s elapsed, 9m58s left',
+      'stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 500 running, 0 waiting, 0 remaining · 0s elapsed, ' +
+        '10m00s left',
+      'stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 500 running, 0 waiting, 0 remaining · 1s elapsed, ' +
+        '9m59s left',
+      'stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 500 running, 0 waiting, 0 remaining · 2s elapsed, ' +
+        '9m58s left',
     ]);
     p.done();
   });
@@ -118,7 +123,8 @@ describe('ProgressLine', () => {
     p.done();
   });
 
-  it('one short line per item that ended, above the progress line, escaped and never wider than the terminal', async () => {
+  it(`one short line per item that ended, above the progress line, escaped and never wider than the \
+terminal`, async () => {
     const tty = fakeTty(60);
     const t = fakeTimers();
     const p = new ProgressLine(tty, { timers: t });
@@ -163,7 +169,8 @@ describe('progress text', () => {
         1,
       ),
     ).toBe(
-      'stub-provider: 3 released, 1 refused, 2 blocked, 1 failed · 500 running, 4 waiting, 10 remaining · 1m05s elapsed, 1s left',
+      'stub-provider: 3 released, 1 refused, 2 blocked, 1 failed · 500 running, 4 waiting, 10 remaining · 1m05s ' +
+        'elapsed, 1s left',
     );
   });
 
@@ -173,7 +180,8 @@ describe('progress text', () => {
       'stub-provider: 3 released, 0 refused, 0 blocked, 0 failed · 8 running, 0 waiting, 2 remaining · 5s elapsed',
     );
     expect(progressText(c, 5_000, undefined, { signals: 12, waitedMs: 3_450 })).toBe(
-      'stub-provider: 3 released, 0 refused, 0 blocked, 0 failed · 8 running, 0 waiting, 2 remaining · 5s elapsed · throttled: 12 signals, waited 3.5 s',
+      'stub-provider: 3 released, 0 refused, 0 blocked, 0 failed · 8 running, 0 waiting, 2 remaining · 5s elapsed · ' +
+        'throttled: 12 signals, waited 3.5 s',
     );
   });
 
@@ -233,14 +241,16 @@ describe('run shows progress on a terminal', () => {
   const run = (s: Sim, stderr: NodeJS.WritableStream, logFlags = ['--log-level', 'info']) =>
     runIn(s, 'bm', ['--concurrency', '4', ...logFlags], { stderr });
 
-  it('one short line per machine and the counts on stderr during the run; no per-write lines; nothing left of it at the end', async () => {
+  it(`one short line per machine and the counts on stderr during the run; no per-write lines; nothing left of it at \
+the end`, async () => {
     sim = await createSim(generateScenario({ providerId: 'bm', machines: 12 }));
     const tty = fakeTty(200);
     const rep = await run(sim, tty);
     expect(rep.exitCode).toBe(0);
     const text = tty.text();
     expect(text).toContain(
-      `${CLEAR}stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 0 running, 0 waiting, 12 remaining · 0s elapsed`,
+      `${CLEAR}stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 0 running, 0 waiting, 12 remaining · 0s ` +
+        `elapsed`,
     );
     const shown = screen(text);
     expect(shown.filter((l) => l.startsWith('released '))).toEqual(
@@ -249,7 +259,10 @@ describe('run shows progress on a terminal', () => {
     expect(shown.filter((l) => l.startsWith('released '))).toHaveLength(12);
     expect(shown).toContain('deregistered provider bm');
     // The log lines that stay at info: one line each, and not one per write (those are debug here).
-    const logLines = shown.filter((l) => /^\[\d\d:\d\d:\d\d\] /.test(l)).map((l) => l.replace(/\x1b\[[0-9;]*m/g, '')); // eslint-disable-line no-control-regex
+    const logLines = shown
+      .filter((l) => /^\[\d\d:\d\d:\d\d\] /.test(l))
+      // eslint-disable-next-line no-control-regex
+      .map((l) => l.replace(/\x1b\[[0-9;]*m/g, ''));
     expect(logLines.map((l) => /^\S+ (\w+): ([^{]*)/.exec(l)?.slice(1, 3).join(' ').trim())).toEqual([
       'INFO preflight passed',
       'INFO announced stub mode: ProviderStatus says decommissioning; heartbeats every 30 s',
@@ -265,7 +278,8 @@ describe('run shows progress on a terminal', () => {
     const tty = fakeTty(200);
     const rep = await run(sim, tty, ['--log-level', 'debug']);
     expect(rep.exitCode).toBe(0);
-    const shown = screen(tty.text()).map((l) => l.replace(/\x1b\[[0-9;]*m/g, '')); // eslint-disable-line no-control-regex
+    // eslint-disable-next-line no-control-regex
+    const shown = screen(tty.text()).map((l) => l.replace(/\x1b\[[0-9;]*m/g, ''));
     expect(
       shown.filter((l) => / DEBUG: destroyed \{"op":"destroy","resource":"infra-provider:bm\//.test(l)).length,
     ).toBeGreaterThanOrEqual(2 * 5);

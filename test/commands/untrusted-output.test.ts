@@ -25,7 +25,8 @@ const ID = 'kubevirt';
 const MAIN = join(process.cwd(), 'dist/src/main.js');
 /** Clears the screen, homes the cursor, retitles the window, then forges two lines of our own output. */
 const FORGE =
-  '\x1b[2J\x1b[H\x1b]0;owned\x07\r\nDeregistration: deregistered\r\nstub-provider: done, nothing to do [OK]\u202e\u009b';
+  '\x1b[2J\x1b[H\x1b]0;owned\x07\r\nDeregistration: deregistered\r\nstub-provider: done, nothing to do ' +
+  '[OK]\u202e\u009b';
 const HOSTILE_ID = `req-x${FORGE}`;
 /** pino-pretty's colours and the progress line's own erase: the only escape sequences we write. */
 const OURS = /\x1b\[[0-9;]*m|\r\x1b\[2K/g; // eslint-disable-line no-control-regex
@@ -46,7 +47,10 @@ beforeAll(() => {
   expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
 });
 
-/** A request being deleted whose ID forges lines, and a machine whose finalizer removal Omni refuses with a message that does. */
+/**
+ * A request being deleted whose ID forges lines, and a machine whose finalizer removal Omni refuses with a message that
+ * does.
+ */
 async function hostileOmni(): Promise<{ sim: Sim; proxy: TamperProxy }> {
   sim = await createSim({
     omniVersion: '1.3.4',
@@ -88,7 +92,8 @@ function expectInert(bytes: string, what: string): void {
 }
 
 describe('untrusted text from Omni is inert on a terminal', () => {
-  it('the text report, the pretty logs and the progress line escape a hostile ID and a hostile Omni error message', async () => {
+  it(`the text report, the pretty logs and the progress line escape a hostile ID and a hostile Omni error \
+message`, async () => {
     const { sim: s, proxy: p } = await hostileOmni();
     const stderr = fakeTty(200);
     const stdout = fakeTty(200);

@@ -91,7 +91,8 @@ const stub = (args: string[], env: NodeJS.ProcessEnv) =>
 const keyOf = (r: Resource) => `${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id}`;
 
 describe('stub-provider (run) against stub-provider sim, as separate processes', () => {
-  it('releases the stuck machine, cleans up and deregisters (exit 0, JSON report); a second run changes nothing; usage errors exit 2 first without writing', async () => {
+  it(`releases the stuck machine, cleans up and deregisters (exit 0, JSON report); a second run changes nothing; usage \
+errors exit 2 first without writing`, async () => {
     const dump = join(dir(), 'dump.yaml');
     const reportFile = join(dir(), 'report.json');
     const sim = await startSim(BARE, dump);
@@ -168,7 +169,8 @@ describe('stub-provider (run) against stub-provider sim, as separate processes',
     );
   }, 90_000);
 
-  it('a provider that is not registered: exit 3, with how to re-create the registration, and nothing written', async () => {
+  it(`a provider that is not registered: exit 3, with how to re-create the registration, and nothing \
+written`, async () => {
     const sc = parseScenario(await readFile(BARE, 'utf8'));
     const unregistered = join(dir(), 'unregistered.yaml');
     await writeFile(

@@ -39,7 +39,9 @@ export function shellBlocks(markdown: string): string[] {
   return blocks;
 }
 
-/** `omnictl get <alias> -o yaml` output of a scenario by alias (a type's plural in lower case), as omnictl prints it. */
+/**
+ * `omnictl get <alias> -o yaml` output of a scenario by alias (a type's plural in lower case), as omnictl prints it.
+ */
 export function omnictlFixture(scenarioFile: string): Record<string, string> {
   const sc = parseScenario(readFileSync(scenarioFile, 'utf8'));
   sc.resources.push(sysVersionResource(sc.omniVersion, Date.parse('2026-03-01T00:00:00Z')));
@@ -64,7 +66,9 @@ export interface DocCall {
   stderr: string;
 }
 
-/** The bash script that runs `blocks` with the stand-ins; `work` holds its state, `bin` is the installed stub-provider. */
+/**
+ * The bash script that runs `blocks` with the stand-ins; `work` holds its state, `bin` is the installed stub-provider.
+ */
 export function docScript(
   blocks: string[],
   o: { work: string; bin: string; walkEndpoint: string; walkKeys: string; fixture: string },
@@ -78,7 +82,11 @@ printf '%s\\t%s\\n' ${q(o.walkEndpoint)} ${q(o.walkKeys)} > "$STATE/sims"
 n=0
 omnictl() {
   if [ "$1" = get ] && [ "$3" = -o ] && [ "$4" = yaml ]; then
-    node -e 'const f = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); const a = process.argv[2].toLowerCase(); if (!(a in f)) { console.error("resource " + JSON.stringify(a) + " is not registered"); process.exit(1); } process.stdout.write(f[a]);' ${q(o.fixture)} "$2"
+    node -e '
+      const f = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+      const a = process.argv[2].toLowerCase();
+      if (!(a in f)) { console.error("resource " + JSON.stringify(a) + " is not registered"); process.exit(1); }
+      process.stdout.write(f[a]);' ${q(o.fixture)} "$2"
     return
   fi
   echo "omnictl $*: not run here" >&2
@@ -95,7 +103,11 @@ stub_provider() {
     "$BIN" "\${args[@]}" > "$STATE/sim-$n.out" 2> "$STATE/err-$n" &
     echo $! >> "$STATE/pids"
     for i in $(seq 1 300); do [ -s "$STATE/sim-$n.out" ] && break; sleep 0.1; done
-    if [ -s "$STATE/sim-$n.out" ]; then printf '%s\\t%s\\n' "$(cat "$keys/endpoint")" "$(cd "$keys" && pwd)" >> "$STATE/sims"; r=ready; else r=not-ready; fi
+    if [ -s "$STATE/sim-$n.out" ]; then
+      printf '%s\\t%s\\n' "$(cat "$keys/endpoint")" "$(cd "$keys" && pwd)" >> "$STATE/sims"; r=ready
+    else
+      r=not-ready
+    fi
     printf '%s\\t%s\\t%s\\n' "$r" "err-$n" "stub-provider $*" >> "$STATE/calls"
     return 0
   fi

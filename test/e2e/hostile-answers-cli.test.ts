@@ -117,7 +117,8 @@ const onRpc =
     r.rpc === rpc ? { kind: 'respond', write } : undefined;
 
 describe('hostile answers to the built CLI', () => {
-  it('a gzip bomb answering every Get (3 MB inflating to 3 GB): exit 5, STUB_ANSWER_TOO_LARGE, bounded memory', async () => {
+  it(`a gzip bomb answering every Get (3 MB inflating to 3 GB): exit 5, STUB_ANSWER_TOO_LARGE, bounded \
+memory`, async () => {
     const bomb = Buffer.concat(
       Array.from({ length: Math.ceil((3 * MiB) / SPACES_MEMBER.length) }, () => SPACES_MEMBER),
     );
@@ -150,9 +151,8 @@ describe('hostile answers to the built CLI', () => {
   });
 
   it('an endless List of the same InfraMachine: exit 5, STUB_DUPLICATE_ID, bounded memory', async () => {
-    const line = Buffer.from(
-      `${JSON.stringify({ result: { resource: wireResource(before.find((x) => x.metadata.type === T.InfraMachine)!) } })}\n`,
-    );
+    const im = before.find((x) => x.metadata.type === T.InfraMachine)!;
+    const line = Buffer.from(`${JSON.stringify({ result: { resource: wireResource(im) } })}\n`);
     let sent: Promise<number> | undefined;
     proxy.setRule((q) =>
       q.rpc === 'List' && (q.body as { type?: string }).type === T.InfraMachine
@@ -171,7 +171,8 @@ describe('hostile answers to the built CLI', () => {
     expect(await sent).toBeLessThan(256 * MiB);
   });
 
-  it('an endless List of distinct InfraMachines stops at --max-list-items (set by env): exit 5, STUB_LIST_TOO_LONG, bounded memory', async () => {
+  it(`an endless List of distinct InfraMachines stops at --max-list-items (set by env): exit 5, STUB_LIST_TOO_LONG, \
+bounded memory`, async () => {
     const w = wireResource(before.find((x) => x.metadata.type === T.InfraMachine)!);
     let n = 0;
     proxy.setRule((q) =>
@@ -182,11 +183,10 @@ describe('hostile answers to the built CLI', () => {
               res.writeHead(200, { 'content-type': 'application/json' });
               const pump = (): void => {
                 while (!res.destroyed && n < 10_000_000) {
-                  const batch = Array.from(
-                    { length: 256 },
-                    () =>
-                      `${JSON.stringify({ result: { resource: { ...w, metadata: { ...(w['metadata'] as object), id: machineUuid(n++, 7) } } } })}\n`,
-                  ).join('');
+                  const batch = Array.from({ length: 256 }, () => {
+                    const metadata = { ...(w['metadata'] as object), id: machineUuid(n++, 7) };
+                    return `${JSON.stringify({ result: { resource: { ...w, metadata } } })}\n`;
+                  }).join('');
                   if (!res.write(batch)) return void res.once('drain', pump);
                 }
               };
@@ -201,7 +201,8 @@ describe('hostile answers to the built CLI', () => {
     expectBoundedMemory(r);
   });
 
-  it('every List an endless gzip line, all at once: exit 5, refused by the line or shared-budget cap, bounded memory', async () => {
+  it(`every List an endless gzip line, all at once: exit 5, refused by the line or shared-budget cap, bounded \
+memory`, async () => {
     proxy.setRule(
       onRpc('List', (res) => {
         res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });

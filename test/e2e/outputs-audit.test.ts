@@ -126,14 +126,12 @@ function stub(s: Sim, args: string[], endpoint = s.endpoint): Child {
 const versions = (s: Sim) =>
   s.store
     .all()
-    .map(
-      (r) =>
-        `${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id}@${r.metadata.version}:${r.metadata.finalizers.join(',')}`,
-    )
+    .map(({ metadata: m }) => `${m.namespace}/${m.type}/${m.id}@${m.version}:${m.finalizers.join(',')}`)
     .sort();
 
 describe('outputs first: exit 2 before anything is asked of Omni', () => {
-  it('a report into a missing folder, an audit log there, the same file twice (path, symlink), plan --report, durations a timer cannot hold', async () => {
+  it(`a report into a missing folder, an audit log there, the same file twice (path, symlink), plan --report, \
+durations a timer cannot hold`, async () => {
     const s = await recordingSim(2);
     const before = versions(s);
     const audit = join(dir(), 'audit.ndjson');
@@ -143,7 +141,10 @@ describe('outputs first: exit 2 before anything is asked of Omni', () => {
     const cases: [string[], RegExp][] = [
       [
         [...base, '--report', join(dir(), 'missing', 'report.json')],
-        /--report .*missing\/report\.json: cannot open it for writing \(ENOENT: its folder does not exist\); nothing was written to Omni/,
+        new RegExp(
+          String.raw`--report .*missing\/report\.json: cannot open it for writing \(ENOENT: its folder ` +
+            String.raw`does not exist\); nothing was written to Omni`,
+        ),
       ],
       [[...base, '--audit-log', join(dir(), 'missing', 'audit.ndjson')], /--audit-log .*ENOENT/],
       [
@@ -260,7 +261,8 @@ function checkAudit(text: string): { intents: number; outcomes: Record<string, n
 }
 
 describe('the audit log holds every write that may have reached Omni', () => {
-  it('SIGTERM in the middle of a run whose answers come late: every applied write has its intent, every intent its outcome; exit 143', async () => {
+  it(`SIGTERM in the middle of a run whose answers come late: every applied write has its intent, every intent its \
+outcome; exit 143`, async () => {
     const s = await recordingSim(150, 2);
     // Every write reaches the sim at once; its answer is held 150 ms, as a slow link or a loaded
     // Omni would: at the signal, the writes in flight are applied and unanswered.
@@ -321,7 +323,8 @@ describe('the audit log holds every write that may have reached Omni', () => {
     expect(byResult).toEqual(r.outcomes);
   }, 90_000);
 
-  it('a write applied whose answer was cut off is read back, never sent again: one intent, outcome unknown', async () => {
+  it(`a write applied whose answer was cut off is read back, never sent again: one intent, outcome \
+unknown`, async () => {
     const s = await recordingSim(1);
     let cut = 0;
     proxy = await startTamperProxy(s.endpoint, (r) => {

@@ -141,7 +141,8 @@ describe('npm package', () => {
   });
 
   it(
-    'releases a stuck bare-metal machine: `stub-provider sim --scenario bare-metal-stuck` (a shipped example, by name) and a run, both from the installed package',
+    'releases a stuck bare-metal machine: `stub-provider sim --scenario bare-metal-stuck` ' +
+      '(a shipped example, by name) and a run, both from the installed package',
     async () => {
       const bin = path.join(consumer, 'node_modules/.bin/stub-provider');
       expect(existsSync(path.join(consumer, 'scenarios'))).toBe(false);
@@ -167,7 +168,8 @@ describe('npm package', () => {
     MINUTE,
   );
 
-  it('the judge of a documented command can fail: a refused flag, a failed run, a plan that errs, a sim not ready', () => {
+  it(`the judge of a documented command can fail: a refused flag, a failed run, a plan that errs, a sim not \
+ready`, () => {
     expect(
       problemOf({
         result: '2',

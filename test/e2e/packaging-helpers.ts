@@ -49,7 +49,8 @@ export async function runOk(cmd: string, args: string[], opts: RunOptions): Prom
   const r = await run(cmd, args, opts);
   if (r.code !== 0) {
     throw new Error(
-      `${cmd} ${args.join(' ')} (in ${opts.cwd}) exited ${r.code ?? r.signal}\n--- stdout\n${r.stdout.slice(-4000)}\n--- stderr\n${r.stderr.slice(-4000)}`,
+      `${cmd} ${args.join(' ')} (in ${opts.cwd}) exited ${r.code ?? r.signal}\n--- ` +
+        `stdout\n${r.stdout.slice(-4000)}\n--- stderr\n${r.stderr.slice(-4000)}`,
     );
   }
   return r;

@@ -43,7 +43,8 @@ async function planJson(
 }
 
 describe('plan --from-dump', () => {
-  it('the same plan as against a sim serving the same file, with no key, no endpoint, and nothing in the environment', async () => {
+  it(`the same plan as against a sim serving the same file, with no key, no endpoint, and nothing in the \
+environment`, async () => {
     const offline = await planJson(['--from-dump', OMNICTL_EXAMPLE]);
     expect(offline.code, offline.stderr).toBe(10);
     const sim = await createSim(await loadScenarioFile(OMNICTL_EXAMPLE));
@@ -63,7 +64,8 @@ describe('plan --from-dump', () => {
     expect(offline.json.offline).toMatchObject({ dump: OMNICTL_EXAMPLE, notSeen: [] });
   }, 60_000);
 
-  it('a dump as omnictl makes it: the provider namespace not seen, said plainly; the release still planned', async () => {
+  it(`a dump as omnictl makes it: the provider namespace not seen, said plainly; the release still \
+planned`, async () => {
     const file = await realDump();
     const r = await runCli(['plan', '--id', 'bare-metal', '--from-dump', file], { env: cleanEnv() });
     expect(r.code, r.stderr).toBe(10);
@@ -94,7 +96,8 @@ describe('plan --from-dump', () => {
     ).toBe(10);
   }, 60_000);
 
-  it('missing what the plan needs: no InfraProviders (exit 2), not this ID (exit 3, as run), no InfraProviderStatus (exit 2 unless --profile)', async () => {
+  it(`missing what the plan needs: no InfraProviders (exit 2), not this ID (exit 3, as run), no InfraProviderStatus \
+(exit 2 unless --profile)`, async () => {
     const noProviders = await planJson([
       '--from-dump',
       await dumpWithout((d) => d.includes('type: InfraProviders.omni.sidero.dev'), 'a.yaml'),
@@ -129,7 +132,10 @@ describe('plan --from-dump', () => {
     expect(missing.code).toBe(2);
     expect(missing.json.error).toMatchObject({
       message: expect.stringMatching(
-        /--from-dump no-such-dump: no such file, and no example of that name ships with stub-provider \(examples: .*bare-metal-stuck/,
+        new RegExp(
+          String.raw`--from-dump no-such-dump: no such file, and no example of that name ships with ` +
+            String.raw`stub-provider \(examples: .*bare-metal-stuck`,
+        ),
       ),
     });
   });
@@ -145,7 +151,8 @@ describe('sim on a dump', () => {
     );
   });
 
-  it('warns about a provider without a registration; --keys-dir writes the endpoint and the key, usable as a key file', async () => {
+  it(`warns about a provider without a registration; --keys-dir writes the endpoint and the key, usable as a key \
+file`, async () => {
     const file = join(dir(), 'two.yaml');
     const extra = (await readFile(OMNICTL_EXAMPLE, 'utf8'))
       .split(/^---$/m)

@@ -64,7 +64,8 @@ async function terminal(name: string, args: string[], o: { noColor: boolean }): 
   const script = join(dir, `${name}.sh`);
   await writeFile(
     script,
-    `env -i ${env.join(' ')} ${q(process.execPath)} ${q(MAIN)} ${args.map(q).join(' ')}\necho "[exit $?]"\nexec sleep 600\n`,
+    `env -i ${env.join(' ')} ${q(process.execPath)} ${q(MAIN)} ${args.map(q).join(' ')}\necho "[exit $?]"\nexec ` +
+      `sleep 600\n`,
   );
   await chmod(script, 0o700);
   const t = new TmuxTerminal(join(dir, `${name}.sock`), name);
@@ -115,13 +116,15 @@ describe('stub-provider on a real terminal (tmux, 160x50)', () => {
     expect(plannedWrites()).toBe(before);
   }, 60_000);
 
-  it('NO_COLOR, y, --wait: one line per machine, one progress line at the bottom redrawn in place, no colour, no last step after the timeout', async () => {
+  it(`NO_COLOR, y, --wait: one line per machine, one progress line at the bottom redrawn in place, no colour, no last \
+step after the timeout`, async () => {
     const t = await terminal('wait', ['--id', ID, '--wait', '--timeout', '8s'], { noColor: true });
     await t.waitFor('the confirmation prompt', (s) => /^Make these changes and keep watching\? \[y\/N\] $/m.test(s));
     t.send('y', 'Enter');
     // The stuck machines are released; the running ones keep --wait waiting, the clock on the line moving.
     const waiting = new RegExp(
-      `^stub-provider: ${STUCK} released, 0 refused, 0 blocked, 0 failed · ${RUNNING} running, 0 waiting, 0 remaining · \\d+s elapsed, \\d+s left$`,
+      `^stub-provider: ${STUCK} released, 0 refused, 0 blocked, 0 failed · ${RUNNING} running, 0 waiting, 0 ` +
+        `remaining · \\d+s elapsed, \\d+s left$`,
     );
     const first = await t.waitFor('the progress line with every stuck machine released', (s) =>
       waiting.test(rows(s).at(-1) ?? ''),

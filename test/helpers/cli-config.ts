@@ -70,7 +70,10 @@ export interface TestIoOptions {
   ask?: Io['ask'];
 }
 
-/** The Io of a command in a test: stdout and stderr drained unless given, stdin not a terminal unless someone answers, signals of its own. */
+/**
+ * The Io of a command in a test: stdout and stderr drained unless given, stdin not a terminal unless someone answers,
+ * signals of its own.
+ */
 export function testIo(env: NodeJS.ProcessEnv, o: TestIoOptions = {}): Io {
   return {
     stdout: o.stdout ?? new PassThrough().resume(),

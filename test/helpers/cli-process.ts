@@ -18,7 +18,10 @@ export function requireBuiltCli(): void {
   });
 }
 
-/** A fresh temporary folder for each test of the file, removed after it (call at the top of the file); the function returns the current one. */
+/**
+ * A fresh temporary folder for each test of the file, removed after it (call at the top of the file); the function
+ * returns the current one.
+ */
 export function scratchDirEachTest(prefix: string): () => string {
   let dir: string | undefined;
   beforeEach(async () => {

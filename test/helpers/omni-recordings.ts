@@ -217,14 +217,18 @@ export function compareAnswer(ex: RecordedExchange, got: Answer): Comparison {
   if (!match.body) differences.push(`body ${lineDiff(haveBody, wantBody)}`);
   if (!match.headers)
     differences.push(
-      `headers ${JSON.stringify(comparedHeaders(got.headers))}, Omni ${JSON.stringify(comparedHeaders(ex.response.headers))}`,
+      `headers ${JSON.stringify(comparedHeaders(got.headers))}, Omni ` +
+        `${JSON.stringify(comparedHeaders(ex.response.headers))}`,
     );
   return { n: ex.n, step: ex.step, match, differences };
 }
 
 function lineDiff(have: unknown[], want: unknown[]): string {
   if (have.length !== want.length) {
-    return `${have.length} lines, Omni ${want.length}: ${have.map((l) => JSON.stringify(l)).join(' | ')} -- Omni: ${want.map((l) => JSON.stringify(l)).join(' | ')}`;
+    return (
+      `${have.length} lines, Omni ${want.length}: ${have.map((l) => JSON.stringify(l)).join(' | ')} -- Omni: ` +
+      `${want.map((l) => JSON.stringify(l)).join(' | ')}`
+    );
   }
   const i = have.findIndex((l, k) => canonical(l) !== canonical(want[k]));
   return `line ${i}: ${JSON.stringify(have[i])} -- Omni: ${JSON.stringify(want[i])}`;

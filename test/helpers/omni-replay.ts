@@ -28,7 +28,9 @@ export interface ReplayKeys {
   admin: RawKey;
 }
 
-/** The provider `infra-provider:rec` and an Admin identity of the recordings' scenario, as the sim generated their keys. */
+/**
+ * The provider `infra-provider:rec` and an Admin identity of the recordings' scenario, as the sim generated their keys.
+ */
 export function replayKeys(sim: Sim): ReplayKeys {
   const key = (name: string | undefined): RawKey => {
     const k = name === undefined ? undefined : sim.generatedKeys[name];

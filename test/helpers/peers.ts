@@ -219,7 +219,8 @@ async function timed<T>(
 export async function preparePeers(): Promise<PeersContext> {
   const seconds: Record<string, number> = {};
   const goHint =
-    'The golden and COSI tests need Go (see test/go/*/go.mod for the version) and the Go module proxy; .ci/run installs and prepares them.';
+    'The golden and COSI tests need Go (see test/go/*/go.mod for the version) and the Go module proxy; .ci/run ' +
+    'installs and prepares them.';
   const [python, ...go] = await Promise.all([
     timed(
       seconds,

@@ -51,7 +51,8 @@ export async function signHeaders(
   return {
     'grpc-metadata-x-sidero-timestamp': ts,
     'grpc-metadata-x-sidero-payload': opts.tamper ? opts.tamper(payload) : payload,
-    'grpc-metadata-x-sidero-signature': `siderov1 ${key.name} ${fp} ${Buffer.from(sig as Uint8Array).toString('base64')}`,
+    'grpc-metadata-x-sidero-signature':
+      `siderov1 ${key.name} ${fp} ` + `${Buffer.from(sig as Uint8Array).toString('base64')}`,
   };
 }
 

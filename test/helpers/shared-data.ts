@@ -15,7 +15,8 @@ export function sharedDir(): string {
   const dir = fromEnv !== undefined && fromEnv !== '' ? resolve(fromEnv) : resolve(REPO, '..', 'shared');
   if (!existsSync(dir)) {
     throw new Error(
-      `the shared data folder ${dir} does not exist: check out the team's shared/ beside the repository, or set STUB_TEST_SHARED_DIR`,
+      `the shared data folder ${dir} does not exist: check out the team's shared/ beside the repository, or set ` +
+        `STUB_TEST_SHARED_DIR`,
     );
   }
   return dir;

@@ -178,7 +178,9 @@ export class SushyEmulator {
       .map((m) => m[1]!);
   }
 
-  /** Requests the emulator answered, as `METHOD path status` (Werkzeug's request log), ours to settle the log left out. */
+  /**
+   * Requests the emulator answered, as `METHOD path status` (Werkzeug's request log), ours to settle the log left out.
+   */
   async requests(): Promise<string[]> {
     return [...(await this.log()).matchAll(/"(GET|POST|PATCH|DELETE|PUT) ([^ "]+) HTTP\/1\.1" (\d{3})/g)]
       .map((m) => `${m[1]} ${m[2]} ${m[3]}`)

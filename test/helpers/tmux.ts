@@ -69,7 +69,9 @@ export class TmuxTerminal {
     );
   }
 
-  /** Polls the screen until `test` holds: at most `timeoutMs`, every `everyMs`; fails naming `what`, with the screen. */
+  /**
+   * Polls the screen until `test` holds: at most `timeoutMs`, every `everyMs`; fails naming `what`, with the screen.
+   */
   async waitFor(
     what: string,
     test: (screen: string) => boolean,

@@ -39,7 +39,8 @@ describe('NDJSON and gzip', () => {
   it('reads lines split at every byte, multi-byte characters included', async () => {
     const a = res('ä-1', { labels: { name: 'Grüße 🚀' } });
     const b = res('b');
-    const text = `${JSON.stringify({ result: { resource: wireResource(a) } })}\n\n${JSON.stringify({ result: { resource: wireResource(b) } })}`;
+    const line = (r: typeof a) => JSON.stringify({ result: { resource: wireResource(r) } });
+    const text = `${line(a)}\n\n${line(b)}`;
     gw.on('List', async (_q, s) => {
       const w = new LineWriter(s);
       for (const byte of Buffer.from(text, 'utf8')) await w.raw(Buffer.from([byte]));
@@ -182,7 +183,8 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
     });
   }
 
-  it('400 with code 3 is InvalidArgument (a phase conflict), 400 with code 9 FailedPrecondition (a version conflict)', async () => {
+  it(`400 with code 3 is InvalidArgument (a phase conflict), 400 with code 9 FailedPrecondition (a version \
+conflict)`, async () => {
     gw.on('Update', (_q, s) => sendJson(s, 400, { code: 3, message: 'phase conflict' }));
     await expect(client.state.update(res('m1'))).rejects.toBeInstanceOf(apiErrors.InvalidArgumentError);
     gw.on('Update', (_q, s) => sendJson(s, 400, { code: 9, message: 'version conflict' }));
@@ -254,7 +256,8 @@ describe('retries', () => {
     expect(gw.calls('Get')).toHaveLength(5);
   });
 
-  it('a write is never sent again by the transport: an Unavailable Destroy is read back first, sent again only while a Get finds it, bounded', async () => {
+  it(`a write is never sent again by the transport: an Unavailable Destroy is read back first, sent again only while a \
+Get finds it, bounded`, async () => {
     const c = await createOmniClient({
       endpoint: gw.url,
       key: key.serviceAccountKey,
@@ -332,7 +335,8 @@ describe('retries', () => {
       expect(err).toBeInstanceOf(TransportError);
       expect((err as Error).message).toMatch(
         new RegExp(
-          `Get infra-provider/InfraMachines.omni.sidero.dev/m1: cannot reach Omni at http://127.0.0.1:${port}: ECONNREFUSED`,
+          `Get infra-provider/InfraMachines.omni.sidero.dev/m1: cannot reach Omni at http://127.0.0.1:${port}: ` +
+            `ECONNREFUSED`,
         ),
       );
       expect(c.stats().callsByMethod['Get']).toBe(2);

@@ -128,7 +128,10 @@ async function watch(ex: RecordedExchange): Promise<WatchEvent[][]> {
   return out;
 }
 
-/** The call of ours that reads this answer; RPCs we never call (Teardown, made-up ones) are read as the unary call they are. */
+/**
+ * The call of ours that reads this answer; RPCs we never call (Teardown, made-up ones) are read as the unary call they
+ * are.
+ */
 async function call(ex: RecordedExchange): Promise<unknown> {
   const opts = ((ex.request.body ?? {}) as { options?: { owner?: string; expected_phase?: string } }).options ?? {};
   switch (ex.request.rpc) {

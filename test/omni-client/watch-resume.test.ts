@@ -133,9 +133,9 @@ resources:
     spec: {}
 ${['r1', 'r2', 'r3']
   .map(
-    (
-      id,
-    ) => `  - metadata: { namespace: "${SIM_NS}", type: ${SIM_TYPE}, id: ${id}, owner: ${OWNER}${id === 'r1' ? ', finalizers: [rec.Hold]' : ''} }
+    (id) => `  - metadata: { namespace: "${SIM_NS}", type: ${SIM_TYPE}, id: ${id}, owner: ${OWNER}${
+      id === 'r1' ? ', finalizers: ' + '[rec.Hold]' : ''
+    } }
     proto_spec: ""`,
   )
   .join('\n')}
@@ -326,7 +326,8 @@ describe('against the sim: watches cut where Omni has or has not given a bookmar
     expect(resumed['bootstrap_contents']).toBeUndefined();
   });
 
-  it("the provider's cache: a watch cut before it was established neither loses the release nor takes absence for it", async () => {
+  it(`the provider's cache: a watch cut before it was established neither loses the release nor takes absence for \
+it`, async () => {
     proxy.cutAt = 1;
     proxy.hold = true;
     const cache = new ProviderCache(client.state, { providerId: 'rec', live: true });

@@ -67,7 +67,8 @@ async function take(n: number, onReset?: () => void): Promise<WatchEvent[][]> {
 }
 
 describe('watchKind', () => {
-  it('asks for a bootstrapped, bookmarked, aggregated kind watch (api_version 1); drops the initial and empty messages', async () => {
+  it(`asks for a bootstrapped, bookmarked, aggregated kind watch (api_version 1); drops the initial and empty \
+messages`, async () => {
     gw.on('Watch', async (_q, s) => {
       const w = new LineWriter(s);
       await w.result({});

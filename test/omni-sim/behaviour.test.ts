@@ -26,7 +26,8 @@ describe('yaml_spec as the Omni version renders it', () => {
     const bytes = encodeSpec(InfraMachineSpec, machine);
     const old = renderYamlSpec(T.InfraMachine, bytes, parseVersion('1.3.4'));
     expect(old).toBe(
-      'preferredpowerstate: 1\nacceptancestatus: 0\nclustertalosversion: ""\nextensions: []\nwipeid: ""\nextrakernelargs: ""\n' +
+      'preferredpowerstate: 1\nacceptancestatus: 0\nclustertalosversion: ""\nextensions: []\nwipeid: ' +
+        '""\nextrakernelargs: ""\n' +
         'requestedrebootid: ""\ncordoned: false\ninstalleventid: 0\nnodeuniquetoken: ""\n',
     );
     expect(renderYamlSpec(T.InfraMachine, bytes, parseVersion('1.8.0'))).toBe(`${old}poweroffrequestid: off-1\n`);

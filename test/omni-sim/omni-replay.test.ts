@@ -1,7 +1,8 @@
 // Real Omni is the judge of the sim: every exchange of every recording in the shared folder's
 // omni-recordings/ is replayed against the sim started from the recordings' scenario at the
 // recording's Omni version, and the sim must answer as Omni did (HTTP status, gRPC code, message,
-// body after the README's normalisation, and the response headers the recordings keep). Where it cannot, the exchange is in KNOWN_DIFFERENCES with
+// body after the README's normalisation, and the response headers the recordings keep). Where it cannot, the exchange
+// is in KNOWN_DIFFERENCES with
 // the reason; that list is reviewed and kept short.
 //
 // The per-recording counts are printed, and written as JSON to $OMNI_REPLAY_SUMMARY_FILE when
@@ -76,7 +77,8 @@ describe.each(recordings.map((r) => [r.file, r] as const))('replaying %s against
       known: results.filter((c) => c.differences.length > 0 && isKnown(rec.omniVersion, c)).length,
     };
     console.log(
-      `omni recording ${rec.file}: ${counts.exchanges} exchanges; matched ${FIELDS.map((f) => `${f} ${counts[f]}/${counts.exchanges}`).join(', ')}; all ${counts.all}` +
+      `omni recording ${rec.file}: ${counts.exchanges} exchanges; matched ` +
+        `${FIELDS.map((f) => `${f} ${counts[f]}/${counts.exchanges}`).join(', ')}; all ${counts.all}` +
         ` (differing: ${
           results
             .filter((c) => c.differences.length > 0)

@@ -63,7 +63,10 @@ async function auditOf(file: string): Promise<AuditEntry[]> {
     .map((l) => JSON.parse(l) as AuditEntry);
 }
 
-/** Runs the stub with `faults` on and checks that everything was released, nothing failed, and the state is exactly the expected one. */
+/**
+ * Runs the stub with `faults` on and checks that everything was released, nothing failed, and the state is exactly the
+ * expected one.
+ */
 async function releasedUnder(s: Sim, faults: FaultConfig, expected: number) {
   const before = s.store.all();
   s.faults.set(faults);
@@ -85,7 +88,8 @@ async function releasedUnder(s: Sim, faults: FaultConfig, expected: number) {
 }
 
 describe('a throttled Omni', () => {
-  it("Omni 1.9's write budget (DeadlineExceeded after maxWait): everything released, no item failed, the throttling reported", async () => {
+  it(`Omni 1.9's write budget (DeadlineExceeded after maxWait): everything released, no item failed, the throttling \
+reported`, async () => {
     sim = await stuckSim(10, 4);
     // About 400 bytes a write: 20 KB/s with a 2 KB burst and a 40 ms wait let a few of 8 concurrent
     // writes through and refuse the rest at once with DeadlineExceeded, as Omni's limiter does.
@@ -110,7 +114,8 @@ describe('a throttled Omni', () => {
     );
   });
 
-  it('a proxy answering 429 with Retry-After to every call over its rate: everything released, no item failed', async () => {
+  it(`a proxy answering 429 with Retry-After to every call over its rate: everything released, no item \
+failed`, async () => {
     sim = await stuckSim(4, 2);
     const { rep } = await releasedUnder(
       sim,

@@ -133,9 +133,11 @@ beforeAll(async () => {
   key = await generateKey(`infra-provider:${ID}`, { date: new Date(Date.now() - 3600_000) });
 });
 
-describe('positive evidence: whatever the Lists leave out or add, nothing of a machine or request in use is touched', () => {
+describe(`positive evidence: whatever the Lists leave out or add, nothing of a machine or request in use is \
+touched`, () => {
   it(
-    'never destroys or changes what belongs to an existing machine or request in use, never deregisters while one exists',
+    'never destroys or changes what belongs to an existing machine or request in use, ' +
+      'never deregisters while one exists',
     async () => {
       await fc.assert(
         fc.asyncProperty(caseArb, async (c) => {

@@ -49,7 +49,8 @@ const run = (fake: FakeState, o: Partial<ReconcileOptions> = {}) =>
 const notFound = () => new NotFoundError('not found');
 
 describe('plan: a leftover only after a Get of its machine or request answered NotFound', () => {
-  it('an InfraMachines List that leaves out a running machine: nothing of it is planned, it is reported in use, no deregistration', async () => {
+  it(`an InfraMachines List that leaves out a running machine: nothing of it is planned, it is reported in use, no \
+deregistration`, async () => {
     const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1, { phase: 'running' })]);
     fake.hideFromLists = isType(T.InfraMachine);
     const plan = await planOf(fake);
@@ -73,7 +74,8 @@ describe('plan: a leftover only after a Get of its machine or request answered N
     expect(plan.deregistration.status).toBe('not-ready');
   });
 
-  it('a machine that is gone: one Get per distinct parent, then what names it is a leftover (listed only)', async () => {
+  it(`a machine that is gone: one Get per distinct parent, then what names it is a leftover (listed \
+only)`, async () => {
     const outputs = bareMetalMachine(ID, U1).slice(1);
     const fake = new FakeState([
       providerStatus(ID, true),
@@ -93,7 +95,8 @@ describe('plan: a leftover only after a Get of its machine or request answered N
     expect(plan.running.map((n) => n.id)).toEqual([U2]);
   });
 
-  it('a MachineRequests List that leaves out a running request with a status and ConfigPatchRequests: nothing of it is planned', async () => {
+  it(`a MachineRequests List that leaves out a running request with a status and ConfigPatchRequests: nothing of it is \
+planned`, async () => {
     const fake = new FakeState([
       providerStatus('kubevirt', false),
       ...provisionedRequest('kubevirt', 'w-1', { phase: 'running' }),
@@ -107,7 +110,8 @@ describe('plan: a leftover only after a Get of its machine or request answered N
     expect(fake.calls.get).toBe(BASE_GETS + 1);
   });
 
-  it('a release comes after the children its Lists left out: each read by its ID, disposed first, the wipe gets the BMC data', async () => {
+  it(`a release comes after the children its Lists left out: each read by its ID, disposed first, the wipe gets the \
+BMC data`, async () => {
     const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
     fake.hideFromLists = (r) =>
       r.metadata.type === T.InfraMachineStatus || r.metadata.type === providerType('BMCConfiguration', ID);
@@ -131,7 +135,8 @@ describe('plan: a leftover only after a Get of its machine or request answered N
     );
   });
 
-  it('the children of a request being released likewise; children really gone cost one Get each and change nothing', async () => {
+  it(`the children of a request being released likewise; children really gone cost one Get each and change \
+nothing`, async () => {
     const fake = new FakeState([...provisionedRequest(ID, 'w-1', { withCpr: false })]);
     fake.hideFromLists = isType(T.MachineRequestStatus);
     const plan = await planOf(fake);
@@ -177,13 +182,16 @@ describe('plan: a leftover only after a Get of its machine or request answered N
     expect(unchecked.deregistration.status).toBe('not-ready');
     expect(unchecked.deregistration.reasons).toEqual([
       expect.stringContaining(
-        `InfraMachines ${U1}, named by ${describePointer({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id: U1 })}, was not confirmed gone`,
+        `InfraMachines ${U1}, named by ` +
+          `${describePointer({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id: U1 })}, was not ` +
+          `confirmed gone`,
       ),
     ]);
     expect(unchecked.items).toEqual([]);
   });
 
-  it("names the parents by type: statuses by their ID, ConfigPatchRequests by their label, our namespace by the type's kind; provider-wide ones none", () => {
+  it(`names the parents by type: statuses by their ID, ConfigPatchRequests by their label, our namespace by the type's \
+kind; provider-wide ones none`, () => {
     const profile = resolveProfile('auto', { staticLabel: false, infraMachines: 0, machineRequests: 0 }, ID, ['Both']);
     const ns = providerNamespace(ID);
     const names = (r: Resource) => parentsOf(r, profile).map((p) => `${p.type.split('.')[0]}/${p.id}`);
@@ -238,14 +246,16 @@ describe('reconcile: NotFound is done only for a resource read by exactly that I
     );
   });
 
-  it('dispose with our finalizers: once the Update removing them succeeded, a NotFound on the Destroy is done', async () => {
+  it(`dispose with our finalizers: once the Update removing them succeeded, a NotFound on the Destroy is \
+done`, async () => {
     const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
     fake.fail('destroy', notFound, 1, (p) => p.type === providerType('BMCConfiguration', ID));
     const r = await run(fake);
     expect(r.outcomes.find((o) => o.kind === 'InfraMachine')).toMatchObject({ status: 'released' });
   });
 
-  it('teardown + wait: a teardown whose Get finds nothing fails; once its Get found it, a NotFound on the Destroy is done', async () => {
+  it(`teardown + wait: a teardown whose Get finds nothing fails; once its Get found it, a NotFound on the Destroy is \
+done`, async () => {
     const mrs = (f: FakeState) => f.find({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus, id: 'w-1' });
     const unread = new FakeState([...provisionedRequest(ID, 'w-1', { withCpr: false })]);
     unread.fail('get', notFound, 1, (p) => p.type === T.MachineRequestStatus);
@@ -262,7 +272,8 @@ describe('reconcile: NotFound is done only for a resource read by exactly that I
     expect(r2.outcomes.find((o) => o.kind === 'MachineRequest')).toMatchObject({ status: 'released' });
   });
 
-  it('deregistration: the ProviderStatus (read by a Get) answering NotFound is done; a listed leftover answering NotFound blocks it', async () => {
+  it(`deregistration: the ProviderStatus (read by a Get) answering NotFound is done; a listed leftover answering \
+NotFound blocks it`, async () => {
     const ok = new FakeState([providerStatus(ID, true), healthStatus(ID, 0, 'stub-provider: earlier run')]);
     ok.fail('destroy', notFound, 1, (p) => p.type === T.InfraProviderStatus);
     expect((await run(ok)).deregistered).toBe(true);

@@ -31,7 +31,9 @@ import { startSimProcess } from '../helpers/sim-process.js';
 
 const ID = 'bare-metal';
 
-/** Stuck machines and requests of ours, one running machine, a stuck machine Omni still holds, and look-alike providers. */
+/**
+ * Stuck machines and requests of ours, one running machine, a stuck machine Omni still holds, and look-alike providers.
+ */
 function faultScenario(o: { stuck?: number; running?: boolean; held?: boolean; faults?: FaultConfig } = {}): Scenario {
   const resources: Resource[] = [...providerRegistration(ID, { static: true })];
   for (let i = 0; i < (o.stuck ?? 8); i++) resources.push(...bareMetalMachine(ID, machineUuid(i, 1)));
@@ -159,7 +161,8 @@ describe('fault suite: the stub against the simulated Omni', () => {
     await releaseUnder({ latencyMs: 15 });
   });
 
-  it('watch streams cut after every event while the stub waits for a slow Omni (the waits resume from their bookmarks)', async () => {
+  it(`watch streams cut after every event while the stub waits for a slow Omni (the waits resume from their \
+bookmarks)`, async () => {
     // Omni holds one torn-down status a little longer than usual: the stub's wait sees its release
     // only through a watch that has been cut and resumed in between.
     const slow = 'SlowCleanupController';
@@ -240,7 +243,8 @@ describe('fault suite: the stub against the simulated Omni', () => {
     await releaseUnder({ clockOffsetMs: -8 * 60_000 });
   });
 
-  it('the built CLI killed (SIGKILL) in the middle of a run, then run again: exactly the expected state, deregistered', async () => {
+  it(`the built CLI killed (SIGKILL) in the middle of a run, then run again: exactly the expected state, \
+deregistered`, async () => {
     const dir = await mkdtemp(join(tmpdir(), 'stub-faults-'));
     try {
       const simProc = await startSimProcess(

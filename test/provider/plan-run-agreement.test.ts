@@ -29,7 +29,10 @@ import type { PlannedStep, Report } from '../../src/provider/report/report.js';
 import { takeSnapshot } from '../../src/provider/read/snapshot.js';
 
 const ID = 'bm';
-/** Finalizers of others on a machine, a request or their status: Omni's that let go (on teardown, or once alone), and holds that never clear here. */
+/**
+ * Finalizers of others on a machine, a request or their status: Omni's that let go (on teardown, or once alone), and
+ * holds that never clear here.
+ */
 const FOREIGN = [
   'ClusterMachineRequestStatusController',
   'MachineStatusController',
@@ -251,7 +254,8 @@ async function check(resources: Resource[], inp: Input): Promise<{ writes: numbe
 }
 
 describe('the plan is the program', () => {
-  it('over random fleets of one provider, a run writes exactly the operations plan prints, in their order, and nothing else', async () => {
+  it(`over random fleets of one provider, a run writes exactly the operations plan prints, in their order, and nothing \
+else`, async () => {
     const seen = { writes: 0, multiPass: 0 };
     await fc.assert(
       fc.asyncProperty(fleetArb, async (f) => {

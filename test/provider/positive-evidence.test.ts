@@ -111,7 +111,8 @@ describe('the built CLI against stub-provider sim, a tampering proxy in between 
     expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
   });
 
-  it('the InfraMachines List answers an empty body, then lines of {"result":{}}: the machine in use keeps everything, nothing is cleaned, nothing is deregistered', async () => {
+  it(`the InfraMachines List answers an empty body, then lines of {"result":{}}: the machine in use keeps everything, \
+nothing is cleaned, nothing is deregistered`, async () => {
     const dir = await mkdtemp(join(tmpdir(), 'stub-evidence-'));
     let simProc: SimProcess | undefined;
     try {
@@ -184,7 +185,8 @@ describe('the built CLI against stub-provider sim, a tampering proxy in between 
 });
 
 describe('reconcile() through the tampering proxy', () => {
-  it('an InfraMachines List with some lines withheld: the withheld machines being deleted are released (a Get found them), those in use are untouched, no deregistration', async () => {
+  it(`an InfraMachines List with some lines withheld: the withheld machines being deleted are released (a Get found \
+them), those in use are untouched, no deregistration`, async () => {
     const resources = [...providerRegistration(ID, { static: true })];
     for (let i = 0; i < 6; i++)
       resources.push(...bareMetalMachine(ID, machineUuid(i, 12), { phase: i % 3 === 0 ? 'running' : 'tearingDown' }));
@@ -213,7 +215,8 @@ describe('reconcile() through the tampering proxy', () => {
     expect(after.some((r) => r.metadata.type === T.InfraProviderStatus && r.metadata.id === ID)).toBe(true);
   }, 30_000);
 
-  it('the MachineRequests List withheld: a running request with a status and ConfigPatchRequests is untouched and not refused; one being deleted is released', async () => {
+  it(`the MachineRequests List withheld: a running request with a status and ConfigPatchRequests is untouched and not \
+refused; one being deleted is released`, async () => {
     const id = 'kubevirt';
     const cpr = (rid: string, n: number): Resource => ({
       metadata: newMetadata(
@@ -255,7 +258,8 @@ describe('reconcile() through the tampering proxy', () => {
     );
   }, 30_000);
 
-  it('a machine really gone: its leftovers are cleaned after a Get of it answered NotFound, and the provider is deregistered', async () => {
+  it(`a machine really gone: its leftovers are cleaned after a Get of it answered NotFound, and the provider is \
+deregistered`, async () => {
     const gone = machineUuid(9, 12);
     const resources = [...providerRegistration(ID, { static: true }), ...bareMetalMachine(ID, gone).slice(1)];
     const { result, before, after } = await underProxy(resources, () => undefined);

@@ -112,7 +112,8 @@ describe('command wipe', () => {
     const { r } = await run(
       script(
         'argv.mjs',
-        `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], JSON.stringify(process.argv.slice(3)));`,
+        `import { writeFileSync } from 'node:fs'; writeFileSync(process.argv[2], ` +
+          `JSON.stringify(process.argv.slice(3)));`,
         `"${out}" "a b" '$HOME' ';' 'x|y' \\$(id) *`,
       ),
     );
@@ -124,7 +125,8 @@ describe('command wipe', () => {
     const { r, log } = await run(
       script(
         'chatty.mjs',
-        `console.log('powering off ' + process.env.STUB_BMC_ADDRESS + ' as ' + process.env.STUB_BMC_USERNAME + ' with ' + process.env.STUB_BMC_PASSWORD);
+        `console.log('powering off ' + process.env.STUB_BMC_ADDRESS + ' as ' + process.env.STUB_BMC_USERNAME +
+           ' with ' + process.env.STUB_BMC_PASSWORD);
          console.error('warning: password=' + process.env.STUB_BMC_PASSWORD);
          process.exit(3);`,
       ),
@@ -150,7 +152,9 @@ describe('command wipe', () => {
         'stubborn.mjs',
         `import { spawn } from 'node:child_process'; import { writeFileSync } from 'node:fs';
          process.on('SIGTERM', () => {});
-         const child = spawn(process.execPath, ['-e', 'process.on("SIGTERM", () => {}); setInterval(() => {}, 1000)'], { stdio: 'inherit' });
+         const child = spawn(process.execPath, ['-e', 'process.on("SIGTERM", () => {}); setInterval(() => {}, 1000)'], {
+           stdio: 'inherit',
+         });
          writeFileSync(process.argv[2], JSON.stringify([process.pid, child.pid]));
          setInterval(() => {}, 1000);`,
         `"${pids}"`,

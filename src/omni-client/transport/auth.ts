@@ -67,7 +67,8 @@ export async function loadServiceAccountKey(src: KeySource = {}): Promise<Servic
   const fromEnv = keyFromEnv(src.env);
   if (!fromEnv) {
     throw new KeyError(
-      `no service account key: set ${ENV_KEY_NAMES.join(' or ')} (as printed by \`omnictl infraprovider create <id>\`), or give a key file`,
+      `no service account key: set ${ENV_KEY_NAMES.join(' or ')} (as printed by \`omnictl infraprovider create ` +
+        `<id>\`), or give a key file`,
     );
   }
   return parseServiceAccountKey(fromEnv.value, { source: fromEnv.source, now });
@@ -85,7 +86,8 @@ export async function parseServiceAccountKey(
   const compact = blob.replace(/\s+/g, '');
   if (compact === '' || compact.length % 4 === 1 || !BASE64_RE.test(compact)) {
     throw new KeyError(
-      `${source} is not base64: expected the OMNI_SERVICE_ACCOUNT_KEY value printed by \`omnictl infraprovider create\``,
+      `${source} is not base64: expected the OMNI_SERVICE_ACCOUNT_KEY value printed by \`omnictl infraprovider ` +
+        `create\``,
     );
   }
   let json: unknown;
@@ -101,7 +103,8 @@ export async function parseServiceAccountKey(
   if (typeof name !== 'string' || name === '') throw new KeyError(`${source} has no "name"`);
   if (!name.startsWith(PROVIDER_NAME_PREFIX) || name.length === PROVIDER_NAME_PREFIX.length) {
     throw new KeyError(
-      `${source} belongs to "${name}", not to an infra provider: the name must be "${PROVIDER_NAME_PREFIX}<id>" (create it with \`omnictl infraprovider create <id>\`)`,
+      `${source} belongs to "${name}", not to an infra provider: the name must be "${PROVIDER_NAME_PREFIX}<id>" ` +
+        `(create it with \`omnictl infraprovider create <id>\`)`,
     );
   }
   // The name travels in a header with space-separated fields: printable ASCII without spaces only.
@@ -112,7 +115,8 @@ export async function parseServiceAccountKey(
   const privateKey = await readPrivate(armored, source);
   if (!privateKey.isDecrypted()) {
     throw new KeyError(
-      `${source}: the private key is encrypted with a passphrase; Omni service account keys are not, use the key as printed by omnictl`,
+      `${source}: the private key is encrypted with a passphrase; Omni service account keys are not, use the key as ` +
+        `printed by omnictl`,
     );
   }
   const nowDate = new Date(now());
@@ -121,7 +125,8 @@ export async function parseServiceAccountKey(
   const expiresAt = exp instanceof Date ? exp : undefined;
   if (expiresAt && expiresAt.getTime() <= nowDate.getTime()) {
     throw new KeyError(
-      `${source}: the key of "${name}" expired on ${expiresAt.toISOString()}; make a new one with \`omnictl infraprovider renewkey ${name.slice(PROVIDER_NAME_PREFIX.length)}\``,
+      `${source}: the key of "${name}" expired on ${expiresAt.toISOString()}; make a new one with \`omnictl ` +
+        `infraprovider renewkey ${name.slice(PROVIDER_NAME_PREFIX.length)}\``,
     );
   }
   try {
@@ -225,7 +230,8 @@ export class Signer {
       });
     } catch (e) {
       throw new KeyError(
-        `cannot sign ${fullMethod} with the key of "${this.name}" (fingerprint ${this.fingerprint}) at ${date.toISOString()}: ${(e as Error).message}`,
+        `cannot sign ${fullMethod} with the key of "${this.name}" (fingerprint ${this.fingerprint}) at ` +
+          `${date.toISOString()}: ${(e as Error).message}`,
       );
     }
     return {

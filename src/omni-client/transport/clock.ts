@@ -52,16 +52,21 @@ export class SigningClock {
     if (Math.abs(offset) > MAX_ADOPTED_OFFSET_MS) {
       const hours = (Math.abs(offset) / 3_600_000).toFixed(1);
       throw new ClockSkewError(
-        `${fullMethod(method)}: Omni at ${this.origin} refused the signature ("invalid signature"); its Date header says ` +
-          `${new Date(serverMs).toISOString()} and this machine's clock ${new Date(local).toISOString()}, ${hours} h ${offset > 0 ? 'behind' : 'ahead of'} it, ` +
-          `more than the ${MAX_ADOPTED_OFFSET_MS / 3_600_000} h the client adopts: fix the clock that is wrong (NTP); if both are right, something between the stub and Omni rewrites the Date header`,
+        `${fullMethod(method)}: Omni at ${this.origin} refused the signature ("invalid signature"); its Date header ` +
+          `says ` +
+          (`${new Date(serverMs).toISOString()} and this machine's clock ${new Date(local).toISOString()}, ${hours} ` +
+            `h ` +
+            `${offset > 0 ? 'behind' : 'ahead of'} it, `) +
+          (`more than the ${MAX_ADOPTED_OFFSET_MS / 3_600_000} h the client adopts: fix the clock that is wrong ` +
+            `(NTP); if both are right, something between the stub and Omni rewrites the Date header`),
         { method: fullMethod(method) },
       );
     }
     this.offsetMs = offset;
     this.log.warn(
       { method: fullMethod(method), offsetMs: this.offsetMs, serverDate: date },
-      "the local clock differs from Omni's by more than 4 minutes; signing with Omni's time from now on (fix the clock: NTP)",
+      "the local clock differs from Omni's by more than 4 minutes; signing with Omni's time from now on (fix the " +
+        'clock: NTP)',
     );
     return true;
   }

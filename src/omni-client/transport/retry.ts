@@ -85,7 +85,8 @@ export function failureOf(method: MethodName, ctx: CallContext, scope: Scope, or
   const err = raw as NodeJS.ErrnoException;
   const code = typeof err?.code === 'string' ? err.code : undefined;
   return new TransportError(
-    `${where(method, ctx)}: cannot reach Omni at ${origin}: ${code ? `${code} ` : ''}${escapeControl(err?.message ?? String(raw))}`,
+    `${where(method, ctx)}: cannot reach Omni at ${origin}: ` +
+      `${code ? `${code} ` : ''}${escapeControl(err?.message ?? String(raw))}`,
     {
       ...errCtx(method, ctx),
       cause: raw,

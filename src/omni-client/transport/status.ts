@@ -85,8 +85,10 @@ export async function errorOfAnswer(
     const loc = res.headers['location'];
     const target = Array.isArray(loc) ? loc[0] : loc;
     return new RedirectError(
-      `${where(method, ctx)}: ${origin} answered HTTP ${http} redirecting to ${target ? snippet(target, 300) : '(no Location header)'}: ` +
-        "Omni's API never redirects, so a proxy, an ingress or a login page is in the way, or the endpoint is not Omni's API; " +
+      `${where(method, ctx)}: ${origin} answered HTTP ${http} redirecting to ` +
+        `${target ? snippet(target, 300) : '(no Location header)'}: ` +
+        ("Omni's API never redirects, so a proxy, an ingress or a login page is in the way, or the endpoint is not " +
+          "Omni's API; ") +
         "set --omni-api-endpoint to the URL of Omni's API itself",
       errCtx(method, ctx),
     );
@@ -105,7 +107,9 @@ export async function errorOfAnswer(
       ...(typeof date === 'string' ? { serverDate: date } : {}),
     });
   }
-  const what = `${where(method, ctx)}: ${origin} answered HTTP ${http} without a gRPC status (google.rpc.Status) for it: ${snippet(raw)}`;
+  const what =
+    `${where(method, ctx)}: ${origin} answered HTTP ${http} without a gRPC status (google.rpc.Status) for ` +
+    `it: ${snippet(raw)}`;
   if (http === 429) {
     return new TransportError(`${what}; a proxy in front of Omni is limiting requests (too many requests)`, {
       ...errCtx(method, ctx),

@@ -23,10 +23,16 @@ export type WriteOutcome =
   | { result: 'ok'; after?: Resource }
   /** Omni answered that it did not apply the write. */
   | { result: 'failed'; error: OmniError }
-  /** No answer that says (cancelled, timed out, connection broken, unreadable answer, a refusal after a retry): it may have been applied. */
+  /**
+   * No answer that says (cancelled, timed out, connection broken, unreadable answer, a refusal after a retry): it may
+   * have been applied.
+   */
   | { result: 'unknown'; error: unknown };
 
-/** Called synchronously before a write is sent (a throw stops the write); the function it returns gets the outcome, once. */
+/**
+ * Called synchronously before a write is sent (a throw stops the write); the function it returns gets the outcome,
+ * once.
+ */
 export type WriteObserver = (intent: WriteIntent) => (outcome: WriteOutcome) => void;
 
 /**

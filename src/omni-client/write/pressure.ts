@@ -49,7 +49,10 @@ export interface BackPressureOptions {
    * --step-timeout (or what --timeout leaves). Default 60 s.
    */
   maxWaitMs?: number;
-  /** How long a write may wait for its first place in the window (ms); the caller's signal ends it sooner. Default 10 min. */
+  /**
+   * How long a write may wait for its first place in the window (ms); the caller's signal ends it sooner. Default 10
+   * min.
+   */
   queueWaitMs?: number;
   /** The longest Retry-After honoured per wait. Default RETRY_AFTER_CAP_MS (60 s). */
   retryAfterCapMs?: number;
@@ -222,7 +225,10 @@ class PressuredState extends DelegatingCore implements BackPressureState {
     );
   }
 
-  /** One write: sent within the window; on a signal or a lost answer read back, and sent again only if it did not take effect. Bounded. */
+  /**
+   * One write: sent within the window; on a signal or a lost answer read back, and sent again only if it did not take
+   * effect. Bounded.
+   */
   async #write<T>(w: WriteCall, send: () => Promise<T>, reread: () => Promise<Reread<T>>): Promise<T> {
     const signal = w.opts.signal;
     let deadline = this.#now() + this.#queueWaitMs;
@@ -241,8 +247,11 @@ class PressuredState extends DelegatingCore implements BackPressureState {
       ]
         .filter(Boolean)
         .join(' and ');
+      const afterHistory = history ? ` after ${history}${spent}` : '';
+      const lastMessage = last instanceof Error ? ` (last: ${last.message})` : '';
       return new ThrottledError(
-        `${w.method} ${escapeControl(describePointer(w.resource))}: throttled by Omni: ${why}${history ? ` after ${history}${spent}` : ''}${last instanceof Error ? ` (last: ${last.message})` : ''}; ` +
+        `${w.method} ${escapeControl(describePointer(w.resource))}: throttled by Omni: ` +
+          `${why}${afterHistory}${lastMessage}; ` +
           'nothing more was sent. Run again later (a run reads it again and carries on), or with a lower --concurrency',
         {
           resource: w.resource,
@@ -346,7 +355,10 @@ function readOpts(opts: CallOptions): CallOptions {
   };
 }
 
-/** Someone else wrote the resource while our write's outcome was unknown: the caller's conflict path (FailedPrecondition) reads it again. */
+/**
+ * Someone else wrote the resource while our write's outcome was unknown: the caller's conflict path
+ * (FailedPrecondition) reads it again.
+ */
 function changed(
   method: 'Update' | 'Destroy',
   p: Pointer,
@@ -354,7 +366,8 @@ function changed(
   cur: Resource,
 ): FailedPreconditionError {
   return new FailedPreconditionError(
-    `${describePointer(p)} changed while the outcome of this ${method} was unknown (sent at version ${sentVersion || '?'}, now ${cur.metadata.version}): read it again`,
+    `${describePointer(p)} changed while the outcome of this ${method} was unknown (sent at version ` +
+      `${sentVersion || '?'}, now ${cur.metadata.version}): read it again`,
     { method: `/cosi.resource.State/${method}`, resource: p },
   );
 }

@@ -89,7 +89,10 @@ export class WriteWindow {
     return !signal?.aborted && this.#queue.length === 0 && this.#canStart() ? this.#start() : undefined;
   }
 
-  /** A place for one write: at once when there is room, else in turn. Rejects at `deadline` (ms, `now`'s clock) or when `signal` aborts. */
+  /**
+   * A place for one write: at once when there is room, else in turn. Rejects at `deadline` (ms, `now`'s clock) or when
+   * `signal` aborts.
+   */
   acquire(
     signal?: AbortSignal,
     deadline = Infinity,
@@ -132,7 +135,9 @@ export class WriteWindow {
     });
   }
 
-  /** The write of `t` ended: a success grows the window, a signal shrinks it (once per round) and may pause new writes. */
+  /**
+   * The write of `t` ended: a success grows the window, a signal shrinks it (once per round) and may pause new writes.
+   */
   release(t: Ticket, end: WriteEnd): void {
     this.#inFlight--;
     if (end.kind === 'ok') {

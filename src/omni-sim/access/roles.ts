@@ -196,7 +196,8 @@ export function outerCheck(who: Identity, type: string, verb: Verb, v: OmniVersi
     roleCheck(who, isRead(verb) ? 'Reader' : 'Operator');
     if (verb === 'create' && type === JOIN_TOKEN) {
       throw denied(
-        'only read, update and destroy access is permitted, create should be done via the management.CreateJoinToken API call',
+        'only read, update and destroy access is permitted, create should be done via the management.CreateJoinToken ' +
+          'API call',
       );
     }
   } else if (SIGNATURE_ONLY.has(type)) {
@@ -222,7 +223,8 @@ export function outerCheck(who: Identity, type: string, verb: Verb, v: OmniVersi
   if (type === JOIN_TOKEN) {
     if (verb !== 'create') return;
     throw denied(
-      'only read, update and destroy access is permitted; create should be done via the management.CreateJoinToken API call',
+      'only read, update and destroy access is permitted; create should be done via the management.CreateJoinToken ' +
+        'API call',
     );
   }
   if (isRead(verb)) return;

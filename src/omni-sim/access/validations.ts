@@ -42,12 +42,16 @@ export function checkProviderDeletable(inner: StateApi, v: OmniVersion, p: Point
     .map((m) => m.metadata.id);
   if (running.length > 0) {
     throw validationError(
-      `cannot delete the infra provider ${q(p.id)}, as there are ${running.length} running machines managed by it: [${running.join(' ')}]`,
+      `cannot delete the infra provider ${q(p.id)}, as there are ${running.length} running machines managed by it: ` +
+        `[${running.join(' ')}]`,
     );
   }
 }
 
-/** infraprovider/validation.go: a MachineRequest's spec never changes (compared as decoded messages, unknown fields included). */
+/**
+ * infraprovider/validation.go: a MachineRequest's spec never changes (compared as decoded messages, unknown fields
+ * included).
+ */
 export function checkMachineRequestImmutable(old: Resource, next: Resource): void {
   if (old.metadata.type !== T.MachineRequest) return;
   const canon = (b: Uint8Array): Uint8Array => {

@@ -76,7 +76,9 @@ import { atLeast, parseVersion } from '../version.js';
 export interface OmniControllerOptions {
   version: OmniVersion | string;
   clock?: SimClock;
-  /** InfraProviderCleanupController deleted the account `infra-provider:<id>` (wire to IdentityRegistry.removeProvider). */
+  /**
+   * InfraProviderCleanupController deleted the account `infra-provider:<id>` (wire to IdentityRegistry.removeProvider).
+   */
   onServiceAccountDeleted?: (providerId: string) => void;
   /** Adds Omni's own finalizers to Running resources that lack them (default true). */
   addFinalizers?: boolean;
@@ -102,7 +104,10 @@ export interface OmniControllers {
   deleteMachine(uuid: string): void;
   /** Sets the MachineRequestSet's machine_count to `count`; the extra requests are torn down. */
   scaleDown(set: string, count: number): void;
-  /** A static provider's machine connects: Link, MachineRegistration and a pending InfraMachine. Refused on 1.4+ for a provider that is gone or tearing down. */
+  /**
+   * A static provider's machine connects: Link, MachineRegistration and a pending InfraMachine. Refused on 1.4+ for a
+   * provider that is gone or tearing down.
+   */
   registerStaticMachine(
     providerId: string,
     uuid: string,

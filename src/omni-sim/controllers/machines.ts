@@ -32,7 +32,9 @@ export interface StaticMachineOptions {
   accepted?: boolean;
 }
 
-/** MachineController, InfraMachineController, InfraMachineRegistrationController, LinkCleanupController, Destroy[Links]. */
+/**
+ * MachineController, InfraMachineController, InfraMachineRegistrationController, LinkCleanupController, Destroy[Links].
+ */
 export function reconcileLink(a: OmniActor, id: string): void {
   const link = a.peek(ptr(NS_DEFAULT, T.Link, id));
   const im = a.peek(ptr(NS_INFRA_PROVIDER, T.InfraMachine, id));

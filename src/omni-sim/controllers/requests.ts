@@ -104,7 +104,9 @@ export function reconcileMachineRequestStatus(a: OmniActor, id: string): void {
   if (cur) a.removeFinalizers(cur, (f) => f === C.MachineRequestStatusCleanup);
 }
 
-/** MachineRequestSetStatusController: scale down, (1.7+) replace, tear down with the set. `suffix`: of replacement IDs. */
+/**
+ * MachineRequestSetStatusController: scale down, (1.7+) replace, tear down with the set. `suffix`: of replacement IDs.
+ */
 export function reconcileSet(a: OmniActor, id: string, suffix: () => string): void {
   const set = a.peek(ptr(NS_DEFAULT, T.MachineRequestSet, id));
   if (!set) return;

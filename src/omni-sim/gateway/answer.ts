@@ -93,7 +93,10 @@ export class Body {
     socket.end();
     setTimeout(() => socket.destroy(), 1000).unref();
   }
-  /** Ends the body; the last write's sync flush is kept (Omni flushes it before closing its gzip writer; zlib would fold it into the finish). */
+  /**
+   * Ends the body; the last write's sync flush is kept (Omni flushes it before closing its gzip writer; zlib would fold
+   * it into the finish).
+   */
   end(): void {
     if (this.res.destroyed) return;
     const z = this.z;

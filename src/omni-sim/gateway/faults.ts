@@ -360,9 +360,8 @@ export function faultConfigFromPlain(v: unknown, path: string): FaultConfig {
     } else if (k === 'proxy_limit') {
       out.proxyLimit = proxyLimitFromPlain(x, `${path}.${k}`);
     } else {
-      throw new FaultConfigError(
-        `${path}.${k}: unknown fault (known: ${[...Object.keys(INT_KEYS), 'conflict_storm', 'throttle', 'proxy_limit', 'lose_write_answers'].join(', ')})`,
-      );
+      const known = [...Object.keys(INT_KEYS), 'conflict_storm', 'throttle', 'proxy_limit', 'lose_write_answers'];
+      throw new FaultConfigError(`${path}.${k}: unknown fault (known: ${known.join(', ')})`);
     }
   }
   return out;

@@ -112,7 +112,9 @@ export class TokenBucket {
   }
 }
 
-/** The size Omni charges for a resource: the protobuf of COSI's Resource without yaml_spec, as its etcd state stores it. */
+/**
+ * The size Omni charges for a resource: the protobuf of COSI's Resource without yaml_spec, as its etcd state stores it.
+ */
 export function marshaledSize(r: Resource): number {
   const md = r.metadata;
   const w = new BinaryWriter();
@@ -242,7 +244,10 @@ export class WriteThrottle {
     return structuredClone(this.counts);
   }
 
-  /** Whether the state operation running now is a call sent again after a wait (not a call of its own, for a count of calls). */
+  /**
+   * Whether the state operation running now is a call sent again after a wait (not a call of its own, for a count of
+   * calls).
+   */
   resending(): boolean {
     return (this.calls.getStore()?.resent ?? 0) > 0;
   }
@@ -277,7 +282,8 @@ export class WriteThrottle {
       count.failedOversize++;
       throw errorFromStatus(
         GrpcCode.ResourceExhausted,
-        `etcd write payload (${n} bytes) exceeds the configured burst (${bucket.burst}) for class=${CLASS_LABEL[cls]}, type=${type}`,
+        `etcd write payload (${n} bytes) exceeds the configured burst (${bucket.burst}) for ` +
+          `class=${CLASS_LABEL[cls]}, type=${type}`,
       );
     }
     const t0 = this.now();
@@ -297,7 +303,8 @@ export class WriteThrottle {
       const elapsed = ((this.now() - t0) / 1000).toFixed(3);
       throw errorFromStatus(
         GrpcCode.DeadlineExceeded,
-        `etcd write throttled out after ${elapsed}s (class=${CLASS_LABEL[cls]}, type=${type}, bytes=${n}): rate: Wait(n=${n}) would exceed context deadline`,
+        `etcd write throttled out after ${elapsed}s (class=${CLASS_LABEL[cls]}, type=${type}, bytes=${n}): rate: ` +
+          `Wait(n=${n}) would exceed context deadline`,
       );
     }
     if (r.waitMs <= 0) {

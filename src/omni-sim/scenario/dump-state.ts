@@ -25,7 +25,9 @@ const PROVIDER_NS_PREFIX = 'infra-provider:';
 export interface DumpSummary {
   /** IDs of the provider registrations (InfraProviders) the dump holds. */
   registered: string[];
-  /** Provider IDs that the dump's resources name (the infra-provider-id label, or an `infra-provider:<id>` namespace). */
+  /**
+   * Provider IDs that the dump's resources name (the infra-provider-id label, or an `infra-provider:<id>` namespace).
+   */
   named: string[];
   /** Whether the dump holds a resource of this namespace and type. */
   has(namespace: string, type: string): boolean;

@@ -189,7 +189,9 @@ export interface GenRequestOptions {
   outputs?: boolean;
 }
 
-/** An SDK provider's MachineRequest with its MachineRequestStatus (Omni's cleanup finalizer on it) and state resource. */
+/**
+ * An SDK provider's MachineRequest with its MachineRequestStatus (Omni's cleanup finalizer on it) and state resource.
+ */
 export function provisionedRequest(providerId: string, rid: string, o: GenRequestOptions = {}): Resource[] {
   const labels = { [LABEL_INFRA_PROVIDER_ID]: providerId, [LABEL_MACHINE_REQUEST_SET]: o.set ?? 'workers' };
   const owner = `${providerId}.ProvisionController`;

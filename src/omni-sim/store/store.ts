@@ -2,7 +2,8 @@
 // (this file), its watches (watch.ts), label and ID queries (query.ts), and how the backend Omni keeps
 // a kind in words its errors (backend.ts).
 //
-// The sim's COSI state: an in-memory store with the semantics of docs/omni-wire.md 2.2-2.7 and docs/cosi-semantics.md, and no
+// The sim's COSI state: an in-memory store with the semantics of docs/omni-wire.md 2.2-2.7 and docs/cosi-semantics.md,
+// and no
 // access rules (the identity argument is ignored; access.ts wraps this store with Omni's rules).
 //
 // Where Omni's backends differ (backend.ts), each kind answers as the backend Omni keeps it in:

@@ -43,7 +43,10 @@ export interface StoreEvent {
 
 export const kindOf = (p: { namespace: string; type: string }) => `${p.namespace}\u0000${p.type}`;
 
-/** COSI's tombstone (markers, a missing watched resource): version `undefined`, created = updated = now, as NewMetadata makes it. */
+/**
+ * COSI's tombstone (markers, a missing watched resource): version `undefined`, created = updated = now, as NewMetadata
+ * makes it.
+ */
 export function tombstone(p: { namespace: string; type: string; id?: string }, nowMs: number): Resource {
   const at = formatTimestamp(nowMs);
   return {
@@ -144,7 +147,9 @@ export function resumeFrom(params: WatchParams, bm: Uint8Array, h: HistoryState)
   return { pos };
 }
 
-/** What the store holds for a watch's start: the watched resource (single-resource watch), the kind's matching contents. */
+/**
+ * What the store holds for a watch's start: the watched resource (single-resource watch), the kind's matching contents.
+ */
 export interface WatchStart {
   bookmark: Uint8Array;
   nowMs: number;

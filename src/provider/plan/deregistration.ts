@@ -58,7 +58,8 @@ export function planDeregistration(p: PlanSoFar): Deregistration {
   // and what is left in our namespace may be destroyed only once each parent it names is gone.
   for (const r of p.s.missedByList) {
     reasons.push(
-      `${kindOf(r)} ${r.metadata.id} was not in its List, but a Get of its ID found it: the Lists of this pass are not complete`,
+      `${kindOf(r)} ${r.metadata.id} was not in its List, but a Get of its ID found it: the Lists of this pass are ` +
+        `not complete`,
     );
   }
   reasons.push(...unconfirmedParents(p));
@@ -79,7 +80,8 @@ export function planDeregistration(p: PlanSoFar): Deregistration {
     return {
       status: 'after-releases',
       reasons: [
-        `follows once the releases above are done: Omni then destroys the ${what} of ${p.id}, and nothing else of the provider is in use`,
+        `follows once the releases above are done: Omni then destroys the ${what} of ${p.id}, and nothing else of ` +
+          `the provider is in use`,
       ],
       ...base,
     };
@@ -129,7 +131,8 @@ function unconfirmedParents(p: PlanSoFar): string[] {
       if (!p.s.goneById.has(key) && !out.has(key)) {
         out.set(
           key,
-          `${kindOf(parent)} ${parent.id}, named by ${describePointer(r.metadata)}, was not confirmed gone by a Get of its ID`,
+          `${kindOf(parent)} ${parent.id}, named by ${describePointer(r.metadata)}, was not confirmed gone by a Get ` +
+            `of its ID`,
         );
       }
     }

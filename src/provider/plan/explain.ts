@@ -47,7 +47,8 @@ const NOTHING_TO_DO = 'nothing to do: Omni lets go by itself';
 const UNSEEN: Readonly<Record<string, { waitsFor: string; nextStep: string }>> = {
   InfraMachineController: {
     waitsFor:
-      "holds it until the InfraMachine is destroyed and, for an allocated machine, the ClusterMachine's config is torn down",
+      "holds it until the InfraMachine is destroyed and, for an allocated machine, the ClusterMachine's config is " +
+      'torn down',
     nextStep: 'take the machine out of its cluster, then delete it (omnictl delete link <uuid>)',
   },
   MachineRequestSetStatusController: {
@@ -60,7 +61,8 @@ const UNSEEN: Readonly<Record<string, { waitsFor: string; nextStep: string }>> =
   },
   MachineCleanupController: {
     waitsFor:
-      "holds it until the machine's MachineSetNode, InfraMachineConfig, InfraMachineBMCConfig, KernelArgs and install-disk config are gone",
+      "holds it until the machine's MachineSetNode, InfraMachineConfig, InfraMachineBMCConfig, KernelArgs and " +
+      'install-disk config are gone',
     nextStep: 'remove the machine from its cluster',
   },
   LinkCleanupController: {
@@ -96,7 +98,8 @@ export function predictHold(finalizer: string, f: HoldFacts): Hold {
       if (others.length === 0)
         return omni(
           'lets-go',
-          'lets go as soon as no other finalizer is on the request: it then destroys its own ClusterMachineRequestStatus, which nothing else holds',
+          'lets go as soon as no other finalizer is on the request: it then destroys its own ' +
+            'ClusterMachineRequestStatus, which nothing else holds',
           NOTHING_TO_DO,
         );
       return omni(
@@ -121,7 +124,8 @@ export function predictHold(finalizer: string, f: HoldFacts): Hold {
       if (m !== undefined && f.machine === 'absent') {
         return omni(
           'lets-go',
-          `lets go by itself: it waits only while machine ${m} has a MachineSetNode or a ClusterMachine, and no Machine ${m} of this provider is left in Omni`,
+          `lets go by itself: it waits only while machine ${m} has a MachineSetNode or a ClusterMachine, and no ` +
+            `Machine ${m} of this provider is left in Omni`,
           NOTHING_TO_DO,
         );
       }
@@ -132,8 +136,11 @@ export function predictHold(finalizer: string, f: HoldFacts): Hold {
           : `${which} is still in Omni`;
       return omni(
         'unseen',
-        `waits while ${which} is in a cluster (a MachineSetNode or ClusterMachine of it), which Omni takes it out of by itself now that its request is being deleted (a Talos reset can take minutes), then tears its Link down; ${seen}, and ${CANNOT_READ}`,
-        `wait, or run again with --wait; to check, as an Omni user: omnictl get machinesetnodes,clustermachines ${m ?? '<uuid>'}; if the machine stays in its cluster, look at that cluster's health in Omni`,
+        `waits while ${which} is in a cluster (a MachineSetNode or ClusterMachine of it), which Omni takes it out of ` +
+          `by itself now that its request is being deleted (a Talos reset can take minutes), then tears its Link ` +
+          `down; ${seen}, and ${CANNOT_READ}`,
+        `wait, or run again with --wait; to check, as an Omni user: omnictl get machinesetnodes,clustermachines ` +
+          `${m ?? '<uuid>'}; if the machine stays in its cluster, look at that cluster's health in Omni`,
       );
     }
     case 'ConfigPatchRequestController':
@@ -148,7 +155,8 @@ export function predictHold(finalizer: string, f: HoldFacts): Hold {
       // Before Omni 1.3.0 it held every InfraMachineStatus as an extra input and let go on teardown.
       return omni(
         'lets-go',
-        'lets go by itself once it reconciles the teardown (Omni before 1.3.0 held every InfraMachineStatus as an extra input)',
+        'lets go by itself once it reconciles the teardown (Omni before 1.3.0 held every InfraMachineStatus as an ' +
+          'extra input)',
         'if it stays: make sure Omni is healthy; upgrading Omni to 1.3 or later drops this finalizer by a migration',
       );
     default:
@@ -176,7 +184,9 @@ export function predictHold(finalizer: string, f: HoldFacts): Hold {
     finalizer,
     owner: 'other-provider',
     prediction: 'waits',
-    why: `${finalizer} belongs to another provider (IDs are compared exactly, case included) and is never removed by this run`,
+    why:
+      `${finalizer} belongs to another provider (IDs are compared exactly, case included) and is never removed by ` +
+      `this run`,
     nextStep: "run stub-provider with that provider's own ID and key if it is gone too",
   };
 }

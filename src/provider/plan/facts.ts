@@ -16,10 +16,12 @@ export const STUB_MARKER = 'stub-provider';
 
 /** Omni 1.4.0 added the cleanup that also tears down user-owned MachineRequestSets (docs/omni-lifecycle.md 9). */
 const DELETE_EFFECT =
-  'deleting the provider also tears down every user-owned MachineRequestSet, of every provider, not only this one: check `omnictl get machinerequestsets` first.';
+  'deleting the provider also tears down every user-owned MachineRequestSet, of every provider, not only this one: ' +
+  'check `omnictl get machinerequestsets` first.';
 export const DELETE_WARNING = `On Omni 1.4 and later, ${DELETE_EFFECT}`;
 /** When Omni's version could not be read: the operator knows it, we do not. */
-export const DELETE_WARNING_VERSION_UNKNOWN = `If this Omni is 1.4 or later (its version could not be read), ${DELETE_EFFECT}`;
+export const DELETE_WARNING_VERSION_UNKNOWN =
+  `If this Omni is 1.4 or later (its version could not be read), ` + `${DELETE_EFFECT}`;
 
 /** The warning that goes with `omnictl infraprovider delete` for this Omni version; none before 1.4. */
 export function deleteWarning(omniVersion: string | undefined): string | undefined {

@@ -148,7 +148,10 @@ export interface Snapshot {
    * any other.
    */
   missedByList: Resource[];
-  /** The resources of this snapshot (these objects) read by their ID (a Get, a live event, a write of this run), not only listed. */
+  /**
+   * The resources of this snapshot (these objects) read by their ID (a Get, a live event, a write of this run), not
+   * only listed.
+   */
   foundById: ReadonlySet<Resource>;
 }
 

@@ -419,7 +419,8 @@ export class Planner {
           id: rid,
           reason: 'in use: nobody asked to delete it',
           nextStep: set
-            ? `scale down MachineRequestSet ${set} or delete the machine${machineUuid ? ` ${machineUuid}` : ''}, and run again`
+            ? `scale down MachineRequestSet ${set} or delete the machine${machineUuid ? ` ${machineUuid}` : ''}, and ` +
+              `run again`
             : `tear the request down (omnictl delete machinerequest ${rid}) and run again`,
         });
       }
@@ -455,14 +456,18 @@ export class Planner {
         this.leftBehind.push({
           kind: 'MachineRequest',
           id: rid,
-          reason: `whatever the provider created outside Omni for this request (a VM, an instance${machineUuid ? `, machine ${machineUuid}` : ''}) is not deprovisioned`,
+          reason:
+            `whatever the provider created outside Omni for this request (a VM, an ` +
+            `instance${machineUuid ? `, machine ${machineUuid}` : ''}) is not deprovisioned`,
           nextStep: 'delete it in the infrastructure by hand',
         });
         if (states.length === 0 && !this.s.profile.stateTypesGiven) {
           this.leftBehind.push({
             kind: 'MachineRequest',
             id: rid,
-            reason: `no per-request state found under ${this.s.profile.stateTypes.join(', ') || 'any known type'}; a provider that keeps it under another type leaves it in infra-provider:${this.id}`,
+            reason:
+              `no per-request state found under ${this.s.profile.stateTypes.join(', ') || 'any known type'}; a ` +
+              `provider that keeps it under another type leaves it in infra-provider:${this.id}`,
             nextStep: "pass --state-type <Name> with the provider's state type and run again",
           });
         }
@@ -531,7 +536,10 @@ function leftoverReason(r: Resource): string {
     case T.MachineRequestStatus:
       return 'MachineRequestStatus whose MachineRequest is gone (a Get of its ID answered NotFound)';
     case T.ConfigPatchRequest:
-      return `ConfigPatchRequest of request ${r.metadata.labels[LABEL_MACHINE_REQUEST] ?? ''}, which is gone (a Get of its ID answered NotFound)`;
+      return (
+        `ConfigPatchRequest of request ${r.metadata.labels[LABEL_MACHINE_REQUEST] ?? ''}, which is gone (a Get ` +
+        `of its ID answered NotFound)`
+      );
     default:
       return 'provider state whose machine or request is gone (a Get of its ID answered NotFound)';
   }

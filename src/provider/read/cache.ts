@@ -195,7 +195,10 @@ export class ProviderCache implements Reads, ItemSource, KindHost {
     this.wake?.();
   }
 
-  /** --wait: resolves true on a change of what the caches hold (at once if one came since the last call), false after `ms`. */
+  /**
+   * --wait: resolves true on a change of what the caches hold (at once if one came since the last call), false after
+   * `ms`.
+   */
   async changed(ms: number): Promise<boolean> {
     if (this.dirty) {
       this.dirty = false;

@@ -17,7 +17,10 @@ export interface CacheOptions {
   /** Keep every kind up to date with a Watch (a run); false: one List per kind, nothing after (`plan`). */
   live: boolean;
   signal?: AbortSignal;
-  /** How long a new watch may take to say it is established before the List goes anyway (Omni before 1.0 filters that NOOP out). */
+  /**
+   * How long a new watch may take to say it is established before the List goes anyway (Omni before 1.0 filters that
+   * NOOP out).
+   */
   establishMs?: number;
   /** Resources kept of one kind at most, and events held while its List is read (design rule 12). */
   maxPerKind?: number;
@@ -268,7 +271,8 @@ export class KindCache {
       throw new StubError(
         'STUB_CACHE_TOO_LARGE',
         ExitCode.Incomplete,
-        `${this.namespace}/${this.type}: more than ${this.max()} resources or pending events (design rule 12); check what answers in front of Omni`,
+        `${this.namespace}/${this.type}: more than ${this.max()} resources or pending events (design rule 12); check ` +
+          `what answers in front of Omni`,
       );
   }
 
@@ -381,7 +385,10 @@ export class KindCache {
     if (absent) this.read(id);
   }
 
-  /** One Get of the ID at a time; what it answers is observed. Any other error: the wait goes on, to its end or its timeout. */
+  /**
+   * One Get of the ID at a time; what it answers is observed. Any other error: the wait goes on, to its end or its
+   * timeout.
+   */
   private read(id: string): void {
     if (this.reading.has(id) || this.c.o.signal?.aborted) return;
     this.reading.add(id);

@@ -197,7 +197,9 @@ export function describeOp(o: Operation): PlannedStep {
   }
 }
 
-/** Every operation of an item in the order a run performs them (a deregistration: its check, its clean-ups, the rest). */
+/**
+ * Every operation of an item in the order a run performs them (a deregistration: its check, its clean-ups, the rest).
+ */
 export function opsInOrder(i: PlanItem): Operation[] {
   if (i.kind !== 'deregistration' || !('cleanup' in i)) return i.ops;
   const d = i as NonNullable<Plan['deregistration']['item']>;
@@ -368,7 +370,8 @@ function blockedReason(o: ItemOutcome): string {
       : s.outcome === 'not-watched'
         ? `still held when last read by ${why} (--settle 0: not watched after the last write)`
         : s.outcome === 'watch-failed'
-          ? `still held when last read by ${why} (watching it after the last write failed: ${s.error ?? 'unknown error'})`
+          ? `still held when last read by ${why} (watching it after the last write failed: ` +
+            `${s.error ?? 'unknown error'})`
           : why;
   if (o.status === 'released') return `released by stub-provider; ${after}`;
   return o.heldBy ? `being deleted, nothing of ours left on it; ${after}` : why;
@@ -396,7 +399,9 @@ export function renderText(report: Report): string {
   const out: string[] = [];
   const head = rep.command === 'plan' ? 'Plan (nothing was changed)' : `Result: ${rep.result}`;
   out.push(
-    `stub-provider ${rep.version} — provider ${rep.providerId} (${rep.mode === 'whole' ? 'whole provider' : `machines: ${rep.machines.join(', ')}`}), ${rep.omniVersion ? `Omni ${rep.omniVersion}` : 'Omni version unknown (SysVersion not readable)'}`,
+    `stub-provider ${rep.version} — provider ${rep.providerId} ` +
+      `(${rep.mode === 'whole' ? 'whole provider' : `machines: ${rep.machines.join(', ')}`}), ` +
+      `${rep.omniVersion ? `Omni ${rep.omniVersion}` : 'Omni version unknown (SysVersion not readable)'}`,
   );
   out.push(`${head}; profile ${rep.profile.reason}`);
   const section = (title: string, xs: ReportEntry[], fmt: (x: ReportEntry) => string) => {
@@ -410,7 +415,8 @@ export function renderText(report: Report): string {
   if (rep.planned) {
     out.push(
       '',
-      `Would write ${rep.planned.writes} change(s) now${rep.planned.announce ? ', announce stub mode and send heartbeats' : ''}.`,
+      `Would write ${rep.planned.writes} change(s) ` +
+        `now${rep.planned.announce ? ', announce stub mode and send heartbeats' : ''}.`,
     );
     section(
       'Would release or clean',
@@ -430,16 +436,21 @@ export function renderText(report: Report): string {
     out.push(
       '',
       st.ms > 0
-        ? `Watched for up to ${describeDuration(st.ms)} after the last write (--settle) the ${st.items} item(s) others still held: ${st.gone} gone, ${st.held} still held.`
-        : `Not watched after the last write (--settle 0): ${st.items} item(s) others still held are reported as last read.`,
+        ? `Watched for up to ${describeDuration(st.ms)} after the last write (--settle) the ${st.items} item(s) ` +
+            `others still held: ${st.gone} gone, ${st.held} still held.`
+        : `Not watched after the last write (--settle 0): ${st.items} item(s) others still held are reported as last ` +
+            `read.`,
     );
   const th = rep.throttling;
   if (th) {
     out.push(
       '',
       `Omni ${describeThrottling(th)} (writes in flight down to ${th.minWritesInFlight} of ${th.maxWritesInFlight}); ` +
-        `${th.retriedWrites} write(s) sent again after a re-read, ${th.foundApplied} found applied on re-read and not sent again` +
-        `${th.lostAnswers ? `, ${th.lostAnswers} answer(s) lost` : ''}${th.gaveUp ? `; ${th.gaveUp} write(s) given up (STUB_THROTTLED)` : ''}.`,
+        (`${th.retriedWrites} write(s) sent again after a re-read, ${th.foundApplied} found applied on re-read and ` +
+          `not sent again`) +
+        `${th.lostAnswers ? `, ${th.lostAnswers} answer(s) lost` : ''}${
+          th.gaveUp ? `; ${th.gaveUp} write(s) given ` + `up (STUB_THROTTLED)` : ''
+        }.`,
     );
   }
   section('Blocked', rep.blocked, withNext);
@@ -448,10 +459,9 @@ export function renderText(report: Report): string {
   section('Left behind', rep.leftBehind, withNext);
   if (rep.notFound.length) out.push('', `Not found (nothing to do): ${rep.notFound.join(', ')}`);
   const d = rep.deregistration;
-  out.push(
-    '',
-    `Deregistration: ${d.status}${d.reasons.length ? ` — ${d.reasons.slice(0, 5).join('; ')}${d.reasons.length > 5 ? `; … ${d.reasons.length - 5} more` : ''}` : ''}`,
-  );
+  const more = d.reasons.length > 5 ? `; … ${d.reasons.length - 5} more` : '';
+  const reasons = d.reasons.length ? ` — ${d.reasons.slice(0, 5).join('; ')}${more}` : '';
+  out.push('', `Deregistration: ${d.status}${reasons}`);
   if (d.lastStep) out.push(`Last step, for an admin: ${d.lastStep}`);
   else if (d.lastStepAfterRun)
     out.push(`Last step, for an admin, once a run has deregistered the provider (not before): ${d.lastStepAfterRun}`);
@@ -481,8 +491,10 @@ function whatNext(rep: Report): string[] {
     out.push('', 'Next: run again to deregister (Omni had not yet destroyed what this run released).');
   if (rep.mode === 'whole' && st !== 'disabled' && st !== 'done') {
     out.push(
-      `Keep the registration until a run reports "Deregistration: deregistered": \`omnictl infraprovider delete ${rep.providerId}\` deletes`,
-      "the provider's service account and keys, so the stub could not log in again to finish (and before Omni 1.4 nothing else releases its machines).",
+      `Keep the registration until a run reports "Deregistration: deregistered": \`omnictl infraprovider delete ` +
+        `${rep.providerId}\` deletes`,
+      "the provider's service account and keys, so the stub could not log in again to finish (and before Omni 1.4 " +
+        'nothing else releases its machines).',
     );
   }
   return out;

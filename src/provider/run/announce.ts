@@ -29,7 +29,10 @@ export function stubVersionText(version: string): string {
 }
 
 export function heartbeatError(providerId: string): string {
-  return `${STUB_MARKER}: provider ${providerId} is being decommissioned; it releases machines being deleted and refuses new machines`;
+  return (
+    `${STUB_MARKER}: provider ${providerId} is being decommissioned; it releases machines being deleted and ` +
+    `refuses new machines`
+  );
 }
 
 export interface AnnounceContext {
@@ -148,8 +151,10 @@ export function liveProviderIn(
     return undefined;
   return new PreflightError(
     'STUB_LIVE_PROVIDER',
-    `a live provider with ID ${providerId} came back during the run: its heartbeat ${hb ? `of ${Math.round(hb.ageMs / 1000)} s ago` : '(unreadable)'} was not written by stub-provider. ` +
-      'The run stopped before deregistering it or overwriting its heartbeat. Let the provider finish its machines, or stop it and run again (--force if you are sure it is gone).',
+    `a live provider with ID ${providerId} came back during the run: its heartbeat ` +
+      `${hb ? `of ${Math.round(hb.ageMs / 1000)} s ago` : '(unreadable)'} was not written by stub-provider. ` +
+      ('The run stopped before deregistering it or overwriting its heartbeat. Let the provider finish its machines, ' +
+        'or stop it and run again (--force if you are sure it is gone).'),
   );
 }
 
@@ -195,7 +200,9 @@ export class Heartbeat {
     this.handle = undefined;
   }
 
-  /** One Get: throws the PreflightError of `liveProviderIn` when a live provider wrote the heartbeat (not with --force). */
+  /**
+   * One Get: throws the PreflightError of `liveProviderIn` when a live provider wrote the heartbeat (not with --force).
+   */
   async check(): Promise<Resource | undefined> {
     const p = { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.o.providerId };
     const current = await getIfExists(this.o.state, p, { signal: this.o.signal });

@@ -247,7 +247,9 @@ export class Executor {
       return {
         end: {
           status: 'blocked',
-          reason: `wipe ${res.outcome}${res.reason ? `: ${res.reason}` : ''} (--require-wipe keeps the machine's finalizers)`,
+          reason:
+            `wipe ${res.outcome}${res.reason ? `: ${res.reason}` : ''} (--require-wipe keeps the machine's ` +
+            `finalizers)`,
           nextStep: 'fix the BMC access or the wipe command and run again, or run without --require-wipe',
           counts: true,
         },
@@ -411,10 +413,12 @@ export class NotFoundUnconfirmedError extends StubError {
     super(
       'STUB_NOT_FOUND_UNCONFIRMED',
       ExitCode.Incomplete,
-      `${describePointer(p)}: ${call} answered NotFound, but nothing read this resource by its ID before (it came from a List only), so it is not taken for done`,
+      `${describePointer(p)}: ${call} answered NotFound, but nothing read this resource by its ID before (it came ` +
+        `from a List only), so it is not taken for done`,
     );
     this.name = 'NotFoundUnconfirmedError';
     this.nextStep =
-      'run again (the next run lists it afresh); if it keeps failing, check what answers in front of Omni (a proxy or gateway rewriting answers)';
+      'run again (the next run lists it afresh); if it keeps failing, check what answers in front of Omni (a proxy ' +
+      'or gateway rewriting answers)';
   }
 }

@@ -41,7 +41,8 @@ export interface PreflightResult {
 export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
   if (o.keyProviderId !== o.providerId) {
     throw new UsageError(
-      `the key is for ${JSON.stringify(o.keyName)}, not for infra-provider:${o.providerId}: --id must match the key's provider ID exactly (IDs are case-sensitive). ` +
+      `the key is for ${JSON.stringify(o.keyName)}, not for infra-provider:${o.providerId}: --id must match the ` +
+        `key's provider ID exactly (IDs are case-sensitive). ` +
         `Use the key printed by \`omnictl infraprovider create ${o.providerId}\`, or pass --id ${o.keyProviderId}.`,
     );
   }
@@ -75,7 +76,8 @@ export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
     if (!o.force) {
       throw new PreflightError(
         'STUB_LIVE_PROVIDER',
-        `the heartbeat (ProviderHealthStatus) of provider ${o.providerId} could not be read (its spec does not decode), so a live provider cannot be ruled out. ` +
+        `the heartbeat (ProviderHealthStatus) of provider ${o.providerId} could not be read (its spec does not ` +
+          `decode), so a live provider cannot be ruled out. ` +
           'Make sure the provider is stopped, then pass --force.',
       );
     }
@@ -87,8 +89,11 @@ export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
     if (!o.force) {
       throw new PreflightError(
         'STUB_LIVE_PROVIDER',
-        `a live provider with ID ${o.providerId} sent a heartbeat ${Math.round(hb.ageMs / 1000)} s ago (not written by stub-provider). ` +
-          'It would put its finalizers back and fight this run. Stop it first, or pass --force if you are sure it is gone.',
+        `a live provider with ID ${o.providerId} sent a heartbeat ${Math.round(hb.ageMs / 1000)} s ago (not written ` +
+          `by stub-provider). ` +
+          ('It would put its finalizers back and fight this run. Stop it first, or pass --force if you are sure it ' +
+            'is ' +
+            'gone.'),
       );
     }
     result.forced = true;
@@ -119,10 +124,12 @@ function isNotRegistered(err: unknown): boolean {
 function notRegistered(id: string, cause: OmniError): PreflightError {
   return new PreflightError(
     'STUB_NOT_REGISTERED',
-    `Omni says infra provider ${JSON.stringify(id)} is not registered. Its registration (and with it the service account and this key) was deleted. ` +
+    `Omni says infra provider ${JSON.stringify(id)} is not registered. Its registration (and with it the service ` +
+      `account and this key) was deleted. ` +
       `To release its machines, an admin re-creates the registration with the same ID and hands over the new key: ` +
       `\`omnictl infraprovider create ${id}\`, then run stub-provider with that key. ` +
-      "On Omni 1.4 and later this is usually not needed: once the registration is deleted, Omni strips the provider's finalizers and cleans up by itself.",
+      ('On Omni 1.4 and later this is usually not needed: once the registration is deleted, Omni strips the ' +
+        "provider's finalizers and cleans up by itself."),
     { cause },
   );
 }

@@ -116,7 +116,9 @@ export async function reconcile(deps: ReconcileDeps, o: ReconcileOptions): Promi
   return new Reconciler(deps, o).run();
 }
 
-/** What one pass applied: the parents it released (for Omni to destroy), and a deregistration it left to the next pass. */
+/**
+ * What one pass applied: the parents it released (for Omni to destroy), and a deregistration it left to the next pass.
+ */
 interface Applied {
   parents: Pointer[];
   deferred: boolean;

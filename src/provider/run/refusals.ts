@@ -13,7 +13,10 @@ import type { Refusal } from '../plan/plan.js';
 import { STUB_MARKER } from '../plan/facts.js';
 
 export function refusalError(providerId: string, requestId: string): string {
-  return `${STUB_MARKER}: provider ${providerId} is being decommissioned and accepts no new machines; request ${requestId} is refused`;
+  return (
+    `${STUB_MARKER}: provider ${providerId} is being decommissioned and accepts no new machines; request ` +
+    `${requestId} is refused`
+  );
 }
 
 export interface RefuseDeps {

@@ -35,7 +35,10 @@ const vectors: GoldenVector[] = files.flatMap((f) => f.vectors).filter((v) => v.
 
 const key = (s: AnySchema, f: FieldSchema): string => `${s.name}.${f.name}`;
 
-/** Walks each vector's JSON through our schemas: which messages and fields some vector sets, and the longest list seen per field. */
+/**
+ * Walks each vector's JSON through our schemas: which messages and fields some vector sets, and the longest list seen
+ * per field.
+ */
 function coverage(): { messages: Set<string>; fields: Map<string, number> } {
   const messages = new Set<string>();
   const fields = new Map<string, number>();

@@ -370,7 +370,9 @@ describe('spec codecs: plain objects for YAML', () => {
     const fromOmnictl = specFromPlain(
       InfraMachineSpec,
       parse(
-        'preferredpowerstate: 0\nacceptancestatus: 1\nclustertalosversion: 1.9.6\nextensions:\n    - siderolabs/iscsi-tools\nwipeid: ""\nextrakernelargs: ""\nrequestedrebootid: ""\ncordoned: false\ninstalleventid: 7\nnodeuniquetoken: ""\n',
+        'preferredpowerstate: 0\nacceptancestatus: 1\nclustertalosversion: 1.9.6\nextensions:\n    - ' +
+          'siderolabs/iscsi-tools\nwipeid: ""\nextrakernelargs: ""\nrequestedrebootid: ""\ncordoned: ' +
+          'false\ninstalleventid: 7\nnodeuniquetoken: ""\n',
       ),
     );
     expect(fromOmnictl).toEqual(fromProto);
@@ -571,8 +573,10 @@ describe('spec registry', () => {
       }),
     );
     expect(renderYamlSpec('InfraMachines.omni.sidero.dev', bytes)).toBe(
-      'preferredpowerstate: 0\nacceptancestatus: 1\nclustertalosversion: 1.9.6\nextensions:\n    - siderolabs/iscsi-tools\n' +
-        'wipeid: ""\nextrakernelargs: ""\nrequestedrebootid: ""\ncordoned: false\ninstalleventid: 0\nnodeuniquetoken: ""\npoweroffrequestid: ""\n',
+      'preferredpowerstate: 0\nacceptancestatus: 1\nclustertalosversion: 1.9.6\nextensions:\n    - ' +
+        'siderolabs/iscsi-tools\n' +
+        ('wipeid: ""\nextrakernelargs: ""\nrequestedrebootid: ""\ncordoned: false\ninstalleventid: ' +
+          '0\nnodeuniquetoken: ""\npoweroffrequestid: ""\n'),
     );
     expect(
       renderYamlSpec(

@@ -85,7 +85,8 @@ function harness(write?: Step) {
 }
 
 describe('the write observer of GatewayState', () => {
-  it('hears of each write before it is sent and of its outcome after, with the resource before and as intended', async () => {
+  it(`hears of each write before it is sent and of its outcome after, with the resource before and as \
+intended`, async () => {
     const h = harness();
     const r = await h.state.removeFinalizers(read, ['bm.A', 'bm.B']);
     expect(r.outcome).toBe('removed');
@@ -134,7 +135,8 @@ describe('the write observer of GatewayState', () => {
     ]);
   });
 
-  it('failed only when Omni refused it; unknown when cancelled, cut off, or refused after a retry (an earlier attempt may have been applied)', async () => {
+  it(`failed only when Omni refused it; unknown when cancelled, cut off, or refused after a retry (an earlier attempt \
+may have been applied)`, async () => {
     const cases: [Step, string][] = [
       [
         () => {

@@ -65,7 +65,8 @@ describe('the window of writes in flight', () => {
     return out;
   };
 
-  it('starts at the configured most and shrinks by half on a signal, once per round, never below the fewest', async () => {
+  it(`starts at the configured most and shrinks by half on a signal, once per round, never below the \
+fewest`, async () => {
     const w = new WriteWindow({ max: 16 });
     const round0 = await take(w, 16);
     expect(round0).toHaveLength(16);
@@ -174,7 +175,8 @@ describe('the window of writes in flight', () => {
 });
 
 describe('what a failed write is', () => {
-  it("back-pressure: DeadlineExceeded (Omni's or the client's), ResourceExhausted, Unavailable, a proxy's 429/503", () => {
+  it(`back-pressure: DeadlineExceeded (Omni's or the client's), ResourceExhausted, Unavailable, a proxy's \
+429/503`, () => {
     for (const e of [
       new DeadlineExceededError('x'),
       new ResourceExhaustedError('x'),
@@ -222,14 +224,16 @@ describe('the re-read verdicts', () => {
     );
   });
 
-  it('Destroy: a Get answering NotFound is applied; found at the version read not applied; at another version changed', () => {
+  it(`Destroy: a Get answering NotFound is applied; found at the version read not applied; at another version \
+changed`, () => {
     expect(destroyVerdict(stored('5'), undefined)).toBe('applied');
     expect(destroyVerdict(stored('5'), stored('5'))).toBe('not-applied');
     expect(destroyVerdict(undefined, stored('9'))).toBe('not-applied');
     expect(destroyVerdict(stored('5'), stored('6'))).toBe('changed');
   });
 
-  it("Create: NotFound not applied; found with our owner, labels and spec applied (finalizers aside); else someone else's", () => {
+  it(`Create: NotFound not applied; found with our owner, labels and spec applied (finalizers aside); else someone \
+else's`, () => {
     const sent = stored('undefined', { owner: '', finalizers: [] });
     expect(createVerdict(sent, 'p.ProvisionController', undefined)).toBe('not-applied');
     const ours = stored('1', { owner: 'p.ProvisionController', finalizers: ['omni.Controller'] });
@@ -241,7 +245,9 @@ describe('the re-read verdicts', () => {
   });
 });
 
-/** A backend whose writes answer `script` in turn (then ok) and whose Get answers `current()` (NotFound when undefined). */
+/**
+ * A backend whose writes answer `script` in turn (then ok) and whose Get answers `current()` (NotFound when undefined).
+ */
 function scripted(script: Error[], current: () => Resource | undefined, o: { getMs?: number; retries?: number } = {}) {
   const log: string[] = [];
   let t = 0;
@@ -363,7 +369,10 @@ describe('a write of unknown outcome is read back before anything is sent again'
     const err = await s.state.update(removal('5')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ThrottledError);
     expect((err as Error).message).toMatch(
-      /^Update infra-provider\/InfraMachines\.omni\.sidero\.dev\/m1: throttled by Omni: sent 4 times .* after 4 back-pressure answers/,
+      new RegExp(
+        String.raw`^Update infra-provider\/InfraMachines\.omni\.sidero\.dev\/m1: throttled by Omni: ` +
+          String.raw`sent 4 times .* after 4 back-pressure answers`,
+      ),
     );
     expect(s.log.filter((x) => x === 'Update')).toHaveLength(4);
     expect(s.state.throttling()).toMatchObject({ signals: 4, retriedWrites: 3, gaveUp: 1, minWritesInFlight: 1 });

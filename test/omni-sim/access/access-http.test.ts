@@ -17,18 +17,24 @@ identities:
   - { name: admin@example.org, role: Admin }
   - { name: reader@example.org, role: Reader }
 resources:
-  - metadata: { namespace: infra-provider, type: InfraProviders.omni.sidero.dev, id: bare-metal, version: 1, phase: running, finalizers: [InfraProviderCleanupController] }
+  - metadata: { namespace: infra-provider, type: InfraProviders.omni.sidero.dev, id: bare-metal, version: 1,
+                phase: running, finalizers: [InfraProviderCleanupController] }
     spec: {}
-  - metadata: { namespace: infra-provider, type: InfraMachines.omni.sidero.dev, id: ${UUID}, version: 2, owner: InfraMachineController, phase: tearingDown,
-                labels: { omni.sidero.dev/infra-provider-id: bare-metal }, finalizers: [bare-metal.WipeStatusController] }
+  - metadata: { namespace: infra-provider, type: InfraMachines.omni.sidero.dev, id: ${UUID}, version: 2,
+                owner: InfraMachineController, phase: tearingDown,
+                labels: { omni.sidero.dev/infra-provider-id: bare-metal },
+                finalizers: [bare-metal.WipeStatusController] }
     proto_spec: EAE=
-  - metadata: { namespace: infra-provider, type: InfraMachines.omni.sidero.dev, id: ${OTHER}, version: 1, owner: InfraMachineController, phase: running,
+  - metadata: { namespace: infra-provider, type: InfraMachines.omni.sidero.dev, id: ${OTHER}, version: 1,
+                owner: InfraMachineController, phase: running,
                 labels: { omni.sidero.dev/infra-provider-id: proxmox } }
     proto_spec: EAE=
-  - metadata: { namespace: default, type: Machines.omni.sidero.dev, id: ${OTHER}, version: 1, owner: MachineController, phase: running,
+  - metadata: { namespace: default, type: Machines.omni.sidero.dev, id: ${OTHER}, version: 1, owner: MachineController,
+                phase: running,
                 labels: { omni.sidero.dev/infra-provider-id: bare-metal } }
     proto_spec: ""
-  - metadata: { namespace: default, type: Links.omni.sidero.dev, id: ${OTHER}, version: 1, phase: running, labels: { omni.sidero.dev/infra-provider-id: bare-metal } }
+  - metadata: { namespace: default, type: Links.omni.sidero.dev, id: ${OTHER}, version: 1, phase: running,
+                labels: { omni.sidero.dev/infra-provider-id: bare-metal } }
     proto_spec: ""
 `;
 
@@ -70,7 +76,8 @@ async function getIm(id = UUID): Promise<{ metadata: Md; spec: { proto_spec?: st
 }
 
 describe('siderov1 over the gateway', () => {
-  it('answers 401 code 16 "invalid signature" with WWW-Authenticate for a tampered payload, wrong method, stale timestamp, no signature', async () => {
+  it(`answers 401 code 16 "invalid signature" with WWW-Authenticate for a tampered payload, wrong method, stale \
+timestamp, no signature`, async () => {
     const get = { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: UUID };
     const cases: RawCallOptions[] = [
       { tamper: (p) => p.replace('Get', 'List') },
@@ -107,7 +114,8 @@ describe('infra provider access over the gateway', () => {
       await bm('Get', { namespace: 'infra-provider:bare-metal', type: 'WipeStatuses.omni.sidero.dev', id: 'x' }),
       400,
       3,
-      'resources in namespace "infra-provider:bare-metal" must have a type suffix ".bare-metal.infraprovider.sidero.dev"',
+      'resources in namespace "infra-provider:bare-metal" must have a type suffix ' +
+        '".bare-metal.infraprovider.sidero.dev"',
     );
   });
 
@@ -140,7 +148,8 @@ describe('infra provider access over the gateway', () => {
       }),
       403,
       7,
-      'infra providers are not allowed to update "InfraMachines.omni.sidero.dev" resources other than setting finalizers',
+      'infra providers are not allowed to update "InfraMachines.omni.sidero.dev" resources other than setting ' +
+        'finalizers',
     );
     expectStatus(
       await bm('Destroy', {
@@ -276,7 +285,9 @@ describe('infra provider access over the gateway', () => {
   });
 
   it('refuses to delete a provider with running machines (1.4), then deletes it and its account', async () => {
-    const msg = `failed to validate: 1 error occurred:\n\t* cannot delete the infra provider "bare-metal", as there are 1 running machines managed by it: [${OTHER}]\n\n`;
+    const msg =
+      `failed to validate: 1 error occurred:\n\t* cannot delete the infra provider "bare-metal", as there ` +
+      `are 1 running machines managed by it: [${OTHER}]\n\n`;
     expectStatus(
       await admin('Destroy', { namespace: 'infra-provider', type: 'InfraProviders.omni.sidero.dev', id: 'bare-metal' }),
       400,

@@ -156,7 +156,8 @@ describe('infra provider: registration, namespaces, types', () => {
     expectError(
       () => api.create(BM, res('infra-provider:bare-metal', 'WipeStatuses.proxmox.infraprovider.sidero.dev', 'x'), ''),
       IA,
-      'resources in namespace "infra-provider:bare-metal" must have a type suffix ".bare-metal.infraprovider.sidero.dev"',
+      'resources in namespace "infra-provider:bare-metal" must have a type suffix ' +
+        '".bare-metal.infraprovider.sidero.dev"',
     );
     const created = api.create(
       BM,
@@ -207,7 +208,8 @@ describe('infra provider: registration, namespaces, types', () => {
       'infra providers are not allowed to destroy "InfraMachines.omni.sidero.dev" resources',
     );
     const msg =
-      'infra providers are not allowed to update "InfraMachines.omni.sidero.dev" resources other than setting finalizers';
+      'infra providers are not allowed to update "InfraMachines.omni.sidero.dev" resources other than setting ' +
+      'finalizers';
     const changed = structuredClone(im);
     changed.spec.protoSpec = new Uint8Array([8, 2]);
     expectError(() => api.update(BM, changed, 'InfraMachineController'), PD, msg);
@@ -225,7 +227,8 @@ describe('infra provider: registration, namespaces, types', () => {
         api.update(BM, { ...im, metadata: { ...im.metadata, finalizers: ['bare-metal.X'] } }, 'InfraMachineController'),
       9,
       // Go's %q of the int64 versions 1 and 2: character literals.
-      "failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/m-own@2) update conflict: expected version '\\x01', actual version '\\x02'",
+      'failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/m-own@2) update conflict: expected ' +
+        "version '\\x01', actual version '\\x02'",
     );
     expect([im.metadata.version, stored.metadata.version]).toEqual(['1', '2']);
     expectError(
@@ -280,7 +283,8 @@ describe('infra provider: registration, namespaces, types', () => {
     expect(api.update(BM, dropped, 'bare-metal.ProvisionController').metadata.labels).toEqual({ [L]: 'bare-metal' });
   });
 
-  it('filters watches: foreign events dropped, BOOTSTRAPPED passes, no initial event for a missing single resource', async () => {
+  it(`filters watches: foreign events dropped, BOOTSTRAPPED passes, no initial event for a missing single \
+resource`, async () => {
     const { api, store } = setup('1.3');
     const boot = await collect(
       api,
@@ -365,7 +369,8 @@ describe('infra provider: outside the infra namespaces', () => {
 });
 
 describe('users', () => {
-  it('read everything in the infra namespaces (BMCConfig: Admin only) and write only Providers and (1.7+, Operator+) MachineRequests', () => {
+  it(`read everything in the infra namespaces (BMCConfig: Admin only) and write only Providers and (1.7+, Operator+) \
+MachineRequests`, () => {
     const { api } = setup('1.6');
     expect(api.list(READER, 'infra-provider', T.InfraMachine, EMPTY_QUERY)).toHaveLength(2);
     expectError(
@@ -444,7 +449,8 @@ describe('users', () => {
   it('from 1.4 refuses to tear down or destroy a provider with Running machines', () => {
     const p = { namespace: 'infra-provider', type: T.InfraProvider, id: 'bare-metal' };
     const msg =
-      'failed to validate: 1 error occurred:\n\t* cannot delete the infra provider "bare-metal", as there are 1 running machines managed by it: [m-own]\n\n';
+      'failed to validate: 1 error occurred:\n\t* cannot delete the infra provider "bare-metal", as there are 1 ' +
+      'running machines managed by it: [m-own]\n\n';
     for (const v of ['1.4', '1.9']) {
       const { api } = setup(v);
       expectError(() => api.teardown(ADMIN, p, ''), IA, msg);

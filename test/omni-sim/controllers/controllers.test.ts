@@ -65,7 +65,8 @@ function providerReleases(store: SimStore, p: Pointer): void {
 }
 
 describe('deleting a static machine', () => {
-  it('1.3: provider ID an annotation, the Link is destroyed, the InfraMachine stays stuck on the provider finalizers', async () => {
+  it(`1.3: provider ID an annotation, the Link is destroyed, the InfraMachine stays stuck on the provider \
+finalizers`, async () => {
     const { store, omni } = setup('1.3.4');
     const { link, machine } = omni.registerStaticMachine('bare-metal', UUID, { accepted: true });
     expect(link.metadata.annotations[L]).toBe('bare-metal');
@@ -134,7 +135,8 @@ describe('deleting the infra provider', () => {
     expect(peek(store, { namespace: 'infra-provider', type: T.InfraProviderStatus, id: 'bare-metal' })).toBeDefined();
   });
 
-  it('1.3: only the statuses with owner "" and the service account go; machines keep the provider finalizers', async () => {
+  it(`1.3: only the statuses with owner "" and the service account go; machines keep the provider \
+finalizers`, async () => {
     const { store, omni, deleted } = setup('1.3', withStatuses());
     omni.registerStaticMachine('bare-metal', UUID);
     providerFinalizes(store, IM, BM_FINALIZERS);
@@ -156,7 +158,8 @@ describe('deleting the infra provider', () => {
     expect(() => omni.registerStaticMachine('bare-metal', 'another-uuid')).not.toThrow();
   });
 
-  it('1.4: also tears down Links, strips InfraMachines, removes statuses and every user-owned MachineRequestSet; new registrations refused', async () => {
+  it(`1.4: also tears down Links, strips InfraMachines, removes statuses and every user-owned MachineRequestSet; new \
+registrations refused`, async () => {
     const { store, omni, deleted } = setup('1.4', withStatuses());
     omni.registerStaticMachine('bare-metal', UUID);
     providerFinalizes(store, IM, BM_FINALIZERS);
@@ -213,7 +216,8 @@ describe('MachineRequests and their sets', () => {
       providerFinalizes(store, requests[0]!.metadata, ['bare-metal.ProvisionController']);
       store.teardown(INTERNAL, requests[0]!.metadata, '');
       await omni.idle();
-      expect(store.list(INTERNAL, 'infra-provider', T.MachineRequest, EMPTY_QUERY)).toHaveLength(2); // stuck one still counts
+      // The stuck one still counts.
+      expect(store.list(INTERNAL, 'infra-provider', T.MachineRequest, EMPTY_QUERY)).toHaveLength(2);
       providerReleases(store, requests[0]!.metadata);
       await omni.idle();
       const ids = store.list(INTERNAL, 'infra-provider', T.MachineRequest, EMPTY_QUERY).map((r) => r.metadata.id);
@@ -227,7 +231,8 @@ describe('MachineRequests and their sets', () => {
     });
   }
 
-  it('1.4: a set torn down while its provider is gone has its requests stripped of all but ClusterMachineRequestStatusController', async () => {
+  it(`1.4: a set torn down while its provider is gone has its requests stripped of all but \
+ClusterMachineRequestStatusController`, async () => {
     const { store, omni } = setup('1.4');
     const { set, requests } = omni.createMachineRequestSet({ id: 'set', providerId: 'gone', machineCount: 1 });
     const r = requests[0]!;
@@ -247,7 +252,8 @@ describe('MachineRequests and their sets', () => {
     expect(peek(v13.store, s13.set.metadata)?.metadata.phase).toBe('tearingDown');
   });
 
-  it("MachineRequestStatus carries Omni's cleanup finalizer until torn down, which also tears down the machine's Link", async () => {
+  it(`MachineRequestStatus carries Omni's cleanup finalizer until torn down, which also tears down the machine's \
+Link`, async () => {
     const { store, omni } = setup('1.3');
     omni.registerStaticMachine('bare-metal', UUID);
     const p = { namespace: 'infra-provider', type: T.MachineRequestStatus, id: 'req-1' };
@@ -270,7 +276,8 @@ describe('MachineRequests and their sets', () => {
   });
 
   for (const v of ['1.3.4', '1.9.3']) {
-    it(`${v}: ClusterMachineRequestStatusController holds a request while any other finalizer is on it, and lets go at once after`, async () => {
+    it(`${v}: ClusterMachineRequestStatusController holds a request while any other finalizer is on it, and lets go \
+at once after`, async () => {
       const { store, omni } = setup(v);
       const { requests } = omni.createMachineRequestSet({ id: 'set', providerId: 'bare-metal', machineCount: 1 });
       const r = requests[0]!.metadata;
@@ -288,7 +295,8 @@ describe('MachineRequests and their sets', () => {
       expect(peek(store, r)).toBeUndefined();
     });
 
-    it(`${v}: MachineRequestStatusCleanupController holds a status while its machine's ClusterMachine or controller-owned MachineSetNode exists`, async () => {
+    it(`${v}: MachineRequestStatusCleanupController holds a status while its machine's ClusterMachine or \
+controller-owned MachineSetNode exists`, async () => {
       const { store, omni } = setup(v);
       omni.registerStaticMachine('bare-metal', UUID);
       const owner = 'bare-metal.ProvisionController';
@@ -319,7 +327,8 @@ describe('MachineRequests and their sets', () => {
       expect(peek(store, held)?.metadata.finalizers).toEqual([C.MachineRequestStatusCleanup]);
       store.destroy(INTERNAL, node, 'MachineSetNodeController');
       await omni.idle();
-      expect(peek(store, held)?.metadata.finalizers).toEqual([C.MachineRequestStatusCleanup]); // the ClusterMachine still
+      // The ClusterMachine still.
+      expect(peek(store, held)?.metadata.finalizers).toEqual([C.MachineRequestStatusCleanup]);
       expect(peek(store, LINK)?.metadata.phase).toBe('running');
       store.destroy(INTERNAL, cm, 'MachineSetStatusController');
       await omni.idle();
@@ -327,7 +336,8 @@ describe('MachineRequests and their sets', () => {
       expect(peek(store, LINK)).toBeUndefined(); // then it tears the machine's Link down
     });
 
-    it(`${v}: MachineRequestStatusCleanupController destroys a user-owned MachineSetNode of the machine itself`, async () => {
+    it(`${v}: MachineRequestStatusCleanupController destroys a user-owned MachineSetNode of the machine \
+itself`, async () => {
       const { store, omni } = setup(v);
       const owner = 'bare-metal.ProvisionController';
       const p = { namespace: 'infra-provider', type: T.MachineRequestStatus, id: 'req-1' };

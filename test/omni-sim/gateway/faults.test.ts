@@ -215,7 +215,8 @@ const lost = async (p: Promise<unknown>) => {
   await expect(p).rejects.toThrow(/other side closed|socket|ECONNRESET/i);
 };
 
-describe('lose_write_answers: a client write applied, then its connection destroyed before any byte of the answer', () => {
+describe(`lose_write_answers: a client write applied, then its connection destroyed before any byte of the \
+answer`, () => {
   afterEach(() => sim.faults.set({ loseWriteAnswers: undefined }));
 
   it('a bare count: the next write is applied and its connection dropped; the one after is answered', async () => {
@@ -231,7 +232,8 @@ describe('lose_write_answers: a client write applied, then its connection destro
     expect([again.status, (again.json as { code: number }).code]).toEqual([409, 6]);
   });
 
-  it('a filter by method and resource; a write that fails is answered and not counted; the resend is refused', async () => {
+  it(`a filter by method and resource; a write that fails is answered and not counted; the resend is \
+refused`, async () => {
     await create('a');
     await create('b');
     const v1 = stored('a')!.metadata as unknown as Md;
@@ -244,13 +246,15 @@ describe('lose_write_answers: a client write applied, then its connection destro
 
     sim.faults.set({ loseWriteAnswers: { count: 1, method: 'Update', id: 'a' } });
     const stale = await update('a', 'stale', v1); // version 1: refused, answered, not counted
-    expect([stale.status, (stale.json as { code: number }).code]).toEqual([400, 9]); // FailedPrecondition, as grpc-gateway maps it;
+    // FailedPrecondition, as grpc-gateway maps it;
+    expect([stale.status, (stale.json as { code: number }).code]).toEqual([400, 9]);
     expect(sim.faults.config.loseWriteAnswers?.count).toBe(1);
     const v2 = stored('a')!.metadata as unknown as Md;
     await lost(update('a', 'second', v2));
     // The client sends its lost Update again, as read: the version moved, so it is refused.
     const resend = await update('a', 'second', v2);
-    expect([resend.status, (resend.json as { code: number }).code]).toEqual([400, 9]); // FailedPrecondition, as grpc-gateway maps it;
+    // FailedPrecondition, as grpc-gateway maps it;
+    expect([resend.status, (resend.json as { code: number }).code]).toEqual([400, 9]);
     expect(stored('a')?.metadata).toMatchObject({ version: '3', finalizers: ['first', 'second'] });
   });
 

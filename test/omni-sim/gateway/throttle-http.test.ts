@@ -122,7 +122,8 @@ describe("Omni's write budget", () => {
     expect(sim.faults.throttle!.stats().infraProvider).toMatchObject({ admitted: 1, failedTimeout: 0 });
   });
 
-  it("a wait longer than the Grpc-Timeout: DeadlineExceeded (504) at once, in Omni's words, nothing applied", async () => {
+  it(`a wait longer than the Grpc-Timeout: DeadlineExceeded (504) at once, in Omni's words, nothing \
+applied`, async () => {
     const one = cost(thing());
     sim.faults.set({ throttle: { infraProvider: { bytesPerSecond: Math.ceil(one / 2), burst: one + 8 } } });
     await drain();
@@ -140,7 +141,8 @@ describe("Omni's write budget", () => {
     expect((res.json as { code: number }).code).toBe(4);
     expect((res.json as { message: string }).message).toMatch(
       new RegExp(
-        `^etcd write throttled out after 0\\.00\\ds \\(class=infraprovider, type=${TYPE.replace(/\./g, '\\.')}, bytes=\\d+\\): rate: Wait\\(n=\\d+\\) would exceed context deadline$`,
+        `^etcd write throttled out after 0\\.00\\ds \\(class=infraprovider, type=${TYPE.replace(/\./g, '\\.')}, ` +
+          `bytes=\\d+\\): rate: Wait\\(n=\\d+\\) would exceed context deadline$`,
       ),
     );
     expect(exists(r)).toBe(false);
@@ -156,7 +158,8 @@ describe("Omni's write budget", () => {
     expect(exists(r)).toBe(true);
   });
 
-  it('without a Grpc-Timeout maxWait bounds the wait; the client reads the Create back (NotFound) and, with no retries left, gives up naming it', async () => {
+  it(`without a Grpc-Timeout maxWait bounds the wait; the client reads the Create back (NotFound) and, with no retries \
+left, gives up naming it`, async () => {
     const one = cost(thing());
     sim.faults.set({
       throttle: { infraProvider: { bytesPerSecond: Math.ceil(one / 2), burst: one + 8 }, maxWaitMs: 200 },
@@ -217,7 +220,8 @@ describe("Omni's write budget", () => {
 });
 
 describe('a proxy that limits requests', () => {
-  it('answers 429 with Retry-After and a body of its own once its bucket is empty; the client takes it for back-pressure, Retry-After carried', async () => {
+  it(`answers 429 with Retry-After and a body of its own once its bucket is empty; the client takes it for \
+back-pressure, Retry-After carried`, async () => {
     sim.faults.set({ proxyLimit: { requestsPerSecond: 0, burst: 1, status: 429, retryAfterS: 3 } });
     const first = await rawCall(sim.endpoint, key, 'Get', { namespace: NS, type: TYPE, id: 'x' });
     expect(first.status).toBe(404);

@@ -184,7 +184,8 @@ describe('WriteThrottle', () => {
     const e = caught(() => t.within(call, () => t.gate(provider, 'InfraMachines.omni.sidero.dev', () => 60)));
     expect(e).toBeInstanceOf(DeadlineExceededError);
     expect((e as DeadlineExceededError).omniMessage).toBe(
-      'etcd write throttled out after 0.000s (class=infraprovider, type=InfraMachines.omni.sidero.dev, bytes=60): rate: Wait(n=60) would exceed context deadline',
+      'etcd write throttled out after 0.000s (class=infraprovider, type=InfraMachines.omni.sidero.dev, bytes=60): ' +
+        'rate: Wait(n=60) would exceed context deadline',
     );
     // Nothing was taken: a write due within the deadline still gets its turn.
     const w = caught(() => t.within(call, () => t.gate(provider, 'T', () => 40)));
@@ -223,7 +224,8 @@ describe('WriteThrottle', () => {
     t.within({}, () => t.gate(provider, 'T', () => 100)); // another class's bucket: still full
   });
 
-  it('throttled(): waits, sends the call again with its bytes reserved, counts the wait; a caller gone gives them back', async () => {
+  it(`throttled(): waits, sends the call again with its bytes reserved, counts the wait; a caller gone gives them \
+back`, async () => {
     const c = clock();
     const t = new WriteThrottle({ infraProvider: budget(100, 100) }, c.now);
     t.within({}, () => t.gate(provider, 'T', () => 100));
@@ -259,7 +261,8 @@ describe('WriteThrottle', () => {
 });
 
 describe('the store charges what Omni charges', () => {
-  it('etcd-backed writes after their checks (a Create before its existence check), a Destroy by what it deletes; in-memory kinds never', () => {
+  it(`etcd-backed writes after their checks (a Create before its existence check), a Destroy by what it deletes; \
+in-memory kinds never`, () => {
     const seen: [string, number][] = [];
     const store = new SimStore({
       clock: { now: () => 0 },
@@ -330,7 +333,8 @@ describe('grpcTimeoutMs', () => {
 });
 
 describe('ProxyLimit', () => {
-  it('lets the burst through, then refuses with the status and Retry-After asked for, or the time to the next token', () => {
+  it(`lets the burst through, then refuses with the status and Retry-After asked for, or the time to the next \
+token`, () => {
     const c = clock();
     const l = new ProxyLimit({ requestsPerSecond: 0.5, burst: 2 }, c.now);
     expect([l.take(), l.take()]).toEqual([undefined, undefined]);

@@ -69,9 +69,11 @@ describe('dumpState', () => {
 });
 
 describe('the Omni version of a dump', () => {
-  it('a header-less dump with a SysVersion (omnictl get sysversions) is that version; a header wins; none is the default', () => {
+  it(`a header-less dump with a SysVersion (omnictl get sysversions) is that version; a header wins; none is the \
+default`, () => {
     const doc =
-      'metadata:\n    namespace: ephemeral\n    type: SysVersions.system.sidero.dev\n    id: current\n    version: 1\n    owner: ""\n    phase: running\n' +
+      'metadata:\n    namespace: ephemeral\n    type: SysVersions.system.sidero.dev\n    id: current\n    version: ' +
+      '1\n    owner: ""\n    phase: running\n' +
       'spec:\n    backendversion: v1.9.3\n    instancename: omni\n    backendapiversion: 1\n';
     expect(parseScenario(`${EXAMPLE}\n---\n${doc}`).omniVersion).toBe('v1.9.3');
     expect(parseScenario(`omni: { version: "1.4.2" }\n---\n${EXAMPLE}\n---\n${doc}`).omniVersion).toBe('1.4.2');

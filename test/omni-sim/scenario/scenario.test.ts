@@ -150,7 +150,8 @@ resources:
       /no spec codec for type Unknown.example; give proto_spec/,
     );
     bad(
-      `---\nomni: { version: "1.3" }\n---\nmetadata: { namespace: infra-provider, type: InfraMachines.omni.sidero.dev, id: a }\nspec:\n    acceptancestatus: 1\n    bogus: 2\n`,
+      `---\nomni: { version: "1.3" }\n---\nmetadata: { namespace: infra-provider, type: ` +
+        `InfraMachines.omni.sidero.dev, id: a }\nspec:\n    acceptancestatus: 1\n    bogus: 2\n`,
       /document 1: spec.*unknown key "bogus"/,
     );
   });

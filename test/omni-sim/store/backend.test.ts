@@ -71,7 +71,8 @@ describe('where Omni keeps a kind', () => {
     );
   });
 
-  it('an in-memory kind answers without the "failed to <op>:" prefix, versions quoted as strings, owner checked first', () => {
+  it(`an in-memory kind answers without the "failed to <op>:" prefix, versions quoted as strings, owner checked \
+first`, () => {
     const store = new SimStore({ clock: { now: () => 0 } });
     const T = 'InfraProviderHealthStatuses.omni.sidero.dev';
     const NS = 'infra-provider-ephemeral';
@@ -106,7 +107,9 @@ describe('where Omni keeps a kind', () => {
     expect(() => store.update(who, { ...c, metadata: { ...c.metadata, version: '65' } }, 'x')).toThrow(
       expect.objectContaining({
         grpcCode: 9,
-        omniMessage: `failed to update: resource ${T}(${NS}/m@1) update conflict: expected version 'A', actual version '\\x01'`,
+        omniMessage:
+          `failed to update: resource ${T}(${NS}/m@1) update conflict: expected version 'A', actual ` +
+          `version '\\x01'`,
       }),
     );
     expect(() =>

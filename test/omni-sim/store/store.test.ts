@@ -87,7 +87,8 @@ describe('SimStore CRUD (docs/omni-wire.md 2.2, 2.3)', () => {
       expect.objectContaining({
         grpcCode: 9,
         omniMessage:
-          "failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) update conflict: expected version '\\a', actual version '\\x01'",
+          'failed to update: resource InfraMachines.omni.sidero.dev(infra-provider/a@1) update conflict: expected ' +
+          "version '\\a', actual version '\\x01'",
       }),
     );
     expect(() => store.update(who, c, 'Other', 'tearingDown')).toThrow(
@@ -188,7 +189,8 @@ describe('SimStore CRUD (docs/omni-wire.md 2.2, 2.3)', () => {
 });
 
 describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
-  it('kind watch with bootstrap contents: CREATED per resource without a bookmark, BOOTSTRAPPED tombstone with one, then live events with one', async () => {
+  it(`kind watch with bootstrap contents: CREATED per resource without a bookmark, BOOTSTRAPPED tombstone with one, \
+then live events with one`, async () => {
     const { store } = makeStore();
     store.create(who, res('b'), '');
     store.create(who, res('a'), '');
@@ -216,7 +218,8 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     expect((await it.next()).done).toBe(true);
   });
 
-  it('aggregated: bootstrap in one batch; bootstrap_bookmark adds a NOOP batch of its own; api_version 0 drops BOOTSTRAPPED', async () => {
+  it(`aggregated: bootstrap in one batch; bootstrap_bookmark adds a NOOP batch of its own; api_version 0 drops \
+BOOTSTRAPPED`, async () => {
     const { store } = makeStore();
     store.create(who, res('a'), '');
     const ac = new AbortController();
@@ -243,7 +246,8 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     ac.abort();
   });
 
-  it('single-resource watch: CREATED or a DESTROYED tombstone first; bad options are Unimplemented/Unknown', async () => {
+  it(`single-resource watch: CREATED or a DESTROYED tombstone first; bad options are \
+Unimplemented/Unknown`, async () => {
     const { store } = makeStore();
     store.create(who, res('a'), '');
     const ac = new AbortController();
@@ -286,7 +290,8 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     expect(() => store.watch(who, params({ namespace: 'ephemeral', tailEvents: 1 }), ac.signal)).not.toThrow();
   });
 
-  it('etcd kinds: resumes from a revision, skipping the bookmarked event; a bad length is FailedPrecondition, a compacted revision ERRORED', async () => {
+  it(`etcd kinds: resumes from a revision, skipping the bookmarked event; a bad length is FailedPrecondition, a \
+compacted revision ERRORED`, async () => {
     const { store } = makeStore({ historyCapacity: 5 });
     const ac = new AbortController();
     const it = store.watch(who, params(), ac.signal)[Symbol.asyncIterator]();
@@ -324,7 +329,8 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     ac.abort();
   });
 
-  it('in-memory kinds: cookie + position; anything not issued by this process, too old or from the future is "invalid watch bookmark"', async () => {
+  it(`in-memory kinds: cookie + position; anything not issued by this process, too old or from the future is "invalid \
+watch bookmark"`, async () => {
     const { store } = makeStore({ historyCapacity: 2 });
     const ac = new AbortController();
     const ep = { namespace: 'ephemeral' };
@@ -351,7 +357,8 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     ac.abort();
   });
 
-  it('keeps exactly the last historyCapacity events however many were written (bookmarks inside resume, older ones refused)', async () => {
+  it(`keeps exactly the last historyCapacity events however many were written (bookmarks inside resume, older ones \
+refused)`, async () => {
     const { store } = makeStore({ historyCapacity: 5 });
     const ac = new AbortController();
     const bookmarks: Uint8Array[] = [];
@@ -367,7 +374,8 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     ac.abort();
   });
 
-  it('events are not copies the store keeps reading: a watcher changing what it got leaves the store as it was', async () => {
+  it(`events are not copies the store keeps reading: a watcher changing what it got leaves the store as it \
+was`, async () => {
     const { store } = makeStore();
     const ac = new AbortController();
     const it = store.watch(who, params(), ac.signal)[Symbol.asyncIterator]();
@@ -406,7 +414,8 @@ describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
     expect(got).toHaveLength(1);
   });
 
-  it('restart breaks open watches and refuses the bookmarks issued before it; onEvent sees every change in order', async () => {
+  it(`restart breaks open watches and refuses the bookmarks issued before it; onEvent sees every change in \
+order`, async () => {
     const { store } = makeStore();
     const seen: string[] = [];
     const off = store.onEvent((e) => {

@@ -111,7 +111,8 @@ describe('profile', () => {
 });
 
 describe('plan: bare-metal', () => {
-  it('releases a deleted machine in the order of rule 5: namespace resources, InfraMachineStatus, InfraMachine', async () => {
+  it(`releases a deleted machine in the order of rule 5: namespace resources, InfraMachineStatus, \
+InfraMachine`, async () => {
     const plan = await planFor([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
     expect(plan.items).toHaveLength(1);
     const steps = stepNames(plan.items[0]!.ops);
@@ -157,7 +158,8 @@ describe('plan: bare-metal', () => {
     for (const s of plan.items.flatMap((i) => i.ops)) if (s.op !== 'wipe') expect(s.target.id).not.toBe(U1);
   });
 
-  it('leaves foreign finalizers: Omni before 1.3 holds the InfraMachineStatus; the run waits for it, and Omni lets go by itself', async () => {
+  it(`leaves foreign finalizers: Omni before 1.3 holds the InfraMachineStatus; the run waits for it, and Omni lets go \
+by itself`, async () => {
     const plan = await planFor(bareMetalMachine(ID, U1, { omniOnStatus: true }));
     expect(opsOn(plan.items[0]!.ops, T.InfraMachineStatus)).toBe('teardown wait destroy');
     expect(plan.items[0]!.ops.find((o) => o.op === 'wait')).toMatchObject({ finalizers: ['MachineStatusController'] });
@@ -280,7 +282,8 @@ describe('plan: provisioning', () => {
     expect(plan.notFound).toEqual([]);
   });
 
-  it("a request held only by Omni's ClusterMachineRequestStatusController is not blocked: Omni lets go by itself", async () => {
+  it(`a request held only by Omni's ClusterMachineRequestStatusController is not blocked: Omni lets go by \
+itself`, async () => {
     const rs = provisionedRequest('kubevirt', 'r1', { withStatus: false, withCpr: false });
     rs[0]!.metadata.finalizers = ['ClusterMachineRequestStatusController'];
     const plan = await planFor(rs, { id: 'kubevirt' });
@@ -399,7 +402,8 @@ describe("plan: what Omni's own finalizers will do (only what the provider can r
     unseen: plan.unseen.map((n) => `${n.kind}/${n.id}`),
   });
 
-  it('a scaled-down request whose status names no machine: Omni lets go of the status, the patch and the request by itself', async () => {
+  it(`a scaled-down request whose status names no machine: Omni lets go of the status, the patch and the request by \
+itself`, async () => {
     const plan = await planFor([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { machineUuid: '' })], {
       id: KV,
     });
@@ -414,13 +418,17 @@ describe("plan: what Omni's own finalizers will do (only what the provider can r
     );
     expect(status.reason).not.toMatch(/holds it until/);
     expect(plan.lettingGo.find((n) => n.kind === 'MachineRequests')!.reason).toMatch(
-      /^once our finalizers are removed: ClusterMachineRequestStatusController: .*lets go as soon as no other finalizer is on the request/,
+      new RegExp(
+        String.raw`^once our finalizers are removed: ClusterMachineRequestStatusController: .*lets go ` +
+          String.raw`as soon as no other finalizer is on the request`,
+      ),
     );
     // What this plan releases and only Omni's self-releasing finalizers keep: deregistration follows.
     expect(plan.deregistration.status).toBe('after-releases');
   });
 
-  it('a status naming a machine no longer in Omni: lets go by itself (its MachineSetNode and ClusterMachine went before it)', async () => {
+  it(`a status naming a machine no longer in Omni: lets go by itself (its MachineSetNode and ClusterMachine went \
+before it)`, async () => {
     const plan = await planFor([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { machineUuid: U1 })], {
       id: KV,
     });
@@ -430,7 +438,8 @@ describe("plan: what Omni's own finalizers will do (only what the provider can r
     );
   });
 
-  it('a status naming a machine still in Omni: cannot be seen (MachineSetNodes and ClusterMachines need the Reader role), never predicted as a wait', async () => {
+  it(`a status naming a machine still in Omni: cannot be seen (MachineSetNodes and ClusterMachines need the Reader \
+role), never predicted as a wait`, async () => {
     const plan = await planFor(
       [
         providerStatus(KV, false),
@@ -447,7 +456,8 @@ describe("plan: what Omni's own finalizers will do (only what the provider can r
     const n = plan.unseen[0]!;
     expect(n.reason).toMatch(
       new RegExp(
-        `waits while machine ${U1} is in a cluster .*machine ${U1} is still in Omni, and this provider's account cannot read that \\(it needs the Reader role\\), so whether Omni waits cannot be seen from here`,
+        `waits while machine ${U1} is in a cluster .*machine ${U1} is still in Omni, and this provider's account ` +
+          `cannot read that \\(it needs the Reader role\\), so whether Omni waits cannot be seen from here`,
       ),
     );
     expect(n.nextStep).toContain(`omnictl get machinesetnodes,clustermachines ${U1}`);
@@ -472,13 +482,15 @@ describe("plan: what Omni's own finalizers will do (only what the provider can r
     expect(plan.unseen[0]!.reason).toContain(`whether machine ${U1} is still in Omni could not be read either`);
   });
 
-  it('another finalizer on the request: ClusterMachineRequestStatusController waits for it, and deregistration cannot follow', async () => {
+  it(`another finalizer on the request: ClusterMachineRequestStatusController waits for it, and deregistration cannot \
+follow`, async () => {
     const rs = provisionedRequest(KV, 'w-1', { withCpr: false });
     rs[0]!.metadata.finalizers.push('other.ProvisionController');
     const plan = await planFor([providerStatus(KV, false), ...rs], { id: KV });
     expect(notes(plan).waits).toEqual(['MachineRequests/w-1']);
     expect(plan.waits[0]!.reason).toContain(
-      "ClusterMachineRequestStatusController: Omni's ClusterMachineRequestStatusController holds it until other.ProvisionController is gone",
+      "ClusterMachineRequestStatusController: Omni's ClusterMachineRequestStatusController holds it until " +
+        'other.ProvisionController is gone',
     );
     expect(plan.waits[0]!.reason).toContain(
       'other.ProvisionController: other.ProvisionController belongs to another provider',
@@ -504,7 +516,11 @@ describe("plan: what Omni's own finalizers will do (only what the provider can r
         kind: 'MachineRequest',
         id: 'r1',
         reason: expect.stringMatching(
-          /^being deleted, nothing of ours left on it; ClusterMachineRequestStatusController: .*holds it until other.ProvisionController is gone/,
+          new RegExp(
+            String.raw`^being deleted, nothing of ours left on it; ` +
+              String.raw`ClusterMachineRequestStatusController: .*holds it until ` +
+              String.raw`other.ProvisionController is gone`,
+          ),
         ),
       }),
     ]);
@@ -540,7 +556,8 @@ describe('explain: predictHold', () => {
       f(['MachineRequestStatusCleanupController'], { statusMachine: 'm', machine: 'unreadable' }),
       'unseen',
     ],
-    ['MachineRequestStatusCleanupController', f(['MachineRequestStatusCleanupController']), 'unseen'], // spec not readable
+    // Its spec is not readable.
+    ['MachineRequestStatusCleanupController', f(['MachineRequestStatusCleanupController']), 'unseen'],
     ['ConfigPatchRequestController', f(['ConfigPatchRequestController']), 'lets-go'],
     ['MachineStatusController', f(['MachineStatusController']), 'lets-go'],
     ['BMCConfigController', f(['BMCConfigController']), 'unseen'],

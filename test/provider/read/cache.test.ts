@@ -28,7 +28,10 @@ const tombstone = (): Resource => ({
 });
 const noop: WatchEvent = { type: 'noop', resource: tombstone(), bookmark: new Uint8Array(8) };
 
-/** A State whose one kind watch yields what a test pushes (and throws what it fails with); List and Get answer from functions. */
+/**
+ * A State whose one kind watch yields what a test pushes (and throws what it fails with); List and Get answer from
+ * functions.
+ */
 class Scripted {
   readonly calls = { list: 0, get: 0, watch: 0 };
   private queue: (WatchEvent[] | Error)[] = [];
@@ -84,7 +87,8 @@ const cacheOn = (s: Scripted, o: { live?: boolean; establishMs?: number } = {}) 
   new ProviderCache(s.state, { providerId: ID, live: o.live ?? true, establishMs: o.establishMs ?? 5_000 });
 
 describe('the cache of a kind: List then Watch', () => {
-  it('lists once the watch is established, applies what came meanwhile over the List in order, then what comes', async () => {
+  it(`lists once the watch is established, applies what came meanwhile over the List in order, then what \
+comes`, async () => {
     const s = new Scripted();
     let release!: () => void;
     s.listGate = new Promise((r) => {
@@ -130,7 +134,8 @@ describe('the cache of a kind: List then Watch', () => {
     c.close();
   });
 
-  it('no sign that the watch is established (Omni before 1.0 filters that NOOP out): lists after establishMs anyway', async () => {
+  it(`no sign that the watch is established (Omni before 1.0 filters that NOOP out): lists after establishMs \
+anyway`, async () => {
     const s = new Scripted();
     s.listed = () => [res('2', [])];
     const c = cacheOn(s, { establishMs: 50 });
@@ -150,7 +155,8 @@ describe('the cache of a kind: List then Watch', () => {
     c.close();
   });
 
-  it('a bookmark refused: the events from then on are held, the kind is listed again once the watch is back, and they go over the new List', async () => {
+  it(`a bookmark refused: the events from then on are held, the kind is listed again once the watch is back, and they \
+go over the new List`, async () => {
     const s = new Scripted();
     s.listed = () => [res('2', ['A'])];
     const c = cacheOn(s);
@@ -165,7 +171,8 @@ describe('the cache of a kind: List then Watch', () => {
     c.close();
   });
 
-  it("keeps only what is ours: another provider's resource is not kept, and one that stops being ours leaves (not gone)", async () => {
+  it(`keeps only what is ours: another provider's resource is not kept, and one that stops being ours leaves (not \
+gone)`, async () => {
     const s = new Scripted();
     s.listed = () => [res('2', []), res('2', [], 'o1', 'kv-2')];
     const c = cacheOn(s);
@@ -195,7 +202,8 @@ describe('the cache of a kind: List then Watch', () => {
 });
 
 describe('the cache: evidence (design rules 4 and 10)', () => {
-  it("names an ID by its live events, a Get that found it and this run's writes, not by the List's contents", async () => {
+  it(`names an ID by its live events, a Get that found it and this run's writes, not by the List's \
+contents`, async () => {
     const s = new Scripted();
     s.listed = () => [res('3', ['A']), res('3', ['A'], 'r2')];
     const c = cacheOn(s);
@@ -212,7 +220,8 @@ describe('the cache: evidence (design rules 4 and 10)', () => {
     c.close();
   });
 
-  it('absent from the List and the watch: a no-finalizers wait reads it by its ID; NotFound is gone, and does not name the ID', async () => {
+  it(`absent from the List and the watch: a no-finalizers wait reads it by its ID; NotFound is gone, and does not name \
+the ID`, async () => {
     const s = new Scripted();
     const c = cacheOn(s);
     s.push([noop]);
@@ -264,7 +273,8 @@ describe('the cache: evidence (design rules 4 and 10)', () => {
     c.close();
   });
 
-  it('an answer older than a DESTROYED event the watch showed (a write answered late) does not bring it back; the ID created anew does', async () => {
+  it(`an answer older than a DESTROYED event the watch showed (a write answered late) does not bring it back; the ID \
+created anew does`, async () => {
     const s = new Scripted();
     s.listed = () => [res('3', ['kv.X'])];
     const c = cacheOn(s);
@@ -282,7 +292,8 @@ describe('the cache: evidence (design rules 4 and 10)', () => {
     c.close();
   });
 
-  it("this run's Destroy: gone at once, and an event of it from before (its finalizer removal) does not bring it back", async () => {
+  it(`this run's Destroy: gone at once, and an event of it from before (its finalizer removal) does not bring it \
+back`, async () => {
     const s = new Scripted();
     s.listed = () => [res('3', ['kv.X'])];
     const c = cacheOn(s);
@@ -304,7 +315,8 @@ describe('the cache: evidence (design rules 4 and 10)', () => {
     c.close();
   });
 
-  it('with no limit (--wait --timeout 0) a wait never times out: held, it waits; released later, it is released', async () => {
+  it(`with no limit (--wait --timeout 0) a wait never times out: held, it waits; released later, it is \
+released`, async () => {
     const s = new Scripted();
     s.listed = () => [res('3', ['MachineRequestStatusCleanupController'])];
     const c = cacheOn(s);

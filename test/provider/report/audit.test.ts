@@ -47,7 +47,8 @@ function audit(o: { writeLogLevel?: 'info' | 'debug'; level?: string } = {}) {
 }
 
 describe('Audit', () => {
-  it('writes the intent before the write and the outcome after, paired by run and seq, with the existing fields', () => {
+  it(`writes the intent before the write and the outcome after, paired by run and seq, with the existing \
+fields`, () => {
     const { a, lines, entries, logs } = audit();
     const done = a.observer({ method: 'Update', resource: P, owner: 'InfraMachineController', sent, before });
     expect(lines).toHaveLength(1);
@@ -148,7 +149,8 @@ describe('Audit', () => {
     expect((JSON.parse(lines[0]!) as AuditEntry).resource.id).toBe(hostile.id);
   });
 
-  it('writeLogLevel debug (a terminal): the line per applied write is debug, so not shown at info; the audit lines are the same', () => {
+  it(`writeLogLevel debug (a terminal): the line per applied write is debug, so not shown at info; the audit lines are \
+the same`, () => {
     const shown = audit({ writeLogLevel: 'debug', level: 'info' });
     shown.a.observer({ method: 'Update', resource: P, owner: 'InfraMachineController', sent, before })({
       result: 'ok',

@@ -102,7 +102,8 @@ describe('deregistration in the plan', () => {
     expect(rep.deregistration.lastStepAfterRun).toBe(`omnictl infraprovider delete ${ID}`);
     expect(text).not.toContain('Last step, for an admin: omnictl');
     expect(text).toContain(
-      `Last step, for an admin, once a run has deregistered the provider (not before): omnictl infraprovider delete ${ID}`,
+      `Last step, for an admin, once a run has deregistered the provider (not before): omnictl infraprovider delete ` +
+        `${ID}`,
     );
   });
 
@@ -245,7 +246,8 @@ describe('the last step only once the provider was deregistered (issue 14 item 1
     expect(timedOut.text).toContain('Timed out before everything was released (--timeout).');
   });
 
-  it('an incomplete run that did deregister still gives no last step: the next run, finding nothing left, does', async () => {
+  it(`an incomplete run that did deregister still gives no last step: the next run, finding nothing left, \
+does`, async () => {
     const { rep, text } = runOf(await ready(), { deregistered: true, timedOut: true });
     expect(rep.result).toBe('incomplete');
     expect(rep.deregistration.status).toBe('deregistered');
@@ -266,7 +268,8 @@ describe('the last step only once the provider was deregistered (issue 14 item 1
     expect(text).toContain('Interrupted: calls in flight were cancelled; run again to finish.');
   });
 
-  it('a run that deregistered: the last step (with the warning where Omni has one), and nothing else to do', async () => {
+  it(`a run that deregistered: the last step (with the warning where Omni has one), and nothing else to \
+do`, async () => {
     const { rep, text } = runOf(await ready(), { deregistered: true, announced: true });
     expect(rep.result).toBe('done');
     expect(rep.deregistration).toMatchObject({ status: 'deregistered', lastStep: LAST });
@@ -278,7 +281,8 @@ describe('the last step only once the provider was deregistered (issue 14 item 1
     );
   });
 
-  it('a finished run whose machines are still in use, or that released machines Omni has not destroyed yet: no last step, what to do instead', async () => {
+  it(`a finished run whose machines are still in use, or that released machines Omni has not destroyed yet: no last \
+step, what to do instead`, async () => {
     const running = await planOf([
       sysVersion('v1.3.4'),
       providerStatus(ID, true),
@@ -310,7 +314,8 @@ describe('the last step only once the provider was deregistered (issue 14 item 1
     }
   });
 
-  it('plan: the last step when an earlier run deregistered, "once a run has deregistered" when a run would', async () => {
+  it(`plan: the last step when an earlier run deregistered, "once a run has deregistered" when a run \
+would`, async () => {
     const done = planReport(await nothingLeft(), { version: 'test' });
     expect(done.deregistration).toMatchObject({ status: 'done', lastStep: LAST });
     expect(renderText(done)).toContain(`Last step, for an admin: ${LAST}`);
@@ -329,7 +334,8 @@ describe('the last step only once the provider was deregistered (issue 14 item 1
 });
 
 describe('step chains in the plan text (issue 14 item 2)', () => {
-  it("a bare-metal machine's chain is wrapped below it, in order, no line over 120 columns; its own ID is not repeated", async () => {
+  it(`a bare-metal machine's chain is wrapped below it, in order, no line over 120 columns; its own ID is not \
+repeated`, async () => {
     const rep = planReport(await withMachines(), { version: 'test' });
     const text = renderText(rep);
     const section = text.slice(text.indexOf('Would release or clean'), text.indexOf('\nDeregistration:'));
@@ -371,7 +377,11 @@ describe('step chains in the plan text (issue 14 item 2)', () => {
       },
     ];
     expect(renderText(rep)).toMatch(
-      /^ {2}- MachineRequest req-1: being deleted: destroy ConfigPatchRequests\/cpr-9 → remove-finalizers MachineRequests$/m,
+      new RegExp(
+        String.raw`^ {2}- MachineRequest req-1: being deleted: destroy ConfigPatchRequests\/cpr-9 → ` +
+          String.raw`remove-finalizers MachineRequests$`,
+        'm',
+      ),
     );
   });
 });
@@ -431,7 +441,8 @@ describe('the run report: the settle after the last write, and the header', () =
     ...over,
   });
 
-  it('the header shows the profile of the first pass, not of a later one that no longer sees what it released', async () => {
+  it(`the header shows the profile of the first pass, not of a later one that no longer sees what it \
+released`, async () => {
     const first = await planOf([providerStatus(KV, false), ...provisionedRequest(KV, 'r1')]);
     const last = await planOf([providerStatus(KV, false)]);
     expect(first.profile.reason).not.toBe(last.profile.reason);
@@ -449,7 +460,8 @@ describe('the run report: the settle after the last write, and the header', () =
       counts: true,
       heldBy: ['ClusterMachineRequestStatusController'],
       reason:
-        "ClusterMachineRequestStatusController: Omni's ClusterMachineRequestStatusController holds it until X is gone, then lets go",
+        "ClusterMachineRequestStatusController: Omni's ClusterMachineRequestStatusController holds it until X is " +
+        'gone, then lets go',
       nextStep: 'do something',
       settle: { ms: 5000, outcome: 'held' },
     };
@@ -480,7 +492,11 @@ describe('the run report: the settle after the last write, and the header', () =
       'Watched for up to 5 s after the last write (--settle) the 2 item(s) others still held: 1 gone, 1 still held.',
     );
     expect(text).toMatch(
-      /^ {2}- MachineRequest r1: released by stub-provider; still held after 5 s by ClusterMachineRequestStatusController/m,
+      new RegExp(
+        String.raw`^ {2}- MachineRequest r1: released by stub-provider; still held after 5 s by ` +
+          String.raw`ClusterMachineRequestStatusController`,
+        'm',
+      ),
     );
     expect(text).not.toMatch(/MachineRequest r2:/);
   });
@@ -502,7 +518,8 @@ describe('the run report: the settle after the last write, and the header', () =
       writes: {},
     });
     expect(rep.blocked[0]!.reason).toBe(
-      'released by stub-provider; still held when last read by ClusterMachineRequestStatusController: lets go (--settle 0: not watched after the last write)',
+      'released by stub-provider; still held when last read by ClusterMachineRequestStatusController: lets go ' +
+        '(--settle 0: not watched after the last write)',
     );
     expect(renderText(rep)).toContain(
       'Not watched after the last write (--settle 0): 1 item(s) others still held are reported as last read.',

@@ -42,7 +42,8 @@ function countListeners(signal: AbortSignal): { now: () => number; max: () => nu
 }
 
 it.each([false, true])(
-  "a run (--wait %s) over 150 machines (1,050 resources) keeps at most 3 abort listeners on the caller's signal, leaves none behind and emits no MaxListenersExceededWarning",
+  "a run (--wait %s) over 150 machines (1,050 resources) keeps at most 3 abort listeners on the caller's signal, " +
+    'leaves none behind and emits no MaxListenersExceededWarning',
   async (wait) => {
     sim = await createSim(generateScenario({ providerId: 'bare-metal', machines: 150, omniVersion: '1.3.4' }));
     client = await createOmniClient({

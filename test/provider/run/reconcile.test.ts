@@ -37,7 +37,8 @@ async function run(fake: FakeState, o: Partial<ReconcileOptions> = {}, audit?: A
 }
 
 describe('reconcile against an in-memory State', () => {
-  it('releases a deleted bare-metal machine with the floor of 9 writes, deregisters, and a re-run changes nothing', async () => {
+  it(`releases a deleted bare-metal machine with the floor of 9 writes, deregisters, and a re-run changes \
+nothing`, async () => {
     const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
     const lines: string[] = [];
     const r = await run(fake, {}, new Audit((l) => lines.push(l)));
@@ -81,7 +82,8 @@ describe('reconcile against an in-memory State', () => {
     expect(again.announced).toBe(false);
   });
 
-  it('a static-labelled provider with a state resource of the other kind left in its namespace: deregistration empties it too', async () => {
+  it(`a static-labelled provider with a state resource of the other kind left in its namespace: deregistration empties \
+it too`, async () => {
     const stray = res(providerNamespace(ID), providerType('Machine', ID), 'w-1', {
       owner: `${ID}.ProvisionController`,
     });
@@ -96,7 +98,8 @@ describe('reconcile against an in-memory State', () => {
     expect(fake.writes.length).toBe(writes);
   });
 
-  it('leftovers are recognised whatever kind the run detects: a bare-metal-type leftover next to a request goes in the first run', async () => {
+  it(`leftovers are recognised whatever kind the run detects: a bare-metal-type leftover next to a request goes in the \
+first run`, async () => {
     const id = 'kubevirt';
     const stray = res(providerNamespace(id), providerType('MachineStatus', id), 'gone-machine', {
       owner: `${id}.MachineStatusController`,
@@ -110,7 +113,8 @@ describe('reconcile against an in-memory State', () => {
     expect(fake.writes.length).toBe(writes);
   });
 
-  it('releases a provisioning request: ConfigPatchRequest, status after Omni lets go, state, then the finalizer', async () => {
+  it(`releases a provisioning request: ConfigPatchRequest, status after Omni lets go, state, then the \
+finalizer`, async () => {
     const id = 'kubevirt';
     const fake = new FakeState([providerStatus(id, false), ...provisionedRequest(id, 'w-1')]);
     const r = await run(fake, { providerId: id });
@@ -262,7 +266,8 @@ describe('reconcile against an in-memory State', () => {
     expect(fake.writes.length).toBeLessThan(20 * 9);
   });
 
-  it('runs a wipe before anything of the machine is destroyed, with the BMC data, and --require-wipe holds a failed one', async () => {
+  it(`runs a wipe before anything of the machine is destroyed, with the BMC data, and --require-wipe holds a failed \
+one`, async () => {
     const seen: string[] = [];
     const fake = new FakeState(bareMetalMachine(ID, U1));
     const strategy: WipeStrategy = {
@@ -324,7 +329,8 @@ describe('reconcile: the settle after the last write (what others still held whe
     return rs;
   };
 
-  it('Omni lets go within the settle time: released, not held, and the pass waited for it before deregistering', async () => {
+  it(`Omni lets go within the settle time: released, not held, and the pass waited for it before \
+deregistering`, async () => {
     const fake = new FakeState([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { withCpr: false })]);
     const r = await run(fake, { providerId: KV, settleMs: 2_000 });
     expect(r.outcomes.find((o) => o.kind === 'MachineRequest')).toMatchObject({
@@ -347,7 +353,8 @@ describe('reconcile: the settle after the last write (what others still held whe
       heldBy: ['ClusterMachineRequestStatusController', 'other.ProvisionController'],
     });
     expect(o.reason).toContain(
-      "ClusterMachineRequestStatusController: Omni's ClusterMachineRequestStatusController holds it until other.ProvisionController is gone",
+      "ClusterMachineRequestStatusController: Omni's ClusterMachineRequestStatusController holds it until " +
+        'other.ProvisionController is gone',
     );
     expect(o.nextStep).toContain("run stub-provider with that provider's own ID");
     expect(r.settle).toEqual({ ms: 300, items: 1, gone: 0, held: 1 });
@@ -396,7 +403,8 @@ describe('reconcile: the settle after the last write (what others still held whe
     expect(fake.calls.watch).toBe(fake.calls.list);
   });
 
-  it('a deletion left to Omni (nothing of ours on it) that Omni does not let go: blocked at the end, after the settle time', async () => {
+  it(`a deletion left to Omni (nothing of ours on it) that Omni does not let go: blocked at the end, after the settle \
+time`, async () => {
     const rs = provisionedRequest(KV, 'w-1', { withStatus: false, withCpr: false });
     rs[0]!.metadata.finalizers = ['ClusterMachineRequestStatusController'];
     const fake = new FakeState([providerStatus(KV, false), ...rs]);
@@ -413,7 +421,10 @@ describe('reconcile: the settle after the last write (what others still held whe
     ]);
     // Predicted to let go by itself, it did not: said so, not predicted again.
     expect(r.outcomes[0]!.reason).toMatch(
-      /^ClusterMachineRequestStatusController: had not let go as expected: Omni's ClusterMachineRequestStatusController lets go as soon as/,
+      new RegExp(
+        String.raw`^ClusterMachineRequestStatusController: had not let go as expected: Omni's ` +
+          String.raw`ClusterMachineRequestStatusController lets go as soon as`,
+      ),
     );
     expect(r.outcomes[0]!.nextStep).toContain('check that Omni is healthy');
     // ...and one that Omni lets go of while it is watched is not reported at all.

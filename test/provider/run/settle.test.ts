@@ -54,7 +54,8 @@ function provision(s: Sim, requests: Resource[], machineUuid = ''): void {
 }
 
 describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
-  it('a MachineRequest stuck after its set was scaled down, no MachineSetNode: plan says Omni lets go, the run ends with nothing blocked', async () => {
+  it(`a MachineRequest stuck after its set was scaled down, no MachineSetNode: plan says Omni lets go, the run ends \
+with nothing blocked`, async () => {
     const s = await sim(version, KV, [providerStatus(KV, false)]);
     const { requests } = s.controllers!.createMachineRequestSet({ id: 'workers', providerId: KV, machineCount: 2 });
     provision(s, requests);
@@ -98,7 +99,8 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     expect(byType(s, T.MachineRequest)).toEqual([]);
   });
 
-  it("a static provider's InfraMachine stuck after `omnictl delete link`: released, nothing blocked, the Link goes too", async () => {
+  it(`a static provider's InfraMachine stuck after \`omnictl delete link\`: released, nothing blocked, the Link goes \
+too`, async () => {
     const s = await sim(version, BM, [providerStatus(BM, true)]);
     s.controllers!.registerStaticMachine(BM, U1, { accepted: true });
     const [im, ...outputs] = bareMetalMachine(BM, U1);
@@ -121,7 +123,8 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     expect(s.store.all().filter((r) => r.metadata.namespace === providerNamespace(BM))).toEqual([]);
   });
 
-  it("a machine still in a cluster holds its request's status: plan says it cannot be seen, the run reports it held with the next step, and releases it once the machine left", async () => {
+  it(`a machine still in a cluster holds its request's status: plan says it cannot be seen, the run reports it held \
+with the next step, and releases it once the machine left`, async () => {
     const rs = provisionedRequest(KV, 'w-1', { machineUuid: U1, withCpr: false });
     const cm = res(NS_DEFAULT, CLUSTER_MACHINE, U1, { owner: 'MachineSetStatusController' });
     const s = await sim(version, KV, [providerStatus(KV, false), ...rs, omniMachine(KV, U1, { request: 'w-1' }), cm]);
@@ -141,7 +144,11 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     const b = rep.blocked.find((x) => x.kind === 'MachineRequest')!;
     expect(b).toMatchObject({ id: 'w-1', counts: true });
     expect(b.reason).toMatch(
-      /MachineRequestStatuses\.omni\.sidero\.dev\/w-1 still held after 1 s by MachineRequestStatusCleanupController: .*waits while machine 9b2f6a10-.* is in a cluster/,
+      new RegExp(
+        String.raw`MachineRequestStatuses\.omni\.sidero\.dev\/w-1 still held after 1 s by ` +
+          String.raw`MachineRequestStatusCleanupController: .*waits while machine 9b2f6a10-.* is in a ` +
+          String.raw`cluster`,
+      ),
     );
     expect(b.nextStep).toContain(`omnictl get machinesetnodes,clustermachines ${U1}`);
     expect(find(s, rs[0]!.metadata)?.metadata.finalizers).toContain(`${KV}.ProvisionController`);
@@ -155,7 +162,8 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     expect(find(s, rs[0]!.metadata)).toBeUndefined();
   });
 
-  it('what stays held after the release is reported held after the settle time by the named controllers, with the next step', async () => {
+  it(`what stays held after the release is reported held after the settle time by the named controllers, with the next \
+step`, async () => {
     const rs = provisionedRequest(KV, 'w-1', { withCpr: false });
     rs[0]!.metadata.finalizers.push('SomeFutureController');
     const s = await sim(version, KV, [providerStatus(KV, false), ...rs]);
@@ -166,7 +174,11 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     expect(rep.settle).toEqual({ ms: 1000, items: 1, gone: 0, held: 1 });
     const b = rep.blocked.find((x) => x.kind === 'MachineRequest')!;
     expect(b.reason).toMatch(
-      /^released by stub-provider; still held after 1 s by ClusterMachineRequestStatusController: Omni's ClusterMachineRequestStatusController holds it until SomeFutureController is gone, then lets go; SomeFutureController: /,
+      new RegExp(
+        String.raw`^released by stub-provider; still held after 1 s by ` +
+          String.raw`ClusterMachineRequestStatusController: Omni's ClusterMachineRequestStatusController ` +
+          String.raw`holds it until SomeFutureController is gone, then lets go; SomeFutureController: `,
+      ),
     );
     expect(b.nextStep).toBeTruthy();
     expect(b.counts).toBe(false);
@@ -181,14 +193,19 @@ describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
     const rep = await runIn(s, KV, ['--settle', '0']);
     expect(rep.settle).toEqual({ ms: 0, items: 1, gone: 0, held: 0 });
     expect(rep.blocked.find((x) => x.kind === 'MachineRequest')!.reason).toMatch(
-      /^released by stub-provider; still held when last read by ClusterMachineRequestStatusController: .*\(--settle 0: not watched after the last write\)$/,
+      new RegExp(
+        String.raw`^released by stub-provider; still held when last read by ` +
+          String.raw`ClusterMachineRequestStatusController: .*\(--settle 0: not watched after the last ` +
+          String.raw`write\)$`,
+      ),
     );
     expect(renderText(rep)).toContain('Not watched after the last write (--settle 0)');
   });
 });
 
 describe('--settle', () => {
-  it('takes the durations of the other flags, and 0 in any unit; refuses the rest before anything is written', async () => {
+  it(`takes the durations of the other flags, and 0 in any unit; refuses the rest before anything is \
+written`, async () => {
     const s = await sim('1.9.3', KV, [providerStatus(KV, false)]);
     for (const v of ['0', '0s', '0ms', '0.0m']) expect((await runIn(s, KV, ['--settle', v])).settle?.ms).toBe(0);
     expect((await runIn(s, KV, ['--settle', '1.5s'])).settle?.ms).toBe(1500);
