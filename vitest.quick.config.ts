@@ -9,5 +9,8 @@ export default defineConfig({
   test: {
     ...shared,
     exclude: [...configDefaults.exclude, 'test/e2e/**', 'test/**/*.peer.test.ts'],
+    // vitest's default for a run is one worker fewer than the cores: a single one on 2 cores. The test
+    // files wait on loopback servers and timers as much as they compute, so the quick loop uses every core.
+    maxWorkers: '100%',
   },
 });
