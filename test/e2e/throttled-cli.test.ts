@@ -86,3 +86,20 @@ MaxListenersExceededWarning), exit 0`, async () => {
     expect(pretty.stderr).toMatch(/^stub-provider: .* \[STUB_NOT_REGISTERED\]$/m);
   }, 60_000);
 });
+
+describe('a lost answer is judged on what we sent', () => {
+  it(`the first Create's answer lost (the heartbeat's, to which Omni adds its provider label): exit 0, the \
+report counts it as found applied`, async () => {
+    const s = await simOf(3, { loseWriteAnswers: { count: 1, method: 'Create' } });
+    const r = await runCli(args(s, ['--audit-log', join(dir(), 'audit.ndjson')]), { env: envFor(s) });
+    expect(r.code, r.stderr.slice(-3000)).toBe(0);
+    expect(s.faults.config.loseWriteAnswers?.count, 'the answer was lost').toBe(0);
+    const rep = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(rep).toMatchObject({
+      result: 'done',
+      deregistration: { status: 'deregistered' },
+      throttling: { lostAnswers: 1, foundApplied: 1, retriedWrites: 0 },
+    });
+    expect(rep.released).toHaveLength(3);
+  }, 60_000);
+});

@@ -5,7 +5,7 @@
 import { ApiError } from '../../omni-api/errors.js';
 import { hasCode } from '../errors.js';
 import type { Resource } from '../../omni-api/resource.js';
-import { versionNumber } from '../../omni-api/resource.js';
+import { LABEL_INFRA_PROVIDER_ID, versionNumber } from '../../omni-api/resource.js';
 
 /**
  * `pressure`: a back-pressure answer (DeadlineExceeded, ResourceExhausted, Unavailable, an HTTP 429,
@@ -34,22 +34,32 @@ export function classifyWriteFailure(e: unknown, signal?: AbortSignal): WriteFai
  */
 export type Verdict = 'applied' | 'not-applied' | 'changed';
 
-/** Same labels, annotations, owner and spec bytes: what a write of `sent` leaves, but for version and timestamps. */
-function sameContent(a: Resource, b: Resource): boolean {
-  const ma = a.metadata;
-  const mb = b.metadata;
+/**
+ * Labels Omni sets itself on what a provider writes, whatever was sent (docs/omni-wire.md 4.5, "Server-added"): the
+ * provider label on every Create and Update in the shared infra-provider namespaces. A read-back compares what the
+ * write set, so these are left out on both sides.
+ */
+export const SERVER_ADDED_LABELS: readonly string[] = [LABEL_INFRA_PROVIDER_ID];
+
+/**
+ * What a write of `sent` leaves, compared with what a Get found: the same owner, labels (but the server-added),
+ * annotations and spec bytes; version and timestamps aside.
+ */
+function sameContent(sent: Resource, found: Resource): boolean {
+  const ms = sent.metadata;
+  const mf = found.metadata;
   return (
-    ma.owner === mb.owner &&
-    sameRecord(ma.labels, mb.labels) &&
-    sameRecord(ma.annotations, mb.annotations) &&
-    sameBytes(a.spec.protoSpec, b.spec.protoSpec)
+    ms.owner === mf.owner &&
+    sameRecord(ms.labels, mf.labels, SERVER_ADDED_LABELS) &&
+    sameRecord(ms.annotations, mf.annotations) &&
+    sameBytes(sent.spec.protoSpec, found.spec.protoSpec)
   );
 }
 
 /**
  * A version-guarded Update of `sent` (carrying the version it read, v): applied when the resource is
- * at v+1 with our content (phase and finalizers included); not applied when it is still at v;
- * anything else was written by someone else.
+ * at v+1 with what we set (phase and finalizers included; Omni's own labels left out); not applied
+ * when it is still at v; anything else was written by someone else.
  */
 export function updateVerdict(sent: Resource, current: Resource): Verdict {
   const v = versionNumber(sent.metadata.version);
@@ -74,9 +84,9 @@ export function destroyVerdict(before: Resource | undefined, current: Resource |
 }
 
 /**
- * A Create of `sent` as `owner`: NotFound, not applied; found with our owner, labels, annotations and
- * spec bytes, applied (finalizers are not compared: Omni's controllers may have added theirs since);
- * found otherwise, someone else's.
+ * A Create of `sent` as `owner`: NotFound, not applied; found with our owner, labels (Omni's own left
+ * out), annotations and spec bytes, applied (finalizers are not compared: Omni's controllers may have
+ * added theirs since); found otherwise, someone else's.
  */
 export function createVerdict(sent: Resource, owner: string, current: Resource | undefined): Verdict {
   if (current === undefined) return 'not-applied';
@@ -89,9 +99,11 @@ function sameList(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
-function sameRecord(a: Record<string, string>, b: Record<string, string>): boolean {
-  const ka = Object.keys(a);
-  return ka.length === Object.keys(b).length && ka.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
+/** The same keys and values, the keys in `ignored` left out of both. */
+function sameRecord(a: Record<string, string>, b: Record<string, string>, ignored: readonly string[] = []): boolean {
+  const ka = Object.keys(a).filter((k) => !ignored.includes(k));
+  const kb = Object.keys(b).filter((k) => !ignored.includes(k));
+  return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && a[k] === b[k]);
 }
 
 function sameBytes(a: Uint8Array, b: Uint8Array): boolean {

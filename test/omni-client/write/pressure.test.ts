@@ -243,6 +243,25 @@ else's`, () => {
       'changed',
     );
   });
+
+  it(`what Omni adds by itself is left out: the provider label it sets on a Create or an Update is ours; any other \
+label still makes it someone else's`, () => {
+    const withLabels = (r: Resource, labels: Record<string, string>): Resource => ({
+      ...r,
+      metadata: { ...r.metadata, labels },
+    });
+    const PROVIDER = { 'omni.sidero.dev/infra-provider-id': 'p' };
+    const sent = stored('undefined', { owner: '', finalizers: [], labels: {} });
+    const ours = stored('1', { owner: 'p.HealthStatusController', finalizers: [], labels: PROVIDER });
+    expect(createVerdict(sent, 'p.HealthStatusController', ours)).toBe('applied');
+    // Sent with another value: Omni forced its own.
+    expect(
+      createVerdict(withLabels(sent, { 'omni.sidero.dev/infra-provider-id': 'x' }), 'p.HealthStatusController', ours),
+    ).toBe('applied');
+    expect(createVerdict(sent, 'p.HealthStatusController', withLabels(ours, { ...PROVIDER, b: '1' }))).toBe('changed');
+    expect(updateVerdict(removal('5'), withLabels(applied('5'), { a: '1', ...PROVIDER }))).toBe('applied');
+    expect(updateVerdict(removal('5'), withLabels(applied('5'), { ...PROVIDER }))).toBe('changed');
+  });
 });
 
 /**
