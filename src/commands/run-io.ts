@@ -7,7 +7,7 @@ import type { Stats } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { describeError, ExitCode, ResultExit, StubError, UsageError } from '../exit-codes.js';
 import type { ExitCodeValue } from '../exit-codes.js';
-import type { Report } from '../provider/report/report.js';
+import type { Report, Throttling } from '../provider/report/report.js';
 import { renderText } from '../provider/report/report.js';
 import { escapeControl, inertJson } from '../omni-api/untrusted.js';
 import { VERSION } from '../version.js';
@@ -89,12 +89,34 @@ export interface FailedResult {
   result: 'failed' | 'interrupted';
   exitCode: number;
   error: ResultError;
+  /** run, once it had a client: its writes by op and outcome, and how it was throttled (as a report has them). */
+  writes?: Record<string, number>;
+  throttling?: Throttling;
+}
+
+/** What a run that stopped with an error can still tell: its writes and how it was throttled. */
+export interface RunFacts {
+  writes: Record<string, number>;
+  throttling: Throttling | undefined;
+}
+
+const runFacts = new WeakMap<object, RunFacts>();
+
+/** `err`, with the facts of the run it ended (failedResult adds them to its result). */
+export function withRunFacts(err: unknown, facts: RunFacts): unknown {
+  if (err !== null && typeof err === 'object') runFacts.set(err, facts);
+  return err;
+}
+
+function runFactsOf(err: unknown): RunFacts | undefined {
+  return err !== null && typeof err === 'object' ? runFacts.get(err) : undefined;
 }
 
 export type AnyResult = Result | FailedResult;
 
 export function failedResult(command: 'run' | 'plan', target: ResultTarget, err: unknown): FailedResult {
   const d = describeError(err);
+  const facts = runFactsOf(err);
   return {
     tool: 'stub-provider',
     version: VERSION,
@@ -103,6 +125,7 @@ export function failedResult(command: 'run' | 'plan', target: ResultTarget, err:
     result: d.exitCode === ExitCode.SigInt || d.exitCode === ExitCode.SigTerm ? 'interrupted' : 'failed',
     exitCode: d.exitCode,
     error: { code: d.code, message: d.message },
+    ...(facts ? { writes: facts.writes, ...(facts.throttling ? { throttling: facts.throttling } : {}) } : {}),
   };
 }
 
@@ -196,6 +219,8 @@ export async function withOutputs(
     } catch (err) {
       // An error that a signal caused is the interruption, whatever the call it broke said.
       const e: unknown = sig.code() && sig.signal.aborted ? sig.signal.reason : err;
+      const facts = runFactsOf(err);
+      if (facts && e !== err) withRunFacts(e, facts);
       outputs.writeReport(failedResult(command, target, e), io);
       throw e;
     } finally {

@@ -100,6 +100,8 @@ export interface Report {
 
 export interface Throttling {
   signals: number;
+  /** Writes Omni refused as larger than its write burst (sent once, the run stopped: exit 6). */
+  tooLarge: number;
   lostAnswers: number;
   waitedMs: number;
   minWritesInFlight: number;
@@ -117,12 +119,13 @@ export function throttlingOf(
     | (Omit<Throttling, 'firstSignalAt' | 'lastSignalAt'> & { firstSignalAt?: number; lastSignalAt?: number })
     | undefined,
 ): Throttling | undefined {
-  if (!t || (t.signals === 0 && t.lostAnswers === 0)) return undefined;
+  if (!t || (t.signals === 0 && t.lostAnswers === 0 && t.tooLarge === 0)) return undefined;
   const at = (ms: number | undefined) => (ms !== undefined ? new Date(ms).toISOString() : undefined);
   const first = at(t.firstSignalAt);
   const last = at(t.lastSignalAt);
   return {
     signals: t.signals,
+    tooLarge: t.tooLarge,
     lostAnswers: t.lostAnswers,
     waitedMs: t.waitedMs,
     minWritesInFlight: t.minWritesInFlight,

@@ -17,6 +17,7 @@ import type { Pointer } from '../../omni-api/resource.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../omni-api/resource.js';
 import type { State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
+import { hasCode, type WriteTooLargeError } from '../../omni-client/errors.js';
 import type { WipeOptions, WipeStrategy } from '../../wipe/index.js';
 import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';
 import type { Timers } from './announce.js';
@@ -141,6 +142,8 @@ class Reconciler {
   private deadline: number;
   private readonly outcomes: Outcomes;
   private readonly blockedKeys = new Set<string>();
+  /** The refusals this run wrote: never written again (refusals.ts). */
+  private readonly refusedKeys = new Set<string>();
   /** Items released while finalizers of others stayed on them: what to watch after the last write. */
   private readonly heldAtRelease = new Map<string, { target: Pointer; facts: HoldFacts }>();
   private readonly settled: SettleSummary;
@@ -151,6 +154,11 @@ class Reconciler {
   private deregistered = false;
   /** Set when a heartbeat on the interval found that the real provider is back: the run stops. */
   private liveProvider: Error | undefined;
+  /** The first write Omni refused as larger than its burst: the run stops at once and throws it (exit 6). */
+  private fatal: Error | undefined;
+  private readonly halt = new AbortController();
+  /** What every call and wait of the run is cancelled by: the operator's signal, or the run's own halt. */
+  private readonly signal: AbortSignal;
 
   constructor(
     private readonly deps: ReconcileDeps,
@@ -160,6 +168,7 @@ class Reconciler {
     this.log = deps.logger;
     this.id = o.providerId;
     this.whole = o.machines.length === 0;
+    this.signal = o.signal ? AbortSignal.any([o.signal, this.halt.signal]) : this.halt.signal;
     this.limiter = new Limiter(o.concurrency);
     this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
     this.items = Limiter.forItems(o.concurrency);
@@ -167,7 +176,7 @@ class Reconciler {
       providerId: this.id,
       live: true,
       limiter: this.limiter,
-      ...(o.signal ? { signal: o.signal } : {}),
+      signal: this.signal,
     });
     this.monotonic = deps.monotonic ?? (() => performance.now());
     this.deadline = this.monotonic() + o.timeoutMs;
@@ -191,7 +200,7 @@ class Reconciler {
       providerId: this.id,
       profile: this.o.profile,
       stateTypes: this.o.stateTypes,
-      signal: this.o.signal,
+      signal: this.signal,
       checkParents: this.whole,
       limiter: this.limiter,
       cache: this.reads,
@@ -297,7 +306,7 @@ class Reconciler {
           reads: this.reads,
           outcomes: this.outcomes,
           log: this.log,
-          signal: this.o.signal,
+          signal: this.signal,
           holdsNow: (p, f) => holdsNow(this.reads, this.id, p, f),
         },
         this.settled,
@@ -305,6 +314,7 @@ class Reconciler {
         plan,
       );
     } catch (err) {
+      if (this.fatal) throw this.fatal;
       if (!this.o.signal?.aborted) throw err;
       for (const oc of this.outcomes.items.values())
         if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
@@ -334,12 +344,12 @@ class Reconciler {
       providerId: this.id,
       version: this.deps.version,
       logger: this.log,
-      signal: this.o.signal,
+      signal: this.signal,
     };
     const current = await getIfExists(
       this.state,
       { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id },
-      { signal: this.o.signal },
+      { signal: this.signal },
     );
     // The static label from the facts (InfraMachines exist, or --profile bare-metal), not from the profile flag alone.
     const wrote = await announceProviderStatus(ctx, current, plan.profile.staticLabel);
@@ -369,6 +379,7 @@ class Reconciler {
     const executor = this.executor();
     await Promise.all([
       this.items.each(items, async (item) => {
+        if (this.fatal) return;
         const end = await this.runItem(executor, item);
         if (end?.releasedParent) parents.push(end.releasedParent);
       }),
@@ -381,13 +392,19 @@ class Reconciler {
                 limiter: this.limiter,
                 outcomes: this.outcomes,
                 log: this.log,
-                signal: this.o.signal,
+                signal: this.signal,
+                reads: this.reads,
+                refused: this.refusedKeys,
               },
               r,
-            ),
+            ).catch((err: unknown) => {
+              if (!isTooLarge(err)) throw err;
+              this.stopRun(err);
+            }),
           )
         : []),
     ]);
+    if (this.fatal) throw this.fatal;
     if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
     const d = plan.deregistration;
     if (!this.whole || d.status !== 'ready' || !d.item) return { parents, deferred: false };
@@ -417,7 +434,7 @@ class Reconciler {
         wipeLimiter: this.wipeLimiter,
         reads: this.reads,
         ...(this.deps.wipe ? { wipe: this.deps.wipe } : {}),
-        ...(this.o.signal ? { signal: this.o.signal } : {}),
+        signal: this.signal,
         waitMs: () =>
           this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS),
         outside: (fn, forOmni) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
@@ -464,7 +481,8 @@ class Reconciler {
       );
       return end;
     } catch (err) {
-      const aborted = this.o.signal?.aborted === true;
+      if (isTooLarge(err)) this.stopRun(err);
+      const aborted = this.signal.aborted;
       const nextStep =
         err instanceof NotFoundUnconfirmedError
           ? err.nextStep
@@ -481,6 +499,12 @@ class Reconciler {
     }
   }
 
+  /** Stops the run at once (in-flight calls cancelled, nothing new started): `reconcile` throws `err`. */
+  private stopRun(err: Error): void {
+    this.fatal ??= err;
+    this.halt.abort(err);
+  }
+
   /**
    * Design rule 7 again right before deregistering (one Get): the real provider may have come back
    * during a long run; deregistering it would destroy its TLSConfig (with its CA key) and status.
@@ -495,11 +519,16 @@ class Reconciler {
     const current = await getIfExists(
       this.state,
       { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.id },
-      { signal: this.o.signal },
+      { signal: this.signal },
     );
     const live = liveProviderIn(current, this.id, (this.deps.now ?? Date.now)());
     if (live) throw live;
   }
+}
+
+/** Omni refused a write as larger than its write burst: no run can get past it until an Omni admin acts. */
+function isTooLarge(err: unknown): err is WriteTooLargeError {
+  return hasCode(err, 'STUB_WRITE_TOO_LARGE');
 }
 
 /** Whether a plan would change anything (so a confirmation is due). */
