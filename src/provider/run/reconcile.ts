@@ -144,6 +144,8 @@ class Reconciler {
   private readonly blockedKeys = new Set<string>();
   /** The refusals this run wrote: never written again (refusals.ts). */
   private readonly refusedKeys = new Set<string>();
+  /** Each item's rank, by key: 1, 2, 3 ... in the order the items first started in the run (limiter.ts). */
+  private readonly ranks = new Map<string, number>();
   /** Items released while finalizers of others stayed on them: what to watch after the last write. */
   private readonly heldAtRelease = new Map<string, { target: Pointer; facts: HoldFacts }>();
   private readonly settled: SettleSummary;
@@ -378,11 +380,15 @@ class Reconciler {
     this.outcomes.track(items, plan.running.length);
     const executor = this.executor();
     await Promise.all([
-      this.items.each(items, async (item) => {
-        if (this.fatal) return;
-        const end = await this.runItem(executor, item);
-        if (end?.releasedParent) parents.push(end.releasedParent);
-      }),
+      this.items.each(
+        items,
+        async (item) => {
+          if (this.fatal) return;
+          const end = await this.runItem(executor.ranked(this.rankOf(item)), item);
+          if (end?.releasedParent) parents.push(end.releasedParent);
+        },
+        (item) => this.rankOf(item),
+      ),
       ...(this.whole
         ? plan.refusals.map((r) =>
             refuse(
@@ -411,7 +417,8 @@ class Reconciler {
     if (announced) return { parents, deferred: true };
     this.deregistered = await deregister(
       {
-        runItem: (item) => this.runItem(executor, item).then((end) => end?.status === 'released'),
+        runItem: (item) =>
+          this.runItem(executor.ranked(this.rankOf(item)), item).then((end) => end?.status === 'released'),
         record: (outcome) => this.outcomes.record(keyOf(d.item!), outcome),
         checkNoLiveProvider: () => this.checkNoLiveProvider(),
         stopHeartbeat: async () => {
@@ -437,7 +444,7 @@ class Reconciler {
         signal: this.signal,
         waitMs: () =>
           this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS),
-        outside: (fn, forOmni) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
+        outside: (fn, forOmni, rank) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn()), rank),
       },
       this.pass!,
       this.planOptions,
@@ -497,6 +504,18 @@ class Reconciler {
         this.outcomes.itemLog('error', { kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
       return undefined;
     }
+  }
+
+  /**
+   * An item's rank: when it first started in the run, kept through re-plans and passes. Its calls take their turn by
+   * it (the call limiter, the write window), so items under way finish before new ones start: under a write budget
+   * machines are released at a steady rate from the start, and an interrupted run has released some.
+   */
+  private rankOf(item: PlanItem): number {
+    const key = keyOf(item);
+    let rank = this.ranks.get(key);
+    if (rank === undefined) this.ranks.set(key, (rank = this.ranks.size + 1));
+    return rank;
   }
 
   /** Stops the run at once (in-flight calls cancelled, nothing new started): `reconcile` throws `err`. */
