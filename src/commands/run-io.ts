@@ -136,7 +136,19 @@ export function failedResult(command: 'run' | 'plan', target: ResultTarget, err:
 export function withError(rep: Result): Result {
   if (rep.error || rep.exitCode === ExitCode.OK || rep.exitCode === ExitCode.ChangesPending) return rep;
   const e = errorForExit(rep.exitCode);
-  return { ...rep, error: { code: e.code, message: e.message } };
+  return { ...rep, error: { code: e.code, message: rep.timedOut ? timedOutMessage(rep) : e.message } };
+}
+
+/** STUB_INCOMPLETE after --timeout: what it left, by the report's lists. */
+function timedOutMessage(rep: Result): string {
+  const left = [
+    rep.remaining.length > 0 ? `${rep.remaining.length} not done` : '',
+    rep.running.length > 0 ? `${rep.running.length} still in use` : '',
+    rep.blocked.some((b) => b.counts) ? `${rep.blocked.filter((b) => b.counts).length} blocked` : '',
+    rep.failed.length > 0 ? `${rep.failed.length} failed` : '',
+  ].filter(Boolean);
+  const what = left.length > 0 ? ` (${left.join(', ')})` : '';
+  return `--timeout passed before everything was released${what}; see the report, and run again`;
 }
 
 function errorForExit(code: number): StubError {

@@ -32,8 +32,9 @@ export const runOptions = {
     type: 'string',
     default: '10m',
     describe:
-      'With --wait: give up after this long (e.g. 90s, 10m, 1h30m; at most 596h), exit 5; 0: no limit, until ' +
-      'everything is gone',
+      'With --wait: the run ends after this long (e.g. 90s, 10m, 1h30m; at most 596h): no write starts after it, ' +
+      'the report lists what is left, exit 5 (everything released by then: deregistered within 10 s, exit 0); ' +
+      '0: no limit, until everything is gone',
     group: 'Run:',
   },
   'step-timeout': {

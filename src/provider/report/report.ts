@@ -62,6 +62,8 @@ export interface Report {
   running: ReportEntry[];
   leftBehind: ReportEntry[];
   failed: ReportEntry[];
+  /** run, with --wait: what was not done before --timeout passed (not started, or stopped before its next write). */
+  remaining: ReportEntry[];
   notFound: string[];
   /** plan: finalizers of others that will keep holding what a run releases or destroys (what holds them was read). */
   waits: ReportEntry[];
@@ -248,6 +250,7 @@ export function planReport(plan: Plan, c: Common): Report {
     running: plan.running.map(entry),
     leftBehind: plan.leftBehind.map(entry),
     failed: [],
+    remaining: [],
     notFound: plan.notFound,
     waits: plan.waits.map(entry),
     lettingGo: plan.lettingGo.map(entry),
@@ -280,7 +283,10 @@ export function runReport(
   const blocked = r.outcomes.filter((o) => o.status === 'blocked');
   const failed = r.outcomes.filter((o) => o.status === 'failed' || o.status === 'interrupted');
   const failedRefusals = r.refusals.filter((x) => x.result === 'failed');
-  const incomplete = r.timedOut || failed.length > 0 || failedRefusals.length > 0 || blocked.some((b) => b.counts);
+  // A timeout is incomplete when it left something: work not done, or (--wait) machines still in use. Everything
+  // released and deregistered within the grace after --timeout is done (deadline.ts).
+  const timedOutWith = r.timedOut && (r.remaining.length > 0 || plan.running.length > 0);
+  const incomplete = timedOutWith || failed.length > 0 || failedRefusals.length > 0 || blocked.some((b) => b.counts);
   const anything =
     released.length > 0 ||
     cleaned > 0 ||
@@ -344,6 +350,7 @@ export function runReport(
       ...failed.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' })),
       ...failedRefusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ?? '', nextStep: 'run again' })),
     ],
+    remaining: r.remaining.map((x) => ({ ...x })),
     notFound: r.firstPlan.notFound,
     waits: [],
     lettingGo: [],
@@ -458,6 +465,7 @@ export function renderText(report: Report): string {
   }
   section('Blocked', rep.blocked, withNext);
   section('Failed', rep.failed, withNext);
+  section('Not done before --timeout', rep.remaining, withNext);
   section('Still running (untouched)', rep.running, withNext);
   section('Left behind', rep.leftBehind, withNext);
   if (rep.notFound.length) out.push('', `Not found (nothing to do): ${rep.notFound.join(', ')}`);

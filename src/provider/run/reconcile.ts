@@ -17,21 +17,29 @@ import type { Pointer } from '../../omni-api/resource.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../omni-api/resource.js';
 import type { State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
-import { hasCode, type WriteTooLargeError } from '../../omni-client/errors.js';
 import type { WipeOptions, WipeStrategy } from '../../wipe/index.js';
 import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';
 import type { Timers } from './announce.js';
 import { ProviderCache } from '../read/cache.js';
 import { deregister } from './deregister.js';
 import type { HoldFacts } from '../plan/explain.js';
-import { Executor, holdsNow, NotFoundUnconfirmedError } from './executor.js';
+import { Executor, holdsNow } from './executor.js';
 import type { ItemEnd } from './executor.js';
 import { Limiter } from './limiter.js';
+import {
+  Deadline,
+  DEREGISTER_GRACE_MS,
+  finishedWaiting,
+  onlyDeregistrationLeft,
+  remainingAt,
+  type Remaining,
+} from './deadline.js';
+import { isTooLarge, runItem } from './item-run.js';
 import { Outcomes, keyOf } from './outcomes.js';
 import type { ItemEnded, ItemOutcome, ReconcileProgress, RefusalOutcome } from './outcomes.js';
 import type { Plan, PlanItem, PlanOptions } from '../plan/plan.js';
 import { buildPlan } from '../plan/planner.js';
-import { immediateWrites } from '../plan/plan.js';
+import { hasWork, withoutResources } from '../plan/plan.js';
 import type { ProfileOption } from '../profile.js';
 import { refuse } from './refusals.js';
 import { settle } from './settle.js';
@@ -103,6 +111,8 @@ export interface ReconcileResult {
   deregistered: boolean;
   declined: boolean;
   timedOut: boolean;
+  /** With --timeout: what the plan made when it passed still holds that no outcome reports (deadline.ts). */
+  remaining: Remaining[];
   interrupted: boolean;
   passes: number;
   settle: SettleSummary;
@@ -138,8 +148,8 @@ class Reconciler {
   private readonly reads: ProviderCache;
   private readonly monotonic: () => number;
   private readonly planOptions: PlanOptions;
-  /** --timeout's end; the time a person takes to answer the confirmation is added (run). */
-  private deadline: number;
+  /** --timeout's end (deadline.ts); the time a person takes to answer the confirmation is added (run). */
+  private readonly deadline: Deadline;
   private readonly outcomes: Outcomes;
   private readonly blockedKeys = new Set<string>();
   /** The refusals this run wrote: never written again (refusals.ts). */
@@ -181,7 +191,7 @@ class Reconciler {
       signal: this.signal,
     });
     this.monotonic = deps.monotonic ?? (() => performance.now());
-    this.deadline = this.monotonic() + o.timeoutMs;
+    this.deadline = new Deadline(this.monotonic, o.timeoutMs);
     this.settled = { ms: o.settleMs ?? DEFAULT_SETTLE_MS, items: 0, gone: 0, held: 0 };
     this.planOptions = {
       providerId: this.id,
@@ -193,7 +203,7 @@ class Reconciler {
       log: this.log,
       ...(deps.progress ? { progress: deps.progress } : {}),
       ...(deps.itemLogLevel ? { itemLogLevel: deps.itemLogLevel } : {}),
-      ...(o.wait ? { timeLeftMs: () => Math.max(0, this.deadline - this.monotonic()) } : {}),
+      ...(o.wait ? { timeLeftMs: () => Math.max(0, this.deadline.leftMs()) } : {}),
     });
   }
 
@@ -208,21 +218,7 @@ class Reconciler {
       cache: this.reads,
     });
     const plan = buildPlan(snap, this.planOptions);
-    // What planning an item again needs of the pass (its profile, its evidence); its resources are
-    // in the caches, which drop each as it goes.
-    this.pass = {
-      ...snap,
-      infraMachines: [],
-      infraMachineStatuses: [],
-      bmcConfigs: [],
-      machineRequests: [],
-      machineRequestStatuses: [],
-      configPatchRequests: [],
-      machines: [],
-      namespace: {},
-      missedByList: [],
-      foundById: new Set(),
-    };
+    this.pass = withoutResources(snap);
     this.deps.planned?.(plan);
     return plan;
   }
@@ -249,6 +245,7 @@ class Reconciler {
       deregistered: this.deregistered,
       declined: false,
       timedOut: false,
+      remaining: [],
       interrupted: false,
       passes,
       settle: this.settled,
@@ -258,51 +255,20 @@ class Reconciler {
       const asked = this.monotonic();
       const yes = await this.o.confirm(plan);
       // --timeout is for the run: a person who read the plan for ten minutes did not use it up.
-      this.deadline += this.monotonic() - asked;
+      this.deadline.extend(this.monotonic() - asked);
       if (!yes) return result({ declined: true }, 0);
     }
     let pass = 0;
     let timedOut = false;
+    let remaining: Remaining[] = [];
     try {
-      for (pass = 1; ; pass++) {
-        this.log.debug(
-          {
-            pass,
-            items: plan.items.length,
-            refusals: plan.refusals.length,
-            deregistration: plan.deregistration.status,
-          },
-          'pass',
-        );
-        if (this.liveProvider) throw this.liveProvider;
-        const announcing = this.whole && !this.announced && (plan.announce || this.waitsFor(plan));
-        if (announcing) await this.announce(plan);
-        // What the announcement wrote is not in this plan: its deregistration is planned again first.
-        const { parents, deferred } = await this.apply(plan, pass, announcing);
-        if (this.deregistered) break;
-        if (deferred) {
-          plan = await this.planNow();
-          continue;
-        }
-        if (!this.o.wait) {
-          if (!(this.whole && this.o.deregister && parents.length > 0 && pass < 3)) break;
-          // Omni destroys what we released; then the leftovers and the deregistration can follow.
-          await Promise.all(parents.map((p) => this.reads.wait(p, 'gone', this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)));
-          plan = await this.planNow();
-          continue;
-        }
-        if (finishedWaiting(plan, this.whole, this.o.deregister)) break;
-        const left = this.deadline - this.monotonic();
-        if (left <= 0) {
-          timedOut = true;
-          break;
-        }
-        await this.reads.changed(Math.min(left, RECHECK_MS));
-        if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
-        plan = await this.planNow();
+      ({ plan, pass, timedOut } = await this.loop(plan));
+      if (timedOut) {
+        ({ plan, timedOut } = await this.afterDeadline(pass));
+        const scope = { whole: this.whole, deregister: this.o.deregister, deregistered: this.deregistered };
+        if (timedOut) remaining = remainingAt(plan, this.outcomes.items, this.outcomes.refusals, scope);
       }
-      if (this.o.wait && !timedOut && !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister))
-        timedOut = true;
+      if (this.o.wait) this.settled.ms = this.deadline.settleMs(this.settled.ms);
       await settle(
         {
           reads: this.reads,
@@ -324,7 +290,63 @@ class Reconciler {
     } finally {
       await this.heartbeat?.stop();
     }
-    return result({ timedOut }, pass);
+    return result({ timedOut, remaining }, pass);
+  }
+
+  /** The passes: until nothing is left to do, or (--wait) everything is released or --timeout passed. */
+  private async loop(first: Plan): Promise<{ plan: Plan; pass: number; timedOut: boolean }> {
+    let plan = first;
+    for (let pass = 1; ; pass++) {
+      this.log.debug(
+        { pass, items: plan.items.length, refusals: plan.refusals.length, deregistration: plan.deregistration.status },
+        'pass',
+      );
+      if (this.liveProvider) throw this.liveProvider;
+      const announcing = this.whole && !this.announced && (plan.announce || this.waitsFor(plan));
+      if (announcing) await this.announce(plan);
+      // What the announcement wrote is not in this plan: its deregistration is planned again first.
+      const { parents, deferred } = await this.apply(plan, pass, announcing, this.writesUntil());
+      const end = { plan, pass };
+      if (this.deregistered) return { ...end, timedOut: false };
+      if (this.o.wait && this.deadline.passed())
+        return { ...end, timedOut: !finishedWaiting(plan, this.whole, this.o.deregister) };
+      if (deferred) {
+        plan = await this.planNow();
+        continue;
+      }
+      if (!this.o.wait) {
+        if (!(this.whole && this.o.deregister && parents.length > 0 && pass < 3)) return { ...end, timedOut: false };
+        // Omni destroys what we released; then the leftovers and the deregistration can follow.
+        await Promise.all(parents.map((p) => this.reads.wait(p, 'gone', this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)));
+        plan = await this.planNow();
+        continue;
+      }
+      if (finishedWaiting(plan, this.whole, this.o.deregister)) return { ...end, timedOut: false };
+      await this.reads.changed(Math.min(this.deadline.leftMs(), RECHECK_MS));
+      if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
+      if (this.deadline.passed()) return { ...end, timedOut: true };
+      plan = await this.planNow();
+    }
+  }
+
+  /**
+   * --timeout passed (deadline.ts): no write starts any more. What is true now, planned from the caches (reads only);
+   * if that leaves nothing but the deregistration, it runs within DEREGISTER_GRACE_MS. Timed out only when something
+   * is still left.
+   */
+  private async afterDeadline(pass: number): Promise<{ plan: Plan; timedOut: boolean }> {
+    await this.heartbeat?.stop();
+    const plan = await this.planNow();
+    if (onlyDeregistrationLeft(plan, this.whole, this.o.deregister)) {
+      this.log.info({ graceMs: DEREGISTER_GRACE_MS }, '--timeout passed with everything released: deregistering');
+      await this.apply(plan, pass + 1, false, this.deadline.notAfter(DEREGISTER_GRACE_MS));
+    }
+    return { plan, timedOut: !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister) };
+  }
+
+  /** The time for writes (CallOptions.notAfter): --timeout's end with --wait; none without. */
+  private writesUntil(): number | undefined {
+    return this.o.wait ? this.deadline.notAfter() : undefined;
   }
 
   /**
@@ -366,6 +388,9 @@ class Reconciler {
       ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}),
     });
     await this.heartbeat.start();
+    // No write after --timeout (deadline.ts): the beats stop then; a deregistration in its grace destroys it.
+    const left = this.deadline.leftMs();
+    if (this.o.wait && Number.isFinite(left)) setTimeout(() => void this.heartbeat?.stop(), Math.max(0, left)).unref();
     this.announced = true;
     this.log.info(
       { providerId: this.id, wroteProviderStatus: wrote },
@@ -373,17 +398,21 @@ class Reconciler {
     );
   }
 
-  /** Runs every item and refusal of the plan, then its deregistration (unless this pass announced). */
-  private async apply(plan: Plan, pass: number, announced: boolean): Promise<Applied> {
+  /**
+   * Runs every item and refusal of the plan, then its deregistration (unless this pass announced); no write after
+   * `notAfter`, no item started after --timeout.
+   */
+  private async apply(plan: Plan, pass: number, announced: boolean, notAfter: number | undefined): Promise<Applied> {
     const parents: Pointer[] = [];
     const items = plan.items.filter((it) => this.o.wait || pass === 1 || !this.blockedKeys.has(keyOf(it)));
     this.outcomes.track(items, plan.running.length);
-    const executor = this.executor();
+    const executor = this.executor(notAfter);
     await Promise.all([
       this.items.each(
         items,
         async (item) => {
-          if (this.fatal) return;
+          // Not started: the plan made after --timeout reports it as left (deadline.ts).
+          if (this.fatal || (this.o.wait && this.deadline.passed())) return;
           const end = await this.runItem(executor.ranked(this.rankOf(item)), item);
           if (end?.releasedParent) parents.push(end.releasedParent);
         },
@@ -401,6 +430,7 @@ class Reconciler {
                 signal: this.signal,
                 reads: this.reads,
                 refused: this.refusedKeys,
+                ...(notAfter !== undefined ? { notAfter } : {}),
               },
               r,
             ).catch((err: unknown) => {
@@ -431,7 +461,7 @@ class Reconciler {
     return { parents, deferred: false };
   }
 
-  private executor(): Executor {
+  private executor(notAfter: number | undefined): Executor {
     return new Executor(
       {
         state: this.state,
@@ -442,8 +472,8 @@ class Reconciler {
         reads: this.reads,
         ...(this.deps.wipe ? { wipe: this.deps.wipe } : {}),
         signal: this.signal,
-        waitMs: () =>
-          this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS),
+        ...(notAfter !== undefined ? { notAfter } : {}),
+        waitMs: () => (this.o.wait ? Math.max(0, this.deadline.leftMs()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)),
         outside: (fn, forOmni, rank) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn()), rank),
       },
       this.pass!,
@@ -451,59 +481,19 @@ class Reconciler {
     );
   }
 
-  /** Runs one item and records how it ended; undefined when it failed (its outcome says why). */
-  private async runItem(executor: Executor, item: PlanItem): Promise<ItemEnd | undefined> {
-    const key = keyOf(item);
-    const outcome: ItemOutcome = { kind: item.kind, id: item.id, status: 'released', counts: true };
-    try {
-      const end = await executor.run(item);
-      if (end.wipe) outcome.wipe = end.wipe;
-      if (end.status === 'blocked') {
-        Object.assign(outcome, { status: 'blocked', reason: end.reason, nextStep: end.nextStep, counts: end.counts });
-        this.blockedKeys.add(key);
-        this.outcomes.record(key, outcome);
-        this.outcomes.itemLog(
-          'warn',
-          { kind: item.kind, id: item.id, reason: end.reason, nextStep: end.nextStep },
-          'blocked',
-        );
-        return end;
-      }
-      this.blockedKeys.delete(key);
-      if (end.heldAtRelease) {
-        // Released by us, but someone else's finalizer still holds it: say who and why, and watch it
-        // after the last write (settle).
-        Object.assign(outcome, {
-          heldBy: [...end.heldAtRelease.facts.remaining],
-          reason: end.reason,
-          nextStep: end.nextStep,
-        });
-        this.heldAtRelease.set(key, end.heldAtRelease);
-      }
-      this.outcomes.record(key, outcome);
-      this.outcomes.itemLog(
-        'info',
-        { kind: item.kind, id: item.id },
-        item.kind === 'leftover' ? 'cleaned up' : 'released',
-      );
-      return end;
-    } catch (err) {
-      if (isTooLarge(err)) this.stopRun(err);
-      const aborted = this.signal.aborted;
-      const nextStep =
-        err instanceof NotFoundUnconfirmedError
-          ? err.nextStep
-          : "run again; if it keeps failing, check the error and Omni's logs";
-      Object.assign(outcome, {
-        status: aborted ? 'interrupted' : 'failed',
-        reason: (err as Error).message,
-        nextStep: aborted ? 'run again' : nextStep,
-      });
-      this.outcomes.record(key, outcome);
-      if (!aborted)
-        this.outcomes.itemLog('error', { kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
-      return undefined;
-    }
+  /** Runs one item and records how it ended (item-run.ts); undefined when it did not end released or blocked. */
+  private runItem(executor: Executor, item: PlanItem): Promise<ItemEnd | undefined> {
+    return runItem(
+      {
+        outcomes: this.outcomes,
+        blockedKeys: this.blockedKeys,
+        heldAtRelease: this.heldAtRelease,
+        signal: this.signal,
+        stopRun: (err) => this.stopRun(err),
+      },
+      executor,
+      item,
+    );
   }
 
   /**
@@ -543,24 +533,4 @@ class Reconciler {
     const live = liveProviderIn(current, this.id, (this.deps.now ?? Date.now)());
     if (live) throw live;
   }
-}
-
-/** Omni refused a write as larger than its write burst: no run can get past it until an Omni admin acts. */
-function isTooLarge(err: unknown): err is WriteTooLargeError {
-  return hasCode(err, 'STUB_WRITE_TOO_LARGE');
-}
-
-/** Whether a plan would change anything (so a confirmation is due). */
-export function hasWork(plan: Plan): boolean {
-  return immediateWrites(plan) > 0 || plan.announce || plan.deregistration.status === 'ready' || plan.items.length > 0;
-}
-
-function finishedWaiting(plan: Plan, whole: boolean, deregister: boolean): boolean {
-  if (plan.items.length > 0 || plan.running.length > 0) return false;
-  if (!whole) return true;
-  if (deregister) return plan.deregistration.status === 'done';
-  return (
-    plan.refusals.every((r) => r.done) &&
-    !plan.deregistration.reasons.some((r) => /InfraMachine|MachineRequest|Machine /.test(r))
-  );
 }

@@ -37,6 +37,8 @@ export interface RefuseDeps {
   reads: Pick<Reads, 'observe'>;
   /** The refusals this run wrote (by key): never written again, whatever a pass plans. */
   refused: Set<string>;
+  /** No Create at or after this time (CallOptions.notAfter): --timeout. */
+  notAfter?: number;
 }
 
 export async function refuse(d: RefuseDeps, r: Refusal): Promise<void> {
@@ -64,7 +66,10 @@ export async function refuse(d: RefuseDeps, r: Refusal): Promise<void> {
   });
   try {
     const created = await d.limiter.run(() =>
-      d.state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: op.owner, signal: d.signal }),
+      d.state.create(
+        { metadata: md, spec: { protoSpec: spec } },
+        { owner: op.owner, ...(d.signal ? { signal: d.signal } : {}), ...(d.notAfter ? { notAfter: d.notAfter } : {}) },
+      ),
     );
     d.refused.add(key);
     // Omni's answer is what it now holds (a write of this run that succeeded: positive evidence).
@@ -72,6 +77,8 @@ export async function refuse(d: RefuseDeps, r: Refusal): Promise<void> {
     refused(d, r, key);
   } catch (err) {
     if (hasCode(err, 'OMNI_ALREADY_EXISTS')) return attribute(d, r, key, op.target);
+    // Not sent: --timeout passed first; the plan made then reports it as left (deadline.ts).
+    if (hasCode(err, 'STUB_DEADLINE')) return;
     // Interrupted, or a write no run can get past (the run stops): not this refusal's failure.
     if (d.signal?.aborted || hasCode(err, 'STUB_WRITE_TOO_LARGE')) throw err;
     failed(d, r, key, (err as Error).message);
