@@ -83,7 +83,66 @@ export const KNOWN_STATE_TYPES: readonly StateTypeSource[] = [
     file: 'internal/pkg/provider/resources/machine.go',
     commit: '4929213743fab2d6a9d72274f8f72381aac35284',
   },
+  {
+    provider: 'opennebula (community)',
+    stateType: 'Machine',
+    repo: 'SparkAIUR/omni-infra-provider-opennebula',
+    file: 'internal/pkg/provider/resources/machine.go',
+    commit: '10e8829cfb39845adbb8a6b2ba6d4d413f23fca6',
+  },
+  {
+    provider: 'truenas (community)',
+    stateType: 'Machine',
+    repo: 'bearbinary/omni-infra-provider-truenas',
+    file: 'internal/resources/machine.go',
+    commit: '8a63ae42600c0a51fd09437aee4c6d3ce3592fc3',
+  },
+  {
+    provider: 'oxide (community)',
+    stateType: 'Machine',
+    repo: 'oxidecomputer/omni-infra-provider-oxide',
+    file: 'internal/provider/machine.go',
+    commit: 'f1d3b73bf51e9f7c0a3f8654b45fe7231c07fdc1',
+  },
+  {
+    provider: 'xoa (community)',
+    stateType: 'Machine',
+    repo: 'kreove/omni-infra-provider-xoa',
+    file: 'internal/pkg/provider/resources/machine.go',
+    commit: '0555e08a9ff3eebd24fd3cd9b5a739e89d7f151b',
+  },
+  {
+    provider: 'vergeos (community)',
+    stateType: 'Machine',
+    repo: 'kreove/omni-infra-provider-vergeos',
+    file: 'internal/pkg/provider/resources/machine.go',
+    commit: '69b50fe91871f77210ae4e10414ad1c0e0614e35',
+  },
+  {
+    provider: 'hetzner (community)',
+    stateType: 'Machine',
+    repo: 'theGunner295/omni-infra-provider-hetzner',
+    file: 'internal/pkg/provider/resources/machine.go',
+    commit: '38b97f2b81f29f370108eb6330d8a41ce03cee43',
+  },
 ];
+
+/**
+ * Per-request types whose resources name their request by the `omni.sidero.dev/machine-request` label, not by their ID
+ * (docs/providers.md): read and cleaned like the per-request state, but linked to a request only by that label; one
+ * without it belongs to no request, and only the deregistration empties it. Given as `--state-type`, they stay so.
+ */
+export const REQUEST_LINKED_TYPES: readonly StateTypeSource[] = [
+  {
+    provider: 'opennebula (community)',
+    stateType: 'NameReservation',
+    repo: 'SparkAIUR/omni-infra-provider-opennebula',
+    file: 'internal/pkg/provider/resources/name_reservation.go, internal/pkg/provider/allocator.go',
+    commit: '10e8829cfb39845adbb8a6b2ba6d4d413f23fca6',
+  },
+];
+
+const REQUEST_LINKED_NAMES: readonly string[] = [...new Set(REQUEST_LINKED_TYPES.map((s) => s.stateType))];
 
 /** The distinct short names of KNOWN_STATE_TYPES. */
 export const KNOWN_STATE_TYPE_NAMES: readonly string[] = [...new Set(KNOWN_STATE_TYPES.map((s) => s.stateType))];
@@ -110,6 +169,8 @@ export interface ResolvedProfile {
   machineTypes: string[];
   /** Per-request state types (full type strings), keyed by request ID. */
   stateTypes: string[];
+  /** Per-request types (full type strings) linked to their request by its label, not by ID (REQUEST_LINKED_TYPES). */
+  requestLinkedTypes: string[];
   /** Every type in `infra-provider:<id>` to read and, when deregistering, to empty. */
   namespaceTypes: string[];
   /** Whether the state types include one the operator named (otherwise only the known ones). */
@@ -154,7 +215,9 @@ export function resolveProfile(
     }
     reason = `auto: ${why.join('; ')}`;
   }
-  const given = extraTypes.map((t) => resolveStateType(t, providerId));
+  const linked = REQUEST_LINKED_NAMES.map((n) => providerType(n, providerId));
+  // A known label-linked type named with --state-type keeps its link: its IDs are not request IDs.
+  const given = extraTypes.map((t) => resolveStateType(t, providerId)).filter((t) => !linked.includes(t));
   // Types the operator names are per-machine (static) or per-request (provisioning) as well.
   // Per-machine and per-request types of BOTH kinds whatever the profile: they only decide which
   // resources in our namespace belong to a machine or a request, so a leftover whose machine or request
@@ -171,6 +234,7 @@ export function resolveProfile(
   const namespaceTypes = uniq([
     ...BARE_METAL_NAMESPACE_TYPES.map((n) => providerType(n, providerId)),
     ...KNOWN_STATE_TYPE_NAMES.map((n) => providerType(n, providerId)),
+    ...linked,
     ...given,
   ]);
   const staticLabel = option === 'bare-metal' || facts.infraMachines > 0;
@@ -180,6 +244,7 @@ export function resolveProfile(
     reason,
     machineTypes,
     stateTypes,
+    requestLinkedTypes: linked,
     namespaceTypes,
     stateTypesGiven: given.length > 0,
     staticLabel,

@@ -80,7 +80,9 @@ export function kindOf(r: Resource | { type: string }): string {
  * InfraMachineStatus to the InfraMachine of its ID, a MachineRequestStatus to the MachineRequest of
  * its ID, a ConfigPatchRequest to the request its label names, a resource in `infra-provider:<id>`
  * to the InfraMachine (per-machine types) or MachineRequest (per-request types) of its ID, both for
- * a type that is both. None for provider-wide resources (TLSConfig), which only deregistration cleans.
+ * a type that is both, or, for a request-linked type, to the request its label names. None for
+ * provider-wide resources (TLSConfig) nor an unlabelled request-linked one: only deregistration
+ * cleans those.
  */
 export function parentsOf(
   r: Resource,
@@ -93,6 +95,11 @@ export function parentsOf(
     if (md.type === T.InfraMachineStatus) return [im(md.id)];
     if (md.type === T.MachineRequestStatus) return [mr(md.id)];
     const req = md.type === T.ConfigPatchRequest ? md.labels[LABEL_MACHINE_REQUEST] : undefined;
+    return req ? [mr(req)] : [];
+  }
+  if (profile.requestLinkedTypes.includes(md.type)) {
+    // Its ID is not a request's (an OpenNebula NameReservation's is name-reservation/<cluster>/<role>/<n>).
+    const req = md.labels[LABEL_MACHINE_REQUEST];
     return req ? [mr(req)] : [];
   }
   if (PROVIDER_WIDE_IDS.has(md.id)) return [];

@@ -49,6 +49,8 @@ export class Planner {
   private readonly machinesUnreadable: boolean;
   private readonly nsById = new Map<string, Resource[]>();
   private readonly cprByRequest = new Map<string, Resource[]>();
+  /** Resources of request-linked types in our namespace, by the request their label names (profile.ts). */
+  private readonly linkedByRequest = new Map<string, Resource[]>();
 
   constructor(
     readonly s: Snapshot,
@@ -69,6 +71,12 @@ export class Planner {
     for (const r of s.configPatchRequests) {
       const req = r.metadata.labels[LABEL_MACHINE_REQUEST];
       if (req !== undefined) push(this.cprByRequest, req, r);
+    }
+    for (const type of s.profile.requestLinkedTypes) {
+      for (const r of s.namespace[type] ?? []) {
+        const req = r.metadata.labels[LABEL_MACHINE_REQUEST];
+        if (req !== undefined) push(this.linkedByRequest, req, r);
+      }
     }
   }
 
@@ -436,6 +444,8 @@ export class Planner {
     const stateTypes = new Set(this.s.profile.stateTypes);
     const states = (this.nsById.get(rid) ?? []).filter((r) => stateTypes.has(r.metadata.type));
     for (const st of states) ops.push(...this.dispose(st, "the provider's per-request state", machineUuid));
+    for (const lr of this.linkedByRequest.get(rid) ?? [])
+      ops.push(...this.dispose(lr, "the provider's per-request state, naming the request by its label", machineUuid));
     if (mine.length > 0)
       ops.push(
         this.release(

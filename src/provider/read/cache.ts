@@ -102,6 +102,11 @@ export class ProviderCache implements Reads, ItemSource, KindHost {
     return this.current(p);
   }
 
+  labelledFor(requestId: string, kind: Pick<Pointer, 'namespace' | 'type'>): Resource[] {
+    const k = this.cached(kind);
+    return k ? [...k.entries.values()].filter((r) => r.metadata.labels[LABEL_MACHINE_REQUEST] === requestId) : [];
+  }
+
   configPatchRequestsOf(requestId: string): Resource[] {
     const k = [...this.kinds.values()].find((x) => x.type === T.ConfigPatchRequest);
     return k ? [...k.entries.values()].filter((r) => r.metadata.labels[LABEL_MACHINE_REQUEST] === requestId) : [];

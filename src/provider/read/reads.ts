@@ -37,6 +37,8 @@ export interface Reads {
 export interface ItemSource {
   get(p: Pointer): Resource | undefined;
   configPatchRequestsOf(requestId: string): Resource[];
+  /** The resources of a kind whose `omni.sidero.dev/machine-request` label names `requestId`. */
+  labelledFor(requestId: string, kind: Pick<Pointer, 'namespace' | 'type'>): Resource[];
   namedById(p: Pointer): boolean;
 }
 
@@ -77,6 +79,8 @@ export function itemSnapshot(
       .configPatchRequestsOf(id)
       .filter((r) => r.metadata.labels[LABEL_MACHINE_REQUEST] === id);
     fill(pass.profile.stateTypes);
+    if (nsOf)
+      for (const t of pass.profile.requestLinkedTypes) ns[t] = src.labelledFor(id, { namespace: nsOf, type: t });
     const machine = out.machineRequestStatuses[0] ? statusMachineId(out.machineRequestStatuses[0]) : undefined;
     if (machine) out.machines = one(NS_DEFAULT, T.Machine, machine);
   } else if (item.kind === 'leftover' && target) {
