@@ -235,6 +235,8 @@ export interface Io {
   ask?: (question: string) => Promise<boolean>;
   /** Where SIGINT/SIGTERM are listened to (the process by default). */
   signals?: NodeJS.EventEmitter;
+  /** The signal that came before the command listened (early-signal.ts), taken once. */
+  takeEarlySignal?: () => 'SIGINT' | 'SIGTERM' | undefined;
 }
 
 export function loggerFor(

@@ -12,6 +12,7 @@ import { StageTracker } from '../provider/run/stage.js';
 import type { Stage } from '../provider/run/stage.js';
 import { renderText } from '../provider/report/report.js';
 import { escapeControl, inertJson } from '../omni-api/untrusted.js';
+import { takeEarlySignal } from '../early-signal.js';
 import { VERSION } from '../version.js';
 import type { Io, OutputFormat, ResultTarget } from './provider-options.js';
 import { resultTarget } from './provider-options.js';
@@ -24,6 +25,7 @@ export function processIo(env: NodeJS.ProcessEnv = process.env): Io {
     env,
     ask: (question) => askYesNo(process.stdin, process.stderr, question),
     signals: process,
+    takeEarlySignal,
   };
 }
 
@@ -205,6 +207,8 @@ export async function withOutputs(
   try {
     const outputs = openOutputs({ report: target.reportFile, auditLog: target.auditLog, inputs: target.inputs });
     try {
+      // A signal that came while the CLI was loading: the result says so, and nothing is asked of Omni.
+      if (sig.signal.aborted) throw sig.signal.reason;
       const rep = withError(await work(outputs, sig, stages));
       const staged = { ...rep, stage: stages.current };
       outputs.writeReport(staged, io);
@@ -365,7 +369,7 @@ export interface Signals {
   release: () => void;
 }
 
-/** SIGINT/SIGTERM abort the run; the exit code says which (130/143). */
+/** SIGINT/SIGTERM abort the run (also one that came while the CLI loaded); the exit code says which (130/143). */
 export function trapSignals(io: Io): Signals {
   const ac = new AbortController();
   let code: 130 | 143 | undefined;
@@ -379,6 +383,9 @@ export function trapSignals(io: Io): Signals {
   };
   io.signals?.on('SIGINT', onInt);
   io.signals?.on('SIGTERM', onTerm);
+  const early = io.takeEarlySignal?.();
+  if (early === 'SIGINT') onInt();
+  else if (early === 'SIGTERM') onTerm();
   return {
     signal: ac.signal,
     code: () => code,

@@ -6,6 +6,7 @@
 
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { takeEarlySignal } from '../early-signal.js';
 import { UsageError } from '../exit-codes.js';
 import { createLogger } from '../log.js';
 import { defineCommand, nonEmpty, once } from './options.js';
@@ -110,6 +111,9 @@ async function writeKeys(dir: string, endpoint: string, keys: Record<string, str
 }
 
 export function untilSignal(): Promise<NodeJS.Signals> {
+  // One that came while the CLI loaded (early-signal.ts) ends it as soon as it is up.
+  const early = takeEarlySignal();
+  if (early) return Promise.resolve(early);
   return new Promise((resolve) => {
     const on = (sig: NodeJS.Signals) => {
       process.off('SIGTERM', on);

@@ -321,6 +321,8 @@ class Reconciler {
       if (!this.o.signal?.aborted) throw err;
       for (const oc of this.outcomes.items.values())
         if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
+      // What the plan held and the interruption came before: not started, not failed.
+      for (const item of plan.items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
       return result({ interrupted: true }, pass);
     } finally {
       await this.heartbeat?.stop();
@@ -447,6 +449,11 @@ class Reconciler {
   /** Runs one item and records how it ended; undefined when it failed (its outcome says why). */
   private async runItem(executor: Executor, item: PlanItem): Promise<ItemEnd | undefined> {
     const key = keyOf(item);
+    // Interrupted: nothing more is started; the items in flight finish or are cancelled.
+    if (this.o.signal?.aborted) {
+      this.notStarted(item);
+      return undefined;
+    }
     const outcome: ItemOutcome = { kind: item.kind, id: item.id, status: 'released', counts: true };
     try {
       const end = await executor.run(item);
@@ -488,14 +495,26 @@ class Reconciler {
           : "run again; if it keeps failing, check the error and Omni's logs";
       Object.assign(outcome, {
         status: aborted ? 'interrupted' : 'failed',
-        reason: (err as Error).message,
-        nextStep: aborted ? 'run again' : nextStep,
+        reason: aborted ? 'under way when the run was interrupted' : (err as Error).message,
+        nextStep: aborted ? 'run again: it carries on where this run stopped' : nextStep,
       });
       this.outcomes.record(key, outcome);
       if (!aborted)
         this.outcomes.itemLog('error', { kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
       return undefined;
     }
+  }
+
+  /** An item the run never started: the interruption came first. */
+  private notStarted(item: PlanItem): void {
+    this.outcomes.record(keyOf(item), {
+      kind: item.kind,
+      id: item.id,
+      status: 'not-started',
+      reason: 'not started: the run was interrupted first',
+      nextStep: 'run again',
+      counts: true,
+    });
   }
 
   /**
