@@ -9,6 +9,7 @@ import { endCommand } from './early-signal.js';
 import { ExitCode } from './exit-codes.js';
 import { tuneGc } from './gc-tuning.js';
 import { escapeControl } from './omni-api/untrusted.js';
+import { redact } from './redact.js';
 
 export function start(): void {
   tuneGc();
@@ -30,7 +31,7 @@ export function start(): void {
     (err: unknown) => {
       settled = true;
       endCommand();
-      process.stderr.write(`stub-provider: internal error: ${escapeControl(String(err))}\n`);
+      process.stderr.write(`stub-provider: internal error: ${escapeControl(redact(String(err)))}\n`);
       process.exitCode = ExitCode.Internal;
     },
   );

@@ -12,18 +12,23 @@ import { StageTracker } from '../provider/run/stage.js';
 import type { Stage } from '../provider/run/stage.js';
 import { renderText } from '../provider/report/report.js';
 import { escapeControl, inertJson } from '../omni-api/untrusted.js';
+import { redact, redactDeep } from '../redact.js';
 import { takeEarlySignal } from '../early-signal.js';
 import { VERSION } from '../version.js';
+import type { CliContext } from './options.js';
 import type { Io, OutputFormat, ResultTarget } from './provider-options.js';
 import { resultTarget } from './provider-options.js';
 
-export function processIo(env: NodeJS.ProcessEnv = process.env): Io {
+export function processIo(
+  env: NodeJS.ProcessEnv = process.env,
+  streams: Pick<CliContext, 'stdout' | 'stderr'> = process,
+): Io {
   return {
-    stdout: process.stdout,
-    stderr: process.stderr,
+    stdout: streams.stdout,
+    stderr: streams.stderr,
     stdinIsTTY: process.stdin.isTTY === true,
     env,
-    ask: (question) => askYesNo(process.stdin, process.stderr, question),
+    ask: (question) => askYesNo(process.stdin, streams.stderr, question),
     signals: process,
     takeEarlySignal,
   };
@@ -143,9 +148,12 @@ function errorForExit(code: number): StubError {
   return new StubError('STUB_FAILED', code as ExitCodeValue, 'failed');
 }
 
-/** The report as JSON: programs read it, a person may print it, so C1 and bidi controls are \uXXXX. */
+/**
+ * The report as JSON: programs read it, a person may print it, so C1 and bidi controls are \uXXXX; no
+ * secret in it (redact.ts: a value it quotes may be the key given by mistake).
+ */
 function reportJson(rep: AnyResult): string {
-  return `${inertJson(JSON.stringify(rep, null, 2))}\n`;
+  return `${inertJson(JSON.stringify(redactDeep(rep), null, 2))}\n`;
 }
 
 /**
@@ -154,8 +162,8 @@ function reportJson(rep: AnyResult): string {
  */
 export async function emitResult(rep: AnyResult, format: OutputFormat, io: Io): Promise<void> {
   if (format === 'json') io.stdout.write(reportJson(rep));
-  else if (format === 'yaml') io.stdout.write((await import('./yaml-output.js')).inertYaml(rep));
-  else if ('released' in rep) io.stdout.write(`${renderText(rep)}${offlineText(rep.offline)}`);
+  else if (format === 'yaml') io.stdout.write((await import('./yaml-output.js')).inertYaml(redactDeep(rep)));
+  else if ('released' in rep) io.stdout.write(redact(`${renderText(rep)}${offlineText(rep.offline)}`));
 }
 
 function offlineText(o: OfflineNote | undefined): string {
@@ -236,10 +244,11 @@ export async function commandLine<G extends Parameters<typeof resultTarget>[0], 
   command: 'run' | 'plan',
   given: G,
   env: NodeJS.ProcessEnv,
+  cli: Pick<CliContext, 'stdout' | 'stderr'>,
   parse: (given: G, env: NodeJS.ProcessEnv) => C,
   work: (c: C, io: Io, outputs: Outputs, sig: Signals, stages: StageTracker) => Promise<Result>,
 ): Promise<void> {
-  const io = processIo(env);
+  const io = processIo(env, cli);
   const target = resultTarget(given);
   await handleResult(command, target, io, (stages) =>
     withOutputs(command, target, io, (outputs, sig) => work(parse(given, env), io, outputs, sig, stages), stages),
@@ -313,7 +322,7 @@ export function openOutputs(o: {
     ...(audit
       ? {
           auditSink: (line: string) => {
-            writeSync(audit.fd, line);
+            writeSync(audit.fd, redact(line));
           },
         }
       : {}),
@@ -323,8 +332,10 @@ export function openOutputs(o: {
         writeFileSync(report.fd, reportJson(rep));
       } catch (err) {
         io.stderr.write(
-          `stub-provider: cannot write the report to ${escapeControl(report.path)}: ` +
-            `${(err as NodeJS.ErrnoException).code ?? String(err)}\n`,
+          redact(
+            `stub-provider: cannot write the report to ${escapeControl(report.path)}: ` +
+              `${(err as NodeJS.ErrnoException).code ?? String(err)}\n`,
+          ),
         );
       }
     },
@@ -335,7 +346,8 @@ export function openOutputs(o: {
 function openOutput(flag: string, path: string, flags: string | number): OutputFile {
   let fd: number;
   try {
-    fd = openSync(path, flags, 0o644);
+    // Created readable by its owner only: a report or an audit log names the provider's machines.
+    fd = openSync(path, flags, 0o600);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     const hint =

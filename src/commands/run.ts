@@ -2,6 +2,7 @@
 // deregister. See docs/design.md; the work is in src/provider.
 
 import { ExitCode, UsageError } from '../exit-codes.js';
+import { addSecret, redact } from '../redact.js';
 import { VERSION } from '../version.js';
 import { createWipeStrategy, wipeCliOptions, wipeOptionsFrom } from '../wipe/index.js';
 import type { WipeOptions } from '../wipe/index.js';
@@ -170,6 +171,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
         now,
         wipe: { strategy, options: c.wipe },
         stage: stages.enter,
+        onSecret: addSecret,
         ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}),
       },
       {
@@ -192,7 +194,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
               'this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); ' +
                 '`stub-provider plan` shows what would change',
             );
-          io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre })));
+          io.stderr.write(redact(renderText(planReport(plan, { version: VERSION, preflight: pre }))));
           return io.ask(`Make these changes${c.wait ? ' and keep watching' : ''}? [y/N] `);
         },
       },
@@ -256,5 +258,5 @@ export const runCommand = defineCommand({
     "With --output json or yaml, and in --report, every exit has its result, with the error's code and message. " +
     'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).',
   parse: parseRun,
-  handler: (given, env) => commandLine('run', given, env, parseRun, run),
+  handler: (given, env, cli) => commandLine('run', given, env, cli, parseRun, run),
 });

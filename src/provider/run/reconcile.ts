@@ -92,6 +92,8 @@ export interface ReconcileDeps {
   planned?: (plan: Plan) => void;
   /** Told each stage the run enters (stage.ts), and how far it got within it. */
   stage?: OnStage;
+  /** Told each secret the run reads from Omni (a BMC password for a wipe), so that no output shows it. */
+  onSecret?: (secret: string) => void;
 }
 
 export interface ReconcileResult {
@@ -440,6 +442,7 @@ class Reconciler {
         waitMs: () =>
           this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS),
         outside: (fn, forOmni) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
+        ...(this.deps.onSecret ? { onSecret: this.deps.onSecret } : {}),
       },
       this.pass!,
       this.planOptions,
