@@ -53,10 +53,13 @@ started_all=$SECONDS
 W=$(mktemp -d /tmp/stub-provider-image.XXXXXX)
 chmod 700 "$W"
 NETNS=stub-provider-image-$$
-ctr= sims=() runs=()
+ctr=
 cleanup() {
-  local p
-  for p in "${runs[@]}" "${sims[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  local p f
+  # A running image's unshare (its PID file lives as long as it does) takes its PID namespace down
+  # with it (--kill-child); then this shell's own background jobs (sims, a run), only those still alive.
+  for f in "$W"/*.pid; do [ -f "$f" ] && kill -KILL "$(cat "$f")" 2>/dev/null || true; done
+  for p in $(jobs -p); do kill -KILL "$p" 2>/dev/null || true; done
   ip netns del "$NETNS" 2>/dev/null || true
   if [ -n "$ctr" ]; then buildah umount "$ctr" >/dev/null 2>&1 || true; buildah rm "$ctr" >/dev/null 2>&1 || true; fi
   rm -rf "$W"
@@ -353,7 +356,6 @@ run_checks() {
   start_sim b bare-metal-stuck --faults '{latency_ms: 1500}' || return
   in_image 60 "$W/term.out" "$W/term.err" "${SIM_ENV[@]}" -- --id bare-metal --yes --output json &
   local bg=$! tini= node_pid= i
-  runs+=("$bg")
   # Under way: the first write logged (a JSON log line with an "op"), then tini and node are found.
   for i in $(seq 1 300); do
     if node -e 'const t = require("fs").readFileSync(process.argv[1], "utf8"); process.exit(t.split("\n").some((l) => { try { return "op" in JSON.parse(l); } catch { return false; } }) ? 0 : 1)' "$W/term.err" 2>/dev/null; then break; fi
@@ -365,7 +367,8 @@ run_checks() {
   [ -n "$unsh" ] && tini=$(pgrep -P "$unsh" | head -n 1 || true)
   [ -n "$tini" ] && node_pid=$(pgrep -P "$tini" | head -n 1 || true)
   if [ -z "$node_pid" ] || ! kill -0 "$bg" 2>/dev/null; then
-    fail "run: the interrupted run never got under way"; tail_of "$W/term.err" 15; stop_sim b; return
+    fail "run: the run to interrupt never showed unshare -> tini -> node while it wrote (unshare $unsh, tini ${tini:-none}, node ${node_pid:-none})"
+    tail_of "$W/term.err" 15; wait "$bg" 2>/dev/null || true; stop_sim b; return
   fi
   process_facts "$tini" "$node_pid"
   local t0 t1 ms
@@ -393,7 +396,7 @@ in_image() {
   local extra=()
   while [ "$1" != -- ]; do extra+=("$1"); shift; done
   shift
-  local pidfile=${out%.out}.pid
+  local pidfile=${out%.out}.pid code=0
   timeout -s KILL "$secs" env -i "${IMG_ENV[@]}" "${extra[@]}" \
     ip netns exec "$NETNS" unshare --mount --propagation private -- /bin/sh -c '
       r=$1 wd=$2 uid=$3 gid=$4 pidfile=$5; shift 5
@@ -403,7 +406,9 @@ in_image() {
       for d in null zero full random urandom tty; do : >"$r/dev/$d" && mount --bind "/dev/$d" "$r/dev/$d" || exit 125; done &&
       ln -s /proc/self/fd "$r/dev/fd" && echo $$ >"$pidfile" &&
       exec unshare --pid --fork --kill-child --mount-proc --root="$r" --wd="$wd" --setgid "$gid" --setuid "$uid" -- "$@"
-    ' sh "$ROOTFS" "$IMG_WD" "${IMG_USER%%:*}" "${IMG_USER##*:}" "$pidfile" "${ENTRY[@]}" "$@" >"$out" 2>"$err" </dev/null
+    ' sh "$ROOTFS" "$IMG_WD" "${IMG_USER%%:*}" "${IMG_USER##*:}" "$pidfile" "${ENTRY[@]}" "$@" >"$out" 2>"$err" </dev/null || code=$?
+  rm -f "$pidfile"
+  return $code
 }
 
 # What the Job's pod would show from the inside, read from /proc of the running tini and node.
@@ -411,10 +416,12 @@ process_facts() {
   local tini=$1 node_pid=$2 problems=()
   [ "$(cat "/proc/$tini/comm")" = tini ] || problems+=("PID 1 of the namespace is $(cat "/proc/$tini/comm"), not tini")
   [ "$(awk '/^NSpid:/ {print $NF}' "/proc/$tini/status")" = 1 ] || problems+=("tini is not PID 1 of its PID namespace")
-  local p
+  local p uid=${IMG_USER%%:*} gid=${IMG_USER##*:} ids
   for p in "$tini" "$node_pid"; do
-    [ "$(awk '/^Uid:/ {print $2$3$4$5}' "/proc/$p/status")" = "${IMG_USER%%:*}${IMG_USER%%:*}${IMG_USER%%:*}${IMG_USER%%:*}" ] || problems+=("$(cat "/proc/$p/comm") runs as uid $(awk '/^Uid:/ {print $2}' "/proc/$p/status")")
-    [ "$(awk '/^Gid:/ {print $2}' "/proc/$p/status")" = "${IMG_USER##*:}" ] || problems+=("$(cat "/proc/$p/comm") runs as gid $(awk '/^Gid:/ {print $2}' "/proc/$p/status")")
+    # Real, effective, saved and file-system IDs; then the supplementary groups and the capabilities.
+    ids=$(awk '/^Uid:/ {u = $2 " " $3 " " $4 " " $5} /^Gid:/ {g = $2 " " $3 " " $4 " " $5} END {print u "/" g}' "/proc/$p/status")
+    [ "$ids" = "$uid $uid $uid $uid/$gid $gid $gid $gid" ] || problems+=("$(cat "/proc/$p/comm") runs as uid/gid $ids")
+    [ -z "$(awk '/^Groups:/ {$1 = ""; print}' "/proc/$p/status" | tr -d ' ')" ] || problems+=("$(cat "/proc/$p/comm") has supplementary groups")
     [ "$(awk '/^CapEff:/ {print $2}' "/proc/$p/status")" = 0000000000000000 ] || problems+=("$(cat "/proc/$p/comm") has effective capabilities")
   done
   # mountinfo: field 5 is the mount point, 6 its options; the file system type follows the "-" field.
@@ -426,7 +433,7 @@ process_facts() {
   [ "$(awk -F: 'NR > 2 {gsub(/ /, "", $1); print $1}' "/proc/$node_pid/net/dev" | tr '\n' ' ')" = "lo " ] || problems+=("node sees network interfaces other than lo")
   [ "$(readlink "/proc/$node_pid/cwd")" = "${ROOTFS%/}$IMG_WD" ] || problems+=("node's working directory is not $IMG_WD")
   if [ ${#problems[@]} -eq 0 ]; then
-    ok "run: tini is PID 1 of its own PID namespace; tini and node run as uid/gid $IMG_USER without capabilities, in $IMG_WD, on a read-only root with a tmpfs /tmp and only lo"
+    ok "run: tini is PID 1 of its own PID namespace; tini and node run as uid/gid $IMG_USER with no supplementary groups and no capabilities, in $IMG_WD, on a read-only root with a tmpfs /tmp and only lo"
   else
     for p in "${problems[@]}"; do fail "run: $p"; done
   fi
@@ -439,7 +446,6 @@ start_sim() {
   ip netns exec "$NETNS" node "$REPO/dist/src/main.js" sim --scenario "$scenario" --dump "$W/sim-$name.dump" "$@" \
     >"$W/sim-$name.out" 2>"$W/sim-$name.err" </dev/null &
   local pid=$! i
-  sims+=("$pid")
   eval "sim_$name=$pid"
   local ready=
   for i in $(seq 1 150); do
