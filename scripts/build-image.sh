@@ -190,8 +190,9 @@ EOF
     done
     say "base: $base made in $((SECONDS - t)) s (cached in $CACHE/$key.tar)"
   fi
-  build_args+=(--build-arg "NODE_IMAGE=$base")
 fi
+# By its full name: buildah's short-name lookup depends on the machine's registries.conf.
+build_args+=(--build-arg "NODE_IMAGE=$base")
 say "base size: $(buildah images --format '{{.Size}}' "$base" | head -n 1)"
 
 # --- build ------------------------------------------------------------------------------------------
