@@ -12,7 +12,12 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 
-const ANSWER = JSON.stringify({ resource: { metadata: { namespace: 'default', type: 'T', id: 'x', version: '3', finalizers: ['a', 'b'] }, spec: { proto_spec: 'CAIQAQ==' } } });
+const ANSWER = JSON.stringify({
+  resource: {
+    metadata: { namespace: 'default', type: 'T', id: 'x', version: '3', finalizers: ['a', 'b'] },
+    spec: { proto_spec: 'CAIQAQ==' },
+  },
+});
 
 function serve(latencyMs: number): void {
   const server = createServer((req, res) => {
@@ -45,7 +50,11 @@ export interface BareHttpResult {
 
 /** Runs the bare server in a child process and keeps `concurrency` requests open for `ms`. */
 export async function measureBareHttp(latencyMs: number, concurrency: number, ms: number): Promise<BareHttpResult> {
-  const child = spawn(process.execPath, [fileURLToPath(import.meta.url), '--serve', '--latency-ms', String(latencyMs)], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(
+    process.execPath,
+    [fileURLToPath(import.meta.url), '--serve', '--latency-ms', String(latencyMs)],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
   const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
   const first = await lines.next();
   if (first.done) throw new Error('bare-http server ended before it listened');
@@ -60,22 +69,26 @@ export async function measureBareHttp(latencyMs: number, concurrency: number, ms
   let t0 = start;
   let counting = false;
   try {
-    await Promise.all(Array.from({ length: concurrency }, async (_, w) => {
-      while (performance.now() - start < ms) {
-        if (!counting && performance.now() - start >= warm) {
-          counting = true;
-          n = 0;
-          t0 = performance.now();
-          cpu0 = process.cpuUsage();
+    await Promise.all(
+      Array.from({ length: concurrency }, async (_, w) => {
+        while (performance.now() - start < ms) {
+          if (!counting && performance.now() - start >= warm) {
+            counting = true;
+            n = 0;
+            t0 = performance.now();
+            cpu0 = process.cpuUsage();
+          }
+          const res = await request(`${origin}/api/cosi.resource.State/Get`, {
+            method: 'POST',
+            dispatcher: agent,
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({ namespace: 'default', type: 'T', id: `x${w}` }),
+          });
+          JSON.parse(await res.body.text());
+          n++;
         }
-        const res = await request(`${origin}/api/cosi.resource.State/Get`, {
-          method: 'POST', dispatcher: agent, headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ namespace: 'default', type: 'T', id: `x${w}` }),
-        });
-        JSON.parse(await res.body.text());
-        n++;
-      }
-    }));
+      }),
+    );
   } finally {
     await agent.close();
   }

@@ -35,7 +35,10 @@ const LOW_WATER = 256 * 1024;
 class Direction {
   private freeAt = 0;
   bytes = 0;
-  constructor(private readonly bytesPerMs: number, private readonly delayMs: number) {}
+  constructor(
+    private readonly bytesPerMs: number,
+    private readonly delayMs: number,
+  ) {}
 
   /** When a piece of n bytes handed over now arrives at the other end. */
   arrival(n: number, now: number): number {
@@ -52,7 +55,11 @@ class Lane {
   private queued = 0;
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly dir: Direction, private readonly from: Socket, private readonly to: Socket) {
+  constructor(
+    private readonly dir: Direction,
+    private readonly from: Socket,
+    private readonly to: Socket,
+  ) {
     from.on('data', (c: Buffer) => this.push(c));
     from.on('end', () => this.push(undefined));
   }

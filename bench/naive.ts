@@ -3,11 +3,11 @@
 // with a Get then an Update, once per finalizer, and a controller destroys its output with a Get
 // then a Destroy; nothing is batched, nothing runs in parallel.
 
-import type { Pointer, Resource } from '../src/omni-client/resource.js';
-import { NS_INFRA_PROVIDER, providerNamespace, providerType, T } from '../src/omni-client/resource.js';
-import type { State } from '../src/omni-client/types.js';
-import { NotFoundError, isOmniError } from '../src/omni-client/errors.js';
-import { BARE_METAL_FINALIZER_NAMES } from '../src/omni-sim/generate.js';
+import type { Pointer, Resource } from '../src/omni-api/resource.js';
+import { NS_INFRA_PROVIDER, providerNamespace, providerType, T } from '../src/omni-api/resource.js';
+import type { State } from '../src/omni-api/state.js';
+import { hasCode } from '../src/omni-client/errors.js';
+import { BARE_METAL_FINALIZER_NAMES } from '../src/omni-sim/scenario/generate.js';
 
 /** Output type of each bare-metal controller, in `infra-provider:<id>` unless it is the status. */
 const OUTPUT_OF: Record<(typeof BARE_METAL_FINALIZER_NAMES)[number], string> = {
@@ -23,7 +23,7 @@ async function getOrUndefined(state: State, p: Pointer): Promise<Resource | unde
   try {
     return await state.get(p);
   } catch (err) {
-    if (isOmniError(err, NotFoundError)) return undefined;
+    if (hasCode(err, 'OMNI_NOT_FOUND')) return undefined;
     throw err;
   }
 }
@@ -32,7 +32,10 @@ async function getOrUndefined(state: State, p: Pointer): Promise<Resource | unde
 async function removeOne(state: State, p: Pointer, finalizer: string): Promise<void> {
   const cur = await getOrUndefined(state, p);
   if (!cur || !cur.metadata.finalizers.includes(finalizer)) return;
-  const next: Resource = { metadata: { ...cur.metadata, finalizers: cur.metadata.finalizers.filter((f) => f !== finalizer) }, spec: cur.spec };
+  const next: Resource = {
+    metadata: { ...cur.metadata, finalizers: cur.metadata.finalizers.filter((f) => f !== finalizer) },
+    spec: cur.spec,
+  };
   await state.update(next, { owner: cur.metadata.owner });
 }
 
@@ -48,20 +51,30 @@ export async function naiveReleaseMachine(state: State, providerId: string, uuid
   const im: Pointer = { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: uuid };
   // RebootStatusController holds MachineStatus and BMCConfiguration: its teardown goes first.
   for (const name of ['MachineStatus', 'BMCConfiguration']) {
-    await removeOne(state, { namespace: ns, type: providerType(name, providerId), id: uuid }, `${providerId}.RebootStatusController`);
+    await removeOne(
+      state,
+      { namespace: ns, type: providerType(name, providerId), id: uuid },
+      `${providerId}.RebootStatusController`,
+    );
   }
   for (const ctl of BARE_METAL_FINALIZER_NAMES) {
     const out = OUTPUT_OF[ctl];
-    const p: Pointer = out === 'InfraMachineStatus'
-      ? { namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id: uuid }
-      : { namespace: ns, type: providerType(out, providerId), id: uuid };
+    const p: Pointer =
+      out === 'InfraMachineStatus'
+        ? { namespace: NS_INFRA_PROVIDER, type: T.InfraMachineStatus, id: uuid }
+        : { namespace: ns, type: providerType(out, providerId), id: uuid };
     await destroy(state, p);
     await removeOne(state, im, `${providerId}.${ctl}`);
   }
 }
 
 /** The library's ProvisionController on a request being deleted (bounded wait for Omni's finalizer). */
-export async function naiveReleaseRequest(state: State, providerId: string, rid: string, stateType = 'Machine'): Promise<void> {
+export async function naiveReleaseRequest(
+  state: State,
+  providerId: string,
+  rid: string,
+  stateType = 'Machine',
+): Promise<void> {
   const status: Pointer = { namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus, id: rid };
   await state.teardown(status);
   for (let i = 0; i < 200; i++) {
@@ -70,6 +83,14 @@ export async function naiveReleaseRequest(state: State, providerId: string, rid:
     await new Promise((r) => setTimeout(r, 5));
   }
   await destroy(state, status);
-  await destroy(state, { namespace: providerNamespace(providerId), type: providerType(stateType, providerId), id: rid });
-  await removeOne(state, { namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: rid }, `${providerId}.ProvisionController`);
+  await destroy(state, {
+    namespace: providerNamespace(providerId),
+    type: providerType(stateType, providerId),
+    id: rid,
+  });
+  await removeOne(
+    state,
+    { namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: rid },
+    `${providerId}.ProvisionController`,
+  );
 }

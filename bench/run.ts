@@ -21,10 +21,10 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import yargs from 'yargs';
 import { measureBareHttp } from './bare-http.js';
 import { startLink, type Link } from './link.js';
-import { COMPRESSION_POLICIES } from '../src/omni-client/compression.js';
+import { COMPRESSION_POLICIES } from '../src/omni-client/transport/compression.js';
 import { createOmniClient } from '../src/omni-client/client.js';
-import { providerNamespace, providerType } from '../src/omni-client/resource.js';
-import { machineUuid } from '../src/omni-sim/generate.js';
+import { providerNamespace, providerType } from '../src/omni-api/resource.js';
+import { machineUuid } from '../src/omni-sim/scenario/generate.js';
 import { hideBin } from 'yargs/helpers';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -35,22 +35,81 @@ const args = yargs(hideBin(process.argv))
   .option('requests', { type: 'number', describe: 'stuck MachineRequests (M); default N/10' })
   .option('latency-ms', { type: 'number', default: 5, describe: 'latency the sim adds to every call' })
   .option('concurrency', { type: 'number', default: 64 })
-  .option('naive-sample', { type: 'number', default: 100, describe: 'machines (and at most as many requests) the naive baseline releases' })
+  .option('naive-sample', {
+    type: 'number',
+    default: 100,
+    describe: 'machines (and at most as many requests) the naive baseline releases',
+  })
   .option('skip-naive', { type: 'boolean', default: false })
-  .option('probe-ms', { type: 'number', default: 2000, describe: 'measure the loopback transport first: Gets at this concurrency for this long (0: skip)' })
-  .option('bare-ms', { type: 'number', default: 5000, describe: 'measure a bare node:http server and undici client (no Omni logic) at the same latency and concurrency for this long (0: skip)' })
-  .option('sim-max-old-space-mb', { type: 'number', describe: "run the sim with node --max-old-space-size=<this>; default: Node's own up to 40 000 machines, 1 GiB per 10 000 machines above (the sim holds the whole fleet and its history)" })
-  .option('stub-max-old-space-mb', { type: 'number', describe: 'run the stub with node --max-old-space-size=<this> (what an operator can set through NODE_OPTIONS)' })
-  .option('cpu-prof-dir', { type: 'string', describe: 'write V8 CPU profiles of the sim and the stub (node --cpu-prof) into this directory' })
-  .option('via', { choices: ['cli', 'lib'] as const, default: 'cli', describe: 'cli: the built `stub-provider run` in its own process; lib: reconcile() in a runner process (counts signatures too)' })
-  .option('link-mbit', { type: 'number', describe: 'put a slow link between the stub and the sim: this many megabits per second each way (bench/link.ts)' })
+  .option('probe-ms', {
+    type: 'number',
+    default: 2000,
+    describe: 'measure the loopback transport first: Gets at this concurrency for this long (0: skip)',
+  })
+  .option('bare-ms', {
+    type: 'number',
+    default: 5000,
+    describe:
+      'measure a bare node:http server and undici client (no Omni logic) at the same latency and concurrency for ' +
+      'this long (0: skip)',
+  })
+  .option('sim-max-old-space-mb', {
+    type: 'number',
+    describe:
+      "run the sim with node --max-old-space-size=<this>; default: Node's own up to 40 000 machines, 1 GiB per 10 " +
+      '000 machines above (the sim holds the whole fleet and its history)',
+  })
+  .option('stub-max-old-space-mb', {
+    type: 'number',
+    describe: 'run the stub with node --max-old-space-size=<this> (what an operator can set through NODE_OPTIONS)',
+  })
+  .option('cpu-prof-dir', {
+    type: 'string',
+    describe: 'write V8 CPU profiles of the sim and the stub (node --cpu-prof) into this directory',
+  })
+  .option('via', {
+    choices: ['cli', 'lib'] as const,
+    default: 'cli',
+    describe:
+      'cli: the built `stub-provider run` in its own process; lib: reconcile() in a runner process (counts ' +
+      'signatures too)',
+  })
+  .option('link-mbit', {
+    type: 'number',
+    describe: 'put a slow link between the stub and the sim: this many megabits per second each way (bench/link.ts)',
+  })
   .option('link-rtt-ms', { type: 'number', default: 0, describe: 'with --link-mbit: round-trip time the link adds' })
-  .option('throttle-bytes-per-s', { type: 'number', default: 1_000_000, describe: "then a throttled run: a fresh sim with Omni 1.9's write budget for infra providers at this many bytes per second (0: no throttled run)" })
-  .option('throttle-burst', { type: 'number', describe: 'the budget\'s burst in bytes (default: a tenth of a second of it, at least 16 KiB)' })
+  .option('throttle-bytes-per-s', {
+    type: 'number',
+    default: 1_000_000,
+    describe:
+      "then a throttled run: a fresh sim with Omni 1.9's write budget for infra providers at this many bytes per " +
+      'second (0: no throttled run)',
+  })
+  .option('throttle-burst', {
+    type: 'number',
+    describe: "the budget's burst in bytes (default: a tenth of a second of it, at least 16 KiB)",
+  })
   .option('throttle-max-wait-ms', { type: 'number', describe: "the budget's maxWait (default Omni's, 30 s)" })
-  .option('pin', { type: 'boolean', default: false, describe: 'run the main run with the sim on CPU 0 and the stub on CPU 1 (taskset), as a stub that runs elsewhere than Omni' })
-  .option('pinned-run', { type: 'boolean', default: true, describe: 'then a pinned run: a fresh sim on CPU 0, the stub (and the transport probe) on CPU 1; --no-pinned-run skips it (so does --pin, or fewer than 2 CPUs)' })
-  .option('compression', { choices: COMPRESSION_POLICIES, describe: 'which calls the stub asks gzip for (src/omni-client/compression.ts; default: its own default, auto); --via lib only' })
+  .option('pin', {
+    type: 'boolean',
+    default: false,
+    describe:
+      'run the main run with the sim on CPU 0 and the stub on CPU 1 (taskset), as a stub that runs elsewhere than Omni',
+  })
+  .option('pinned-run', {
+    type: 'boolean',
+    default: true,
+    describe:
+      'then a pinned run: a fresh sim on CPU 0, the stub (and the transport probe) on CPU 1; --no-pinned-run skips ' +
+      'it (so does --pin, or fewer than 2 CPUs)',
+  })
+  .option('compression', {
+    choices: COMPRESSION_POLICIES,
+    describe:
+      'which calls the stub asks gzip for (src/omni-client/transport/compression.ts; default: its own default, ' +
+      'auto); --via lib only',
+  })
   .parseSync();
 
 const PER_MACHINE = 9;
@@ -72,18 +131,39 @@ function nodeCommand(role: 'sim' | 'stub', argv: string[], pin: boolean): [strin
 
 /** Every thread of this process (the probe's client) on CPU 1, or back on all CPUs (taskset -a -p). */
 function pinSelf(pin: boolean): void {
-  const r = spawnSync('taskset', ['-a', '-p', '-c', pin ? CPU.stub : `0-${availableParallelism() - 1}`, String(process.pid)], { stdio: 'ignore' });
-  if (r.status !== 0) throw new Error(`taskset could not ${pin ? 'pin' : 'unpin'} the benchmark process (exit ${r.status})`);
+  const r = spawnSync(
+    'taskset',
+    ['-a', '-p', '-c', pin ? CPU.stub : `0-${availableParallelism() - 1}`, String(process.pid)],
+    { stdio: 'ignore' },
+  );
+  if (r.status !== 0)
+    throw new Error(`taskset could not ${pin ? 'pin' : 'unpin'} the benchmark process (exit ${r.status})`);
 }
 
-function start(script: string, argv: string[], env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = [], pin = args.pin): Child {
-  const [cmd, cmdArgs] = nodeCommand(script === 'sim-server.js' ? 'sim' : 'stub', [...nodeFlags, join(here, script), ...argv], pin);
+function start(
+  script: string,
+  argv: string[],
+  env: NodeJS.ProcessEnv = {},
+  nodeFlags: string[] = [],
+  pin = args.pin,
+): Child {
+  const [cmd, cmdArgs] = nodeCommand(
+    script === 'sim-server.js' ? 'sim' : 'stub',
+    [...nodeFlags, join(here, script), ...argv],
+    pin,
+  );
   const proc = spawn(cmd, cmdArgs, { stdio: ['pipe', 'pipe', 'inherit'], env: { ...process.env, ...env } });
   const lines = createInterface({ input: proc.stdout });
   const queue: string[] = [];
   const waiting: ((l: string | undefined) => void)[] = [];
-  lines.on('line', (l) => { const w = waiting.shift(); if (w) w(l); else queue.push(l); });
-  lines.on('close', () => { for (const w of waiting.splice(0)) w(undefined); });
+  lines.on('line', (l) => {
+    const w = waiting.shift();
+    if (w) w(l);
+    else queue.push(l);
+  });
+  lines.on('close', () => {
+    for (const w of waiting.splice(0)) w(undefined);
+  });
   const next = async () => {
     const l = queue.shift() ?? (await new Promise<string | undefined>((r) => waiting.push(r)));
     if (l === undefined) throw new Error(`${script} ended without an answer (exit ${proc.exitCode})`);
@@ -92,10 +172,29 @@ function start(script: string, argv: string[], env: NodeJS.ProcessEnv = {}, node
   return { proc, lines, next };
 }
 
-async function startSim(machines: number, requests: number, extra: string[] = [], pin = args.pin): Promise<{ sim: Child; endpoint: string; key: string; resources: number }> {
+async function startSim(
+  machines: number,
+  requests: number,
+  extra: string[] = [],
+  pin = args.pin,
+): Promise<{ sim: Child; endpoint: string; key: string; resources: number }> {
   const heap = args['sim-max-old-space-mb'] ?? (machines > 40_000 ? Math.ceil(machines / 10_000) * 1024 : undefined);
   const flags = [...(heap !== undefined ? [`--max-old-space-size=${heap}`] : []), ...profFlags()];
-  const sim = start('sim-server.js', ['--machines', String(machines), '--requests', String(requests), '--latency-ms', String(args['latency-ms']), ...extra], {}, flags, pin);
+  const sim = start(
+    'sim-server.js',
+    [
+      '--machines',
+      String(machines),
+      '--requests',
+      String(requests),
+      '--latency-ms',
+      String(args['latency-ms']),
+      ...extra,
+    ],
+    {},
+    flags,
+    pin,
+  );
   const ready = await sim.next();
   return { sim, endpoint: String(ready['endpoint']), key: String(ready['key']), resources: Number(ready['resources']) };
 }
@@ -119,38 +218,81 @@ const heapFlag = (): string[] => [
   ...(args['stub-max-old-space-mb'] ? [`--max-old-space-size=${args['stub-max-old-space-mb']}`] : []),
   ...profFlags(),
 ];
-const profFlags = (): string[] => (args['cpu-prof-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${args['cpu-prof-dir']}`] : []);
+const profFlags = (): string[] =>
+  args['cpu-prof-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${args['cpu-prof-dir']}`] : [];
 
 /**
  * The product itself: `stub-provider run --yes` in its own process, its usage written at exit by
  * usage-hook. An exit other than 0 fails the benchmark, unless `partial` (the throttled run, where
  * today's stub may fail items: exit 5 with its report).
  */
-async function runCli(endpoint: string, key: string, concurrency: number, partial = false, pin = args.pin): Promise<Record<string, unknown>> {
+async function runCli(
+  endpoint: string,
+  key: string,
+  concurrency: number,
+  partial = false,
+  pin = args.pin,
+): Promise<Record<string, unknown>> {
   const dir = await mkdtemp(join(tmpdir(), 'stub-bench-'));
   try {
     const usage = join(dir, 'usage.json');
-    const argv = [...heapFlag(), '--import', pathToFileURL(join(here, 'usage-hook.js')).href, join(here, '..', 'src', 'main.js'),
-      'run', '--id', 'bench', '--omni-api-endpoint', endpoint, '--yes', '--concurrency', String(concurrency), '--output', 'json', '--log-level', 'warn', '--log-format', 'json'];
+    const argv = [
+      ...heapFlag(),
+      '--import',
+      pathToFileURL(join(here, 'usage-hook.js')).href,
+      join(here, '..', 'src', 'main.js'),
+      'run',
+      '--id',
+      'bench',
+      '--omni-api-endpoint',
+      endpoint,
+      '--yes',
+      '--concurrency',
+      String(concurrency),
+      '--output',
+      'json',
+      '--log-level',
+      'warn',
+      '--log-format',
+      'json',
+    ];
     const t0 = performance.now();
     const [cmd, cmdArgs] = nodeCommand('stub', argv, pin);
-    const proc = spawn(cmd, cmdArgs, { stdio: ['ignore', 'pipe', partial ? 'pipe' : 'inherit'], env: { ...process.env, OMNI_SERVICE_ACCOUNT_KEY: key, BENCH_USAGE_FILE: usage } });
+    const proc = spawn(cmd, cmdArgs, {
+      stdio: ['ignore', 'pipe', partial ? 'pipe' : 'inherit'],
+      env: { ...process.env, OMNI_SERVICE_ACCOUNT_KEY: key, BENCH_USAGE_FILE: usage },
+    });
     let out = '';
-    proc.stdout?.on('data', (d: Buffer) => { out += d.toString(); });
+    proc.stdout?.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     // A throttled run's warnings (one per failed item) are counted from the report, not printed; the
     // last of them are kept for an exit that is not a report.
     let errTail = '';
-    proc.stderr?.on('data', (d: Buffer) => { errTail = (errTail + d.toString()).slice(-4000); });
+    proc.stderr?.on('data', (d: Buffer) => {
+      errTail = (errTail + d.toString()).slice(-4000);
+    });
     const code = await new Promise<number | null>((r) => proc.on('exit', (c) => r(c)));
     const wallMs = performance.now() - t0;
-    if (code !== 0 && !(partial && code === 5)) throw new Error(`stub-provider run exited ${code}${errTail ? `: ${errTail}` : ''}`);
-    const report = JSON.parse(out) as { result: string; released: unknown[]; failed?: { reason: string }[]; deregistration: { status: string } };
+    if (code !== 0 && !(partial && code === 5))
+      throw new Error(`stub-provider run exited ${code}${errTail ? `: ${errTail}` : ''}`);
+    const report = JSON.parse(out) as {
+      result: string;
+      released: unknown[];
+      failed?: { reason: string }[];
+      deregistration: { status: string };
+    };
     const failed = report.failed ?? [];
     return {
       ...(JSON.parse(await readFile(usage, 'utf8')) as Record<string, unknown>),
       wall_ms: wallMs,
       exit_code: code,
-      outcomes: { result: report.result, released: report.released.length, failed: failed.length, deregistration: report.deregistration.status },
+      outcomes: {
+        result: report.result,
+        released: report.released.length,
+        failed: failed.length,
+        deregistration: report.deregistration.status,
+      },
       ...(failed.length > 0 ? { first_failure: failed[0]?.reason } : {}),
     };
   } finally {
@@ -174,14 +316,16 @@ async function probeTransport(endpoint: string, key: string, concurrency: number
   let n = 0;
   let t0 = 0;
   try {
-    await Promise.all(Array.from({ length: concurrency }, async () => {
-      while (performance.now() - start < ms) {
-        await client.state.get(p);
-        if (performance.now() < warmUntil) continue;
-        if (t0 === 0) t0 = performance.now();
-        n++;
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: concurrency }, async () => {
+        while (performance.now() - start < ms) {
+          await client.state.get(p);
+          if (performance.now() < warmUntil) continue;
+          if (t0 === 0) t0 = performance.now();
+          n++;
+        }
+      }),
+    );
   } finally {
     await client.close();
   }
@@ -192,7 +336,11 @@ async function probeTransport(endpoint: string, key: string, concurrency: number
 function againstProbe(probeRate: number | undefined, calls: number, wallMs: number): Record<string, number> {
   if (probeRate === undefined) return {};
   const ceilingMs = (calls / probeRate) * 1000;
-  return { transport_probe_calls_per_s: round(probeRate, 0), transport_ceiling_ms: round(ceilingMs, 1), ratio_to_transport_ceiling: round(wallMs / ceilingMs, 3) };
+  return {
+    transport_probe_calls_per_s: round(probeRate, 0),
+    transport_ceiling_ms: round(ceilingMs, 1),
+    ratio_to_transport_ceiling: round(wallMs / ceilingMs, 3),
+  };
 }
 
 const sum = (o: unknown) => Object.values((o ?? {}) as Record<string, number>).reduce((a, b) => a + b, 0);
@@ -208,18 +356,28 @@ async function main(): Promise<void> {
   // First, while nothing else of the benchmark runs: what this machine allows at all.
   const bare = args['bare-ms'] > 0 ? await measureBareHttp(L, C, args['bare-ms']) : undefined;
   const main = await startSim(N, M);
-  if (args.compression && args.via !== 'lib') throw new Error('--compression needs --via lib (the CLI chooses by itself)');
+  if (args.compression && args.via !== 'lib')
+    throw new Error('--compression needs --via lib (the CLI chooses by itself)');
   let probeRate: number | undefined;
   if (args['probe-ms'] > 0) {
     probeRate = await probeTransport(main.endpoint, main.key, C, args['probe-ms']);
     main.sim.proc.stdin.write('reset\n');
     await main.sim.next();
   }
-  const link: Link | undefined = args['link-mbit'] ? await startLink(main.endpoint, { mbit: args['link-mbit'], rttMs: args['link-rtt-ms'] }) : undefined;
+  const link: Link | undefined = args['link-mbit']
+    ? await startLink(main.endpoint, { mbit: args['link-mbit'], rttMs: args['link-rtt-ms'] })
+    : undefined;
   const endpoint = link?.endpoint ?? main.endpoint;
-  const stub = args.via === 'cli'
-    ? await runCli(endpoint, main.key, C)
-    : await runStub(endpoint, main.key, ['--mode', 'stub', '--concurrency', String(C), ...(args.compression ? ['--compression', args.compression] : [])]);
+  const stub =
+    args.via === 'cli'
+      ? await runCli(endpoint, main.key, C)
+      : await runStub(endpoint, main.key, [
+          '--mode',
+          'stub',
+          '--concurrency',
+          String(C),
+          ...(args.compression ? ['--compression', args.compression] : []),
+        ]);
   const linkStats = link?.stats();
   await link?.close();
   const simStats = await stopSim(main.sim);
@@ -233,7 +391,10 @@ async function main(): Promise<void> {
   const totalCalls = sum(served);
 
   const result: Record<string, unknown> = {
-    N, M, latency_ms: L, concurrency: C,
+    N,
+    M,
+    latency_ms: L,
+    concurrency: C,
     stub: args.via === 'cli' ? 'stub-provider run --yes (built CLI, own process)' : 'reconcile() in a runner process',
     ...(args['stub-max-old-space-mb'] ? { stub_node_flags: heapFlag() } : {}),
     machine: { cpus: availableParallelism(), loadavg_1m_before: load0 },
@@ -249,16 +410,20 @@ async function main(): Promise<void> {
     ratio_to_floor: round(wallMs / floorMs, 3),
     // Time-averaged requests open at the sim while the stub ran (the floor assumes `concurrency`).
     mean_in_flight: simStats['mean_in_flight'],
-    ...(bare ? {
-      bare_http: {
-        what: `a bare node:http server (own process, ${L} ms latency, no Omni logic) and an undici client, ${C} requests open, one request per call`,
-        calls_per_s: round(bare.calls_per_s, 0),
-        client_cpu_us_per_call: round(bare.client_cpu_us_per_call, 1),
-        server_cpu_us_per_call: round(bare.server_cpu_us_per_call, 1),
-        // The best ratio_to_floor any client making one HTTP request per call could reach here.
-        ratio_to_floor: round(((C / L) * 1000) / bare.calls_per_s, 3),
-      },
-    } : {}),
+    ...(bare
+      ? {
+          bare_http: {
+            what:
+              `a bare node:http server (own process, ${L} ms latency, no Omni logic) and an undici client, ${C} ` +
+              `requests open, one request per call`,
+            calls_per_s: round(bare.calls_per_s, 0),
+            client_cpu_us_per_call: round(bare.client_cpu_us_per_call, 1),
+            server_cpu_us_per_call: round(bare.server_cpu_us_per_call, 1),
+            // The best ratio_to_floor any client making one HTTP request per call could reach here.
+            ratio_to_floor: round(((C / L) * 1000) / bare.calls_per_s, 3),
+          },
+        }
+      : {}),
     ...againstProbe(probeRate, totalCalls, wallMs),
     peak_rss_mb: round(Number(stub['peak_rss_mb']), 1),
     // process.memoryUsage() at the 50 ms sample of the highest RSS (the CLI only).
@@ -281,14 +446,24 @@ async function main(): Promise<void> {
     const sn = Math.min(N, args['naive-sample']);
     const sr = Math.min(M, args['naive-sample']);
     const naiveSim = await startSim(sn, sr);
-    const naive = await runStub(naiveSim.endpoint, naiveSim.key, ['--mode', 'naive', '--machines', String(sn), '--requests', String(sr)]);
+    const naive = await runStub(naiveSim.endpoint, naiveSim.key, [
+      '--mode',
+      'naive',
+      '--machines',
+      String(sn),
+      '--requests',
+      String(sr),
+    ]);
     const naiveStats = await stopSim(naiveSim.sim);
     const nMs = Number(naive['machines_ms']);
     const rMs = Number(naive['requests_ms']);
     const scaled = (sn > 0 ? (nMs * N) / sn : 0) + (sr > 0 ? (rMs * M) / sr : 0);
     const naiveCalls = sum(naiveStats['calls']);
     result['naive'] = {
-      method: `Go-library-like controllers: per finalizer Get then Update, per output Get then Destroy, one resource at a time, sequential; measured on ${sn} machines and ${sr} requests and scaled linearly to N=${N}, M=${M}`,
+      method:
+        `Go-library-like controllers: per finalizer Get then Update, per output Get then Destroy, one resource ` +
+        `at a time, sequential; measured on ${sn} machines and ${sr} requests and scaled linearly to N=${N}, ` +
+        `M=${M}`,
       sample_machines: sn,
       sample_requests: sr,
       sample_wall_ms: round(nMs + rMs, 1),
@@ -305,17 +480,20 @@ async function main(): Promise<void> {
   // node:http pair does not reach it, see bare_http).
   const th = result['throttled'] as Record<string, number | boolean | null> | undefined;
   result['targets'] = {
-    wall_le_1_05_transport_ceiling: result['ratio_to_transport_ceiling'] === undefined ? null : Number(result['ratio_to_transport_ceiling']) <= 1.05,
+    wall_le_1_05_transport_ceiling:
+      result['ratio_to_transport_ceiling'] === undefined ? null : Number(result['ratio_to_transport_ceiling']) <= 1.05,
     cpu_le_50us_per_request: Number(result['cpu_us_per_request']) <= 50,
     calls_le_floor_plus_0_1pct: totalCalls <= floorCalls * 1.001,
     peak_rss_le_200mb: Number(result['peak_rss_mb']) <= 200,
     speedup_ge_20: result['speedup_vs_naive'] === undefined ? null : Number(result['speedup_vs_naive']) >= 20,
-    ...(th ? {
-      throttled_released_all: th['released_all'] === true,
-      throttled_zero_failed: th['items_failed'] === 0,
-      throttled_wall_le_1_3_budget: Number(th['ratio_to_budget']) <= 1.3,
-      throttled_deadline_overruns_le_5: Number(th['calls_over_deadline']) <= 5,
-    } : {}),
+    ...(th
+      ? {
+          throttled_released_all: th['released_all'] === true,
+          throttled_zero_failed: th['items_failed'] === 0,
+          throttled_wall_le_1_3_budget: Number(th['ratio_to_budget']) <= 1.3,
+          throttled_deadline_overruns_le_5: Number(th['calls_over_deadline']) <= 5,
+        }
+      : {}),
   };
   process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
 }
@@ -324,7 +502,13 @@ async function main(): Promise<void> {
  * The stub (the CLI) and a fresh sim on different CPUs, as a stub running elsewhere than Omni: the
  * main run's figures for that layout, with a transport probe made from CPU 1 too.
  */
-async function pinnedRun(N: number, M: number, C: number, floorCalls: number, floorMs: number): Promise<Record<string, unknown>> {
+async function pinnedRun(
+  N: number,
+  M: number,
+  C: number,
+  floorCalls: number,
+  floorMs: number,
+): Promise<Record<string, unknown>> {
   if (availableParallelism() < 2) return { skipped: `${availableParallelism()} CPU: nothing to pin apart` };
   const p = await startSim(N, M, [], true);
   let probeRate: number | undefined;
@@ -344,7 +528,9 @@ async function pinnedRun(N: number, M: number, C: number, floorCalls: number, fl
   const wallMs = Number(stub['wall_ms']);
   const calls = sum(stats['calls']);
   return {
-    what: `a fresh sim on CPU ${CPU.sim}, the stub (CLI) and the transport probe on CPU ${CPU.stub} (taskset); the same options`,
+    what:
+      `a fresh sim on CPU ${CPU.sim}, the stub (CLI) and the transport probe on CPU ${CPU.stub} (taskset); the ` +
+      `same options`,
     released_all: left.ourFinalizers === 0 && left.tearingDown === 0,
     calls_total: calls,
     calls_over_floor_pct: round((100 * (calls - floorCalls)) / floorCalls, 2),
@@ -363,19 +549,41 @@ async function pinnedRun(N: number, M: number, C: number, floorCalls: number, fl
  * The stub against a fresh sim whose infra-provider class has Omni 1.9's write budget: the bytes the
  * sim let through, the time they need at that rate, and what the stub made of the back-pressure.
  */
-async function throttledRun(N: number, M: number, C: number, rate: number, unthrottledMs: number): Promise<Record<string, unknown>> {
+async function throttledRun(
+  N: number,
+  M: number,
+  C: number,
+  rate: number,
+  unthrottledMs: number,
+): Promise<Record<string, unknown>> {
   const burst = args['throttle-burst'] ?? Math.max(16 * 1024, Math.round(rate / 10));
   const maxWait = args['throttle-max-wait-ms'];
-  const t = await startSim(N, M, ['--throttle-bytes-per-s', String(rate), '--throttle-burst', String(burst), ...(maxWait !== undefined ? ['--throttle-max-wait-ms', String(maxWait)] : [])]);
+  const t = await startSim(N, M, [
+    '--throttle-bytes-per-s',
+    String(rate),
+    '--throttle-burst',
+    String(burst),
+    ...(maxWait !== undefined ? ['--throttle-max-wait-ms', String(maxWait)] : []),
+  ]);
   const stub = await runCli(t.endpoint, t.key, C, true);
   const stats = await stopSim(t.sim);
-  const th = stats['throttle'] as { admitted: number; admittedBytes: number; waited: number; waitedMs: number; failedTimeout: number; failedOversize: number; abandoned: number };
+  const th = stats['throttle'] as {
+    admitted: number;
+    admittedBytes: number;
+    waited: number;
+    waitedMs: number;
+    failedTimeout: number;
+    failedOversize: number;
+    abandoned: number;
+  };
   const left = stats['left'] as { ourFinalizers: number; tearingDown: number };
   const wallMs = Number(stub['wall_ms']);
   const budgetMs = (th.admittedBytes / rate) * 1000;
   const outcomes = stub['outcomes'] as { failed: number };
   return {
-    what: `a fresh sim with an infra-provider write budget of ${rate} bytes/s, burst ${burst}, maxWait ${maxWait ?? 30_000} ms; the same stub and options`,
+    what:
+      `a fresh sim with an infra-provider write budget of ${rate} bytes/s, burst ${burst}, maxWait ` +
+      `${maxWait ?? 30_000} ms; the same stub and options`,
     bytes_per_s: rate,
     burst,
     max_wait_ms: maxWait ?? 30_000,

@@ -1,5 +1,5 @@
 // The benchmark's simulated Omni, in a process of its own so that the stub's CPU and memory are
-// measured apart from the server's. Builds the scenario in code (src/omni-sim/generate.ts), serves it
+// measured apart from the server's. Builds the scenario in code (src/omni-sim/scenario/generate.ts), serves it
 // on 127.0.0.1:0 with the requested latency, prints one ready line (JSON: endpoint, key) on stdout,
 // then answers line commands on stdin:
 //   stats  -> one JSON line: calls served by method, the kinds listed or watched, what is left of
@@ -12,11 +12,11 @@ import { createInterface } from 'node:readline';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { tuneGc } from '../src/gc-tuning.js';
-import type { Resource } from '../src/omni-client/resource.js';
+import type { Resource } from '../src/omni-api/resource.js';
 import diagnostics from 'node:diagnostics_channel';
 import type { StateApi } from '../src/omni-sim/api.js';
-import { createAccessApi } from '../src/omni-sim/access.js';
-import { generateScenario } from '../src/omni-sim/generate.js';
+import { createAccessApi } from '../src/omni-sim/access/access.js';
+import { generateScenario } from '../src/omni-sim/scenario/generate.js';
 import { createSim } from '../src/omni-sim/index.js';
 
 const args = yargs(hideBin(process.argv))
@@ -25,7 +25,11 @@ const args = yargs(hideBin(process.argv))
   .option('requests', { type: 'number', default: 0 })
   .option('latency-ms', { type: 'number', default: 5 })
   .option('provider-id', { type: 'string', default: 'bench' })
-  .option('throttle-bytes-per-s', { type: 'number', default: 0, describe: "Omni 1.9's write budget for the infra-provider class (0: off)" })
+  .option('throttle-bytes-per-s', {
+    type: 'number',
+    default: 0,
+    describe: "Omni 1.9's write budget for the infra-provider class (0: off)",
+  })
   .option('throttle-burst', { type: 'number', default: 0 })
   .option('throttle-max-wait-ms', { type: 'number' })
   .parseSync();
@@ -34,7 +38,12 @@ const args = yargs(hideBin(process.argv))
  * Counts every call the gateway hands to the access layer (after authentication), by method; a write
  * the write budget made wait is handed over again after the wait, and counted once.
  */
-function counting(inner: StateApi, calls: Record<string, number>, kinds: Set<string>, resending: () => boolean): StateApi {
+function counting(
+  inner: StateApi,
+  calls: Record<string, number>,
+  kinds: Set<string>,
+  resending: () => boolean,
+): StateApi {
   const n = (m: string) => {
     if (!resending()) calls[m] = (calls[m] ?? 0) + 1;
   };
@@ -99,18 +108,32 @@ tuneGc();
 
 async function main(): Promise<void> {
   const inFlight = new InFlight();
-  const throttle = args['throttle-bytes-per-s'] > 0
-    ? { infraProvider: { bytesPerSecond: args['throttle-bytes-per-s'], burst: args['throttle-burst'] }, ...(args['throttle-max-wait-ms'] !== undefined ? { maxWaitMs: args['throttle-max-wait-ms'] } : {}) }
-    : undefined;
-  const scenario = generateScenario({ providerId: args['provider-id'], machines: args.machines, requests: args.requests, faults: { latencyMs: args['latency-ms'], ...(throttle ? { throttle } : {}) } });
+  const throttle =
+    args['throttle-bytes-per-s'] > 0
+      ? {
+          infraProvider: { bytesPerSecond: args['throttle-bytes-per-s'], burst: args['throttle-burst'] },
+          ...(args['throttle-max-wait-ms'] !== undefined ? { maxWaitMs: args['throttle-max-wait-ms'] } : {}),
+        }
+      : undefined;
+  const scenario = generateScenario({
+    providerId: args['provider-id'],
+    machines: args.machines,
+    requests: args.requests,
+    faults: { latencyMs: args['latency-ms'], ...(throttle ? { throttle } : {}) },
+  });
   const calls: Record<string, number> = {};
   const kinds = new Set<string>();
   let resending = (): boolean => false;
-  const sim = await createSim(scenario, { access: (ctx) => counting(createAccessApi(ctx.store, { version: ctx.omniVersion }), calls, kinds, () => resending()) });
+  const sim = await createSim(scenario, {
+    access: (ctx) =>
+      counting(createAccessApi(ctx.store, { version: ctx.omniVersion }), calls, kinds, () => resending()),
+  });
   resending = () => sim.faults.throttle?.resending() ?? false;
   await sim.controllers?.idle();
   const key = sim.keys[`infra-provider:${args['provider-id']}`];
-  process.stdout.write(`${JSON.stringify({ ready: true, endpoint: sim.endpoint, key, resources: sim.store.all().length })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ ready: true, endpoint: sim.endpoint, key, resources: sim.store.all().length })}\n`,
+  );
 
   const rl = createInterface({ input: process.stdin });
   const quit = async () => {
@@ -123,14 +146,16 @@ async function main(): Promise<void> {
     if (cmd === 'stats') {
       void sim.controllers?.idle().then(() => {
         const ru = process.resourceUsage();
-        process.stdout.write(`${JSON.stringify({
-          calls: { ...calls },
-          kinds_read: kinds.size,
-          mean_in_flight: inFlight.mean(),
-          left: leftOf(sim.store.all(), args['provider-id']),
-          sim: { cpu_s: (ru.userCPUTime + ru.systemCPUTime) / 1e6, peak_rss_mb: ru.maxRSS / 1024 },
-          ...(sim.faults.throttle ? { throttle: sim.faults.throttle.stats().infraProvider } : {}),
-        })}\n`);
+        process.stdout.write(
+          `${JSON.stringify({
+            calls: { ...calls },
+            kinds_read: kinds.size,
+            mean_in_flight: inFlight.mean(),
+            left: leftOf(sim.store.all(), args['provider-id']),
+            sim: { cpu_s: (ru.userCPUTime + ru.systemCPUTime) / 1e6, peak_rss_mb: ru.maxRSS / 1024 },
+            ...(sim.faults.throttle ? { throttle: sim.faults.throttle.stats().infraProvider } : {}),
+          })}\n`,
+        );
       });
     } else if (cmd === 'reset') {
       for (const k of Object.keys(calls)) delete calls[k];

@@ -7,12 +7,12 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { createOmniClient } from '../src/omni-client/client.js';
-import { COMPRESSION_POLICIES } from '../src/omni-client/compression.js';
+import { COMPRESSION_POLICIES } from '../src/omni-client/transport/compression.js';
 import { tuneGc } from '../src/gc-tuning.js';
 import { createLogger, silentLogger } from '../src/log.js';
-import { reconcile } from '../src/provider/reconcile.js';
+import { reconcile } from '../src/provider/run/reconcile.js';
 import { VERSION } from '../src/version.js';
-import { machineUuid } from '../src/omni-sim/generate.js';
+import { machineUuid } from '../src/omni-sim/scenario/generate.js';
 import { naiveReleaseMachine, naiveReleaseRequest } from './naive.js';
 
 const args = yargs(hideBin(process.argv))
@@ -23,7 +23,10 @@ const args = yargs(hideBin(process.argv))
   .option('machines', { type: 'number', default: 0, describe: 'naive: how many machines to release' })
   .option('requests', { type: 'number', default: 0, describe: 'naive: how many requests to release' })
   .option('log-level', { type: 'string', describe: 'log the stub to stderr (JSON) at this level' })
-  .option('compression', { choices: COMPRESSION_POLICIES, describe: 'which calls ask gzip (default: the client\'s, auto)' })
+  .option('compression', {
+    choices: COMPRESSION_POLICIES,
+    describe: "which calls ask gzip (default: the client's, auto)",
+  })
   .parseSync();
 
 // The same V8 setting as the binary (src/main.ts), so that the lib variant measures what ships.
@@ -34,26 +37,46 @@ async function main(): Promise<void> {
   const key = process.env['BENCH_OMNI_KEY'];
   if (!endpoint || !key) throw new Error('BENCH_OMNI_ENDPOINT and BENCH_OMNI_KEY must be set');
   let peakHeap = 0;
-  const sampler = setInterval(() => { peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed); }, 100);
+  const sampler = setInterval(() => {
+    peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
+  }, 100);
   const logger = args['log-level'] ? createLogger({ level: args['log-level'], format: 'json' }) : silentLogger();
-  const client = await createOmniClient({ endpoint, key, logger, connections: args.mode === 'naive' ? 1 : args.concurrency, timeoutMs: 120_000, ...(args.compression ? { gzip: args.compression } : {}) });
+  const client = await createOmniClient({
+    endpoint,
+    key,
+    logger,
+    connections: args.mode === 'naive' ? 1 : args.concurrency,
+    timeoutMs: 120_000,
+    ...(args.compression ? { gzip: args.compression } : {}),
+  });
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   const out: Record<string, unknown> = {};
   if (args.mode === 'stub') {
     const res = await reconcile(
       { state: client.state, logger, version: VERSION },
-      { providerId: args['provider-id'], machines: [], profile: 'auto', stateTypes: [], deregister: true, wait: false, timeoutMs: 600_000, concurrency: args.concurrency },
+      {
+        providerId: args['provider-id'],
+        machines: [],
+        profile: 'auto',
+        stateTypes: [],
+        deregister: true,
+        wait: false,
+        timeoutMs: 600_000,
+        concurrency: args.concurrency,
+      },
     );
     const byStatus: Record<string, number> = {};
     for (const o of res.outcomes) byStatus[`${o.kind}:${o.status}`] = (byStatus[`${o.kind}:${o.status}`] ?? 0) + 1;
     Object.assign(out, { outcomes: byStatus, deregistered: res.deregistered, passes: res.passes });
   } else {
     const tm = performance.now();
-    for (let i = 0; i < args.machines; i++) await naiveReleaseMachine(client.state, args['provider-id'], machineUuid(i));
+    for (let i = 0; i < args.machines; i++)
+      await naiveReleaseMachine(client.state, args['provider-id'], machineUuid(i));
     const machinesMs = performance.now() - tm;
     const tr = performance.now();
-    for (let i = 0; i < args.requests; i++) await naiveReleaseRequest(client.state, args['provider-id'], `workers-${i.toString(36).padStart(6, '0')}`);
+    for (let i = 0; i < args.requests; i++)
+      await naiveReleaseRequest(client.state, args['provider-id'], `workers-${i.toString(36).padStart(6, '0')}`);
     Object.assign(out, { machines_ms: machinesMs, requests_ms: performance.now() - tr });
   }
   const wallMs = performance.now() - t0;
@@ -62,15 +85,17 @@ async function main(): Promise<void> {
   await client.close();
   clearInterval(sampler);
   const ru = process.resourceUsage();
-  process.stdout.write(`${JSON.stringify({
-    ...out,
-    wall_ms: wallMs,
-    calls: stats.callsByMethod,
-    sign_ops: stats.signOps,
-    cpu_s: (cpu.user + cpu.system) / 1e6,
-    peak_rss_mb: ru.maxRSS / 1024,
-    peak_heap_mb: peakHeap / 2 ** 20,
-  })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({
+      ...out,
+      wall_ms: wallMs,
+      calls: stats.callsByMethod,
+      sign_ops: stats.signOps,
+      cpu_s: (cpu.user + cpu.system) / 1e6,
+      peak_rss_mb: ru.maxRSS / 1024,
+      peak_heap_mb: peakHeap / 2 ** 20,
+    })}\n`,
+  );
 }
 
 main().catch((err: unknown) => {

@@ -17,6 +17,13 @@ if (file) {
   process.on('exit', () => {
     const ru = process.resourceUsage();
     const atPeak = Object.fromEntries(Object.entries(peak).map(([k, v]) => [k, Math.round((v / MB) * 10) / 10]));
-    writeFileSync(file, JSON.stringify({ cpu_s: (ru.userCPUTime + ru.systemCPUTime) / 1e6, peak_rss_mb: ru.maxRSS / 1024, at_peak_mb: atPeak }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        cpu_s: (ru.userCPUTime + ru.systemCPUTime) / 1e6,
+        peak_rss_mb: ru.maxRSS / 1024,
+        at_peak_mb: atPeak,
+      }),
+    );
   });
 }

@@ -12,10 +12,16 @@ for (const name of peers.GO_PEERS) {
   const started = Date.now();
   try {
     await peers.downloadGoModules(name);
-    console.log(`test peers: Go modules of test/go/${name} downloaded (${((Date.now() - started) / 1000).toFixed(1)} s)`);
+    console.log(
+      `test peers: Go modules of test/go/${name} downloaded (${((Date.now() - started) / 1000).toFixed(1)} s)`,
+    );
   } catch (e) {
     failed = true;
-    console.error(`test peers: go mod download of test/go/${name} failed: ${e.message}\n  It needs the Go module proxy (GOPROXY=${process.env.GOPROXY ?? 'default'}); go.sum is committed, so no checksum-database lookup is needed.`);
+    console.error(
+      `test peers: go mod download of test/go/${name} failed: ${e.message}\n  It needs the Go module proxy ` +
+        `(GOPROXY=${process.env.GOPROXY ?? 'default'}); go.sum is committed, so no checksum-database lookup is ` +
+        `needed.`,
+    );
   }
 }
 

@@ -79,7 +79,13 @@ export function givenOnCommandLine(args: readonly string[], o: KnownOptions): Se
  * is. A variable naming another command's flag is not for this command and is left alone; one that
  * names no flag of any command is an error, with the closest flag's variable when there is one.
  */
-export function applyEnvironment(argv: Record<string, unknown>, o: KnownOptions, args: readonly string[], env: NodeJS.ProcessEnv, all: AllFlags): void {
+export function applyEnvironment(
+  argv: Record<string, unknown>,
+  o: KnownOptions,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+  all: AllFlags,
+): void {
   const { names } = namesOf(o);
   const booleans = new Set(o.boolean.map(kebab));
   const arrays = new Set(o.array.map(kebab));
@@ -96,22 +102,34 @@ export function applyEnvironment(argv: Record<string, unknown>, o: KnownOptions,
     }
     if (!names.has(flag) || NOT_FROM_ENV.has(flag)) {
       if (anyCommand.has(flag) && !NOT_FROM_ENV.has(flag)) continue;
-      const near = closest(flag, [...anyCommand].filter((f) => !NOT_FROM_ENV.has(f)));
-      throw new CliUsageError(`environment variable ${variable} matches no flag of stub-provider (${ENV_PREFIX}<FLAG> sets --<flag>, e.g. ${envName('log-level')} for --log-level)${near ? `: did you mean ${envName(near)} (--${near})?` : ''}`);
+      const near = closest(
+        flag,
+        [...anyCommand].filter((f) => !NOT_FROM_ENV.has(f)),
+      );
+      throw new CliUsageError(
+        `environment variable ${variable} matches no flag of stub-provider (${ENV_PREFIX}<FLAG> sets --<flag>, e.g. ` +
+          `${envName('log-level')} for --log-level)${near ? `: did you mean ${envName(near)} (--${near})?` : ''}`,
+      );
     }
     if (given.has(flag)) continue;
     let v: unknown = value;
     if (booleans.has(flag)) {
       const b = parseBoolean(value);
-      if (b === undefined) throw new CliUsageError(`environment variable ${variable}=${JSON.stringify(value)}: expected true or false (1/0, yes/no)`);
+      if (b === undefined)
+        throw new CliUsageError(
+          `environment variable ${variable}=${JSON.stringify(value)}: expected true or false (1/0, yes/no)`,
+        );
       v = negate ? !b : b;
     } else if (negate) {
-      throw new CliUsageError(`environment variable ${variable}: --${flag} is not a yes/no flag, so it has no NO_ form; set ${envName(flag)}`);
+      throw new CliUsageError(
+        `environment variable ${variable}: --${flag} is not a yes/no flag, so it has no NO_ form; set ${envName(flag)}`,
+      );
     } else if (arrays.has(flag)) v = [value];
     else if (numbers.has(flag)) {
       // As yargs gives a number flag a number: the command's parse reads numbers, not text.
       v = value.trim() === '' ? Number.NaN : Number(value);
-      if (!Number.isFinite(v)) throw new CliUsageError(`environment variable ${variable}=${JSON.stringify(value)}: expected a number`);
+      if (!Number.isFinite(v))
+        throw new CliUsageError(`environment variable ${variable}=${JSON.stringify(value)}: expected a number`);
     }
     argv[flag] = v;
     if (camel(flag) !== flag) argv[camel(flag)] = v;
@@ -138,9 +156,14 @@ export function checkWords(words: readonly unknown[], commands: readonly string[
   const word = extra[0]!;
   if (!command) {
     const near = closest(word, commands);
-    throw new CliUsageError(`unknown command ${JSON.stringify(word)}${near ? `: did you mean ${near}?` : ''} (commands: ${commands.join(', ')}; flags start with --)`);
+    throw new CliUsageError(
+      `unknown command ${JSON.stringify(word)}${near ? `: did you mean ${near}?` : ''} (commands: ` +
+        `${commands.join(', ')}; flags start with --)`,
+    );
   }
-  throw new CliUsageError(`stub-provider ${command} takes no argument ${JSON.stringify(word)}: values go after their flag, e.g. --id ${word}`);
+  throw new CliUsageError(
+    `stub-provider ${command} takes no argument ${JSON.stringify(word)}: values go after their flag, e.g. --id ${word}`,
+  );
 }
 
 /**
@@ -148,7 +171,12 @@ export function checkWords(words: readonly unknown[], commands: readonly string[
  * and in camelCase), as one message with a suggestion each: the closest flag of this command, the
  * command that has that flag, and for --dry-run the command that is the dry run.
  */
-export function unknownFlagsMessage(msg: string, o: KnownOptions | undefined, command: string | undefined, all: AllFlags): string | undefined {
+export function unknownFlagsMessage(
+  msg: string,
+  o: KnownOptions | undefined,
+  command: string | undefined,
+  all: AllFlags,
+): string | undefined {
   const m = /^Unknown arguments?: (.+)$/.exec(msg);
   if (!m) return undefined;
   const own = o ? [...namesOf(o).names].filter((f) => !NOT_FROM_ENV.has(f)) : [];
@@ -160,12 +188,20 @@ export function unknownFlagsMessage(msg: string, o: KnownOptions | undefined, co
     seen.add(flag);
     const dash = flag.length === 1 ? '-' : '--';
     if (flag === 'dry-run' || flag === 'dryrun' || flag === 'check') {
-      parts.push(`${dash}${flag}: there is no such flag; \`stub-provider plan\` (same --id and flags) is the dry run: it shows what a run would change and writes nothing`);
+      parts.push(
+        `${dash}${flag}: there is no such flag; \`stub-provider plan\` (same --id and flags) is the dry run: it ` +
+          `shows what a run would change and writes nothing`,
+      );
       continue;
     }
-    const elsewhere = Object.entries(all.byCommand).filter(([c, fs]) => c !== command && fs.includes(flag)).map(([c]) => c);
+    const elsewhere = Object.entries(all.byCommand)
+      .filter(([c, fs]) => c !== command && fs.includes(flag))
+      .map(([c]) => c);
     if (elsewhere.length > 0) {
-      parts.push(`${dash}${flag} is a flag of \`stub-provider ${elsewhere.join('` and `stub-provider ')}\`, not of ${command ? `\`stub-provider ${command}\`` : 'this command'}`);
+      parts.push(
+        `${dash}${flag} is a flag of \`stub-provider ${elsewhere.join('` and `stub-provider ')}\`, not of ` +
+          `${command ? `\`stub-provider ${command}\`` : 'this command'}`,
+      );
       continue;
     }
     const near = closest(flag, own);
@@ -200,4 +236,3 @@ function editDistance(a: string, b: string): number {
   }
   return d[a.length]![b.length]!;
 }
-

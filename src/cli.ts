@@ -5,11 +5,12 @@ import yargs from 'yargs';
 import type { Argv } from 'yargs';
 import { applyEnvironment, checkWords, CliUsageError, unknownFlagsMessage } from './cli-args.js';
 import type { KnownOptions } from './cli-args.js';
-import { allFlags, COMMANDS, commands, globalOptions } from './commands/index.js';
+import { allFlags, COMMANDS, commands } from './commands/index.js';
+import { globalOptions } from './commands/options.js';
 import type { AnyCommand, CommandName, ConfigOf } from './commands/index.js';
-import type { Given, OptionTable } from './commands/options.js';
+import type { CliContext, Command, Given, OptionTable } from './commands/options.js';
 import { describeError, ExitCode, ResultExit } from './exit-codes.js';
-import { escapeControl } from './untrusted.js';
+import { escapeControl } from './omni-api/untrusted.js';
 import { VERSION } from './version.js';
 
 const COMPLETION = 'completion';
@@ -19,8 +20,18 @@ const COMPLETION = 'completion';
  * exit 2, never ignored), the environment as flags, "did you mean". `onCommand` receives the command
  * yargs chose and what it parsed with that command's option table.
  */
-function commandLineParser(argv: readonly string[], env: NodeJS.ProcessEnv, onCommand: (c: AnyCommand, given: Given<OptionTable>) => Promise<void> | void): Argv {
-  const names = [...commands.flatMap((c) => [c.command].flat()).filter((n) => n !== '$0').map((n) => n.split(/\s+/)[0]!), COMPLETION];
+function commandLineParser(
+  argv: readonly string[],
+  env: NodeJS.ProcessEnv,
+  onCommand: (c: AnyCommand, given: Given<OptionTable>) => Promise<void> | void,
+): Argv {
+  const names = [
+    ...commands
+      .flatMap((c) => [c.command].flat())
+      .filter((n) => n !== '$0')
+      .map((n) => n.split(/\s+/)[0]!),
+    COMPLETION,
+  ];
   const flags = allFlags();
   /** The command yargs is running, and its options, for the messages of the fail handler. */
   let current: { command: string | undefined; options: KnownOptions } | undefined;
@@ -39,13 +50,16 @@ function commandLineParser(argv: readonly string[], env: NodeJS.ProcessEnv, onCo
     // Before validation, so that a stray word is named before "Missing required argument", and the
     // environment's values are checked like the command line's. (@types/yargs 17 knows neither the
     // second argument nor getOptions, which yargs 18 has.)
-    .middleware(((a: { _?: unknown[] }, y: { getOptions(): unknown }) => {
-      const options = y.getOptions() as KnownOptions;
-      const words = (a._ ?? []).map(String);
-      current = { command: names.includes(words[0] ?? '') ? words[0] : 'run', options };
-      checkWords(words, names);
-      applyEnvironment(a as Record<string, unknown>, options, argv, env, flags);
-    }) as never, true)
+    .middleware(
+      ((a: { _?: unknown[] }, y: { getOptions(): unknown }) => {
+        const options = y.getOptions() as KnownOptions;
+        const words = (a._ ?? []).map(String);
+        current = { command: names.includes(words[0] ?? '') ? words[0] : 'run', options };
+        checkWords(words, names);
+        applyEnvironment(a as Record<string, unknown>, options, argv, env, flags);
+      }) as never,
+      true,
+    )
     // Throw, not record: a fail handler that returns lets yargs run the command's handler anyway, so
     // an unknown or mistyped flag (say --machines for --machine) would be ignored, not refused.
     .fail((msg, err) => {
@@ -72,7 +86,7 @@ function commandLineParser(argv: readonly string[], env: NodeJS.ProcessEnv, onCo
 export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
   let failure: unknown;
   try {
-    await commandLineParser(argv, env, (c, given) => c.handler(given, env)).parseAsync();
+    await commandLineParser(argv, env, (c, given) => c.handler(given, env, CLI)).parseAsync();
   } catch (err) {
     failure = err;
   }
@@ -94,9 +108,28 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
  * demo runs its steps from command lines, and tests drive a command's code in this process so. A
  * command line that main() would refuse throws the error main() would report.
  */
-export function configFrom<K extends CommandName>(command: K, args: readonly string[], env: NodeJS.ProcessEnv): ConfigOf<K> {
-  const ran: { c?: AnyCommand; given?: Given<OptionTable> } = {};
-  commandLineParser([command, ...args], env, (c, given) => { Object.assign(ran, { c, given }); }).exitProcess(false).parseSync();
-  if (ran.c !== COMMANDS[command] || !ran.given) throw new Error(`stub-provider ${[command, ...args].join(' ')} did not select the ${command} command (--help or --version?)`);
-  return ran.c.parse(ran.given, env) as ConfigOf<K>;
+export function configFrom<K extends CommandName>(
+  command: K,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv,
+): ConfigOf<K> {
+  return configOf(COMMANDS[command] as AnyCommand, args, env) as ConfigOf<K>;
 }
+
+/** configFrom by the command itself: what a running command receives (CliContext). */
+function configOf<C>(command: Command<OptionTable, C>, args: readonly string[], env: NodeJS.ProcessEnv): C {
+  const name = [command.command].flat()[0] ?? '';
+  const ran: { c?: AnyCommand; given?: Given<OptionTable> } = {};
+  commandLineParser([name, ...args], env, (c, given) => {
+    Object.assign(ran, { c, given });
+  })
+    .exitProcess(false)
+    .parseSync();
+  if (ran.c !== command || !ran.given)
+    throw new Error(
+      `stub-provider ${[name, ...args].join(' ')} did not select the ${name} command (--help or --version?)`,
+    );
+  return command.parse(ran.given, env);
+}
+
+const CLI: CliContext = { configOf };

@@ -1,6 +1,6 @@
 // Exit codes of docs/design.md ("Exit codes"), and the errors that carry them.
 
-import { ClientError, OmniError } from './omni-client/errors.js';
+import { ApiError, OmniError } from './omni-api/errors.js';
 
 export const ExitCode = {
   OK: 0,
@@ -42,13 +42,6 @@ export class PreflightError extends StubError {
   }
 }
 
-export class IncompleteError extends StubError {
-  constructor(message: string, options?: { cause?: unknown }) {
-    super('STUB_INCOMPLETE', ExitCode.Incomplete, message, options);
-    this.name = 'IncompleteError';
-  }
-}
-
 /**
  * An exit code that the result already explains (`plan`'s 10, changes pending): cli.ts exits with it
  * and prints nothing more.
@@ -82,7 +75,8 @@ const EXIT_BY_CODE: Record<string, ExitCodeValue> = {
 /** Maps any error to the exit code a Job can act on. */
 export function exitCodeFor(err: unknown): ExitCodeValue {
   if (err instanceof StubError) return err.exitCode;
-  if (err instanceof ClientError) return EXIT_BY_CODE[err.code] ?? (err instanceof OmniError ? ExitCode.Internal : ExitCode.Incomplete);
+  if (err instanceof ApiError)
+    return EXIT_BY_CODE[err.code] ?? (err instanceof OmniError ? ExitCode.Internal : ExitCode.Incomplete);
   return ExitCode.Internal;
 }
 
@@ -97,15 +91,22 @@ export function describeError(err: unknown): ErrorDescription {
   const e = err as { message?: unknown; code?: unknown };
   const message = typeof e?.message === 'string' ? e.message : String(err);
   // Our errors and the client's carry a stable code; anything else is unexpected (a bug).
-  const code = (err instanceof StubError || err instanceof ClientError) && typeof e.code === 'string' ? e.code : 'STUB_INTERNAL';
+  const code =
+    (err instanceof StubError || err instanceof ApiError) && typeof e.code === 'string' ? e.code : 'STUB_INTERNAL';
   const hint = tlsHint(err);
   return { code, message: hint ? `${message}. ${hint}` : message, exitCode: exitCodeFor(err) };
 }
 
 /** Node's codes (err.code) for a certificate it cannot trust, by what the operator can do about it. */
 const UNTRUSTED_CERT = new Set([
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_UNTRUSTED', 'CERT_SIGNATURE_FAILURE', 'CERT_CHAIN_TOO_LONG',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_UNTRUSTED',
+  'CERT_SIGNATURE_FAILURE',
+  'CERT_CHAIN_TOO_LONG',
 ]);
 const WRONG_HOST = new Set(['ERR_TLS_CERT_ALTNAME_INVALID', 'HOSTNAME_MISMATCH']);
 const EXPIRED_CERT = new Set(['CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID']);
@@ -115,17 +116,33 @@ const EXPIRED_CERT = new Set(['CERT_HAS_EXPIRED', 'CERT_NOT_YET_VALID']);
  * transport's message names Node's code; this says which flag it calls for.
  */
 export function tlsHint(err: unknown): string | undefined {
-  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 8; e = (e as { cause?: unknown }).cause, depth++) {
+  for (
+    let e: unknown = err, depth = 0;
+    e && typeof e === 'object' && depth < 8;
+    e = (e as { cause?: unknown }).cause, depth++
+  ) {
     const code = (e as { code?: unknown }).code;
     if (typeof code !== 'string') continue;
     if (UNTRUSTED_CERT.has(code)) {
-      return 'Omni\'s certificate is not signed by a CA this machine trusts (self-signed, or a private CA): pass --ca-file <the CA certificate, PEM>; only for a test server, --insecure-skip-tls-verify turns the check off';
+      return (
+        "Omni's certificate is not signed by a CA this machine trusts (self-signed, or a private CA): pass " +
+        '--ca-file <the CA certificate, PEM>; only for a test server, --insecure-skip-tls-verify turns the check ' +
+        'off'
+      );
     }
     if (WRONG_HOST.has(code)) {
-      return 'Omni\'s certificate does not name this host: use the host name the certificate names in --omni-api-endpoint (--ca-file cannot fix this); only for a test server, --insecure-skip-tls-verify turns the check off';
+      return (
+        "Omni's certificate does not name this host: use the host name the certificate names in " +
+        '--omni-api-endpoint (--ca-file cannot fix this); only for a test server, --insecure-skip-tls-verify ' +
+        'turns the check off'
+      );
     }
     if (EXPIRED_CERT.has(code)) {
-      return 'Omni\'s certificate is expired or not valid yet (or this machine\'s clock is wrong): renew it or fix the clock (--ca-file cannot fix this); only for a test server, --insecure-skip-tls-verify turns the check off';
+      return (
+        "Omni's certificate is expired or not valid yet (or this machine's clock is wrong): renew it or fix the " +
+        'clock (--ca-file cannot fix this); only for a test server, --insecure-skip-tls-verify turns the check ' +
+        'off'
+      );
     }
   }
   return undefined;

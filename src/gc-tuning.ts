@@ -22,7 +22,13 @@ export interface GcTuningInput {
 }
 
 /** Turns pretenuring off unless the process was started with an explicit choice. True when set here. */
-export function tuneGc(input: GcTuningInput = { execArgv: process.execArgv, nodeOptions: process.env['NODE_OPTIONS'], set: setFlagsFromString }): boolean {
+export function tuneGc(
+  input: GcTuningInput = {
+    execArgv: process.execArgv,
+    nodeOptions: process.env['NODE_OPTIONS'],
+    set: setFlagsFromString,
+  },
+): boolean {
   const given = [...input.execArgv, ...(input.nodeOptions ?? '').split(/\s+/)];
   if (given.some((a) => /^--(no-)?allocation[-_]site[-_]pretenuring$/.test(a))) return false;
   try {

@@ -8,9 +8,7 @@
 import pino from 'pino';
 import pretty from 'pino-pretty';
 import type { Logger } from 'pino';
-import { escapeControl, escapeControlIn, inertJson } from './untrusted.js';
-
-export type { Logger };
+import { escapeControl, escapeControlIn, inertJson } from './omni-api/untrusted.js';
 
 export type LogFormat = 'json' | 'pretty';
 
@@ -80,7 +78,14 @@ function escapeForPretty(line: string): string {
 }
 
 function prettyStream(dest: NodeJS.WritableStream, color: boolean): NodeJS.WritableStream {
-  return pretty({ destination: dest, colorize: color, singleLine: true, sync: true, ignore: 'pid,hostname,name', translateTime: 'HH:MM:ss' });
+  return pretty({
+    destination: dest,
+    colorize: color,
+    singleLine: true,
+    sync: true,
+    ignore: 'pid,hostname,name',
+    translateTime: 'HH:MM:ss',
+  });
 }
 
 /** A logger that drops everything (tests, library use). */

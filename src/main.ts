@@ -5,7 +5,7 @@ import { hideBin } from 'yargs/helpers';
 import { main } from './cli.js';
 import { ExitCode } from './exit-codes.js';
 import { tuneGc } from './gc-tuning.js';
-import { escapeControl } from './untrusted.js';
+import { escapeControl } from './omni-api/untrusted.js';
 
 tuneGc();
 

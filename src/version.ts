@@ -8,8 +8,12 @@ import { fileURLToPath } from 'node:url';
 const PACKAGE = (() => {
   for (const rel of ['../', '../../']) {
     try {
-      const pkg = JSON.parse(readFileSync(new URL(`${rel}package.json`, import.meta.url), 'utf8')) as { name?: string; version?: string };
-      if (pkg.name === 'stub-provider' && pkg.version) return { root: fileURLToPath(new URL(rel, import.meta.url)), version: pkg.version };
+      const pkg = JSON.parse(readFileSync(new URL(`${rel}package.json`, import.meta.url), 'utf8')) as {
+        name?: string;
+        version?: string;
+      };
+      if (pkg.name === 'stub-provider' && pkg.version)
+        return { root: fileURLToPath(new URL(rel, import.meta.url)), version: pkg.version };
     } catch {
       // try the next candidate
     }

@@ -3,19 +3,38 @@
 
 import { DEFAULT_DEMO_OMNI_VERSION } from '../demo/scenario.js';
 import { StubError, UsageError } from '../exit-codes.js';
-import { inertJson } from '../untrusted.js';
+import { inertJson } from '../omni-api/untrusted.js';
 import { parseVersion, VersionError } from '../omni-sim/version.js';
 import { defineCommand, once } from './options.js';
-import type { Flags, Given, OptionTable } from './options.js';
+import type { CliContext, Flags, Given, OptionTable } from './options.js';
 import { colorOption, OUTPUT_FORMATS } from './provider-options.js';
 import type { OutputFormat } from './provider-options.js';
 import { untilSignal } from './sim.js';
 
 export const demoOptions = {
-  'omni-version': { type: 'string', default: DEFAULT_DEMO_OMNI_VERSION, describe: 'Omni version the simulated Omni behaves like (e.g. 1.3.4, 1.4.2)' },
-  output: { type: 'string', alias: 'o', choices: OUTPUT_FORMATS, default: 'text' as const, describe: 'text: narration; json or yaml: the steps, their reports and the checks' },
-  keep: { type: 'boolean', default: false, describe: 'Afterwards keep the simulated Omni running and print its endpoint and keys, until Ctrl-C' },
-  'log-level': { type: 'string', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const, default: 'warn', describe: 'Level of the stub\'s own logs (stderr)' },
+  'omni-version': {
+    type: 'string',
+    default: DEFAULT_DEMO_OMNI_VERSION,
+    describe: 'Omni version the simulated Omni behaves like (e.g. 1.3.4, 1.4.2)',
+  },
+  output: {
+    type: 'string',
+    alias: 'o',
+    choices: OUTPUT_FORMATS,
+    default: 'text' as const,
+    describe: 'text: narration; json or yaml: the steps, their reports and the checks',
+  },
+  keep: {
+    type: 'boolean',
+    default: false,
+    describe: 'Afterwards keep the simulated Omni running and print its endpoint and keys, until Ctrl-C',
+  },
+  'log-level': {
+    type: 'string',
+    choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] as const,
+    default: 'warn',
+    describe: "Level of the stub's own logs (stderr)",
+  },
 } as const satisfies OptionTable;
 
 /** What `demo` runs with: the command line parsed once (parseDemo). */
@@ -34,34 +53,51 @@ export function parseDemo(given: Given<typeof demoOptions>, env: NodeJS.ProcessE
   try {
     parseVersion(a['omni-version']);
   } catch (e) {
-    if (e instanceof VersionError) throw new UsageError(`--omni-version ${JSON.stringify(a['omni-version'])}: ${e.message}`);
+    if (e instanceof VersionError)
+      throw new UsageError(`--omni-version ${JSON.stringify(a['omni-version'])}: ${e.message}`);
     throw e;
   }
-  return { omniVersion: a['omni-version'].trim().replace(/^v/, ''), output: a.output, keep: a.keep, logLevel: a['log-level'], ...colorOption(a, env) };
+  return {
+    omniVersion: a['omni-version'].trim().replace(/^v/, ''),
+    output: a.output,
+    keep: a.keep,
+    logLevel: a['log-level'],
+    ...colorOption(a, env),
+  };
 }
 
 export const demoCommand = defineCommand({
   command: 'demo',
-  describe: 'Run the whole flow (plan, release, refuse, deregister) against an embedded simulated Omni, narrated; nothing leaves this machine',
+  describe:
+    'Run the whole flow (plan, release, refuse, deregister) against an embedded simulated Omni, narrated; nothing ' +
+    'leaves this machine',
   options: demoOptions,
   examples: [
     ['$0 demo', 'Watch a stuck machine being released and the provider deregistered (Omni 1.3.4 behaviour)'],
-    ['$0 demo --omni-version 1.4.2 --keep', 'The same with Omni 1.4 behaviour, then leave the simulated Omni running to try `stub-provider plan` against it'],
+    [
+      '$0 demo --omni-version 1.4.2 --keep',
+      'The same with Omni 1.4 behaviour, then leave the simulated Omni running to try `stub-provider plan` against it',
+    ],
   ],
   epilogue: 'Exit codes: 0 every check passed; 1 the demo did not show what it should (a bug); 2 usage.',
   parse: parseDemo,
-  handler: (given, env) => demo(parseDemo(given, env)),
+  handler: (given, env, cli) => demo(parseDemo(given, env), cli),
 });
 
-async function demo(c: DemoConfig): Promise<void> {
+async function demo(c: DemoConfig, cli: CliContext): Promise<void> {
   const json = c.output !== 'text';
   // Loaded here, not with every command: the demo brings the simulated Omni (see sim.ts loadSim).
   const { runDemo } = await import('../demo/flow.js');
   const { result, sim } = await runDemo({
     omniVersion: c.omniVersion,
+    cli,
     logLevel: c.logLevel,
     ...(c.color !== undefined ? { color: c.color } : {}),
-    say: json ? () => undefined : (text) => { process.stdout.write(`${text}\n`); },
+    say: json
+      ? () => undefined
+      : (text) => {
+          process.stdout.write(`${text}\n`);
+        },
     stderr: process.stderr,
     signals: process,
   });
@@ -70,13 +106,26 @@ async function demo(c: DemoConfig): Promise<void> {
     if (c.output === 'yaml') process.stdout.write((await import('./yaml-output.js')).inertYaml(result));
     if (c.keep) {
       const signalled = untilSignal();
-      const keys = Object.entries(sim.keys).map(([name, key]) => `  ${name}:\n    OMNI_SERVICE_ACCOUNT_KEY=${key}`).join('\n');
-      process.stderr.write(`\nThe simulated Omni stays up at ${sim.endpoint} until Ctrl-C. Its generated keys (demo only):\n${keys}\n` +
-        `For example: OMNI_ENDPOINT=${sim.endpoint} OMNI_SERVICE_ACCOUNT_KEY=<key above> stub-provider plan --id ${Object.keys(sim.keys)[0]?.replace(/^infra-provider:/, '') ?? 'bare-metal'}\n`);
+      const keys = Object.entries(sim.keys)
+        .map(([name, key]) => `  ${name}:\n    OMNI_SERVICE_ACCOUNT_KEY=${key}`)
+        .join('\n');
+      process.stderr.write(
+        `\nThe simulated Omni stays up at ${sim.endpoint} until Ctrl-C. Its generated keys (demo only):\n${keys}\n` +
+          (`For example: OMNI_ENDPOINT=${sim.endpoint} OMNI_SERVICE_ACCOUNT_KEY=<key above> stub-provider plan --id ` +
+            `${Object.keys(sim.keys)[0]?.replace(/^infra-provider:/, '') ?? 'bare-metal'}\n`),
+      );
       await signalled;
     }
   } finally {
     await sim.close();
   }
-  if (!result.ok) throw new StubError('STUB_DEMO_FAILED', 1, `the demo did not show what it should: ${Object.entries(result.checks).filter(([, v]) => !v).map(([k]) => k).join(', ')}`);
+  if (!result.ok)
+    throw new StubError(
+      'STUB_DEMO_FAILED',
+      1,
+      `the demo did not show what it should: ${Object.entries(result.checks)
+        .filter(([, v]) => !v)
+        .map(([k]) => k)
+        .join(', ')}`,
+    );
 }

@@ -27,13 +27,18 @@ export function parseDuration(v: string, flag: string, o: { zeroMeansNone?: bool
     ms = 0;
     for (const [, n, unit] of s.matchAll(/(\d+(?:\.\d+)?)(ms|h|m|s)/g)) ms += Number(n) * UNIT_MS[unit!]!;
   } else if (/^\d+(?:\.\d+)?\s*(?:d|days?|w|weeks?)$/i.test(s)) {
-    throw new UsageError(`${flag} ${s}: days and weeks are not units here (as in Go's durations); write hours, e.g. 24h for a day${none}`);
+    throw new UsageError(
+      `${flag} ${s}: days and weeks are not units here (as in Go's durations); write hours, e.g. 24h for a day${none}`,
+    );
   } else {
     throw new UsageError(`${flag} must be ${FORMS}${none} (got ${JSON.stringify(s)})`);
   }
   if (ms === 0 && o.zeroMeansNone) return Number.POSITIVE_INFINITY;
   if (!(ms > 0)) throw new UsageError(`${flag} must be more than zero${none}`);
-  if (ms > MAX_DURATION_MS) throw new UsageError(`${flag} ${s} is longer than a timer can wait: at most ${MAX_DURATION_MS} ms (596h, about 24.8 days)${none}`);
+  if (ms > MAX_DURATION_MS)
+    throw new UsageError(
+      `${flag} ${s} is longer than a timer can wait: at most ${MAX_DURATION_MS} ms (596h, about 24.8 days)${none}`,
+    );
   return Math.max(1, Math.round(ms));
 }
 

@@ -9,8 +9,6 @@ import { planCommand } from './plan.js';
 import { runCommand } from './run.js';
 import { simCommand } from './sim.js';
 
-export { globalOptions } from './options.js';
-
 /** The commands by name; the configuration each one parses its command line into is ConfigOf<name>. */
 export const COMMANDS = { run: runCommand, plan: planCommand, sim: simCommand, demo: demoCommand } as const;
 export type CommandName = keyof typeof COMMANDS;
@@ -25,6 +23,12 @@ export const commands: readonly AnyCommand[] = Object.values(COMMANDS) as readon
 export function allFlags(): AllFlags {
   const byCommand = Object.fromEntries(Object.entries(COMMANDS).map(([c, cmd]) => [c, Object.keys(cmd.options)]));
   const tables: OptionTable[] = [...Object.values(COMMANDS).map((c) => c.options), globalOptions];
-  const booleans = new Set(tables.flatMap((t) => Object.entries(t).filter(([, o]) => o.type === 'boolean').map(([k]) => k)));
+  const booleans = new Set(
+    tables.flatMap((t) =>
+      Object.entries(t)
+        .filter(([, o]) => o.type === 'boolean')
+        .map(([k]) => k),
+    ),
+  );
   return { byCommand, booleans };
 }

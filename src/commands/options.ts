@@ -3,7 +3,7 @@
 // the command's `parse` turns them, once, into its configuration (RunConfig, PlanConfig, SimConfig,
 // DemoConfig) with every check yargs does not make; the command's code sees only that configuration.
 // cli.ts builds the yargs commands from these descriptions (main, and configFrom for the demo and the
-// tests: the same parser without running the command).
+// tests: the same parser without running the command; the demo receives it as its CliContext).
 
 import type { InferredOptionTypes, Options } from 'yargs';
 import { UsageError } from '../exit-codes.js';
@@ -12,7 +12,10 @@ export type OptionTable = Record<string, Options>;
 
 /** Options every command has (cli.ts defines them on the top level). */
 export const globalOptions = {
-  color: { type: 'boolean', describe: 'Colour in the logs on a terminal (the default unless NO_COLOR is set); --no-color for none' },
+  color: {
+    type: 'boolean',
+    describe: 'Colour in the logs on a terminal (the default unless NO_COLOR is set); --no-color for none',
+  },
 } as const satisfies OptionTable;
 
 type WithGlobals<O extends OptionTable> = O & typeof globalOptions;
@@ -26,7 +29,9 @@ export type Flags<O extends OptionTable> = InferredOptionTypes<WithGlobals<O>>;
  * cli-args.ts's environment binding gives each flag a value of its declared type (or refuses it).
  */
 export type Given<O extends OptionTable> = {
-  [K in keyof WithGlobals<O>]: WithGlobals<O>[K] extends { type: 'boolean' } | { array: true } ? Flags<O>[K] : Flags<O>[K] | NonNullable<Flags<O>[K]>[];
+  [K in keyof WithGlobals<O>]: WithGlobals<O>[K] extends { type: 'boolean' } | { array: true }
+    ? Flags<O>[K]
+    : Flags<O>[K] | NonNullable<Flags<O>[K]>[];
 };
 
 /** A command as cli.ts registers it: its yargs description, its options, and what it does with them. */
@@ -37,10 +42,23 @@ export interface Command<O extends OptionTable, C> {
   options: O;
   examples: readonly (readonly [string, string])[];
   epilogue: string;
-  /** The configuration from what yargs parsed: every check yargs does not make; a UsageError for a value that cannot be used. */
+  /**
+   * The configuration from what yargs parsed: every check yargs does not make; a UsageError for a value that cannot be
+   * used.
+   */
   parse(given: Given<O>, env: NodeJS.ProcessEnv): C;
   /** Runs the command line: parses it (or has the result of every exit parse it, run-io.ts) and runs the command. */
-  handler(given: Given<O>, env: NodeJS.ProcessEnv): Promise<void>;
+  handler(given: Given<O>, env: NodeJS.ProcessEnv, cli: CliContext): Promise<void>;
+}
+
+/**
+ * What cli.ts hands a command it runs: the CLI's own parser, for the one command that runs other
+ * command lines (the demo, src/demo/flow.ts). Handed at run time rather than imported: the parser is
+ * built from every command, the demo's included.
+ */
+export interface CliContext {
+  /** The configuration `stub-provider <command> <args>` would run with (cli.ts configFrom), without running it. */
+  configOf<C>(command: Command<OptionTable, C>, args: readonly string[], env: NodeJS.ProcessEnv): C;
 }
 
 /** A command, with its option and configuration types inferred from the description. */

@@ -10,13 +10,13 @@
 // pino-pretty's lines on the same stream, which a bar library would not do for us; this is a few lines.
 
 import { Writable } from 'node:stream';
-import type { ItemEnded, ReconcileProgress } from '../provider/reconcile.js';
-import { describeThrottling } from '../provider/report.js';
-import { escapeControl } from '../untrusted.js';
+import type { ItemEnded, ReconcileProgress } from '../provider/run/outcomes.js';
+import { describeThrottling } from '../provider/report/report.js';
+import { escapeControl } from '../omni-api/untrusted.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 
 export type ProgressCounts = ReconcileProgress;
-/** What the progress line says of back-pressure (omni-client/pressure.ts ThrottlingStats). */
+/** What the progress line says of back-pressure (omni-client/write/pressure.ts ThrottlingStats). */
 export interface Throttled {
   signals: number;
   waitedMs: number;
@@ -63,7 +63,10 @@ export class ProgressLine {
   /** How much Omni throttled the writes so far (the client's counters), read at every draw. */
   throttling: (() => Throttled) | undefined;
 
-  constructor(private readonly out: NodeJS.WritableStream, o: { intervalMs?: number; tickMs?: number; timers?: ProgressTimers } = {}) {
+  constructor(
+    private readonly out: NodeJS.WritableStream,
+    o: { intervalMs?: number; tickMs?: number; timers?: ProgressTimers } = {},
+  ) {
     this.timers = o.timers ?? realTimers;
     this.intervalMs = o.intervalMs ?? PROGRESS_INTERVAL_MS;
     this.tickMs = o.tickMs ?? PROGRESS_TICK_MS;
@@ -166,7 +169,13 @@ export function progressText(c: ProgressCounts, elapsedMs: number, leftMs?: numb
   return escapeControl(`stub-provider: ${ended} · ${open} · ${clock}${pressure}`);
 }
 
-const STATUS_WORD: Record<ItemEnded['status'], string> = { released: 'released', refused: 'refused', blocked: 'blocked', failed: 'failed', interrupted: 'interrupted' };
+const STATUS_WORD: Record<ItemEnded['status'], string> = {
+  released: 'released',
+  refused: 'refused',
+  blocked: 'blocked',
+  failed: 'failed',
+  interrupted: 'interrupted',
+};
 
 /** One short line for a machine (or a refusal, or the deregistration) that ended; escaped (rule 13). */
 export function itemLine(e: ItemEnded): string {

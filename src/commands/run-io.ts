@@ -7,9 +7,9 @@ import type { Stats } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { describeError, ExitCode, ResultExit, StubError, UsageError } from '../exit-codes.js';
 import type { ExitCodeValue } from '../exit-codes.js';
-import type { Report } from '../provider/report.js';
-import { renderText } from '../provider/report.js';
-import { escapeControl, inertJson } from '../untrusted.js';
+import type { Report } from '../provider/report/report.js';
+import { renderText } from '../provider/report/report.js';
+import { escapeControl, inertJson } from '../omni-api/untrusted.js';
 import { VERSION } from '../version.js';
 import type { Io, OutputFormat, ResultTarget } from './provider-options.js';
 import { resultTarget } from './provider-options.js';
@@ -29,7 +29,11 @@ export function processIo(env: NodeJS.ProcessEnv = process.env): Io {
  * Asks a yes/no question. On a terminal readline turns Ctrl-C into an AbortError (the process gets
  * no SIGINT): that is an interruption before anything was written, exit 130, not an internal error.
  */
-export async function askYesNo(input: NodeJS.ReadableStream, output: NodeJS.WritableStream, question: string): Promise<boolean> {
+export async function askYesNo(
+  input: NodeJS.ReadableStream,
+  output: NodeJS.WritableStream,
+  question: string,
+): Promise<boolean> {
   // terminal from the input: stdin decides whether Ctrl-C arrives as a key, whatever stderr is.
   const rl = createInterface({ input, output, terminal: (input as { isTTY?: boolean }).isTTY === true });
   try {
@@ -37,7 +41,12 @@ export async function askYesNo(input: NodeJS.ReadableStream, output: NodeJS.Writ
     return /^y(es)?$/i.test(answer.trim());
   } catch (err) {
     if ((err as { code?: unknown }).code === 'ABORT_ERR') {
-      throw new StubError('STUB_INTERRUPTED', ExitCode.SigInt, 'interrupted at the confirmation prompt; nothing was changed', { cause: err });
+      throw new StubError(
+        'STUB_INTERRUPTED',
+        ExitCode.SigInt,
+        'interrupted at the confirmation prompt; nothing was changed',
+        { cause: err },
+      );
     }
     throw err;
   } finally {
@@ -108,8 +117,14 @@ export function withError(rep: Result): Result {
 }
 
 function errorForExit(code: number): StubError {
-  if (code === ExitCode.Incomplete) return new StubError('STUB_INCOMPLETE', ExitCode.Incomplete, 'not everything could be released (see the report); run again');
-  if (code === ExitCode.SigInt || code === ExitCode.SigTerm) return new StubError('STUB_INTERRUPTED', code, 'interrupted; calls in flight were cancelled');
+  if (code === ExitCode.Incomplete)
+    return new StubError(
+      'STUB_INCOMPLETE',
+      ExitCode.Incomplete,
+      'not everything could be released (see the report); run again',
+    );
+  if (code === ExitCode.SigInt || code === ExitCode.SigTerm)
+    return new StubError('STUB_INTERRUPTED', code, 'interrupted; calls in flight were cancelled');
   return new StubError('STUB_FAILED', code as ExitCodeValue, 'failed');
 }
 
@@ -140,7 +155,12 @@ function offlineText(o: OfflineNote | undefined): string {
  * command got to a report or stopped with an error (then the error's result), and the exit code is
  * the result's. The report file is written by the command itself (see `withOutputs`).
  */
-export async function handleResult(command: 'run' | 'plan', target: ResultTarget, io: Io, work: () => Promise<Result>): Promise<void> {
+export async function handleResult(
+  command: 'run' | 'plan',
+  target: ResultTarget,
+  io: Io,
+  work: () => Promise<Result>,
+): Promise<void> {
   const format = target.output;
   let rep: Result;
   try {
@@ -160,7 +180,12 @@ export async function handleResult(command: 'run' | 'plan', target: ResultTarget
  * the report file gets its result (issue 14 item 5); a file that cannot be opened is the one case
  * without (exit 2, on stdout with --output json).
  */
-export async function withOutputs(command: 'run' | 'plan', target: ResultTarget, io: Io, work: (outputs: Outputs, sig: Signals) => Promise<Result>): Promise<Result> {
+export async function withOutputs(
+  command: 'run' | 'plan',
+  target: ResultTarget,
+  io: Io,
+  work: (outputs: Outputs, sig: Signals) => Promise<Result>,
+): Promise<Result> {
   const sig = trapSignals(io);
   try {
     const outputs = openOutputs({ report: target.reportFile, auditLog: target.auditLog, inputs: target.inputs });
@@ -196,12 +221,17 @@ export async function commandLine<G extends Parameters<typeof resultTarget>[0], 
 ): Promise<void> {
   const io = processIo(env);
   const target = resultTarget(given);
-  await handleResult(command, target, io, () => withOutputs(command, target, io, (outputs, sig) => work(parse(given, env), io, outputs, sig)));
+  await handleResult(command, target, io, () =>
+    withOutputs(command, target, io, (outputs, sig) => work(parse(given, env), io, outputs, sig)),
+  );
 }
 
 /** `--report` and `--audit-log`, open from before the first call to Omni until the end of the command. */
 export interface Outputs {
-  /** Appends one line to the audit log, synchronously (a run stopped by a signal loses none); absent without `--audit-log`. */
+  /**
+   * Appends one line to the audit log, synchronously (a run stopped by a signal loses none); absent without
+   * `--audit-log`.
+   */
   auditSink?: (line: string) => void;
   /** Puts the result into `--report` in place of what the file held; nothing without one. */
   writeReport(rep: AnyResult, io: Io): void;
@@ -222,21 +252,34 @@ interface OutputFile {
  * a hard link, /dev/fd/N; compared by device and inode) are refused, as is an output that is one of
  * `inputs` (the key file, the CA file): the report would overwrite the audit log, or the key.
  */
-export function openOutputs(o: { report?: string | undefined; auditLog?: string | undefined; inputs?: { flag: string; path: string | undefined }[] }): Outputs {
+export function openOutputs(o: {
+  report?: string | undefined;
+  auditLog?: string | undefined;
+  inputs?: { flag: string; path: string | undefined }[];
+}): Outputs {
   const opened: OutputFile[] = [];
-  const closeAll = () => { for (const f of opened.splice(0)) closeSync(f.fd); };
+  const closeAll = () => {
+    for (const f of opened.splice(0)) closeSync(f.fd);
+  };
   try {
     // The audit log is appended to; the report is not truncated before the checks below have passed.
     if (o.auditLog) opened.push(openOutput('--audit-log', o.auditLog, 'a'));
     if (o.report) opened.push(openOutput('--report', o.report, constants.O_WRONLY | constants.O_CREAT));
     const [a, b] = opened;
     if (a && b && sameFile(a.stats, b.stats)) {
-      throw new UsageError(`${a.flag} ${a.path} and ${b.flag} ${b.path} are the same file: the report would overwrite the audit log; give them different files (nothing was written to Omni)`);
+      throw new UsageError(
+        `${a.flag} ${a.path} and ${b.flag} ${b.path} are the same file: the report would overwrite the audit log; ` +
+          `give them different files (nothing was written to Omni)`,
+      );
     }
     for (const input of o.inputs ?? []) {
       const st = input.path ? statOrUndefined(input.path) : undefined;
       const clash = st && opened.find((f) => sameFile(f.stats, st));
-      if (clash) throw new UsageError(`${clash.flag} ${clash.path} is the file of ${input.flag} (${input.path}): writing it would destroy it; give ${clash.flag} another file (nothing was written to Omni)`);
+      if (clash)
+        throw new UsageError(
+          `${clash.flag} ${clash.path} is the file of ${input.flag} (${input.path}): writing it would destroy it; ` +
+            `give ${clash.flag} another file (nothing was written to Omni)`,
+        );
     }
   } catch (err) {
     closeAll();
@@ -247,13 +290,22 @@ export function openOutputs(o: { report?: string | undefined; auditLog?: string 
   // From here on the file is this run's report: empty until the report is written.
   if (report?.stats.isFile()) ftruncateSync(report.fd, 0);
   return {
-    ...(audit ? { auditSink: (line: string) => { writeSync(audit.fd, line); } } : {}),
+    ...(audit
+      ? {
+          auditSink: (line: string) => {
+            writeSync(audit.fd, line);
+          },
+        }
+      : {}),
     writeReport: (rep, io) => {
       if (!report) return;
       try {
         writeFileSync(report.fd, reportJson(rep));
       } catch (err) {
-        io.stderr.write(`stub-provider: cannot write the report to ${escapeControl(report.path)}: ${(err as NodeJS.ErrnoException).code ?? String(err)}\n`);
+        io.stderr.write(
+          `stub-provider: cannot write the report to ${escapeControl(report.path)}: ` +
+            `${(err as NodeJS.ErrnoException).code ?? String(err)}\n`,
+        );
       }
     },
     close: closeAll,
@@ -266,7 +318,14 @@ function openOutput(flag: string, path: string, flags: string | number): OutputF
     fd = openSync(path, flags, 0o644);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
-    const hint = code === 'ENOENT' ? 'its folder does not exist' : code === 'EISDIR' ? 'it is a folder' : code === 'EACCES' || code === 'EPERM' || code === 'EROFS' ? 'it may not be written here' : 'check the path';
+    const hint =
+      code === 'ENOENT'
+        ? 'its folder does not exist'
+        : code === 'EISDIR'
+          ? 'it is a folder'
+          : code === 'EACCES' || code === 'EPERM' || code === 'EROFS'
+            ? 'it may not be written here'
+            : 'check the path';
     throw new UsageError(`${flag} ${path}: cannot open it for writing (${code}: ${hint}); nothing was written to Omni`);
   }
   return { flag, path, fd, stats: fstatSync(fd) };
@@ -294,8 +353,14 @@ export interface Signals {
 export function trapSignals(io: Io): Signals {
   const ac = new AbortController();
   let code: 130 | 143 | undefined;
-  const onInt = () => { code ??= ExitCode.SigInt; ac.abort(new StubError('STUB_INTERRUPTED', ExitCode.SigInt, 'interrupted (SIGINT)')); };
-  const onTerm = () => { code ??= ExitCode.SigTerm; ac.abort(new StubError('STUB_INTERRUPTED', ExitCode.SigTerm, 'interrupted (SIGTERM)')); };
+  const onInt = () => {
+    code ??= ExitCode.SigInt;
+    ac.abort(new StubError('STUB_INTERRUPTED', ExitCode.SigInt, 'interrupted (SIGINT)'));
+  };
+  const onTerm = () => {
+    code ??= ExitCode.SigTerm;
+    ac.abort(new StubError('STUB_INTERRUPTED', ExitCode.SigTerm, 'interrupted (SIGTERM)'));
+  };
   io.signals?.on('SIGINT', onInt);
   io.signals?.on('SIGTERM', onTerm);
   return {

@@ -5,12 +5,12 @@ import { ExitCode, UsageError } from '../exit-codes.js';
 import { VERSION } from '../version.js';
 import { createWipeStrategy, wipeCliOptions, wipeOptionsFrom } from '../wipe/index.js';
 import type { WipeOptions } from '../wipe/index.js';
-import { Audit } from '../provider/audit.js';
-import { preflight } from '../provider/preflight.js';
-import { reconcile } from '../provider/reconcile.js';
-import { planReport, renderText, runReport, throttlingOf } from '../provider/report.js';
-import type { PreflightResult } from '../provider/preflight.js';
-import type { ReconcileResult } from '../provider/reconcile.js';
+import { Audit } from '../provider/report/audit.js';
+import { preflight } from '../provider/run/preflight.js';
+import { reconcile } from '../provider/run/reconcile.js';
+import { planReport, renderText, runReport, throttlingOf } from '../provider/report/report.js';
+import type { PreflightResult } from '../provider/run/preflight.js';
+import type { ReconcileResult } from '../provider/run/reconcile.js';
 import { parseDuration, parseDurationOrZero } from './durations.js';
 import { defineCommand, once } from './options.js';
 import type { Given, OptionTable } from './options.js';
@@ -22,14 +22,62 @@ import type { Outputs, Result, Signals } from './run-io.js';
 
 export const runOptions = {
   ...connectionOptions,
-  wait: { type: 'boolean', default: false, describe: 'Keep watching and releasing until everything is released (and the provider deregistered) or --timeout', group: 'Run:' },
-  timeout: { type: 'string', default: '10m', describe: 'With --wait: give up after this long (e.g. 90s, 10m, 1h30m; at most 596h), exit 5; 0: no limit, until everything is gone', group: 'Run:' },
-  'step-timeout': { type: 'string', default: '60s', describe: 'Without --wait: how long to wait for Omni to clear its own finalizers after a teardown (e.g. 60s, 2m30s)', group: 'Run:' },
-  settle: { type: 'string', default: '5s', describe: 'After the last write: how long to watch what finalizers of others still held when it was released, for Omni\'s own controllers to let go (0: do not watch); Blocked lists what is still held then', group: 'Run:' },
-  deregister: { type: 'boolean', default: true, describe: 'Once nothing of the ID is left, clean up and deregister (--no-deregister to keep the provider\'s statuses)', group: 'Run:' },
-  yes: { type: 'boolean', default: false, alias: 'y', describe: 'Make the changes without asking (required when stdin is not a terminal)', group: 'Run:' },
-  force: { type: 'boolean', default: false, describe: 'Run although a live provider with this ID sent a heartbeat in the last 60 s', group: 'Run:' },
-  'audit-log': { type: 'string', describe: 'Append two NDJSON lines per write to Omni: its intent before it is sent (resource, finalizers and version before, what it asks for) and its outcome (ok, failed, unknown)', group: 'Output:' },
+  wait: {
+    type: 'boolean',
+    default: false,
+    describe: 'Keep watching and releasing until everything is released (and the provider deregistered) or --timeout',
+    group: 'Run:',
+  },
+  timeout: {
+    type: 'string',
+    default: '10m',
+    describe:
+      'With --wait: give up after this long (e.g. 90s, 10m, 1h30m; at most 596h), exit 5; 0: no limit, until ' +
+      'everything is gone',
+    group: 'Run:',
+  },
+  'step-timeout': {
+    type: 'string',
+    default: '60s',
+    describe:
+      'Without --wait: how long to wait for Omni to clear its own finalizers after a teardown (e.g. 60s, 2m30s)',
+    group: 'Run:',
+  },
+  settle: {
+    type: 'string',
+    default: '5s',
+    describe:
+      "After the last write: how long to watch what finalizers of others still held when it was released, for Omni's " +
+      'own controllers to let go (0: do not watch); Blocked lists what is still held then',
+    group: 'Run:',
+  },
+  deregister: {
+    type: 'boolean',
+    default: true,
+    describe:
+      "Once nothing of the ID is left, clean up and deregister (--no-deregister to keep the provider's statuses)",
+    group: 'Run:',
+  },
+  yes: {
+    type: 'boolean',
+    default: false,
+    alias: 'y',
+    describe: 'Make the changes without asking (required when stdin is not a terminal)',
+    group: 'Run:',
+  },
+  force: {
+    type: 'boolean',
+    default: false,
+    describe: 'Run although a live provider with this ID sent a heartbeat in the last 60 s',
+    group: 'Run:',
+  },
+  'audit-log': {
+    type: 'string',
+    describe:
+      'Append two NDJSON lines per write to Omni: its intent before it is sent (resource, finalizers and version ' +
+      'before, what it asks for) and its outcome (ok, failed, unknown)',
+    group: 'Output:',
+  },
   ...wipeCliOptions,
 } as const satisfies OptionTable;
 
@@ -77,28 +125,70 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promis
   // On a terminal, log lines go through the progress line so that it stays below them, and the
   // per-write and per-item lines are debug: the progress line shows one short line per machine.
   const progress = progressFor(c, io);
-  const log = progress ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream }) : loggerFor(c, io);
+  const log = progress
+    ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream })
+    : loggerFor(c, io);
   const audit = new Audit(outputs.auditSink, Date.now, log, undefined, progress ? { writeLogLevel: 'debug' } : {});
   // A write throttled by Omni is retried for --step-timeout at most (what --timeout allows with --wait).
-  const client = await connect(c, io, log, audit.observer, { maxWaitMs: c.wait && Number.isFinite(c.timeoutMs) ? c.timeoutMs : c.stepTimeoutMs });
+  const client = await connect(c, io, log, audit.observer, {
+    maxWaitMs: c.wait && Number.isFinite(c.timeoutMs) ? c.timeoutMs : c.stepTimeoutMs,
+  });
   if (progress) progress.throttling = () => client.throttling();
   let failed = false;
   let pre: PreflightResult;
   let result: ReconcileResult;
   try {
     const now = () => Date.now() + client.serverClockOffsetMs();
-    pre = await preflight({ state: client.state, providerId: c.id, keyProviderId: client.providerId, keyName: client.identity.name, force: c.force, now, signal: sig.signal });
-    if (pre.forced) log.warn({ providerId: c.id }, 'a live provider with this ID was detected; running anyway (--force)');
-    log.info({ providerId: c.id, endpoint: client.endpoint, omniVersion: pre.omniVersion, mode: c.machines.length ? 'machines' : 'whole' }, 'preflight passed');
+    pre = await preflight({
+      state: client.state,
+      providerId: c.id,
+      keyProviderId: client.providerId,
+      keyName: client.identity.name,
+      force: c.force,
+      now,
+      signal: sig.signal,
+    });
+    if (pre.forced)
+      log.warn({ providerId: c.id }, 'a live provider with this ID was detected; running anyway (--force)');
+    log.info(
+      {
+        providerId: c.id,
+        endpoint: client.endpoint,
+        omniVersion: pre.omniVersion,
+        mode: c.machines.length ? 'machines' : 'whole',
+      },
+      'preflight passed',
+    );
     const strategy = createWipeStrategy(c.wipe, { logger: log });
     result = await reconcile(
-      { state: client.state, logger: log, version: VERSION, now, wipe: { strategy, options: c.wipe }, ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}) },
       {
-        providerId: c.id, machines: c.machines, profile: c.profile, stateTypes: c.stateTypes, deregister: c.deregister, wait: c.wait, timeoutMs: c.timeoutMs,
-        omniWaitMs: c.stepTimeoutMs, settleMs: c.settleMs, concurrency: c.concurrency, signal: sig.signal, force: c.force,
+        state: client.state,
+        logger: log,
+        version: VERSION,
+        now,
+        wipe: { strategy, options: c.wipe },
+        ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}),
+      },
+      {
+        providerId: c.id,
+        machines: c.machines,
+        profile: c.profile,
+        stateTypes: c.stateTypes,
+        deregister: c.deregister,
+        wait: c.wait,
+        timeoutMs: c.timeoutMs,
+        omniWaitMs: c.stepTimeoutMs,
+        settleMs: c.settleMs,
+        concurrency: c.concurrency,
+        signal: sig.signal,
+        force: c.force,
         confirm: async (plan) => {
           if (c.yes) return true;
-          if (!io.stdinIsTTY || !io.ask) throw new UsageError('this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); `stub-provider plan` shows what would change');
+          if (!io.stdinIsTTY || !io.ask)
+            throw new UsageError(
+              'this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); ' +
+                '`stub-provider plan` shows what would change',
+            );
           io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre })));
           return io.ask(`Make these changes${c.wait ? ' and keep watching' : ''}? [y/N] `);
         },
@@ -113,26 +203,54 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promis
     // still unanswered its outcome (unknown) before the report counts them.
     await client.close();
     const code = sig.code();
-    audit.close(code ? `interrupted (${code === ExitCode.SigInt ? 'SIGINT' : 'SIGTERM'})` : failed ? 'the run failed' : 'the run ended');
+    audit.close(
+      code
+        ? `interrupted (${code === ExitCode.SigInt ? 'SIGINT' : 'SIGTERM'})`
+        : failed
+          ? 'the run failed'
+          : 'the run ended',
+    );
   }
   const interruptCode = sig.code();
   if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
-  return runReport(result, { version: VERSION, preflight: pre, writes: audit.counts, throttling: throttlingOf(client.throttling()), ...(interruptCode ? { interruptCode } : {}) });
+  return runReport(result, {
+    version: VERSION,
+    preflight: pre,
+    writes: audit.counts,
+    throttling: throttlingOf(client.throttling()),
+    ...(interruptCode ? { interruptCode } : {}),
+  });
 }
 
 export const runCommand = defineCommand({
   command: ['run', '$0'],
-  describe: 'Release what the gone provider blocks: finish deletions under way, refuse new machines, deregister (default command)',
+  describe:
+    'Release what the gone provider blocks: finish deletions under way, refuse new machines, deregister (default ' +
+    'command)',
   options: runOptions,
   examples: [
-    ['OMNI_ENDPOINT=https://omni.example.com OMNI_SERVICE_ACCOUNT_KEY=... $0 --id bare-metal --yes', 'Release every machine of bare-metal that is being deleted, clean up, and deregister'],
-    ['$0 --id bare-metal --machine 0b1c7f9e-... --yes', 'Release one machine; the provider stays registered for when it comes back'],
-    ['$0 --id kubevirt --profile provisioning --state-type Machine --wait --timeout 30m --yes', 'Stand in for a provisioning provider until every request is released'],
-    ['$0 --id bare-metal --wipe ipmi-power-off --yes --output json --report report.json --audit-log audit.ndjson', 'Power machines off through their BMC first; keep a JSON report and an audit log'],
+    [
+      'OMNI_ENDPOINT=https://omni.example.com OMNI_SERVICE_ACCOUNT_KEY=... $0 --id bare-metal --yes',
+      'Release every machine of bare-metal that is being deleted, clean up, and deregister',
+    ],
+    [
+      '$0 --id bare-metal --machine 0b1c7f9e-... --yes',
+      'Release one machine; the provider stays registered for when it comes back',
+    ],
+    [
+      '$0 --id kubevirt --profile provisioning --state-type Machine --wait --timeout 30m --yes',
+      'Stand in for a provisioning provider until every request is released',
+    ],
+    [
+      '$0 --id bare-metal --wipe ipmi-power-off --yes --output json --report report.json --audit-log audit.ndjson',
+      'Power machines off through their BMC first; keep a JSON report and an audit log',
+    ],
     ['$0 plan --id bare-metal', 'Show what a run would change, without changing anything'],
   ],
-  epilogue: 'Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider); 4 authentication; 5 incomplete (retry); 130/143 interrupted. ' +
-    'With --output json or yaml, and in --report, every exit has its result, with the error\'s code and message. ' +
+  epilogue:
+    'Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider); 4 ' +
+    'authentication; 5 incomplete (retry); 130/143 interrupted. ' +
+    "With --output json or yaml, and in --report, every exit has its result, with the error's code and message. " +
     'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).',
   parse: parseRun,
   handler: (given, env) => commandLine('run', given, env, parseRun, run),

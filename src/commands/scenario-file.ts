@@ -15,7 +15,10 @@ const EXT = '.yaml';
 /** The names of the shipped examples (file names without `.yaml`), sorted. */
 export function shippedScenarios(): string[] {
   if (!SCENARIOS_DIR || !existsSync(SCENARIOS_DIR)) return [];
-  return readdirSync(SCENARIOS_DIR).filter((f) => f.endsWith(EXT)).map((f) => f.slice(0, -EXT.length)).sort();
+  return readdirSync(SCENARIOS_DIR)
+    .filter((f) => f.endsWith(EXT))
+    .map((f) => f.slice(0, -EXT.length))
+    .sort();
 }
 
 /**
@@ -37,5 +40,13 @@ export function resolveScenarioFile(value: string, flag: string): string {
     }
   }
   const examples = shippedScenarios();
-  throw new UsageError(`${flag} ${value}: no such file${examples.length > 0 ? `, and no example of that name ships with stub-provider (examples: ${examples.join(', ')}; for instance ${flag} ${examples[0]})` : ''}`);
+  throw new UsageError(
+    `${flag} ${value}: no such ` +
+      `file${
+        examples.length > 0
+          ? `, and no example of that name ships with stub-provider (examples: ` +
+            `${examples.join(', ')}; for instance ${flag} ${examples[0]})`
+          : ''
+      }`,
+  );
 }

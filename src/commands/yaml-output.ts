@@ -4,7 +4,7 @@
 
 import { Document, visit } from 'yaml';
 
-/** What escapeControl escapes (untrusted.ts), lone surrogates included. */
+/** What escapeControl escapes (src/omni-api/untrusted.ts), lone surrogates included. */
 // eslint-disable-next-line no-control-regex
 const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff]/;
 /** What the yaml package leaves raw inside double quotes (it escapes C0 controls and lone surrogates itself). */

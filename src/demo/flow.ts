@@ -5,22 +5,25 @@
 // what it shows.
 
 import { Writable } from 'node:stream';
-import { configFrom } from '../cli.js';
-import { executePlan } from '../commands/plan.js';
+import type { CliContext } from '../commands/options.js';
+import { executePlan, planCommand } from '../commands/plan.js';
 import type { Io } from '../commands/provider-options.js';
-import { executeRun } from '../commands/run.js';
-import type { Resource } from '../omni-client/resource.js';
-import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace } from '../omni-client/resource.js';
-import { MachineRequestStage, MachineRequestStatusSpec, decodeSpec } from '../omni-client/specs.js';
+import { executeRun, runCommand } from '../commands/run.js';
+import type { Resource } from '../omni-api/resource.js';
+import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace } from '../omni-api/resource.js';
+import { MachineRequestStage, MachineRequestStatusSpec } from '../omni-api/specs/messages.js';
+import { decodeSpec } from '../omni-api/specs/codec.js';
 import { INTERNAL } from '../omni-sim/api.js';
 import { createSim } from '../omni-sim/index.js';
 import type { Sim } from '../omni-sim/index.js';
-import type { Report } from '../provider/report.js';
-import { renderText } from '../provider/report.js';
+import type { Report } from '../provider/report/report.js';
+import { renderText } from '../provider/report/report.js';
 import { DEMO, demoScenario } from './scenario.js';
 
 export interface DemoOptions {
   omniVersion: string;
+  /** The CLI's parser: each step's configuration from its command line (commands/options.ts CliContext). */
+  cli: CliContext;
   /** Log level of the stub's own logs (stderr). */
   logLevel: string;
   /** Colour in those logs (`--no-color`, NO_COLOR); absent: on a terminal. */
@@ -51,7 +54,12 @@ export interface DemoResult {
   ok: boolean;
 }
 
-const indent = (text: string, by = '    ') => text.replace(/\n$/, '').split('\n').map((l) => (l === '' ? l : by + l)).join('\n');
+const indent = (text: string, by = '    ') =>
+  text
+    .replace(/\n$/, '')
+    .split('\n')
+    .map((l) => (l === '' ? l : by + l))
+    .join('\n');
 
 function find(sim: Sim, namespace: string, type: string, id: string): Resource | undefined {
   return sim.store.peek({ namespace, type, id });
@@ -64,13 +72,36 @@ function describeResource(r: Resource): string {
 
 /** What a person would look at in the UI for one provider: its machines, requests, statuses and namespace. */
 function providerView(sim: Sim, id: string): string[] {
-  const mine = sim.store.all().filter((r) =>
-    r.metadata.namespace === providerNamespace(id) ||
-    (r.metadata.labels['omni.sidero.dev/infra-provider-id'] === id && r.metadata.type !== T.ConfigPatchRequest) ||
-    (r.metadata.type === T.InfraProvider && r.metadata.id === id));
-  const order = [T.InfraProvider, T.InfraProviderStatus, T.InfraProviderHealthStatus, T.InfraMachine, T.InfraMachineStatus, T.MachineRequest, T.MachineRequestStatus, T.Machine];
-  const rank = (r: Resource) => { const i = order.indexOf(r.metadata.type as never); return i < 0 ? order.length : i; };
-  return mine.sort((a, b) => rank(a) - rank(b) || a.metadata.type.localeCompare(b.metadata.type) || a.metadata.id.localeCompare(b.metadata.id)).map(describeResource);
+  const mine = sim.store
+    .all()
+    .filter(
+      (r) =>
+        r.metadata.namespace === providerNamespace(id) ||
+        (r.metadata.labels['omni.sidero.dev/infra-provider-id'] === id && r.metadata.type !== T.ConfigPatchRequest) ||
+        (r.metadata.type === T.InfraProvider && r.metadata.id === id),
+    );
+  const order = [
+    T.InfraProvider,
+    T.InfraProviderStatus,
+    T.InfraProviderHealthStatus,
+    T.InfraMachine,
+    T.InfraMachineStatus,
+    T.MachineRequest,
+    T.MachineRequestStatus,
+    T.Machine,
+  ];
+  const rank = (r: Resource) => {
+    const i = order.indexOf(r.metadata.type as never);
+    return i < 0 ? order.length : i;
+  };
+  return mine
+    .sort(
+      (a, b) =>
+        rank(a) - rank(b) ||
+        a.metadata.type.localeCompare(b.metadata.type) ||
+        a.metadata.id.localeCompare(b.metadata.id),
+    )
+    .map(describeResource);
 }
 
 export async function runDemo(o: DemoOptions): Promise<{ result: DemoResult; sim: Sim }> {
@@ -87,7 +118,7 @@ export async function runDemo(o: DemoOptions): Promise<{ result: DemoResult; sim
 async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   const { bareMetal: bm, kubevirt: kv } = DEMO;
   const controllers = sim.controllers;
-  if (!controllers) throw new Error('the demo needs the simulated Omni\'s controllers');
+  if (!controllers) throw new Error("the demo needs the simulated Omni's controllers");
   const steps: DemoStep[] = [];
   const checks: Record<string, boolean> = {};
   const say = o.say;
@@ -104,7 +135,10 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
     return s;
   };
   /** The environment of a command as provider `id`: the sim's endpoint and that provider's key. */
-  const env = (id: string): NodeJS.ProcessEnv => ({ OMNI_ENDPOINT: sim.endpoint, OMNI_SERVICE_ACCOUNT_KEY: sim.keys[`infra-provider:${id}`] });
+  const env = (id: string): NodeJS.ProcessEnv => ({
+    OMNI_ENDPOINT: sim.endpoint,
+    OMNI_SERVICE_ACCOUNT_KEY: sim.keys[`infra-provider:${id}`],
+  });
   const io = (id: string): Io => ({
     // The report comes back as a value; the demo prints it itself.
     stdout: new Writable({ write: (_chunk, _enc, done) => done() }),
@@ -115,14 +149,22 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   });
   // Each step is a command line, parsed as the CLI parses it; the demo's own logging flags on each.
   const logFlags = ['--log-level', o.logLevel, ...(o.color !== undefined ? [o.color ? '--color' : '--no-color'] : [])];
-  const runConfig = (id: string) => configFrom('run', ['--id', id, '--yes', '--timeout', '60s', '--step-timeout', '20s', ...logFlags], env(id));
-  const planConfig = (id: string) => configFrom('plan', ['--id', id, ...logFlags], env(id));
+  const runConfig = (id: string) =>
+    o.cli.configOf(
+      runCommand,
+      ['--id', id, '--yes', '--timeout', '60s', '--step-timeout', '20s', ...logFlags],
+      env(id),
+    );
+  const planConfig = (id: string) => o.cli.configOf(planCommand, ['--id', id, ...logFlags], env(id));
   const showReport = (s: DemoStep, rep: Report) => {
     s.report = rep;
     say(indent(renderText(rep)));
   };
   const run = async (title: string, id: string) => {
-    const s = step(title, `OMNI_ENDPOINT=${sim.endpoint} OMNI_SERVICE_ACCOUNT_KEY=<${id}'s key> stub-provider --id ${id} --yes`);
+    const s = step(
+      title,
+      `OMNI_ENDPOINT=${sim.endpoint} OMNI_SERVICE_ACCOUNT_KEY=<${id}'s key> stub-provider --id ${id} --yes`,
+    );
     const rep = await executeRun(runConfig(id), io(id));
     await controllers.idle();
     showReport(s, rep);
@@ -131,10 +173,18 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   const view = (id: string) => say(indent(providerView(sim, id).join('\n') || '(nothing left of this provider)'));
 
   await controllers.idle();
-  say(`A simulated Omni ${sim.omniVersion} is listening on ${sim.endpoint}, with two infra providers whose processes are gone:`);
-  say(`  - ${bm} (static, bare metal): machine ${DEMO.stuckMachine} was deleted while the provider was down and is stuck`);
+  say(
+    `A simulated Omni ${sim.omniVersion} is listening on ${sim.endpoint}, with two infra providers whose processes ` +
+      `are gone:`,
+  );
+  say(
+    `  - ${bm} (static, bare metal): machine ${DEMO.stuckMachine} was deleted while the provider was down and is stuck`,
+  );
   say(`    tearing down on the provider's six finalizers; machine ${DEMO.runningMachine} is still in use.`);
-  say(`  - ${kv} (provisioning, built on Omni's provider library): its MachineRequestSet ${DEMO.set} has one provisioned machine.`);
+  say(
+    `  - ${kv} (provisioning, built on Omni's provider library): its MachineRequestSet ${DEMO.set} has one ` +
+      `provisioned machine.`,
+  );
   say('Both are still registered; their last heartbeats are days old, so the stub may stand in for them.');
 
   // 1. What Omni shows before anything happens.
@@ -148,8 +198,12 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   await controllers.idle();
   view(kv);
   const scaled = find(sim, NS_INFRA_PROVIDER, T.MachineRequest, DEMO.scaledDownRequest);
-  check('requestStuck', scaled?.metadata.phase === 'tearingDown' && scaled.metadata.finalizers.includes(`${kv}.ProvisionController`),
-    `MachineRequest ${DEMO.scaledDownRequest} is tearing down, held by ${kv}.ProvisionController: nobody is there to release it`);
+  check(
+    'requestStuck',
+    scaled?.metadata.phase === 'tearingDown' && scaled.metadata.finalizers.includes(`${kv}.ProvisionController`),
+    `MachineRequest ${DEMO.scaledDownRequest} is tearing down, held by ${kv}.ProvisionController: nobody is there to ` +
+      `release it`,
+  );
 
   // 3. Rehearse: plan is read-only.
   const before = sim.dump();
@@ -160,33 +214,66 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   // 4. The stub for bare-metal: the stuck machine is released, the running one is left alone.
   const runningBefore = JSON.stringify(find(sim, NS_INFRA_PROVIDER, T.InfraMachine, DEMO.runningMachine));
   const first = await run(`Run the stub as ${bm}`, bm);
-  check('stuckReleased', find(sim, NS_INFRA_PROVIDER, T.InfraMachine, DEMO.stuckMachine) === undefined && find(sim, NS_INFRA_PROVIDER, T.InfraMachineStatus, DEMO.stuckMachine) === undefined
-    && !sim.store.all().some((r) => r.metadata.namespace === providerNamespace(bm) && r.metadata.id === DEMO.stuckMachine),
-    `machine ${DEMO.stuckMachine} is released: its InfraMachine, InfraMachineStatus and the provider's five resources are gone`);
-  check('runningUntouched', JSON.stringify(find(sim, NS_INFRA_PROVIDER, T.InfraMachine, DEMO.runningMachine)) === runningBefore && first.running.some((r) => r.id === DEMO.runningMachine),
-    `machine ${DEMO.runningMachine} is still running, its finalizers untouched (reported, not counted as a failure)`);
-  check('notDeregisteredWhileInUse', first.deregistration.status !== 'deregistered' && find(sim, NS_INFRA_PROVIDER, T.InfraProviderStatus, bm) !== undefined,
-    `${bm} stays registered while one of its machines is in use`);
+  check(
+    'stuckReleased',
+    find(sim, NS_INFRA_PROVIDER, T.InfraMachine, DEMO.stuckMachine) === undefined &&
+      find(sim, NS_INFRA_PROVIDER, T.InfraMachineStatus, DEMO.stuckMachine) === undefined &&
+      !sim.store
+        .all()
+        .some((r) => r.metadata.namespace === providerNamespace(bm) && r.metadata.id === DEMO.stuckMachine),
+    `machine ${DEMO.stuckMachine} is released: its InfraMachine, InfraMachineStatus and the provider's five ` +
+      `resources are gone`,
+  );
+  check(
+    'runningUntouched',
+    JSON.stringify(find(sim, NS_INFRA_PROVIDER, T.InfraMachine, DEMO.runningMachine)) === runningBefore &&
+      first.running.some((r) => r.id === DEMO.runningMachine),
+    `machine ${DEMO.runningMachine} is still running, its finalizers untouched (reported, not counted as a failure)`,
+  );
+  check(
+    'notDeregisteredWhileInUse',
+    first.deregistration.status !== 'deregistered' &&
+      find(sim, NS_INFRA_PROVIDER, T.InfraProviderStatus, bm) !== undefined,
+    `${bm} stays registered while one of its machines is in use`,
+  );
 
   // 5. The operator deletes the machine that was in use; the stub finishes that deletion too, then deregisters.
-  step(`The operator deletes machine ${DEMO.runningMachine} in Omni (UI, or omnictl delete link ${DEMO.runningMachine})`);
+  step(
+    `The operator deletes machine ${DEMO.runningMachine} in Omni (UI, or omnictl delete link ${DEMO.runningMachine})`,
+  );
   controllers.deleteMachine(DEMO.runningMachine);
   await controllers.idle();
   view(bm);
   const second = await run(`Run the stub as ${bm} again`, bm);
-  check('secondReleased', second.released.some((r) => r.id === DEMO.runningMachine) && find(sim, NS_INFRA_PROVIDER, T.InfraMachine, DEMO.runningMachine) === undefined,
-    `machine ${DEMO.runningMachine} is released`);
+  check(
+    'secondReleased',
+    second.released.some((r) => r.id === DEMO.runningMachine) &&
+      find(sim, NS_INFRA_PROVIDER, T.InfraMachine, DEMO.runningMachine) === undefined,
+    `machine ${DEMO.runningMachine} is released`,
+  );
   checkDeregistered(sim, bm, second, check);
 
   // 6. The stub for kubevirt: the scaled-down request is released, the new one refused.
   const kv1 = await run(`Run the stub as ${kv}`, kv);
-  check('requestReleased', find(sim, NS_INFRA_PROVIDER, T.MachineRequest, DEMO.scaledDownRequest) === undefined && find(sim, NS_INFRA_PROVIDER, T.MachineRequestStatus, DEMO.scaledDownRequest) === undefined
-    && !sim.store.all().some((r) => r.metadata.namespace === providerNamespace(kv) && r.metadata.id === DEMO.scaledDownRequest),
-    `MachineRequest ${DEMO.scaledDownRequest} is released: request, status, state resource and ConfigPatchRequest are gone`);
+  check(
+    'requestReleased',
+    find(sim, NS_INFRA_PROVIDER, T.MachineRequest, DEMO.scaledDownRequest) === undefined &&
+      find(sim, NS_INFRA_PROVIDER, T.MachineRequestStatus, DEMO.scaledDownRequest) === undefined &&
+      !sim.store
+        .all()
+        .some((r) => r.metadata.namespace === providerNamespace(kv) && r.metadata.id === DEMO.scaledDownRequest),
+    `MachineRequest ${DEMO.scaledDownRequest} is released: request, status, state resource and ConfigPatchRequest ` +
+      `are gone`,
+  );
   const refusal = find(sim, NS_INFRA_PROVIDER, T.MachineRequestStatus, DEMO.newRequest);
   const refusedSpec = refusal ? decodeSpec(MachineRequestStatusSpec, refusal.spec.protoSpec).value : undefined;
-  check('newRequestRefused', kv1.refused.some((r) => r.id === DEMO.newRequest && r.result === 'refused') && refusedSpec?.stage === MachineRequestStage.FAILED && refusedSpec.error.startsWith('stub-provider'),
-    `MachineRequest ${DEMO.newRequest} is refused: its status says FAILED, "${refusedSpec?.error ?? ''}"`);
+  check(
+    'newRequestRefused',
+    kv1.refused.some((r) => r.id === DEMO.newRequest && r.result === 'refused') &&
+      refusedSpec?.stage === MachineRequestStage.FAILED &&
+      refusedSpec.error.startsWith('stub-provider'),
+    `MachineRequest ${DEMO.newRequest} is refused: its status says FAILED, "${refusedSpec?.error ?? ''}"`,
+  );
 
   // 7. The refused request is deleted; the last run cleans its status and deregisters kubevirt.
   step(`The operator deletes the refused request (omnictl delete machinerequest ${DEMO.newRequest})`);
@@ -203,23 +290,48 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   const kv2 = await run(`Run the stub as ${kv} again`, kv);
   checkDeregistered(sim, kv, kv2, check);
 
-  const lastSteps = [second, kv2].map((r) => r.deregistration.lastStep).filter((x): x is string => typeof x === 'string');
-  const warnings = [...new Set([second, kv2].map((r) => r.deregistration.warning).filter((x): x is string => typeof x === 'string'))];
+  const lastSteps = [second, kv2]
+    .map((r) => r.deregistration.lastStep)
+    .filter((x): x is string => typeof x === 'string');
+  const warnings = [
+    ...new Set([second, kv2].map((r) => r.deregistration.warning).filter((x): x is string => typeof x === 'string')),
+  ];
   step('Last step, for an Omni admin: delete the registrations');
   for (const l of lastSteps) say(`   $ ${l}`);
   for (const w of warnings) say(`   Warning: ${w}`);
-  check('registrationsKept', [bm, kv].every((id) => find(sim, NS_INFRA_PROVIDER, T.InfraProvider, id) !== undefined),
-    'the registrations themselves are left for the admin (the stub never deletes them)');
+  check(
+    'registrationsKept',
+    [bm, kv].every((id) => find(sim, NS_INFRA_PROVIDER, T.InfraProvider, id) !== undefined),
+    'the registrations themselves are left for the admin (the stub never deletes them)',
+  );
 
   const ok = Object.values(checks).every(Boolean);
-  say(ok ? '\nDemo finished: every check passed.' : `\nDemo FAILED: ${Object.entries(checks).filter(([, v]) => !v).map(([k]) => k).join(', ')}`);
+  say(
+    ok
+      ? '\nDemo finished: every check passed.'
+      : `\nDemo FAILED: ${Object.entries(checks)
+          .filter(([, v]) => !v)
+          .map(([k]) => k)
+          .join(', ')}`,
+  );
   return { omniVersion: sim.omniVersion, steps, checks, lastSteps, warnings, ok };
 }
 
-function checkDeregistered(sim: Sim, id: string, rep: Report, check: (name: string, ok: boolean, text: string) => void): void {
+function checkDeregistered(
+  sim: Sim,
+  id: string,
+  rep: Report,
+  check: (name: string, ok: boolean, text: string) => void,
+): void {
   const left = sim.store.all().filter((r) => r.metadata.namespace === providerNamespace(id));
   check(`${id}:namespaceEmpty`, left.length === 0, `namespace ${providerNamespace(id)} is empty`);
-  const statuses = [find(sim, NS_INFRA_PROVIDER, T.InfraProviderStatus, id), find(sim, NS_INFRA_PROVIDER_EPHEMERAL, T.InfraProviderHealthStatus, id)];
-  check(`${id}:deregistered`, rep.deregistration.status === 'deregistered' && statuses.every((s) => s === undefined),
-    `${id} is deregistered: its ProviderStatus and ProviderHealthStatus are gone`);
+  const statuses = [
+    find(sim, NS_INFRA_PROVIDER, T.InfraProviderStatus, id),
+    find(sim, NS_INFRA_PROVIDER_EPHEMERAL, T.InfraProviderHealthStatus, id),
+  ];
+  check(
+    `${id}:deregistered`,
+    rep.deregistration.status === 'deregistered' && statuses.every((s) => s === undefined),
+    `${id} is deregistered: its ProviderStatus and ProviderHealthStatus are gone`,
+  );
 }

@@ -2,13 +2,13 @@
 // gateway's CoreState, its writes under back-pressure control (pressure.ts), wrapped by wrap.ts).
 
 import { silentLogger } from '../log.js';
-import { loadServiceAccountKey, parseServiceAccountKey, Signer, type ServiceAccountKey } from './auth.js';
-import { withBackPressure, type BackPressureOptions, type ThrottlingStats } from './pressure.js';
-import { GatewayState } from './state.js';
-import type { DispatcherKind } from './dispatcher.js';
-import { Transport, type TransportOptions } from './transport.js';
-import type { State } from './types.js';
-import type { WriteObserver } from './write-observer.js';
+import { parseServiceAccountKey, Signer, type ServiceAccountKey } from './transport/auth.js';
+import { withBackPressure, type BackPressureOptions, type ThrottlingStats } from './write/pressure.js';
+import { GatewayState } from './gateway-state.js';
+import type { DispatcherKind } from './transport/dispatcher.js';
+import { Transport, type TransportOptions } from './transport/transport.js';
+import type { State } from '../omni-api/state.js';
+import type { WriteObserver } from './write/observer.js';
 import { wrapCore } from './wrap.js';
 
 /** The transport's options (transport.ts), with the key in place of a signer. */
@@ -17,7 +17,7 @@ export interface OmniClientOptions extends Omit<TransportOptions, 'endpoint' | '
   endpoint: string;
   /** The OMNI_SERVICE_ACCOUNT_KEY value, or a key already loaded (see auth.ts loadServiceAccountKey). */
   key: string | ServiceAccountKey;
-  /** Told of every write before it is sent and of its outcome (state.ts); the audit log. */
+  /** Told of every write before it is sent and of its outcome (gateway-state.ts); the audit log. */
   onWrite?: WriteObserver;
   /** How writes ride out back-pressure (pressure.ts); the most in flight defaults to `connections`. */
   backPressure?: Partial<Omit<BackPressureOptions, 'logger' | 'now' | 'delay' | 'random'>>;
@@ -48,10 +48,20 @@ export async function createOmniClient(opts: OmniClientOptions): Promise<OmniCli
   const signer = new Signer(key);
   const { key: _key, onWrite, backPressure, ...transportOpts } = opts;
   const transport = new Transport({ ...transportOpts, signer, logger, now });
-  if (opts.insecureSkipTlsVerify) logger.warn({ endpoint: transport.endpoint.origin }, 'TLS certificate verification is disabled (--insecure-skip-tls-verify)');
-  const timing = { logger, ...(opts.delay ? { delay: opts.delay } : {}), ...(opts.random ? { random: opts.random } : {}) };
+  if (opts.insecureSkipTlsVerify)
+    logger.warn(
+      { endpoint: transport.endpoint.origin },
+      'TLS certificate verification is disabled (--insecure-skip-tls-verify)',
+    );
+  const timing = {
+    logger,
+    ...(opts.delay ? { delay: opts.delay } : {}),
+    ...(opts.random ? { random: opts.random } : {}),
+  };
   const pressured = withBackPressure(new GatewayState(transport, { ...timing, ...(onWrite ? { onWrite } : {}) }), {
-    maxWritesInFlight: opts.connections ?? 16, ...backPressure, ...timing,
+    maxWritesInFlight: opts.connections ?? 16,
+    ...backPressure,
+    ...timing,
   });
   const state = wrapCore(pressured, timing);
   return {
@@ -66,5 +76,3 @@ export async function createOmniClient(opts: OmniClientOptions): Promise<OmniCli
     throttling: () => pressured.throttling(),
   };
 }
-
-export { loadServiceAccountKey };

@@ -1,4 +1,4 @@
-// A State over any CoreState (types.ts), in the manner of cosi-project/runtime's pkg/state/wrap.go:
+// A State over any CoreState (src/omni-api/state.ts), in the manner of cosi-project/runtime's pkg/state/wrap.go:
 // teardown, removeFinalizers and the update-with-conflicts loop under both are written once here,
 // and every backend (the gateway client, the sim's store in tests, the provider tests' double) gets
 // them from here. The rules are docs/design.md's rules 3 and 4:
@@ -14,10 +14,11 @@
 
 import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
-import { CanceledError, hasCode, type NotFoundError } from './errors.js';
-import type { Pointer, Resource } from './resource.js';
-import { PHASE_RUNNING, PHASE_TEARING_DOWN, cloneResource, pointerOf } from './resource.js';
-import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './retry.js';
+import { CanceledError, type NotFoundError } from '../omni-api/errors.js';
+import { hasCode } from './errors.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { PHASE_RUNNING, PHASE_TEARING_DOWN, cloneResource, pointerOf } from '../omni-api/resource.js';
+import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './transport/retry.js';
 import type {
   CallOptions,
   CoreState,
@@ -31,7 +32,7 @@ import type {
   UpdateWithConflictsResult,
   WatchEvent,
   WatchKindOptions,
-} from './types.js';
+} from '../omni-api/state.js';
 
 export interface ConflictPolicy {
   /** Update attempts of one update-with-conflicts before giving up. Default 8. */
@@ -97,7 +98,9 @@ class WrappedState extends DelegatingCore implements State {
   }
 
   async updateWithConflicts<S extends string>(
-    target: Resource | Pointer, change: (current: Resource) => Resource | S, opts: UpdateWithConflictsOptions = {},
+    target: Resource | Pointer,
+    change: (current: Resource) => Resource | S,
+    opts: UpdateWithConflictsOptions = {},
   ): Promise<UpdateWithConflictsResult<S>> {
     const core = this.core;
     const ptr = pointerOf(target);
@@ -129,7 +132,10 @@ class WrappedState extends DelegatingCore implements State {
       } catch (e) {
         if (hasCode(e, 'OMNI_NOT_FOUND')) return notFound(found, before, attempts, e);
         if (attempts >= this.#attempts) throw e;
-        if (hasCode(e, 'OMNI_FAILED_PRECONDITION') || (expectedPhase !== undefined && hasCode(e, 'OMNI_INVALID_ARGUMENT'))) {
+        if (
+          hasCode(e, 'OMNI_FAILED_PRECONDITION') ||
+          (expectedPhase !== undefined && hasCode(e, 'OMNI_INVALID_ARGUMENT'))
+        ) {
           current = undefined;
         } else if (hasCode(e, 'OMNI_PERMISSION_DENIED')) {
           // Either access is refused (then the resource is unchanged: give up) or the resource changed
@@ -147,14 +153,21 @@ class WrappedState extends DelegatingCore implements State {
         } else {
           throw e;
         }
-        this.#log.debug({ resource: ptr, attempts, err: e.message }, 'update: the resource changed meanwhile; reading it again');
+        this.#log.debug(
+          { resource: ptr, attempts, err: e.message },
+          'update: the resource changed meanwhile; reading it again',
+        );
         await this.#pause(attempts, opts);
       }
     }
   }
 
   async teardown(p: Pointer, opts: CallOptions = {}): Promise<boolean> {
-    const r = await this.updateWithConflicts(pointerOf(p), (cur) => (cur.metadata.phase === PHASE_TEARING_DOWN ? 'tearing-down' : withPhase(cur)), { ...opts, expectedPhase: PHASE_RUNNING });
+    const r = await this.updateWithConflicts(
+      pointerOf(p),
+      (cur) => (cur.metadata.phase === PHASE_TEARING_DOWN ? 'tearing-down' : withPhase(cur)),
+      { ...opts, expectedPhase: PHASE_RUNNING },
+    );
     switch (r.outcome) {
       case 'updated':
         return r.after.metadata.finalizers.length === 0;
@@ -169,14 +182,22 @@ class WrappedState extends DelegatingCore implements State {
     }
   }
 
-  async removeFinalizers(target: Resource | Pointer, finalizers: string[], opts: RemoveFinalizersOptions = {}): Promise<RemoveFinalizersResult> {
+  async removeFinalizers(
+    target: Resource | Pointer,
+    finalizers: string[],
+    opts: RemoveFinalizersOptions = {},
+  ): Promise<RemoveFinalizersResult> {
     const drop = new Set(finalizers);
     const requirePhase = opts.requirePhase;
-    const r = await this.updateWithConflicts(target, (cur) => {
-      if (requirePhase !== undefined && cur.metadata.phase !== requirePhase) return 'phase-changed';
-      const keep = cur.metadata.finalizers.filter((f) => !drop.has(f));
-      return keep.length === cur.metadata.finalizers.length ? 'absent' : withFinalizers(cur, keep);
-    }, opts);
+    const r = await this.updateWithConflicts(
+      target,
+      (cur) => {
+        if (requirePhase !== undefined && cur.metadata.phase !== requirePhase) return 'phase-changed';
+        const keep = cur.metadata.finalizers.filter((f) => !drop.has(f));
+        return keep.length === cur.metadata.finalizers.length ? 'absent' : withFinalizers(cur, keep);
+      },
+      opts,
+    );
     if (r.outcome === 'updated') return { outcome: 'removed', before: r.before, after: r.after, attempts: r.attempts };
     return { outcome: r.outcome, ...(r.before ? { before: r.before } : {}), attempts: r.attempts };
   }
@@ -190,7 +211,12 @@ class WrappedState extends DelegatingCore implements State {
   }
 }
 
-function notFound<S extends string>(found: boolean, before: Resource | undefined, attempts: number, error: NotFoundError): UpdateWithConflictsResult<S> {
+function notFound<S extends string>(
+  found: boolean,
+  before: Resource | undefined,
+  attempts: number,
+  error: NotFoundError,
+): UpdateWithConflictsResult<S> {
   return { outcome: found ? 'gone' : 'not-found', ...(before ? { before } : {}), attempts, error };
 }
 

@@ -1,12 +1,12 @@
 // Contracts between the parts of the simulated Omni:
-//   gateway (server.ts)  --authenticates with-->  auth.ts (siderov1 verification, identities)
-//   gateway              --calls-->               StateApi of access.ts (Omni's access rules for the caller)
-//   access.ts            --delegates to-->        StateApi of store.ts (COSI state semantics, no access rules)
-//   controllers.ts       --uses-->                the store directly as Omni's internal actor, and its events
-// Errors are thrown as the typed errors of src/omni-client/errors.ts (errorFromStatus), carrying the
+//   gateway/server.ts    --authenticates with-->  access/siderov1.ts, access/identities.ts
+//   gateway              --calls-->               StateApi of access/access.ts (Omni's access rules for the caller)
+//   access               --delegates to-->        StateApi of store/store.ts (COSI state semantics, no access rules)
+//   controllers/         --uses-->                the store directly as Omni's internal actor, and its events
+// Errors are thrown as the typed errors of src/omni-api/errors.ts (errorFromStatus), carrying the
 // gRPC code and message Omni would send; the gateway maps them to HTTP.
 
-import type { Pointer, Resource } from '../omni-client/resource.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
 
 export type Role = 'None' | 'InfraProvider' | 'Reader' | 'Operator' | 'Admin';
 

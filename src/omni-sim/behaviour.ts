@@ -3,7 +3,10 @@
 // 1.9.3), or Omni's and COSI's sources at the release tags (for the version where it changed).
 
 import { stringify } from 'yaml';
-import { decodeSpec, specSchemaForType, specToPlain, type FieldSchema, type MessageSchema } from '../omni-client/specs.js';
+import { decodeSpec } from '../omni-api/specs/codec.js';
+import { specSchemaForType } from '../omni-api/specs/specs.js';
+import { specToPlain } from './scenario/plain.js';
+import { type FieldSchema, type MessageSchema } from '../omni-api/specs/schema.js';
 import { atLeast, parseVersion, type OmniVersion } from './version.js';
 
 export interface GatewayBehaviour {
@@ -22,7 +25,10 @@ export interface GatewayBehaviour {
    * every other version (a release build may differ).
    */
   protoErrorPrefix: string;
-  /** SysVersion's `backend_api_version`: Omni's internal/version.API, 2 from 1.4.5 on (recorded: 1 on 1.3.4, 2 on 1.9.3). */
+  /**
+   * SysVersion's `backend_api_version`: Omni's internal/version.API, 2 from 1.4.5 on (recorded: 1 on 1.3.4, 2 on
+   * 1.9.3).
+   */
   backendApiVersion: number;
 }
 
@@ -77,11 +83,13 @@ export function specSchemaAt(schema: MessageSchema<unknown>, version: OmniVersio
 
 /**
  * The yaml_spec Omni `version` renders for these bytes (omnictl's keys, 4-space indent), or undefined
- * for a type without a schema here. Throws SpecError when the bytes do not decode.
+ * for a type without a schema here; without a version, as `omnictl get -o yaml` of the newest Omni
+ * shows it (every field of the schema). Unknown fields are not shown (Go's YAML encoder does not show
+ * them either). Throws SpecError when the bytes do not decode.
  */
-export function renderYamlSpecAt(type: string, bytes: Uint8Array, version: OmniVersion): string | undefined {
+export function renderYamlSpec(type: string, bytes: Uint8Array, version?: OmniVersion): string | undefined {
   const full = specSchemaForType(type);
   if (!full) return undefined;
-  const schema = specSchemaAt(full, version);
+  const schema = version ? specSchemaAt(full, version) : full;
   return stringify(specToPlain(schema, decodeSpec(schema, bytes).value, 'omnictl'), { indent: 4, indentSeq: true });
 }

@@ -2,20 +2,22 @@
 // loopback listener, with identities (generated key pairs where the scenario gives no public key),
 // faults and Omni's own controllers for the scenario's Omni version.
 
-import type { Identity, SimClock, StateApi } from './api.js';
-import { createAccessApi } from './access.js';
+import type { SimClock, StateApi } from './api.js';
+import { createAccessApi } from './access/access.js';
 import { gatewayBehaviour } from './behaviour.js';
-import { type ControllerError, type OmniControllers, startOmniControllers } from './controllers.js';
-import { createAuthenticate, IdentityRegistry } from './auth.js';
-import { type FaultConfig, Faults } from './faults.js';
-import { generateKey, type GeneratedKey } from './keys.js';
-import { parseScenario, dumpScenario, type Scenario } from './scenario.js';
-import { type Authenticator, Gateway, listen } from './server.js';
-import { SimStore } from './store.js';
+import { type ControllerError } from './controllers/queue.js';
+import { type OmniControllers, startOmniControllers } from './controllers/controllers.js';
+import { createAuthenticate, IdentityRegistry } from './access/identities.js';
+import { type FaultConfig, Faults } from './gateway/faults.js';
+import { generateKey, type GeneratedKey } from './scenario/keys.js';
+import { parseScenario, dumpScenario, type Scenario } from './scenario/scenario.js';
+import { type Authenticator, Gateway, listen } from './gateway/server.js';
+import { SimStore } from './store/store.js';
 import { parseVersion } from './version.js';
-import type { Pointer, Resource } from '../omni-client/resource.js';
-import { newMetadata, NS_EPHEMERAL, T } from '../omni-client/resource.js';
-import { encodeSpec, SysVersionSpec } from '../omni-client/specs.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
+import { newMetadata, NS_EPHEMERAL, T } from '../omni-api/resource.js';
+import { encodeSpec } from '../omni-api/specs/codec.js';
+import { SysVersionSpec } from '../omni-api/specs/messages.js';
 
 const SYS_VERSION_ID = 'current';
 
@@ -43,7 +45,9 @@ export interface SimOptions {
   access?: (ctx: SimContext) => StateApi;
   /** Omni's own controllers (controllers.ts) for the scenario's version; `false` runs none. Default true. */
   controllers?: boolean;
-  /** Told of an error inside the controllers (controllers.ts ControllerError); default: onControllerFailure's listeners. */
+  /**
+   * Told of an error inside the controllers (controllers.ts ControllerError); default: onControllerFailure's listeners.
+   */
   onControllerError?: (err: ControllerError) => void;
   /** Lifetime of generated keys (seconds). Default 365 days. */
   keyLifetimeSeconds?: number;
@@ -81,7 +85,9 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
   store.seed(sc.resources);
   // Omni creates its SysVersion at start-up (the provider reads it to learn the version); a scenario
   // may bring its own, for example to test a stub against an odd version string.
-  const seeded = sc.resources.some((r) => isSysVersion(r.metadata)) ? undefined : sysVersionResource(sc.omniVersion, clock.now());
+  const seeded = sc.resources.some((r) => isSysVersion(r.metadata))
+    ? undefined
+    : sysVersionResource(sc.omniVersion, clock.now());
   if (seeded) store.seed([seeded]);
 
   const registry = new IdentityRegistry();
@@ -104,12 +110,15 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
 
   const ctx: SimContext = { store, registry, clock, omniVersion: sc.omniVersion };
   const api = opts.access ? opts.access(ctx) : createAccessApi(store, { version: sc.omniVersion });
-  const controllers = opts.controllers === false
-    ? undefined
-    : startOmniControllers(store, {
-      version: sc.omniVersion, clock, onServiceAccountDeleted: (id) => registry.removeProvider(id),
-      ...(opts.onControllerError ? { onError: opts.onControllerError } : {}),
-    });
+  const controllers =
+    opts.controllers === false
+      ? undefined
+      : startOmniControllers(store, {
+          version: sc.omniVersion,
+          clock,
+          onServiceAccountDeleted: (id) => registry.removeProvider(id),
+          ...(opts.onControllerError ? { onError: opts.onControllerError } : {}),
+        });
   const authenticate: Authenticator = opts.authenticate ?? createAuthenticate(registry, clock);
   const gateway = new Gateway({
     state: api,
@@ -118,7 +127,12 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
     omniVersion: sc.omniVersion,
     faults,
   });
-  faults.attach({ restart: () => store.restart(), failWatches: (e) => store.failWatches(e), breakStreams: () => gateway.breakStreams(), bumpVersion: (p) => store.bumpVersion(p) });
+  faults.attach({
+    restart: () => store.restart(),
+    failWatches: (e) => store.failWatches(e),
+    breakStreams: () => gateway.breakStreams(),
+    bumpVersion: (p) => store.bumpVersion(p),
+  });
   const listening = await listen(gateway, {
     ...(opts.host !== undefined ? { host: opts.host } : {}),
     ...(opts.port !== undefined ? { port: opts.port } : {}),
@@ -145,7 +159,8 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
         await listening.close();
       })()),
     // Without the SysVersion the sim made itself, so that a dump reloads as the same scenario.
-    dump: () => dumpScenario({ ...sc, resources: seeded ? store.all().filter((r) => !isSysVersion(r.metadata)) : store.all() }),
+    dump: () =>
+      dumpScenario({ ...sc, resources: seeded ? store.all().filter((r) => !isSysVersion(r.metadata)) : store.all() }),
   };
 }
 
@@ -162,9 +177,16 @@ export function sysVersionResource(omniVersion: string, nowMs: number): Resource
   const tag = `v${v.major}.${v.minor}.${v.patch}${v.prerelease ? `-${v.prerelease}` : ''}`;
   const at = new Date(nowMs).toISOString();
   return {
-    metadata: newMetadata({ namespace: NS_EPHEMERAL, type: T.SysVersion, id: SYS_VERSION_ID }, { version: '1', created: at, updated: at }),
-    spec: { protoSpec: encodeSpec(SysVersionSpec, { backend_version: tag, instance_name: 'omni-sim', backend_api_version: gatewayBehaviour(v).backendApiVersion }) },
+    metadata: newMetadata(
+      { namespace: NS_EPHEMERAL, type: T.SysVersion, id: SYS_VERSION_ID },
+      { version: '1', created: at, updated: at },
+    ),
+    spec: {
+      protoSpec: encodeSpec(SysVersionSpec, {
+        backend_version: tag,
+        instance_name: 'omni-sim',
+        backend_api_version: gatewayBehaviour(v).backendApiVersion,
+      }),
+    },
   };
 }
-
-export type { Identity, Scenario };

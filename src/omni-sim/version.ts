@@ -25,7 +25,10 @@ const VERSION_RE = /^v?(\d{1,6})\.(\d{1,6})(?:\.(\d{1,6}))?(?:-([0-9A-Za-z.-]+))
 
 export function parseVersion(text: string): OmniVersion {
   const m = VERSION_RE.exec(text.trim());
-  if (!m) throw new VersionError(`not an Omni version: ${JSON.stringify(text)} (expected e.g. "1.3", "1.3.4" or "v1.4.0-beta.0")`);
+  if (!m)
+    throw new VersionError(
+      `not an Omni version: ${JSON.stringify(text)} (expected e.g. "1.3", "1.3.4" or "v1.4.0-beta.0")`,
+    );
   return {
     major: Number(m[1]),
     minor: Number(m[2]),
@@ -49,8 +52,4 @@ export function compareVersions(a: OmniVersion | string, b: OmniVersion | string
 /** True when `v` is `min` or newer: `atLeast('1.4.0-beta.0', '1.4')` is true, `atLeast('1.3.4', '1.4')` false. */
 export function atLeast(v: OmniVersion | string, min: OmniVersion | string): boolean {
   return compareVersions(v, min) >= 0;
-}
-
-export function formatVersion(v: OmniVersion): string {
-  return `${v.major}.${v.minor}.${v.patch}${v.prerelease ? `-${v.prerelease}` : ''}`;
 }

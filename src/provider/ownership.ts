@@ -3,8 +3,8 @@
 // hold upper case letters and dots (docs/omni-lifecycle.md 2.2), so `proxmox` is not `proxmox-talos` and
 // `BareMetal-IAD1` is not `baremetal-iad1`.
 
-import type { Metadata } from '../omni-client/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, providerNamespace } from '../omni-client/resource.js';
+import type { Metadata } from '../omni-api/resource.js';
+import { LABEL_INFRA_PROVIDER_ID, providerNamespace } from '../omni-api/resource.js';
 
 /** Exactly `<id>.<Name>` with a non-empty, dot-free Name: every provider controller's name (0.2). */
 export function isOurFinalizer(finalizer: string, providerId: string): boolean {
@@ -26,7 +26,10 @@ export function ourFinalizers(md: Pick<Metadata, 'namespace' | 'labels' | 'final
 }
 
 /** Every finalizer that is not ours (Omni's own, another provider's, anything unrecognised). */
-export function foreignFinalizers(md: Pick<Metadata, 'namespace' | 'labels' | 'finalizers'>, providerId: string): string[] {
+export function foreignFinalizers(
+  md: Pick<Metadata, 'namespace' | 'labels' | 'finalizers'>,
+  providerId: string,
+): string[] {
   const ours = new Set(ourFinalizers(md, providerId));
   return md.finalizers.filter((f) => !ours.has(f));
 }

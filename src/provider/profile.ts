@@ -1,7 +1,8 @@
-// Which resource types and finalizers a provider kind uses (docs/omni-lifecycle.md 1 and 3.1, docs/providers.md), and how
+// Which resource types and finalizers a provider kind uses (docs/omni-lifecycle.md 1 and 3.1, docs/providers.md), and
+// how
 // `--profile` / `--state-type` turn into the types the stub reads and cleans.
 
-import { providerType } from '../omni-client/resource.js';
+import { providerType } from '../omni-api/resource.js';
 
 export type ProfileOption = 'auto' | 'bare-metal' | 'provisioning';
 
@@ -16,7 +17,14 @@ export const BARE_METAL_CONTROLLERS = [
 ] as const;
 
 /** Bare-metal's types in `infra-provider:<id>` (docs/omni-wire.md 5.3); all keyed by machine UUID but TLSConfig. */
-export const BARE_METAL_NAMESPACE_TYPES = ['BMCConfiguration', 'MachineStatus', 'PowerOperation', 'RebootStatus', 'WipeStatus', 'TLSConfig'] as const;
+export const BARE_METAL_NAMESPACE_TYPES = [
+  'BMCConfiguration',
+  'MachineStatus',
+  'PowerOperation',
+  'RebootStatus',
+  'WipeStatus',
+  'TLSConfig',
+] as const;
 
 /** TLSConfig has one resource, `tls-config`: provider-wide, cleaned only when deregistering. */
 export const PROVIDER_WIDE_IDS: ReadonlySet<string> = new Set(['tls-config']);
@@ -40,11 +48,41 @@ export interface StateTypeSource {
  * (docs/providers.md lists the same table). All of them call `infra.ResourceType("Machine", id)`.
  */
 export const KNOWN_STATE_TYPES: readonly StateTypeSource[] = [
-  { provider: 'kubevirt', stateType: 'Machine', repo: 'siderolabs/omni-infra-provider-kubevirt', file: 'internal/pkg/provider/resources/machine.go', commit: 'e5b928c88cffc06efff9dea2744794c8bd781f13' },
-  { provider: 'libvirt', stateType: 'Machine', repo: 'siderolabs/omni-infra-provider-libvirt', file: 'internal/pkg/provider/resources/machine.go', commit: '261e7a83b7fb0dcebeaf9dca76da351eaba380a5' },
-  { provider: 'proxmox', stateType: 'Machine', repo: 'siderolabs/omni-infra-provider-proxmox', file: 'internal/pkg/provider/resources/machine.go', commit: '0d9fd58da9ec9de75506938c755a03f4ade28ee8' },
-  { provider: 'vsphere', stateType: 'Machine', repo: 'siderolabs/omni-infra-provider-vsphere', file: 'internal/pkg/provider/resources/machine.go', commit: '2b1463a2ff76e4b2c04f6cdeb934fb6366a32708' },
-  { provider: 'proxmox (community)', stateType: 'Machine', repo: 'mitchross/omni-infra-provider-proxmox', file: 'internal/pkg/provider/resources/machine.go', commit: '4929213743fab2d6a9d72274f8f72381aac35284' },
+  {
+    provider: 'kubevirt',
+    stateType: 'Machine',
+    repo: 'siderolabs/omni-infra-provider-kubevirt',
+    file: 'internal/pkg/provider/resources/machine.go',
+    commit: 'e5b928c88cffc06efff9dea2744794c8bd781f13',
+  },
+  {
+    provider: 'libvirt',
+    stateType: 'Machine',
+    repo: 'siderolabs/omni-infra-provider-libvirt',
+    file: 'internal/pkg/provider/resources/machine.go',
+    commit: '261e7a83b7fb0dcebeaf9dca76da351eaba380a5',
+  },
+  {
+    provider: 'proxmox',
+    stateType: 'Machine',
+    repo: 'siderolabs/omni-infra-provider-proxmox',
+    file: 'internal/pkg/provider/resources/machine.go',
+    commit: '0d9fd58da9ec9de75506938c755a03f4ade28ee8',
+  },
+  {
+    provider: 'vsphere',
+    stateType: 'Machine',
+    repo: 'siderolabs/omni-infra-provider-vsphere',
+    file: 'internal/pkg/provider/resources/machine.go',
+    commit: '2b1463a2ff76e4b2c04f6cdeb934fb6366a32708',
+  },
+  {
+    provider: 'proxmox (community)',
+    stateType: 'Machine',
+    repo: 'mitchross/omni-infra-provider-proxmox',
+    file: 'internal/pkg/provider/resources/machine.go',
+    commit: '4929213743fab2d6a9d72274f8f72381aac35284',
+  },
 ];
 
 /** The distinct short names of KNOWN_STATE_TYPES. */
@@ -89,7 +127,12 @@ export interface ResolvedProfile {
  * MachineRequests exist; both may hold. When nothing tells (everything already gone), both sets of
  * types are read, so leftovers of either kind are still found and cleaned.
  */
-export function resolveProfile(option: ProfileOption, facts: ProfileFacts, providerId: string, extraTypes: string[] = []): ResolvedProfile {
+export function resolveProfile(
+  option: ProfileOption,
+  facts: ProfileFacts,
+  providerId: string,
+  extraTypes: string[] = [],
+): ResolvedProfile {
   let isStatic: boolean;
   let isProvisioning: boolean;
   let reason: string;
@@ -117,7 +160,10 @@ export function resolveProfile(option: ProfileOption, facts: ProfileFacts, provi
   // resources in our namespace belong to a machine or a request, so a leftover whose machine or request
   // is gone is recognised the same way whichever kind this run detected (a second run must not find
   // work the first one skipped).
-  const machineTypes = uniq([...BARE_METAL_NAMESPACE_TYPES.filter((n) => n !== 'TLSConfig').map((n) => providerType(n, providerId)), ...given]);
+  const machineTypes = uniq([
+    ...BARE_METAL_NAMESPACE_TYPES.filter((n) => n !== 'TLSConfig').map((n) => providerType(n, providerId)),
+    ...given,
+  ]);
   const stateTypes = uniq([...KNOWN_STATE_TYPE_NAMES.map((n) => providerType(n, providerId)), ...given]);
   // Read (and, when deregistering, empty) the known types of BOTH kinds whatever the profile: a List
   // costs one call, and a provider labelled static can still have left a state resource of the other
@@ -128,7 +174,16 @@ export function resolveProfile(option: ProfileOption, facts: ProfileFacts, provi
     ...given,
   ]);
   const staticLabel = option === 'bare-metal' || facts.infraMachines > 0;
-  return { static: isStatic, provisioning: isProvisioning, reason, machineTypes, stateTypes, namespaceTypes, stateTypesGiven: given.length > 0, staticLabel };
+  return {
+    static: isStatic,
+    provisioning: isProvisioning,
+    reason,
+    machineTypes,
+    stateTypes,
+    namespaceTypes,
+    stateTypesGiven: given.length > 0,
+    staticLabel,
+  };
 }
 
 function uniq(xs: string[]): string[] {
@@ -141,7 +196,10 @@ export function stateTypeProblem(name: string, providerId: string): string | und
   const full = resolveStateType(name, providerId);
   const suffix = `.${providerId}.infraprovider.sidero.dev`;
   if (!full.endsWith(suffix) || full.length === suffix.length) {
-    return `--state-type ${JSON.stringify(name)}: a full type string must end in ${JSON.stringify(suffix)} (or give the short name, like Machine)`;
+    return (
+      `--state-type ${JSON.stringify(name)}: a full type string must end in ${JSON.stringify(suffix)} (or give ` +
+      `the short name, like Machine)`
+    );
   }
   return undefined;
 }

@@ -2,7 +2,7 @@
 // environment (PATH and the machine's facts, nothing else of ours: never the service account key).
 // Exit status 0 is success. Its output goes to the log with the BMC password scrubbed.
 
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import { splitCommand } from './argv.js';
 import { runProcess } from './process.js';
 import { abortedByTimeout, scrubSecrets, startResult, type Clock } from './result.js';
@@ -61,12 +61,14 @@ export class CommandWipe implements WipeStrategy {
       case 'spawn-error':
         return finish('failed', `wipe command could not start: ${out.message}`);
       case 'aborted': {
-        if (!abortedByTimeout(signal)) return finish('failed', `${Reason.interrupted}; wipe command killed (${out.killedWith})`);
+        if (!abortedByTimeout(signal))
+          return finish('failed', `${Reason.interrupted}; wipe command killed (${out.killedWith})`);
         return finish('failed', `wipe command timed out; killed (${out.killedWith})`);
       }
       case 'exited': {
         if (out.exitCode === 0) return finish('succeeded');
-        const how = out.exitCode === null ? `was killed by ${out.signal ?? 'a signal'}` : `exited with code ${out.exitCode}`;
+        const how =
+          out.exitCode === null ? `was killed by ${out.signal ?? 'a signal'}` : `exited with code ${out.exitCode}`;
         const last = lastLine(out.stderr) ?? lastLine(out.stdout);
         return finish('failed', `wipe command ${how}${last ? `: ${last}` : ''}`);
       }
@@ -75,7 +77,10 @@ export class CommandWipe implements WipeStrategy {
 }
 
 function lastLine(text: string): string | undefined {
-  const lines = text.split('\n').map((l) => l.trim()).filter(Boolean);
+  const lines = text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter(Boolean);
   const l = lines[lines.length - 1];
   return l === undefined ? undefined : l.length > 200 ? `${l.slice(0, 200)}…` : l;
 }

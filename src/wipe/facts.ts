@@ -1,5 +1,5 @@
 // MachineFacts from the BMC data Omni or the bare-metal provider keeps. Takes the decoded specs as
-// plain objects (src/omni-client/specs.ts decodes the protobuf bytes):
+// plain objects (src/omni-api/specs/specs.ts decodes the protobuf bytes):
 //   bare-metal BMCConfigurationSpec: { ipmi: { address, port, username, password }, api: { address } }
 //   Omni infra.BMCConfigSpec:        { config: { ipmi: {...}, api: {...} } }
 // Proto3 defaults ("" and 0) mean "not set".
@@ -40,7 +40,11 @@ export function bmcFactsFromSpec(spec: AnyBmcSpec | null | undefined): BmcFacts 
  * provider's BMCConfiguration from `infra-provider:<id>`, then Omni's BMCConfig); the first one that
  * holds any BMC data is used, whole (fields of different specs are never mixed).
  */
-export function machineFactsFromBmc(machineId: string, providerId: string, ...specs: Array<AnyBmcSpec | null | undefined>): MachineFacts {
+export function machineFactsFromBmc(
+  machineId: string,
+  providerId: string,
+  ...specs: Array<AnyBmcSpec | null | undefined>
+): MachineFacts {
   for (const spec of specs) {
     const bmc = bmcFactsFromSpec(spec);
     if (bmc) return { machineId, providerId, bmc };

@@ -1,7 +1,7 @@
 // src/wipe: best-effort wipe strategies behind one interface (docs/design.md, "Layout"; docs/wipe.md).
 // None of them erases disks: they power a machine off or send it to PXE, or run the operator's program.
 
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import { CommandWipe } from './command.js';
 import { IpmiWipe } from './ipmi.js';
 import { NoneWipe } from './none.js';
@@ -9,12 +9,10 @@ import { RedfishWipe } from './redfish.js';
 import type { Clock } from './result.js';
 import type { WipeOptions, WipeStrategy } from './types.js';
 
-export type { BmcFacts, MachineFacts, WipeOutcome, WipeResult, WipeStrategy, WipeOptions, WipeStrategyName } from './types.js';
-export { WIPE_STRATEGIES, Reason } from './types.js';
-export { runWipes, type RunWipesOptions } from './run.js';
-export { wipeCliOptions, wipeOptionsFrom, wipeBlocksRelease, DEFAULT_WIPE_TIMEOUT_S, DEFAULT_WIPE_CONCURRENCY, type WipeFlags } from './options.js';
-export { machineFactsFromBmc, bmcFactsFromSpec, type AnyBmcSpec, type BmcSpecLike } from './facts.js';
-export { scrubSecrets } from './result.js';
+export type { MachineFacts, WipeResult, WipeStrategy, WipeOptions } from './types.js';
+export { runWipes } from './run.js';
+export { wipeCliOptions, wipeOptionsFrom, wipeBlocksRelease } from './options.js';
+export { machineFactsFromBmc } from './facts.js';
 export { IPMITOOL_MISSING } from './ipmi.js';
 
 export interface WipeDeps {

@@ -1,7 +1,7 @@
 // `--wipe ipmi-power-off` / `ipmi-pxe-reboot`: chassis control through ipmitool. The password goes
 // to ipmitool only through IPMI_PASSWORD with -E, never on the command line (where `ps` shows it).
 
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import { FALLBACK_PATH } from './command.js';
 import { runProcess, type ProcessOutcome } from './process.js';
 import { abortedByTimeout, scrubSecrets, startResult, type Clock } from './result.js';
@@ -33,7 +33,10 @@ export const IPMITOOL_MISSING = 'ipmitool not found on PATH: install it (Debian:
 const DEFAULT_IPMI_PORT = 623;
 
 /** The ipmitool arguments before the command; exported so tests can check no password is in them. */
-export function ipmitoolBaseArgs(m: MachineFacts, o: Pick<IpmiWipeOptions, 'interface' | 'cipherSuite' | 'attemptTimeoutS' | 'retries'>): string[] {
+export function ipmitoolBaseArgs(
+  m: MachineFacts,
+  o: Pick<IpmiWipeOptions, 'interface' | 'cipherSuite' | 'attemptTimeoutS' | 'retries'>,
+): string[] {
   const b = m.bmc ?? {};
   const args = ['-I', o.interface];
   if (o.interface === 'lanplus') args.push('-C', String(o.cipherSuite));
@@ -105,10 +108,21 @@ export class IpmiWipe implements WipeStrategy {
 /** What ipmitool prints when the BMC rejects the user or password (IPMI 1.5 and 2.0 sessions). */
 const CREDENTIALS_REFUSED = /Activate Session command failed|RAKP \d|unauthorized name|invalid user ?name|password/i;
 
-function checkOutcome(out: ProcessOutcome, command: string[], signal: AbortSignal, file: string, password?: string): string {
+function checkOutcome(
+  out: ProcessOutcome,
+  command: string[],
+  signal: AbortSignal,
+  file: string,
+  password?: string,
+): string {
   switch (out.kind) {
     case 'not-found':
-      throw new IpmiStepError('failed', file === 'ipmitool' ? IPMITOOL_MISSING : `${file} not found: install ipmitool (Debian: apt-get install ipmitool)`);
+      throw new IpmiStepError(
+        'failed',
+        file === 'ipmitool'
+          ? IPMITOOL_MISSING
+          : `${file} not found: install ipmitool (Debian: apt-get install ipmitool)`,
+      );
     case 'spawn-error':
       throw new IpmiStepError('failed', `ipmitool could not start: ${out.message}`);
     case 'aborted':
@@ -123,7 +137,12 @@ function checkOutcome(out: ProcessOutcome, command: string[], signal: AbortSigna
       if (/Unable to establish|No response|timed out/i.test(text)) {
         throw new IpmiStepError('skipped', Reason.unreachable);
       }
-      const last = text.split('\n').map((l) => l.trim()).filter(Boolean).pop() ?? `exit code ${out.exitCode}`;
+      const last =
+        text
+          .split('\n')
+          .map((l) => l.trim())
+          .filter(Boolean)
+          .pop() ?? `exit code ${out.exitCode}`;
       throw new IpmiStepError('failed', `ipmitool ${command.join(' ')} failed: ${last.slice(0, 200)}`);
     }
   }
@@ -132,6 +151,7 @@ function checkOutcome(out: ProcessOutcome, command: string[], signal: AbortSigna
 /** `Chassis Power is on|off` -> true when on. */
 export function parsePowerStatus(stdout: string): boolean {
   const m = /Chassis Power is (on|off)/i.exec(stdout);
-  if (!m) throw new IpmiStepError('failed', `unexpected answer to chassis power status: ${stdout.trim().slice(0, 120)}`);
+  if (!m)
+    throw new IpmiStepError('failed', `unexpected answer to chassis power status: ${stdout.trim().slice(0, 120)}`);
   return m[1]!.toLowerCase() === 'on';
 }

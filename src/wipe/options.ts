@@ -17,15 +17,19 @@ export const wipeCliOptions = {
     default: 'none',
     group: 'Wipe:',
     describe:
-      'What to do to each machine before it is released (best effort; none of these erases disks): none, command (run --wipe-command), ' +
+      'What to do to each machine before it is released (best effort; none of these erases disks): none, command ' +
+      '(run --wipe-command), ' +
       'redfish-power-off, redfish-pxe-reboot, ipmi-power-off, ipmi-pxe-reboot',
   },
   'wipe-command': {
     type: 'string',
     group: 'Wipe:',
     describe:
-      'With --wipe command: "<program> [args]", run per machine without a shell; its environment is PATH plus STUB_MACHINE_ID, ' +
-      'STUB_PROVIDER_ID, STUB_BMC_ADDRESS, STUB_BMC_PORT, STUB_BMC_USERNAME, STUB_BMC_PASSWORD (where known); exit 0 = success',
+      'With --wipe command: "<program> [args]", run per machine without a shell; its environment is PATH plus ' +
+      'STUB_MACHINE_ID, ' +
+      ('STUB_PROVIDER_ID, STUB_BMC_ADDRESS, STUB_BMC_PORT, STUB_BMC_USERNAME, STUB_BMC_PASSWORD (where known); exit ' +
+        '0 ' +
+        '= success'),
   },
   'wipe-timeout': {
     type: 'number',
@@ -102,7 +106,8 @@ export function wipeOptionsFrom(a: WipeFlags): WipeOptions {
     throw new UsageError('--require-wipe with --wipe none would block every machine: choose a wipe strategy');
   }
   const timeoutS = numberFlag('wipe-timeout', a['wipe-timeout']);
-  if (!(timeoutS > 0 && timeoutS <= MAX_WIPE_TIMEOUT_S)) throw new UsageError(`--wipe-timeout must be between 0 and ${MAX_WIPE_TIMEOUT_S} seconds (got ${timeoutS})`);
+  if (!(timeoutS > 0 && timeoutS <= MAX_WIPE_TIMEOUT_S))
+    throw new UsageError(`--wipe-timeout must be between 0 and ${MAX_WIPE_TIMEOUT_S} seconds (got ${timeoutS})`);
   const opts: WipeOptions = {
     strategy,
     timeoutMs: Math.round(timeoutS * 1000),
@@ -130,6 +135,7 @@ function numberFlag(name: string, n: number): number {
 
 function integerFlag(name: string, v: number, min: number, max: number): number {
   const n = numberFlag(name, v);
-  if (!Number.isInteger(n) || n < min || n > max) throw new UsageError(`--${name} must be a whole number from ${min} to ${max} (got ${n})`);
+  if (!Number.isInteger(n) || n < min || n > max)
+    throw new UsageError(`--${name} must be a whole number from ${min} to ${max} (got ${n})`);
   return n;
 }

@@ -3,7 +3,7 @@
 // becomes a RedfishError that already says how the wipe ended (failed or skipped) and why.
 
 import { Agent, request } from 'undici';
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import { abortedByTimeout } from './result.js';
 import { Reason } from './types.js';
 
@@ -37,13 +37,29 @@ export interface RedfishResponse {
 
 /** Connection-level failures: the BMC is not there (or not answering), so the wipe is skipped. */
 const UNREACHABLE_CODES = new Set([
-  'ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN',
-  'EPIPE', 'ECONNABORTED', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT',
-  'UND_ERR_SOCKET', 'UND_ERR_CLOSED',
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+  'ECONNABORTED',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CLOSED',
 ]);
 const TLS_CODES = new Set([
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY', 'CERT_HAS_EXPIRED', 'ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_UNTRUSTED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+  'CERT_HAS_EXPIRED',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_UNTRUSTED',
 ]);
 
 export class RedfishClient {
@@ -81,7 +97,9 @@ export class RedfishClient {
   }
 
   private useBasicAuth(): 'basic' {
-    this.auth = { authorization: `Basic ${Buffer.from(`${this.o.username ?? ''}:${this.o.password ?? ''}`).toString('base64')}` };
+    this.auth = {
+      authorization: `Basic ${Buffer.from(`${this.o.username ?? ''}:${this.o.password ?? ''}`).toString('base64')}`,
+    };
     return 'basic';
   }
 
@@ -104,7 +122,12 @@ export class RedfishClient {
     return this.expectOk('GET', path, await this.call('GET', path));
   }
 
-  async send(method: 'POST' | 'PATCH', path: string, body: unknown, headers: Record<string, string> = {}): Promise<RedfishResponse> {
+  async send(
+    method: 'POST' | 'PATCH',
+    path: string,
+    body: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<RedfishResponse> {
     return this.expectOk(method, path, await this.call(method, path, body, headers));
   }
 
@@ -116,26 +139,38 @@ export class RedfishClient {
   private expectOk(method: string, path: string, res: RedfishResponse): RedfishResponse {
     if (res.status >= 200 && res.status < 300) return res;
     if (res.status === 401) throw new RedfishError('failed', Reason.credentialsRefused);
-    throw new RedfishError('failed', `Redfish ${method} ${path} answered HTTP ${res.status}${redfishMessage(res.body)}`);
+    throw new RedfishError(
+      'failed',
+      `Redfish ${method} ${path} answered HTTP ${res.status}${redfishMessage(res.body)}`,
+    );
   }
 
-  private async call(method: string, path: string, body?: unknown, headers: Record<string, string> = {}, signal = this.o.signal): Promise<RedfishResponse> {
+  private async call(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+    signal = this.o.signal,
+  ): Promise<RedfishResponse> {
     try {
       // undici does not abort a request while its TLS connection is still being set up, so the
       // signal is raced here too; the agent is destroyed afterwards.
-      const res = await untilAborted(signal, request(new URL(path, this.origin), {
-        method: method as 'GET',
-        dispatcher: this.agent,
+      const res = await untilAborted(
         signal,
-        headers: {
-          accept: 'application/json',
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-          'odata-version': '4.0',
-          ...this.auth,
-          ...headers,
-        },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      }));
+        request(new URL(path, this.origin), {
+          method: method as 'GET',
+          dispatcher: this.agent,
+          signal,
+          headers: {
+            accept: 'application/json',
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+            'odata-version': '4.0',
+            ...this.auth,
+            ...headers,
+          },
+          body: body === undefined ? undefined : JSON.stringify(body),
+        }),
+      );
       const text = await untilAborted(signal, res.body.text());
       let parsed: unknown;
       try {
@@ -152,13 +187,19 @@ export class RedfishClient {
   private classify(err: unknown, signal: AbortSignal): RedfishError {
     if (err instanceof RedfishError) return err;
     if (signal.aborted) {
-      return abortedByTimeout(signal) ? new RedfishError('skipped', Reason.unreachable) : new RedfishError('failed', Reason.interrupted);
+      return abortedByTimeout(signal)
+        ? new RedfishError('skipped', Reason.unreachable)
+        : new RedfishError('failed', Reason.interrupted);
     }
     const e = err as { code?: string; message?: string; cause?: { code?: string; message?: string } };
     const code = e.code && e.code !== 'UND_ERR' ? e.code : e.cause?.code;
     const causeCode = e.cause?.code;
     if ((code && TLS_CODES.has(code)) || (causeCode && TLS_CODES.has(causeCode))) {
-      return new RedfishError('failed', `TLS verification of the BMC's certificate failed (${TLS_CODES.has(code ?? '') ? code : causeCode}): use --bmc-insecure-skip-tls-verify for a BMC with a self-signed certificate`);
+      return new RedfishError(
+        'failed',
+        `TLS verification of the BMC's certificate failed (${TLS_CODES.has(code ?? '') ? code : causeCode}): use ` +
+          `--bmc-insecure-skip-tls-verify for a BMC with a self-signed certificate`,
+      );
     }
     if ((code && UNREACHABLE_CODES.has(code)) || (causeCode && UNREACHABLE_CODES.has(causeCode))) {
       return new RedfishError('skipped', Reason.unreachable);
@@ -185,7 +226,9 @@ function header(h: RedfishResponse['headers'], name: string): string | undefined
 
 /** The first message of a Redfish error body, for the reason. */
 function redfishMessage(body: unknown): string {
-  const e = (body as { error?: { message?: unknown; '@Message.ExtendedInfo'?: Array<{ Message?: unknown }> } } | undefined)?.error;
+  const e = (
+    body as { error?: { message?: unknown; '@Message.ExtendedInfo'?: Array<{ Message?: unknown }> } } | undefined
+  )?.error;
   const msg = e?.['@Message.ExtendedInfo']?.[0]?.Message ?? e?.message;
   return typeof msg === 'string' && msg ? `: ${msg.slice(0, 200)}` : '';
 }

@@ -2,7 +2,7 @@
 // provider does to idle or removed machines: ComputerSystem.Reset ForceOff, or a one-time PXE boot
 // override followed by a restart (the provider's RebootStatusController behaviour on removal).
 
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import { RedfishClient, RedfishError } from './redfish-client.js';
 import { startResult, type Clock } from './result.js';
 import { Reason, type MachineFacts, type WipeResult, type WipeStrategy } from './types.js';
@@ -70,16 +70,23 @@ export class RedfishWipe implements WipeStrategy {
     // The service root is readable without credentials (DSP0266) and names the collections.
     const root = await client.tryGet(SERVICE_ROOT);
     const rootBody = (root.status === 200 && isObject(root.body) ? root.body : undefined) as
-      | { Systems?: { '@odata.id'?: string }; SessionService?: unknown; Links?: { Sessions?: { '@odata.id'?: string } } }
+      | {
+          Systems?: { '@odata.id'?: string };
+          SessionService?: unknown;
+          Links?: { Sessions?: { '@odata.id'?: string } };
+        }
       | undefined;
     const auth = await client.login(sessionsPath(rootBody));
     log.debug({ auth }, 'Redfish authenticated');
 
     const systemsPath = rootBody?.Systems?.['@odata.id'] ?? DEFAULT_SYSTEMS;
-    const members = ((await client.get(systemsPath)).body as { Members?: Array<{ '@odata.id'?: string }> } | undefined)?.Members ?? [];
+    const members =
+      ((await client.get(systemsPath)).body as { Members?: Array<{ '@odata.id'?: string }> } | undefined)?.Members ??
+      [];
     const systemPath = members[0]?.['@odata.id'];
     if (!systemPath) throw new RedfishError('failed', `no ComputerSystem under ${systemsPath}`);
-    if (members.length > 1) log.warn({ systems: members.length, using: systemPath }, 'the BMC manages several systems; using the first');
+    if (members.length > 1)
+      log.warn({ systems: members.length, using: systemPath }, 'the BMC manages several systems; using the first');
 
     const systemRes = await client.get(systemPath);
     const system = (systemRes.body ?? {}) as ComputerSystem;
@@ -98,8 +105,15 @@ export class RedfishWipe implements WipeStrategy {
     // Some BMCs refuse a PATCH without the resource's ETag (If-Match); send it when there is one.
     const etag = systemRes.headers.etag;
     const ifMatch: Record<string, string> = typeof etag === 'string' ? { 'if-match': etag } : {};
-    await client.send('PATCH', systemPath, { Boot: { BootSourceOverrideTarget: 'Pxe', BootSourceOverrideEnabled: 'Once' } }, ifMatch);
-    const type = isOff ? pickResetType(['On', 'ForceOn'], allowed) : pickResetType(['ForceRestart', 'PowerCycle'], allowed);
+    await client.send(
+      'PATCH',
+      systemPath,
+      { Boot: { BootSourceOverrideTarget: 'Pxe', BootSourceOverrideEnabled: 'Once' } },
+      ifMatch,
+    );
+    const type = isOff
+      ? pickResetType(['On', 'ForceOn'], allowed)
+      : pickResetType(['ForceRestart', 'PowerCycle'], allowed);
     await client.send('POST', target, { ResetType: type });
     return `one-time PXE boot set; ${type} accepted`;
   }
@@ -111,7 +125,9 @@ export class RedfishWipe implements WipeStrategy {
  * without the link. A root that names no sessions at all means basic auth (undefined): the password is
  * not posted to a URL the service never named (sushy-tools' emulator is such a service).
  */
-function sessionsPath(root: { SessionService?: unknown; Links?: { Sessions?: { '@odata.id'?: string } } } | undefined): string | undefined {
+function sessionsPath(
+  root: { SessionService?: unknown; Links?: { Sessions?: { '@odata.id'?: string } } } | undefined,
+): string | undefined {
   if (!root) return DEFAULT_SESSIONS;
   const linked = root.Links?.Sessions?.['@odata.id'];
   if (typeof linked === 'string' && linked !== '') return linked;
@@ -126,6 +142,10 @@ function isObject(v: unknown): v is Record<string, unknown> {
 export function pickResetType(preferred: string[], allowed: string[] | undefined): string {
   if (!allowed || allowed.length === 0) return preferred[0]!;
   const t = preferred.find((p) => allowed.includes(p));
-  if (!t) throw new RedfishError('failed', `the system does not allow ResetType ${preferred.join(' or ')} (allowed: ${allowed.join(', ')})`);
+  if (!t)
+    throw new RedfishError(
+      'failed',
+      `the system does not allow ResetType ${preferred.join(' or ')} (allowed: ${allowed.join(', ')})`,
+    );
   return t;
 }

@@ -21,7 +21,12 @@ export function scrubSecrets(text: string, secrets: ReadonlyArray<string | undef
 export function startResult(strategy: string, m: MachineFacts, now: Clock = monotonicNow) {
   const started = now();
   return (outcome: WipeOutcome, reason?: string): WipeResult => {
-    const r: WipeResult = { machineId: m.machineId, strategy, outcome, durationMs: Math.max(0, Math.round(now() - started)) };
+    const r: WipeResult = {
+      machineId: m.machineId,
+      strategy,
+      outcome,
+      durationMs: Math.max(0, Math.round(now() - started)),
+    };
     if (reason !== undefined) r.reason = scrubSecrets(reason, [m.bmc?.password]);
     return r;
   };

@@ -1,7 +1,7 @@
 // Runs a strategy over many machines: bounded concurrency, a timeout per machine, and one result per
 // machine, in input order. One machine's failure (even a thrown error) never stops the others.
 
-import type { Logger } from '../log.js';
+import type { Logger } from 'pino';
 import { abortedByTimeout, monotonicNow, scrubSecrets, type Clock } from './result.js';
 import { Reason, type MachineFacts, type WipeResult, type WipeStrategy } from './types.js';
 
@@ -15,7 +15,11 @@ export interface RunWipesOptions {
   abortGraceMs?: number;
 }
 
-export async function runWipes(strategy: WipeStrategy, machines: MachineFacts[], opts: RunWipesOptions): Promise<WipeResult[]> {
+export async function runWipes(
+  strategy: WipeStrategy,
+  machines: MachineFacts[],
+  opts: RunWipesOptions,
+): Promise<WipeResult[]> {
   const results: WipeResult[] = new Array<WipeResult>(machines.length);
   const workers = Math.max(1, Math.min(Math.floor(opts.concurrency) || 1, machines.length));
   let next = 0;
@@ -23,7 +27,10 @@ export async function runWipes(strategy: WipeStrategy, machines: MachineFacts[],
     while (next < machines.length) {
       const i = next++;
       const r = await wipeOne(strategy, machines[i]!, opts);
-      opts.logger?.info({ machineId: r.machineId, wipe: r.strategy, outcome: r.outcome, reason: r.reason, durationMs: r.durationMs }, 'wipe result');
+      opts.logger?.info(
+        { machineId: r.machineId, wipe: r.strategy, outcome: r.outcome, reason: r.reason, durationMs: r.durationMs },
+        'wipe result',
+      );
       results[i] = r;
     }
   };
@@ -54,7 +61,11 @@ async function wipeOne(strategy: WipeStrategy, m: MachineFacts, opts: RunWipesOp
   let settleAborted: () => void = () => undefined;
   const aborted = new Promise<WipeResult>((resolve) => {
     settleAborted = () =>
-      resolve(abortedByTimeout(signal) ? result('failed', `timed out after ${opts.timeoutMs} ms`) : result('failed', Reason.interrupted));
+      resolve(
+        abortedByTimeout(signal)
+          ? result('failed', `timed out after ${opts.timeoutMs} ms`)
+          : result('failed', Reason.interrupted),
+      );
   });
   signal.addEventListener('abort', onAbort, { once: true });
   try {

@@ -9,11 +9,11 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { T } from '../../src/omni-client/resource.js';
+import { T } from '../../src/omni-api/resource.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
-import { bareMetalMachine, generateScenario, machineUuid } from '../../src/omni-sim/generate.js';
+import { bareMetalMachine, generateScenario, machineUuid } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { generateSelfSignedCert } from '../../src/omni-sim/tls.js';
+import { generateSelfSignedCert } from '../../src/omni-sim/gateway/tls.js';
 import { cleanEnv, requireBuiltCli, runCli, scratchDirEachTest, startCli } from '../helpers/cli-process.js';
 import { healthStatus } from '../helpers/provider-fixtures.js';
 import { startTamperProxy } from '../helpers/tamper-proxy.js';
@@ -26,12 +26,20 @@ afterEach(async () => {
   for (const s of sims.splice(0)) await s.close();
 });
 
-interface SimOpts { machines?: number; running?: number; registered?: boolean; heartbeatAgeMs?: number }
+interface SimOpts {
+  machines?: number;
+  running?: number;
+  registered?: boolean;
+  heartbeatAgeMs?: number;
+}
 
-/** A sim of provider ID with stuck machines (and running ones, a fresh heartbeat, no registration, latency) as asked. */
+/**
+ * A sim of provider ID with stuck machines (and running ones, a fresh heartbeat, no registration, latency) as asked.
+ */
 async function simWith(o: SimOpts = {}): Promise<Sim> {
   const sc = generateScenario({ providerId: ID, machines: o.machines ?? 1, omniVersion: '1.3.4' });
-  for (let i = 0; i < (o.running ?? 0); i++) sc.resources.push(...bareMetalMachine(ID, machineUuid(i, 7), { phase: 'running' }));
+  for (let i = 0; i < (o.running ?? 0); i++)
+    sc.resources.push(...bareMetalMachine(ID, machineUuid(i, 7), { phase: 'running' }));
   if (o.registered === false) sc.resources = sc.resources.filter((r) => r.metadata.type !== T.InfraProvider);
   if (o.heartbeatAgeMs !== undefined) sc.resources.push(healthStatus(ID, Date.now() - o.heartbeatAgeMs));
   const s = await createSim(sc);
@@ -50,7 +58,11 @@ interface Outcome {
 }
 
 /** Runs the CLI with `--output json --report FILE` and reads both results. */
-async function withResults(args: string[], env: NodeJS.ProcessEnv, signal?: { send: NodeJS.Signals; when: RegExp | Promise<void> }): Promise<Outcome> {
+async function withResults(
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  signal?: { send: NodeJS.Signals; when: RegExp | Promise<void> },
+): Promise<Outcome> {
   const file = join(dir(), `report-${Math.random().toString(36).slice(2)}.json`);
   const child = startCli([...args, '--output', 'json', '--report', file, '--log-format', 'json'], { env });
   if (signal) {
@@ -65,7 +77,12 @@ async function withResults(args: string[], env: NodeJS.ProcessEnv, signal?: { se
       throw new Error(`${what} is not JSON (exit ${r.code}):\n${text}\n--- stderr\n${r.stderr}`);
     }
   };
-  return { code: r.code, stdout: parse(r.stdout, 'stdout'), report: parse(await readFile(file, 'utf8'), `the report ${file}`), stderr: r.stderr };
+  return {
+    code: r.code,
+    stdout: parse(r.stdout, 'stdout'),
+    report: parse(await readFile(file, 'utf8'), `the report ${file}`),
+    stderr: r.stderr,
+  };
 }
 
 /** A loopback port that nothing listens on (one the OS just gave and took back). */
@@ -77,8 +94,22 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
-const runArgs = (s: Sim | string, extra: string[] = []) => ['--id', ID, '--yes', '--omni-api-endpoint', typeof s === 'string' ? s : s.endpoint, ...extra];
-const planArgs = (s: Sim | string, extra: string[] = []) => ['plan', '--id', ID, '--omni-api-endpoint', typeof s === 'string' ? s : s.endpoint, ...extra];
+const runArgs = (s: Sim | string, extra: string[] = []) => [
+  '--id',
+  ID,
+  '--yes',
+  '--omni-api-endpoint',
+  typeof s === 'string' ? s : s.endpoint,
+  ...extra,
+];
+const planArgs = (s: Sim | string, extra: string[] = []) => [
+  'plan',
+  '--id',
+  ID,
+  '--omni-api-endpoint',
+  typeof s === 'string' ? s : s.endpoint,
+  ...extra,
+];
 const envFor = (s: Sim, extra: NodeJS.ProcessEnv = {}) => cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: keyOf(s), ...extra });
 
 function expectResult(o: Outcome, exit: number, code: string | undefined, message?: RegExp): void {
@@ -111,7 +142,12 @@ describe('run: every exit has its result, on stdout (--output json) and in --rep
 
   it('3 not registered, 3 a live provider, 4 a key Omni does not know', async () => {
     const unregistered = await simWith({ registered: false });
-    expectResult(await withResults(runArgs(unregistered), envFor(unregistered)), 3, 'STUB_NOT_REGISTERED', /not registered/);
+    expectResult(
+      await withResults(runArgs(unregistered), envFor(unregistered)),
+      3,
+      'STUB_NOT_REGISTERED',
+      /not registered/,
+    );
     const live = await simWith({ heartbeatAgeMs: 1000 });
     const refused = await withResults(runArgs(live), envFor(live));
     expectResult(refused, 3, 'STUB_LIVE_PROVIDER', /live provider/);
@@ -124,7 +160,12 @@ describe('run: every exit has its result, on stdout (--output json) and in --rep
   it('5 Omni unreachable; 5 incomplete (--wait timed out on a machine in use)', async () => {
     const s = await simWith();
     const port = await closedPort();
-    expectResult(await withResults(runArgs(`http://127.0.0.1:${port}`), envFor(s)), 5, 'STUB_TRANSPORT', /cannot reach Omni/);
+    expectResult(
+      await withResults(runArgs(`http://127.0.0.1:${port}`), envFor(s)),
+      5,
+      'STUB_TRANSPORT',
+      /cannot reach Omni/,
+    );
     const busy = await simWith({ machines: 0, running: 1 });
     const timedOut = await withResults(runArgs(busy, ['--wait', '--timeout', '1s']), envFor(busy));
     expectResult(timedOut, 5, 'STUB_INCOMPLETE');
@@ -133,42 +174,69 @@ describe('run: every exit has its result, on stdout (--output json) and in --rep
 
   it('130 SIGINT while it waits (a report), 143 SIGTERM before the preflight answered (no report yet)', async () => {
     const busy = await simWith({ machines: 0, running: 1 });
-    const int = await withResults(runArgs(busy, ['--wait', '--timeout', '5m']), envFor(busy), { send: 'SIGINT', when: /announced stub mode/ });
+    const int = await withResults(runArgs(busy, ['--wait', '--timeout', '5m']), envFor(busy), {
+      send: 'SIGINT',
+      when: /announced stub mode/,
+    });
     expectResult(int, 130, 'STUB_INTERRUPTED');
     expect(int.stdout).toMatchObject({ command: 'run', result: 'interrupted', interrupted: true });
     // Omni never answers the first call: the signal comes while the preflight waits for it.
     const s = await simWith();
     let asked!: () => void;
-    const firstCall = new Promise<void>((r) => { asked = r; });
-    const proxy = await startTamperProxy(s.endpoint, () => ({ kind: 'respond', write: () => { asked(); } }));
+    const firstCall = new Promise<void>((r) => {
+      asked = r;
+    });
+    const proxy = await startTamperProxy(s.endpoint, () => ({
+      kind: 'respond',
+      write: () => {
+        asked();
+      },
+    }));
     const term = await withResults(runArgs(proxy.endpoint), envFor(s), { send: 'SIGTERM', when: firstCall });
     await proxy.close();
     expectResult(term, 143, 'STUB_INTERRUPTED', /SIGTERM/);
     expect(term.stdout).toMatchObject({ command: 'run', providerId: ID, result: 'interrupted' });
   }, 60_000);
 
-  it('--wait --timeout 0: no limit, the run stays until the machine in use is deleted, then finishes (exit 0)', async () => {
+  it(`--wait --timeout 0: no limit, the run stays until the machine in use is deleted, then finishes (exit \
+0)`, async () => {
     const busy = await simWith({ machines: 0, running: 1 });
-    const child = startCli([...runArgs(busy, ['--wait', '--timeout', '0']), '--output', 'json', '--log-format', 'json'], { env: envFor(busy) });
+    const child = startCli(
+      [...runArgs(busy, ['--wait', '--timeout', '0']), '--output', 'json', '--log-format', 'json'],
+      { env: envFor(busy) },
+    );
     await child.stderrMatches(/announced stub mode/);
     // Well past what a timer of "0" would have waited (it would fire at once): still waiting.
-    const early = await Promise.race([child.done.then(() => 'exited'), new Promise((r) => setTimeout(() => r('waiting'), 1500))]);
+    const early = await Promise.race([
+      child.done.then(() => 'exited'),
+      new Promise((r) => setTimeout(() => r('waiting'), 1500)),
+    ]);
     expect(early).toBe('waiting');
     const uuid = machineUuid(0, 7);
     const im = busy.store.peek({ namespace: 'infra-provider', type: T.InfraMachine, id: uuid })!;
     busy.store.teardown(INTERNAL, im.metadata, im.metadata.owner);
     const r = await child.done;
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ result: 'done', timedOut: false, released: [expect.objectContaining({ id: uuid })], deregistration: { status: 'deregistered' } });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      result: 'done',
+      timedOut: false,
+      released: [expect.objectContaining({ id: uuid })],
+      deregistration: { status: 'deregistered' },
+    });
   }, 60_000);
 
-  it('--report alone: the file gets the failed result, stdout stays empty; --output yaml is the same result', async () => {
+  it(`--report alone: the file gets the failed result, stdout stays empty; --output yaml is the same \
+result`, async () => {
     const s = await simWith({ registered: false });
     const file = join(dir(), 'r.json');
     const r = await runCli([...runArgs(s), '--report', file, '--log-format', 'json'], { env: envFor(s) });
     expect(r.code).toBe(3);
     expect(r.stdout).toBe('');
-    expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({ result: 'failed', exitCode: 3, error: { code: 'STUB_NOT_REGISTERED' } });
+    expect(JSON.parse(await readFile(file, 'utf8'))).toMatchObject({
+      result: 'failed',
+      exitCode: 3,
+      error: { code: 'STUB_NOT_REGISTERED' },
+    });
     const y = await runCli([...runArgs(s), '-o', 'yaml', '--log-format', 'json'], { env: envFor(s) });
     expect(y.code).toBe(3);
     expect(parseYaml(y.stdout)).toEqual(JSON.parse(await readFile(file, 'utf8')));
@@ -176,9 +244,15 @@ describe('run: every exit has its result, on stdout (--output json) and in --rep
 
   it('a report file that cannot be opened: exit 2, the result on stdout only', async () => {
     const s = await simWith();
-    const r = await runCli([...runArgs(s), '--output', 'json', '--report', join(dir(), 'missing', 'r.json')], { env: envFor(s) });
+    const r = await runCli([...runArgs(s), '--output', 'json', '--report', join(dir(), 'missing', 'r.json')], {
+      env: envFor(s),
+    });
     expect(r.code).toBe(2);
-    expect(JSON.parse(r.stdout)).toMatchObject({ result: 'failed', exitCode: 2, error: { code: 'STUB_USAGE', message: expect.stringMatching(/cannot open it for writing/) } });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      result: 'failed',
+      exitCode: 2,
+      error: { code: 'STUB_USAGE', message: expect.stringMatching(/cannot open it for writing/) },
+    });
   });
 });
 
@@ -196,11 +270,16 @@ describe('plan: its exit code predicts run', () => {
     expectResult(await withResults(planArgs(s), envFor(s)), 0, undefined);
   }, 60_000);
 
-  it('3 where run would be refused: a live provider (the plan shown, "forced": false), with --force 10 and "forced": true; not registered', async () => {
+  it(`3 where run would be refused: a live provider (the plan shown, "forced": false), with --force 10 and "forced": \
+true; not registered`, async () => {
     const live = await simWith({ heartbeatAgeMs: 1000 });
     const refused = await withResults(planArgs(live), envFor(live));
     expectResult(refused, 3, 'STUB_LIVE_PROVIDER', /run would refuse to start/);
-    expect(refused.stdout).toMatchObject({ result: 'planned', preflight: { forced: false, heartbeatOurs: false }, planned: { items: [expect.objectContaining({ kind: 'InfraMachine' })] } });
+    expect(refused.stdout).toMatchObject({
+      result: 'planned',
+      preflight: { forced: false, heartbeatOurs: false },
+      planned: { items: [expect.objectContaining({ kind: 'InfraMachine' })] },
+    });
     const forced = await withResults(planArgs(live, ['--force']), envFor(live));
     expectResult(forced, 10, undefined);
     expect(forced.stdout).toMatchObject({ preflight: { forced: true } });
@@ -216,13 +295,16 @@ describe('plan: its exit code predicts run', () => {
 });
 
 describe('TLS errors say which flag fixes them (sim --tls)', () => {
-  it('a self-signed certificate: --ca-file and --insecure-skip-tls-verify named, on stderr and in the result; with --ca-file it works', async () => {
+  it(`a self-signed certificate: --ca-file and --insecure-skip-tls-verify named, on stderr and in the result; with \
+--ca-file it works`, async () => {
     const cert = await generateSelfSignedCert();
     const s = await createSim(generateScenario({ providerId: ID, machines: 1, omniVersion: '1.3.4' }), { tls: cert });
     sims.push(s);
     const o = await withResults(planArgs(s), envFor(s));
     expectResult(o, 5, 'STUB_TRANSPORT', /self-signed certificate.*--ca-file .*--insecure-skip-tls-verify/);
-    expect(o.stderr).toMatch(/pass --ca-file <the CA certificate, PEM>; only for a test server, --insecure-skip-tls-verify/);
+    expect(o.stderr).toMatch(
+      /pass --ca-file <the CA certificate, PEM>; only for a test server, --insecure-skip-tls-verify/,
+    );
     const ca = join(dir(), 'ca.pem');
     await writeFile(ca, cert.cert);
     expect((await runCli([...planArgs(s), '--ca-file', ca, '--log-format', 'json'], { env: envFor(s) })).code).toBe(10);

@@ -11,9 +11,9 @@ import { createInterface } from 'node:readline';
 import { setTimeout as delay } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario.js';
-import type { Report } from '../../src/provider/report.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario/scenario.js';
+import type { Report } from '../../src/provider/report/report.js';
 import { cleanEnv, MAIN, requireBuiltCli, runCli, scratchDirEachTest } from '../helpers/cli-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -42,10 +42,18 @@ function waitExit(child: ChildProcessWithoutNullStreams, limitMs: number, what: 
   });
 }
 
-interface SimProc { child: ChildProcessWithoutNullStreams; endpoint: string; key: string; stop: () => Promise<number | null> }
+interface SimProc {
+  child: ChildProcessWithoutNullStreams;
+  endpoint: string;
+  key: string;
+  stop: () => Promise<number | null>;
+}
 
 async function startSim(scenarioFile: string, dump: string): Promise<SimProc> {
-  const child = spawn(process.execPath, [MAIN, 'sim', '--scenario', scenarioFile, '--dump', dump], { cwd: ROOT, env: cleanEnv({}) });
+  const child = spawn(process.execPath, [MAIN, 'sim', '--scenario', scenarioFile, '--dump', dump], {
+    cwd: ROOT,
+    env: cleanEnv({}),
+  });
   children.push(child);
   let err = '';
   child.stderr.on('data', (d: Buffer) => (err += d.toString()));
@@ -54,15 +62,21 @@ async function startSim(scenarioFile: string, dump: string): Promise<SimProc> {
   const timer = new AbortController();
   const line = await Promise.race([
     once(lines, 'line').then(([l]) => l as string),
-    once(child, 'exit').then(([code]) => { throw new Error(`sim exited ${String(code)} before ready; stderr: ${err}`); }),
-    delay(15_000, undefined, { signal: timer.signal }).then(() => { throw new Error(`no ready line within 15 s; stderr: ${err}`); }),
+    once(child, 'exit').then(([code]) => {
+      throw new Error(`sim exited ${String(code)} before ready; stderr: ${err}`);
+    }),
+    delay(15_000, undefined, { signal: timer.signal }).then(() => {
+      throw new Error(`no ready line within 15 s; stderr: ${err}`);
+    }),
   ]).finally(() => timer.abort());
   lines.close();
   const ready = JSON.parse(line) as { endpoint: string; keys: Record<string, string> };
   const key = ready.keys[`infra-provider:${ID}`];
   expect(key, 'the sim generated the provider key').toBeTypeOf('string');
   return {
-    child, endpoint: ready.endpoint, key: key as string,
+    child,
+    endpoint: ready.endpoint,
+    key: key as string,
     stop: async () => {
       child.kill('SIGTERM');
       return waitExit(child, 15_000, 'sim');
@@ -71,12 +85,14 @@ async function startSim(scenarioFile: string, dump: string): Promise<SimProc> {
 }
 
 /** The built CLI as a Job runs it: stdin a pipe, never a terminal (--yes is what allows changes). */
-const stub = (args: string[], env: NodeJS.ProcessEnv) => runCli(args, { cwd: ROOT, env: cleanEnv(env), limitMs: 30_000 });
+const stub = (args: string[], env: NodeJS.ProcessEnv) =>
+  runCli(args, { cwd: ROOT, env: cleanEnv(env), limitMs: 30_000 });
 
 const keyOf = (r: Resource) => `${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id}`;
 
 describe('stub-provider (run) against stub-provider sim, as separate processes', () => {
-  it('releases the stuck machine, cleans up and deregisters (exit 0, JSON report); a second run changes nothing; usage errors exit 2 first without writing', async () => {
+  it(`releases the stuck machine, cleans up and deregisters (exit 0, JSON report); a second run changes nothing; usage \
+errors exit 2 first without writing`, async () => {
     const dump = join(dir(), 'dump.yaml');
     const reportFile = join(dir(), 'report.json');
     const sim = await startSim(BARE, dump);
@@ -96,10 +112,21 @@ describe('stub-provider (run) against stub-provider sim, as separate processes',
     expect(first.code, first.stderr).toBe(0);
     const rep = JSON.parse(first.stdout) as Report;
     expect(JSON.parse(await readFile(reportFile, 'utf8'))).toEqual(rep);
-    expect(rep).toMatchObject({ tool: 'stub-provider', command: 'run', providerId: ID, mode: 'whole', result: 'done', exitCode: 0, omniVersion: expect.stringMatching(/1\.3\.4/) });
+    expect(rep).toMatchObject({
+      tool: 'stub-provider',
+      command: 'run',
+      providerId: ID,
+      mode: 'whole',
+      result: 'done',
+      exitCode: 0,
+      omniVersion: expect.stringMatching(/1\.3\.4/),
+    });
     expect(rep.released).toEqual([expect.objectContaining({ kind: 'InfraMachine', id: UUID })]);
     expect(rep.failed).toEqual([]);
-    expect(rep.deregistration).toMatchObject({ status: 'deregistered', lastStep: `omnictl infraprovider delete ${ID}` });
+    expect(rep.deregistration).toMatchObject({
+      status: 'deregistered',
+      lastStep: `omnictl infraprovider delete ${ID}`,
+    });
     // The key never reaches the outputs.
     const keyBody = JSON.parse(Buffer.from(sim.key, 'base64').toString('utf8')) as { pgp_key: string };
     for (const text of [first.stdout, first.stderr, await readFile(reportFile, 'utf8')]) {
@@ -122,22 +149,42 @@ describe('stub-provider (run) against stub-provider sim, as separate processes',
     expect(after.resources.filter((r) => r.metadata.id === UUID)).toEqual([]);
     expect(after.resources.filter((r) => r.metadata.namespace === `infra-provider:${ID}`)).toEqual([]);
     // Deregistered: the provider's statuses are gone.
-    expect(after.resources.filter((r) => /^InfraProvider(Health)?Statuses\./.test(r.metadata.type) && r.metadata.id === ID)).toEqual([]);
+    expect(
+      after.resources.filter((r) => /^InfraProvider(Health)?Statuses\./.test(r.metadata.type) && r.metadata.id === ID),
+    ).toEqual([]);
     // Omni's own registration is untouched, finalizer and version included: deleting it is the admin's last step.
     const registration = before.resources.find((r) => r.metadata.type === 'InfraProviders.omni.sidero.dev')!;
     expect(byKey.get(keyOf(registration))).toEqual(registration);
     // Nothing else appeared or changed.
-    const expectedGone = new Set(before.resources.filter((r) => r.metadata.id === UUID || r.metadata.type.startsWith('InfraProviderStatuses.')).map(keyOf));
-    expect(after.resources.map(keyOf).sort()).toEqual(before.resources.map(keyOf).filter((k) => !expectedGone.has(k)).sort());
+    const expectedGone = new Set(
+      before.resources
+        .filter((r) => r.metadata.id === UUID || r.metadata.type.startsWith('InfraProviderStatuses.'))
+        .map(keyOf),
+    );
+    expect(after.resources.map(keyOf).sort()).toEqual(
+      before.resources
+        .map(keyOf)
+        .filter((k) => !expectedGone.has(k))
+        .sort(),
+    );
   }, 90_000);
 
-  it('a provider that is not registered: exit 3, with how to re-create the registration, and nothing written', async () => {
+  it(`a provider that is not registered: exit 3, with how to re-create the registration, and nothing \
+written`, async () => {
     const sc = parseScenario(await readFile(BARE, 'utf8'));
     const unregistered = join(dir(), 'unregistered.yaml');
-    await writeFile(unregistered, dumpScenario({ ...sc, resources: sc.resources.filter((r) => r.metadata.type !== 'InfraProviders.omni.sidero.dev') }));
+    await writeFile(
+      unregistered,
+      dumpScenario({
+        ...sc,
+        resources: sc.resources.filter((r) => r.metadata.type !== 'InfraProviders.omni.sidero.dev'),
+      }),
+    );
     const dump = join(dir(), 'dump.yaml');
     const sim = await startSim(unregistered, dump);
-    const r = await stub(['--id', ID, '--omni-api-endpoint', sim.endpoint, '--yes', '--output', 'json'], { OMNI_SERVICE_ACCOUNT_KEY: sim.key });
+    const r = await stub(['--id', ID, '--omni-api-endpoint', sim.endpoint, '--yes', '--output', 'json'], {
+      OMNI_SERVICE_ACCOUNT_KEY: sim.key,
+    });
     expect(r.code, r.stderr).toBe(3);
     expect(r.stderr).toMatch(/omnictl infraprovider create bare-metal/);
     expect(await sim.stop()).toBe(0);

@@ -3,7 +3,7 @@
 // unknown variable named as one, the command line winning), and colour (NO_COLOR, --no-color).
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { generateScenario } from '../../src/omni-sim/generate.js';
+import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { cleanEnv, requireBuiltCli, runCli } from '../helpers/cli-process.js';
 
@@ -32,7 +32,7 @@ describe('completion', () => {
     expect(r.stdout).toMatch(/stub-provider --get-yargs-completions/);
   });
 
-  it('the script\'s call completes commands and a command\'s flags', async () => {
+  it("the script's call completes commands and a command's flags", async () => {
     const cmds = await runCli(['--get-yargs-completions', 'stub-provider', 'pl']);
     expect(cmds.code).toBe(0);
     expect(cmds.stdout.split('\n')).toContain('plan');
@@ -45,9 +45,15 @@ describe('did you mean', () => {
   it.each([
     [['plna'], /unknown command "plna": did you mean plan\?/],
     [['--id', ID, '--machines', 'x'], /unknown flag --machines: did you mean --machine\?/],
-    [['--id', ID, '--dry-run'], /--dry-run: there is no such flag; `stub-provider plan` \(same --id and flags\) is the dry run/],
+    [
+      ['--id', ID, '--dry-run'],
+      /--dry-run: there is no such flag; `stub-provider plan` \(same --id and flags\) is the dry run/,
+    ],
     [['plan', '--id', ID, '--wait'], /--wait is a flag of `stub-provider run`, not of `stub-provider plan`/],
-    [['plan', 'bare-metal'], /stub-provider plan takes no argument "bare-metal": values go after their flag, e.g. --id bare-metal/],
+    [
+      ['plan', 'bare-metal'],
+      /stub-provider plan takes no argument "bare-metal": values go after their flag, e.g. --id bare-metal/,
+    ],
     [['--id', 'a', '--id', 'b', '--omni-api-endpoint', 'http://127.0.0.1:1'], /--id is given 2 times \(a, b\)/],
   ])('%j', async (args, message) => {
     const r = await runCli(args);
@@ -60,14 +66,21 @@ describe('did you mean', () => {
 describe('the environment as flags', () => {
   it('STUB_PROVIDER_NO_DEREGISTER=true is --no-deregister (the --help example)', async () => {
     const s = await sim();
-    const r = await runCli(['plan', '--id', ID, '--omni-api-endpoint', s.endpoint, '-o', 'json'], { env: cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`]!, STUB_PROVIDER_NO_DEREGISTER: 'true' }) });
+    const r = await runCli(['plan', '--id', ID, '--omni-api-endpoint', s.endpoint, '-o', 'json'], {
+      env: cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`]!, STUB_PROVIDER_NO_DEREGISTER: 'true' }),
+    });
     expect(r.code, r.stderr).toBe(10);
     expect(JSON.parse(r.stdout)).toMatchObject({ deregistration: { status: 'disabled' } });
   });
 
-  it('the command line wins over the environment; a variable of another command\'s flag is left alone', async () => {
+  it("the command line wins over the environment; a variable of another command's flag is left alone", async () => {
     const s = await sim();
-    const env = cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`]!, STUB_PROVIDER_OUTPUT: 'yaml', STUB_PROVIDER_WAIT: 'true', STUB_PROVIDER_ID: 'not-this' });
+    const env = cleanEnv({
+      OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`]!,
+      STUB_PROVIDER_OUTPUT: 'yaml',
+      STUB_PROVIDER_WAIT: 'true',
+      STUB_PROVIDER_ID: 'not-this',
+    });
     const r = await runCli(['plan', '--id', ID, '--omni-api-endpoint', s.endpoint, '--output', 'json'], { env });
     expect(r.code, r.stderr).toBe(10);
     expect(JSON.parse(r.stdout)).toMatchObject({ providerId: ID });
@@ -90,14 +103,21 @@ describe('colour', () => {
   const run = async (s: Sim, extraArgs: string[], extraEnv: NodeJS.ProcessEnv) => {
     const env = { ...cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`]! }), ...extraEnv };
     if (!('NO_COLOR' in extraEnv)) delete env.NO_COLOR;
-    return runCli(['--id', ID, '--yes', '--omni-api-endpoint', s.endpoint, '--log-format', 'pretty', ...extraArgs], { env });
+    return runCli(['--id', ID, '--yes', '--omni-api-endpoint', s.endpoint, '--log-format', 'pretty', ...extraArgs], {
+      env,
+    });
   };
 
-  it('pretty logs have colour with --color, none with NO_COLOR or --no-color (and --no-color wins over --color in the environment)', async () => {
+  it(`pretty logs have colour with --color, none with NO_COLOR or --no-color (and --no-color wins over --color in the \
+environment)`, async () => {
     const s = await sim();
     const coloured = await run(s, ['--color'], {});
     expect(coloured.stderr).toContain(ESC);
-    for (const [args, env] of [[[], { NO_COLOR: '1' }], [['--no-color'], {}], [['--no-color'], { STUB_PROVIDER_COLOR: 'true' }]] as [string[], NodeJS.ProcessEnv][]) {
+    for (const [args, env] of [
+      [[], { NO_COLOR: '1' }],
+      [['--no-color'], {}],
+      [['--no-color'], { STUB_PROVIDER_COLOR: 'true' }],
+    ] as [string[], NodeJS.ProcessEnv][]) {
       const r = await run(s, args, env);
       expect(r.stderr.length, JSON.stringify([args, env])).toBeGreaterThan(0);
       expect(r.stderr, JSON.stringify([args, env])).not.toContain(ESC);

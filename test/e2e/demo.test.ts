@@ -16,7 +16,12 @@ afterEach(() => {
   for (const c of children.splice(0)) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
 });
 
-interface Ran { code: number | null; stdout: string; stderr: string; ms: number }
+interface Ran {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+  ms: number;
+}
 
 function demo(args: string[], limitMs = 60_000): Promise<Ran> {
   const started = Date.now();
@@ -38,10 +43,31 @@ function demo(args: string[], limitMs = 60_000): Promise<Ran> {
   });
 }
 
-interface Step { step: number; title: string; command?: string; report?: { command: string; providerId: string; released: { id: string }[]; refused: { id: string; result: string }[]; running: { id: string }[]; deregistration: { status: string; lastStep?: string }; exitCode: number } }
-interface DemoJson { omniVersion: string; ok: boolean; checks: Record<string, boolean>; steps: Step[]; lastSteps: string[]; warnings: string[] }
+interface Step {
+  step: number;
+  title: string;
+  command?: string;
+  report?: {
+    command: string;
+    providerId: string;
+    released: { id: string }[];
+    refused: { id: string; result: string }[];
+    running: { id: string }[];
+    deregistration: { status: string; lastStep?: string };
+    exitCode: number;
+  };
+}
+interface DemoJson {
+  omniVersion: string;
+  ok: boolean;
+  checks: Record<string, boolean>;
+  steps: Step[];
+  lastSteps: string[];
+  warnings: string[];
+}
 
-const runs = (r: DemoJson, id: string) => r.steps.filter((s) => s.report?.command === 'run' && s.report.providerId === id).map((s) => s.report!);
+const runs = (r: DemoJson, id: string) =>
+  r.steps.filter((s) => s.report?.command === 'run' && s.report.providerId === id).map((s) => s.report!);
 
 describe('stub-provider demo', () => {
   it('narrates the release of the stuck machine and the deregistration, exit 0, well under a minute', async () => {
@@ -54,7 +80,9 @@ describe('stub-provider demo', () => {
     expect(out).toMatch(new RegExp(`Released \\(1\\):\\n\\s+- InfraMachine ${STUCK}`));
     expect(out).toMatch(new RegExp(`Still running \\(untouched\\) \\(1\\):\\n\\s+- InfraMachine ${RUNNING}`));
     expect(out).toMatch(/Refused \(1\):\n\s+- MachineRequest talos-extra-p4q8rz/);
-    expect(out).toMatch(/Deregistration: deregistered\n\s+Last step, for an admin: omnictl infraprovider delete bare-metal/);
+    expect(out).toMatch(
+      /Deregistration: deregistered\n\s+Last step, for an admin: omnictl infraprovider delete bare-metal/,
+    );
     expect(out).toContain('$ omnictl infraprovider delete kubevirt');
     expect(out).not.toMatch(/✘/);
     expect(out).toContain('every check passed');
@@ -69,7 +97,14 @@ describe('stub-provider demo', () => {
     expect(j.omniVersion).toBe('1.4.2');
     expect(j.ok).toBe(true);
     expect(Object.values(j.checks).every(Boolean)).toBe(true);
-    expect(j.checks).toMatchObject({ stuckReleased: true, runningUntouched: true, newRequestRefused: true, 'bare-metal:deregistered': true, 'kubevirt:deregistered': true, planWroteNothing: true });
+    expect(j.checks).toMatchObject({
+      stuckReleased: true,
+      runningUntouched: true,
+      newRequestRefused: true,
+      'bare-metal:deregistered': true,
+      'kubevirt:deregistered': true,
+      planWroteNothing: true,
+    });
 
     const plan = j.steps.find((s) => s.report?.command === 'plan')!.report!;
     expect(plan.released).toEqual([]);
@@ -79,7 +114,10 @@ describe('stub-provider demo', () => {
     expect(bm1!.running.map((x) => x.id)).toEqual([RUNNING]);
     expect(bm1!.deregistration.status).not.toBe('deregistered');
     expect(bm2!.released.map((x) => x.id)).toEqual([RUNNING]);
-    expect(bm2!.deregistration).toMatchObject({ status: 'deregistered', lastStep: 'omnictl infraprovider delete bare-metal' });
+    expect(bm2!.deregistration).toMatchObject({
+      status: 'deregistered',
+      lastStep: 'omnictl infraprovider delete bare-metal',
+    });
 
     const [kv1, kv2] = runs(j, 'kubevirt');
     expect(kv1!.released.map((x) => x.id)).toEqual(['talos-workers-x7k2pq']);

@@ -13,9 +13,9 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
-import { T } from '../../src/omni-client/resource.js';
+import { T } from '../../src/omni-api/resource.js';
 import { sysVersionResource } from '../../src/omni-sim/index.js';
-import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario.js';
+import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario/scenario.js';
 
 /** The shell blocks (```sh, ```bash, ```shell) of a Markdown text, indentation of list items removed. */
 export function shellBlocks(markdown: string): string[] {
@@ -39,11 +39,14 @@ export function shellBlocks(markdown: string): string[] {
   return blocks;
 }
 
-/** `omnictl get <alias> -o yaml` output of a scenario by alias (a type's plural in lower case), as omnictl prints it. */
+/**
+ * `omnictl get <alias> -o yaml` output of a scenario by alias (a type's plural in lower case), as omnictl prints it.
+ */
 export function omnictlFixture(scenarioFile: string): Record<string, string> {
   const sc = parseScenario(readFileSync(scenarioFile, 'utf8'));
   sc.resources.push(sysVersionResource(sc.omniVersion, Date.parse('2026-03-01T00:00:00Z')));
-  const plain = (parseYaml(dumpScenario(sc)) as { resources: { metadata: { namespace: string; type: string } }[] }).resources;
+  const plain = (parseYaml(dumpScenario(sc)) as { resources: { metadata: { namespace: string; type: string } }[] })
+    .resources;
   const out: Record<string, string> = {};
   for (const t of Object.values(T)) out[t.split('.')[0]!.toLowerCase()] = '';
   for (const r of plain) {
@@ -63,8 +66,13 @@ export interface DocCall {
   stderr: string;
 }
 
-/** The bash script that runs `blocks` with the stand-ins; `work` holds its state, `bin` is the installed stub-provider. */
-export function docScript(blocks: string[], o: { work: string; bin: string; walkEndpoint: string; walkKeys: string; fixture: string }): string {
+/**
+ * The bash script that runs `blocks` with the stand-ins; `work` holds its state, `bin` is the installed stub-provider.
+ */
+export function docScript(
+  blocks: string[],
+  o: { work: string; bin: string; walkEndpoint: string; walkKeys: string; fixture: string },
+): string {
   const q = (s: string) => `'${s.replace(/'/g, `'\\''`)}'`;
   return `#!/usr/bin/env bash
 set +e
@@ -74,7 +82,11 @@ printf '%s\\t%s\\n' ${q(o.walkEndpoint)} ${q(o.walkKeys)} > "$STATE/sims"
 n=0
 omnictl() {
   if [ "$1" = get ] && [ "$3" = -o ] && [ "$4" = yaml ]; then
-    node -e 'const f = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8")); const a = process.argv[2].toLowerCase(); if (!(a in f)) { console.error("resource " + JSON.stringify(a) + " is not registered"); process.exit(1); } process.stdout.write(f[a]);' ${q(o.fixture)} "$2"
+    node -e '
+      const f = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+      const a = process.argv[2].toLowerCase();
+      if (!(a in f)) { console.error("resource " + JSON.stringify(a) + " is not registered"); process.exit(1); }
+      process.stdout.write(f[a]);' ${q(o.fixture)} "$2"
     return
   fi
   echo "omnictl $*: not run here" >&2
@@ -91,7 +103,11 @@ stub_provider() {
     "$BIN" "\${args[@]}" > "$STATE/sim-$n.out" 2> "$STATE/err-$n" &
     echo $! >> "$STATE/pids"
     for i in $(seq 1 300); do [ -s "$STATE/sim-$n.out" ] && break; sleep 0.1; done
-    if [ -s "$STATE/sim-$n.out" ]; then printf '%s\\t%s\\n' "$(cat "$keys/endpoint")" "$(cd "$keys" && pwd)" >> "$STATE/sims"; r=ready; else r=not-ready; fi
+    if [ -s "$STATE/sim-$n.out" ]; then
+      printf '%s\\t%s\\n' "$(cat "$keys/endpoint")" "$(cd "$keys" && pwd)" >> "$STATE/sims"; r=ready
+    else
+      r=not-ready
+    fi
     printf '%s\\t%s\\t%s\\n' "$r" "err-$n" "stub-provider $*" >> "$STATE/calls"
     return 0
   fi
@@ -123,10 +139,14 @@ export function docCalls(work: string): DocCall[] {
   } catch {
     return [];
   }
-  return text.trimEnd().split('\n').filter(Boolean).map((l) => {
-    const [result, err, ...command] = l.split('\t');
-    return { result: result!, command: command.join('\t'), stderr: readFileSync(path.join(work, err!), 'utf8') };
-  });
+  return text
+    .trimEnd()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => {
+      const [result, err, ...command] = l.split('\t');
+      return { result: result!, command: command.join('\t'), stderr: readFileSync(path.join(work, err!), 'utf8') };
+    });
 }
 
 /**
@@ -136,10 +156,16 @@ export function docCalls(work: string): DocCall[] {
  */
 export function problemOf(c: DocCall): string | undefined {
   const words = c.command.split(/\s+/).slice(1);
-  if (/Unknown argument|unknown flag|unknown command|did you mean|matches no flag|Run 'stub-provider --help'/.test(c.stderr)) return `refused its arguments: ${c.stderr}`;
+  if (
+    /Unknown argument|unknown flag|unknown command|did you mean|matches no flag|Run 'stub-provider --help'/.test(
+      c.stderr,
+    )
+  )
+    return `refused its arguments: ${c.stderr}`;
   if (words[0] === 'sim') return c.result === 'ready' ? undefined : `the sim did not get ready: ${c.stderr}`;
   const code = Number(c.result);
-  if (words.includes('--help') || words.includes('--version') || words[0] === 'completion' || words[0] === 'demo') return code === 0 ? undefined : `exit ${code}: ${c.stderr}`;
+  if (words.includes('--help') || words.includes('--version') || words[0] === 'completion' || words[0] === 'demo')
+    return code === 0 ? undefined : `exit ${code}: ${c.stderr}`;
   if (words[0] === 'plan') return code === 0 || code === 10 ? undefined : `plan exit ${code}: ${c.stderr}`;
   if (code === 0) return undefined;
   if (code === 2 && !words.includes('--yes') && /pass --yes/.test(c.stderr)) return undefined;

@@ -11,21 +11,26 @@ import { readFile, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { Pointer } from '../../src/omni-client/resource.js';
-import { T } from '../../src/omni-client/resource.js';
-import { createAccessApi } from '../../src/omni-sim/access.js';
+import type { Pointer } from '../../src/omni-api/resource.js';
+import { T } from '../../src/omni-api/resource.js';
+import { createAccessApi } from '../../src/omni-sim/access/access.js';
 import type { StateApi } from '../../src/omni-sim/api.js';
-import { generateScenario } from '../../src/omni-sim/generate.js';
+import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import type { AuditEntry, AuditIntent, AuditOutcome } from '../../src/provider/audit.js';
-import type { Report } from '../../src/provider/report.js';
+import type { AuditEntry, AuditIntent, AuditOutcome } from '../../src/provider/report/audit.js';
+import type { Report } from '../../src/provider/report/report.js';
 import { MAIN, requireBuiltCli, scratchDirEachTest } from '../helpers/cli-process.js';
 import { forward, startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';
 
 const ID = 'bm';
 
 /** A write as the sim applied it (a gateway call by the provider's identity that succeeded). */
-interface Applied { method: 'Create' | 'Update' | 'Destroy'; resource: Pointer; version?: string; finalizers?: string[] }
+interface Applied {
+  method: 'Create' | 'Update' | 'Destroy';
+  resource: Pointer;
+  version?: string;
+  finalizers?: string[];
+}
 
 let sim: Sim | undefined;
 let proxy: TamperProxy | undefined;
@@ -46,16 +51,35 @@ const ptr = (p: Pointer): Pointer => ({ namespace: p.namespace, type: p.type, id
 
 /** The sim, recording every write of the provider that it applied. */
 async function recordingSim(machines: number, latencyMs = 0): Promise<Sim> {
-  sim = await createSim(generateScenario({ providerId: ID, machines, omniVersion: '1.3.4', faults: latencyMs ? { latencyMs } : {} }), {
-    access: (ctx) => {
-      const api = createAccessApi(ctx.store, { version: ctx.omniVersion });
-      return Object.assign(Object.create(api) as StateApi, {
-        create: (w, r, owner) => { const out = api.create(w, r, owner); applied.push({ method: 'Create', resource: ptr(r.metadata) }); return out; },
-        update: (w, r, owner, phase) => { const out = api.update(w, r, owner, phase); applied.push({ method: 'Update', resource: ptr(r.metadata), version: r.metadata.version, finalizers: [...r.metadata.finalizers] }); return out; },
-        destroy: (w, p, owner) => { api.destroy(w, p, owner); applied.push({ method: 'Destroy', resource: ptr(p) }); },
-      } satisfies Partial<StateApi>);
+  sim = await createSim(
+    generateScenario({ providerId: ID, machines, omniVersion: '1.3.4', faults: latencyMs ? { latencyMs } : {} }),
+    {
+      access: (ctx) => {
+        const api = createAccessApi(ctx.store, { version: ctx.omniVersion });
+        return Object.assign(Object.create(api) as StateApi, {
+          create: (w, r, owner) => {
+            const out = api.create(w, r, owner);
+            applied.push({ method: 'Create', resource: ptr(r.metadata) });
+            return out;
+          },
+          update: (w, r, owner, phase) => {
+            const out = api.update(w, r, owner, phase);
+            applied.push({
+              method: 'Update',
+              resource: ptr(r.metadata),
+              version: r.metadata.version,
+              finalizers: [...r.metadata.finalizers],
+            });
+            return out;
+          },
+          destroy: (w, p, owner) => {
+            api.destroy(w, p, owner);
+            applied.push({ method: 'Destroy', resource: ptr(p) });
+          },
+        } satisfies Partial<StateApi>);
+      },
     },
-  });
+  );
   await sim.controllers?.idle();
   return sim;
 }
@@ -66,25 +90,48 @@ function env(s: Sim): NodeJS.ProcessEnv {
   return { ...e, OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`] };
 }
 
-interface Child { code: Promise<number | null>; stdout: () => string; stderr: () => string; kill: (sig: NodeJS.Signals) => void }
+interface Child {
+  code: Promise<number | null>;
+  stdout: () => string;
+  stderr: () => string;
+  kill: (sig: NodeJS.Signals) => void;
+}
 
 function stub(s: Sim, args: string[], endpoint = s.endpoint): Child {
-  const child = spawn(process.execPath, [MAIN, ...args, '--omni-api-endpoint', endpoint], { env: env(s), stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [MAIN, ...args, '--omni-api-endpoint', endpoint], {
+    env: env(s),
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
-  child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
-  child.stderr.on('data', (d: Buffer) => { err += d.toString(); });
+  child.stdout.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
+  child.stderr.on('data', (d: Buffer) => {
+    err += d.toString();
+  });
   const code = new Promise<number | null>((resolve, reject) => {
-    const t = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`stub-provider ${args.join(' ')} did not exit within 60 s`)); }, 60_000);
-    child.on('exit', (c) => { clearTimeout(t); resolve(c); });
+    const t = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`stub-provider ${args.join(' ')} did not exit within 60 s`));
+    }, 60_000);
+    child.on('exit', (c) => {
+      clearTimeout(t);
+      resolve(c);
+    });
   });
   return { code, stdout: () => out, stderr: () => err, kill: (sig) => child.kill(sig) };
 }
 
-const versions = (s: Sim) => s.store.all().map((r) => `${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id}@${r.metadata.version}:${r.metadata.finalizers.join(',')}`).sort();
+const versions = (s: Sim) =>
+  s.store
+    .all()
+    .map(({ metadata: m }) => `${m.namespace}/${m.type}/${m.id}@${m.version}:${m.finalizers.join(',')}`)
+    .sort();
 
 describe('outputs first: exit 2 before anything is asked of Omni', () => {
-  it('a report into a missing folder, an audit log there, the same file twice (path, symlink), plan --report, durations a timer cannot hold', async () => {
+  it(`a report into a missing folder, an audit log there, the same file twice (path, symlink), plan --report, \
+durations a timer cannot hold`, async () => {
     const s = await recordingSim(2);
     const before = versions(s);
     const audit = join(dir(), 'audit.ndjson');
@@ -92,12 +139,24 @@ describe('outputs first: exit 2 before anything is asked of Omni', () => {
     await symlink(audit, join(dir(), 'report-link.json'));
     const base = ['--id', ID, '--yes', '--log-format', 'json'];
     const cases: [string[], RegExp][] = [
-      [[...base, '--report', join(dir(), 'missing', 'report.json')], /--report .*missing\/report\.json: cannot open it for writing \(ENOENT: its folder does not exist\); nothing was written to Omni/],
+      [
+        [...base, '--report', join(dir(), 'missing', 'report.json')],
+        new RegExp(
+          String.raw`--report .*missing\/report\.json: cannot open it for writing \(ENOENT: its folder ` +
+            String.raw`does not exist\); nothing was written to Omni`,
+        ),
+      ],
       [[...base, '--audit-log', join(dir(), 'missing', 'audit.ndjson')], /--audit-log .*ENOENT/],
-      [[...base, '--report', audit, '--audit-log', audit], /are the same file: the report would overwrite the audit log/],
+      [
+        [...base, '--report', audit, '--audit-log', audit],
+        /are the same file: the report would overwrite the audit log/,
+      ],
       [[...base, '--report', join(dir(), 'report-link.json'), '--audit-log', audit], /are the same file/],
       [['plan', '--id', ID, '--report', join(dir(), 'missing', 'plan.json')], /--report .*ENOENT/],
-      [[...base, '--step-timeout', '1000h'], /--step-timeout 1000h is longer than a timer can wait: at most 2147483647 ms \(596h/],
+      [
+        [...base, '--step-timeout', '1000h'],
+        /--step-timeout 1000h is longer than a timer can wait: at most 2147483647 ms \(596h/,
+      ],
       [[...base, '--wait', '--timeout', '1000h'], /--timeout 1000h is longer than a timer can wait/],
     ];
     for (const [args, message] of cases) {
@@ -113,15 +172,40 @@ describe('outputs first: exit 2 before anything is asked of Omni', () => {
 
   it('plan --report and run --report write the report file, the audit log beside it', async () => {
     const s = await recordingSim(2);
-    const plan = stub(s, ['plan', '--id', ID, '--output', 'json', '--log-format', 'json', '--report', join(dir(), 'plan.json')]);
+    const plan = stub(s, [
+      'plan',
+      '--id',
+      ID,
+      '--output',
+      'json',
+      '--log-format',
+      'json',
+      '--report',
+      join(dir(), 'plan.json'),
+    ]);
     // Exit 10: changes pending (plan predicts run's work, issue 14 item 6).
     expect(await plan.code, plan.stderr()).toBe(10);
     expect(JSON.parse(await readFile(join(dir(), 'plan.json'), 'utf8'))).toEqual(JSON.parse(plan.stdout()));
-    const run = stub(s, ['--id', ID, '--yes', '--output', 'json', '--log-format', 'json', '--report', join(dir(), 'run.json'), '--audit-log', join(dir(), 'audit.ndjson')]);
+    const run = stub(s, [
+      '--id',
+      ID,
+      '--yes',
+      '--output',
+      'json',
+      '--log-format',
+      'json',
+      '--report',
+      join(dir(), 'run.json'),
+      '--audit-log',
+      join(dir(), 'audit.ndjson'),
+    ]);
     expect(await run.code, run.stderr()).toBe(0);
     const rep = JSON.parse(await readFile(join(dir(), 'run.json'), 'utf8')) as Report;
     expect(rep).toMatchObject({ result: 'done', exitCode: 0 });
-    const lines = (await readFile(join(dir(), 'audit.ndjson'), 'utf8')).trimEnd().split('\n').map((l) => JSON.parse(l) as AuditEntry);
+    const lines = (await readFile(join(dir(), 'audit.ndjson'), 'utf8'))
+      .trimEnd()
+      .split('\n')
+      .map((l) => JSON.parse(l) as AuditEntry);
     expect(lines.filter((l) => l.event === 'intent')).toHaveLength(applied.length);
     expect(Object.values(rep.writes).reduce((a, b) => a + b, 0)).toBe(applied.length);
   }, 60_000);
@@ -130,8 +214,15 @@ describe('outputs first: exit 2 before anything is asked of Omni', () => {
 const WRITES = new Set(['Create', 'Update', 'Destroy']);
 
 function parseAudit(text: string): { intents: AuditIntent[]; outcomes: AuditOutcome[] } {
-  const lines = text.trimEnd().split('\n').filter(Boolean).map((l) => JSON.parse(l) as AuditEntry);
-  return { intents: lines.filter((l): l is AuditIntent => l.event === 'intent'), outcomes: lines.filter((l): l is AuditOutcome => l.event === 'outcome') };
+  const lines = text
+    .trimEnd()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as AuditEntry);
+  return {
+    intents: lines.filter((l): l is AuditIntent => l.event === 'intent'),
+    outcomes: lines.filter((l): l is AuditOutcome => l.event === 'outcome'),
+  };
 }
 
 /**
@@ -152,8 +243,12 @@ function checkAudit(text: string): { intents: number; outcomes: Record<string, n
   const key = (m: string, p: Pointer) => `${m} ${p.namespace}/${p.type}/${p.id}`;
   const method = { create: 'Create', update: 'Update', teardown: 'Update', destroy: 'Destroy' } as const;
   for (const a of applied) {
-    const hit = [...unmatched].find((i) => key(method[i.op], i.resource) === key(a.method, a.resource)
-      && (a.method !== 'Update' || (i.versionBefore === a.version && JSON.stringify(i.finalizersAfter) === JSON.stringify(a.finalizers))));
+    const hit = [...unmatched].find(
+      (i) =>
+        key(method[i.op], i.resource) === key(a.method, a.resource) &&
+        (a.method !== 'Update' ||
+          (i.versionBefore === a.version && JSON.stringify(i.finalizersAfter) === JSON.stringify(a.finalizers))),
+    );
     expect(hit, `no intent line for the applied ${key(a.method, a.resource)}@${a.version ?? ''}`).toBeDefined();
     unmatched.delete(hit!);
     const result = bySeq.get(hit!.seq)![0]!.result;
@@ -166,15 +261,43 @@ function checkAudit(text: string): { intents: number; outcomes: Record<string, n
 }
 
 describe('the audit log holds every write that may have reached Omni', () => {
-  it('SIGTERM in the middle of a run whose answers come late: every applied write has its intent, every intent its outcome; exit 143', async () => {
+  it(`SIGTERM in the middle of a run whose answers come late: every applied write has its intent, every intent its \
+outcome; exit 143`, async () => {
     const s = await recordingSim(150, 2);
     // Every write reaches the sim at once; its answer is held 150 ms, as a slow link or a loaded
     // Omni would: at the signal, the writes in flight are applied and unanswered.
-    proxy = await startTamperProxy(s.endpoint, (r) => (WRITES.has(r.rpc) ? forward(s.endpoint, r, (res, status, headers, body) => {
-      setTimeout(() => { if (!res.destroyed) { res.writeHead(status, headers); res.end(body); } }, 150);
-    }) : undefined));
+    proxy = await startTamperProxy(s.endpoint, (r) =>
+      WRITES.has(r.rpc)
+        ? forward(s.endpoint, r, (res, status, headers, body) => {
+            setTimeout(() => {
+              if (!res.destroyed) {
+                res.writeHead(status, headers);
+                res.end(body);
+              }
+            }, 150);
+          })
+        : undefined,
+    );
     const file = join(dir(), 'audit.ndjson');
-    const run = stub(s, ['--id', ID, '--yes', '--output', 'json', '--log-format', 'json', '--log-level', 'warn', '--concurrency', '16', '--audit-log', file], proxy.endpoint);
+    const run = stub(
+      s,
+      [
+        '--id',
+        ID,
+        '--yes',
+        '--output',
+        'json',
+        '--log-format',
+        'json',
+        '--log-level',
+        'warn',
+        '--concurrency',
+        '16',
+        '--audit-log',
+        file,
+      ],
+      proxy.endpoint,
+    );
     // Signalled once a few hundred lines are in (bounded: 30 s).
     for (let i = 0; i < 1500; i++) {
       const text = existsSync(file) ? await readFile(file, 'utf8') : '';
@@ -200,15 +323,20 @@ describe('the audit log holds every write that may have reached Omni', () => {
     expect(byResult).toEqual(r.outcomes);
   }, 90_000);
 
-  it('a write applied whose answer was cut off is read back, never sent again: one intent, outcome unknown', async () => {
+  it(`a write applied whose answer was cut off is read back, never sent again: one intent, outcome \
+unknown`, async () => {
     const s = await recordingSim(1);
     let cut = 0;
     proxy = await startTamperProxy(s.endpoint, (r) => {
       // The InfraMachines' watch shows nothing (its cache is their List): no event names the machine.
-      if (r.rpc === 'Watch' && (r.body as { type?: string } | undefined)?.type === T.InfraMachine) return { kind: 'lines', map: () => null };
-      const type = (r.body as { new_resource?: { metadata?: { type?: string } } } | undefined)?.new_resource?.metadata?.type;
+      if (r.rpc === 'Watch' && (r.body as { type?: string } | undefined)?.type === T.InfraMachine)
+        return { kind: 'lines', map: () => null };
+      const type = (r.body as { new_resource?: { metadata?: { type?: string } } } | undefined)?.new_resource?.metadata
+        ?.type;
       if (r.rpc !== 'Update' || type !== T.InfraMachine || cut++ > 0) return undefined;
-      return forward(s.endpoint, r, (res) => { res.destroy(); });
+      return forward(s.endpoint, r, (res) => {
+        res.destroy();
+      });
     });
     const file = join(dir(), 'audit.ndjson');
     const argv = ['--id', ID, '--yes', '--output', 'json', '--log-format', 'json', '--audit-log', file];
@@ -231,7 +359,11 @@ describe('the audit log holds every write that may have reached Omni', () => {
     expect(o).toMatchObject({ result: 'unknown', errorCode: 'STUB_TRANSPORT' });
     // The InfraMachine was released by that one Update.
     expect(s.store.all().filter((x) => x.metadata.type === T.InfraMachine)).toEqual([]);
-    const again = stub(s, argv.map((a) => (a === file ? join(dir(), 'audit-again.ndjson') : a)), proxy.endpoint);
+    const again = stub(
+      s,
+      argv.map((a) => (a === file ? join(dir(), 'audit-again.ndjson') : a)),
+      proxy.endpoint,
+    );
     expect(await again.code, again.stderr()).toBe(0);
   }, 60_000);
 });

@@ -48,7 +48,10 @@ export function run(cmd: string, args: string[], opts: RunOptions): Promise<Ran>
 export async function runOk(cmd: string, args: string[], opts: RunOptions): Promise<Ran> {
   const r = await run(cmd, args, opts);
   if (r.code !== 0) {
-    throw new Error(`${cmd} ${args.join(' ')} (in ${opts.cwd}) exited ${r.code ?? r.signal}\n--- stdout\n${r.stdout.slice(-4000)}\n--- stderr\n${r.stderr.slice(-4000)}`);
+    throw new Error(
+      `${cmd} ${args.join(' ')} (in ${opts.cwd}) exited ${r.code ?? r.signal}\n--- ` +
+        `stdout\n${r.stdout.slice(-4000)}\n--- stderr\n${r.stderr.slice(-4000)}`,
+    );
   }
   return r;
 }
@@ -58,7 +61,17 @@ export function scratchDir(prefix: string): string {
 }
 
 /** What a build needs from the repository, never node_modules/ or dist/ (they are made from these). */
-export const SOURCE_ENTRIES = ['package.json', 'package-lock.json', 'README.md', 'docs', 'src', 'scripts', 'scenarios', 'tsconfig.json', 'tsconfig.build.json'];
+export const SOURCE_ENTRIES = [
+  'package.json',
+  'package-lock.json',
+  'README.md',
+  'docs',
+  'src',
+  'scripts',
+  'scenarios',
+  'tsconfig.json',
+  'tsconfig.build.json',
+];
 
 export function copySources(into: string): void {
   for (const e of SOURCE_ENTRIES) {
@@ -101,10 +114,17 @@ export interface SimRun {
  * --output json` against it with the key the sim generated, stops the sim with SIGTERM and returns the
  * run and the dumped state. `cli` is the command prefix, e.g. ['node', '/x/dist/src/main.js'].
  */
-export async function runAgainstSim(cli: string[], opts: { cwd: string; env: NodeJS.ProcessEnv; scenario: string; id: string; scratch: string; extraArgs?: string[] }): Promise<SimRun> {
+export async function runAgainstSim(
+  cli: string[],
+  opts: { cwd: string; env: NodeJS.ProcessEnv; scenario: string; id: string; scratch: string; extraArgs?: string[] },
+): Promise<SimRun> {
   const [cmd, ...pre] = cli;
   const dumpFile = path.join(opts.scratch, `dump-${Date.now()}.yaml`);
-  const sim = spawn(cmd!, [...pre, 'sim', '--scenario', opts.scenario, '--dump', dumpFile], { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const sim = spawn(cmd!, [...pre, 'sim', '--scenario', opts.scenario, '--dump', dumpFile], {
+    cwd: opts.cwd,
+    env: opts.env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let simErr = '';
   sim.stderr.setEncoding('utf8').on('data', (d: string) => (simErr += d));
   const exited = new Promise<number | null>((resolve) => sim.on('close', (code) => resolve(code)));
@@ -151,10 +171,20 @@ export function typesInDump(dump: string): string[] {
  * What a user notices after a whole-provider run against scenarios/bare-metal-stuck.yaml: exit 0, a
  * JSON report, the stuck InfraMachine gone with everything of the provider, its registration kept.
  */
-export function expectBareMetalReleased(r: SimRun, expect: (v: unknown, msg?: string) => { toBe(v: unknown): void; toEqual(v: unknown): void }): void {
+export function expectBareMetalReleased(
+  r: SimRun,
+  expect: (v: unknown, msg?: string) => { toBe(v: unknown): void; toEqual(v: unknown): void },
+): void {
   expect(r.run.code, `run exited ${r.run.code}\n${r.run.stderr.slice(-3000)}`).toBe(0);
   expect(typeof JSON.parse(r.run.stdout)).toBe('object');
   const left = typesInDump(r.dump);
-  expect(left.filter((t) => t === 'InfraMachines.omni.sidero.dev' || t === 'InfraMachineStatuses.omni.sidero.dev' || t.endsWith('.bare-metal.infraprovider.sidero.dev'))).toEqual([]);
+  expect(
+    left.filter(
+      (t) =>
+        t === 'InfraMachines.omni.sidero.dev' ||
+        t === 'InfraMachineStatuses.omni.sidero.dev' ||
+        t.endsWith('.bare-metal.infraprovider.sidero.dev'),
+    ),
+  ).toEqual([]);
   expect(left.includes('InfraProviders.omni.sidero.dev')).toBe(true);
 }

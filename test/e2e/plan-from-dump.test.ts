@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { loadScenarioFile } from '../../src/omni-sim/scenario.js';
+import { loadScenarioFile } from '../../src/omni-sim/scenario/scenario.js';
 import { cleanEnv, requireBuiltCli, runCli, scratchDirEachTest, startCli } from '../helpers/cli-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -33,54 +33,94 @@ async function dumpWithout(drop: (doc: string) => boolean, name: string): Promis
 /** What omnictl can dump: nothing of the provider's own namespace (no resource definitions there). */
 const realDump = () => dumpWithout((d) => d.includes('namespace: infra-provider:bare-metal'), 'omni-dump.yaml');
 
-async function planJson(args: string[], env = cleanEnv(), id = 'bare-metal'): Promise<{ code: number | null; json: Record<string, unknown>; stderr: string }> {
+async function planJson(
+  args: string[],
+  env = cleanEnv(),
+  id = 'bare-metal',
+): Promise<{ code: number | null; json: Record<string, unknown>; stderr: string }> {
   const r = await runCli(['plan', '--id', id, '-o', 'json', '--log-format', 'json', ...args], { env });
   return { code: r.code, json: JSON.parse(r.stdout) as Record<string, unknown>, stderr: r.stderr };
 }
 
 describe('plan --from-dump', () => {
-  it('the same plan as against a sim serving the same file, with no key, no endpoint, and nothing in the environment', async () => {
+  it(`the same plan as against a sim serving the same file, with no key, no endpoint, and nothing in the \
+environment`, async () => {
     const offline = await planJson(['--from-dump', OMNICTL_EXAMPLE]);
     expect(offline.code, offline.stderr).toBe(10);
     const sim = await createSim(await loadScenarioFile(OMNICTL_EXAMPLE));
     sims.push(sim);
     await sim.controllers?.idle();
-    const live = await planJson(['--omni-api-endpoint', sim.endpoint], cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: sim.keys['infra-provider:bare-metal']! }));
+    const live = await planJson(
+      ['--omni-api-endpoint', sim.endpoint],
+      cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: sim.keys['infra-provider:bare-metal']! }),
+    );
     expect(live.code, live.stderr).toBe(10);
-    for (const k of ['planned', 'refused', 'blocked', 'running', 'leftBehind', 'waits', 'profile', 'mode']) expect(offline.json[k], k).toEqual(live.json[k]);
-    expect((offline.json.deregistration as { status: string }).status).toBe((live.json.deregistration as { status: string }).status);
+    for (const k of ['planned', 'refused', 'blocked', 'running', 'leftBehind', 'waits', 'profile', 'mode'])
+      expect(offline.json[k], k).toEqual(live.json[k]);
+    expect((offline.json.deregistration as { status: string }).status).toBe(
+      (live.json.deregistration as { status: string }).status,
+    );
     // Everything the plan reads was in this file: nothing unseen but what omnictl prints nothing for.
     expect(offline.json.offline).toMatchObject({ dump: OMNICTL_EXAMPLE, notSeen: [] });
   }, 60_000);
 
-  it('a dump as omnictl makes it: the provider namespace not seen, said plainly; the release still planned', async () => {
+  it(`a dump as omnictl makes it: the provider namespace not seen, said plainly; the release still \
+planned`, async () => {
     const file = await realDump();
     const r = await runCli(['plan', '--id', 'bare-metal', '--from-dump', file], { env: cleanEnv() });
     expect(r.code, r.stderr).toBe(10);
     expect(r.stdout).toMatch(/Offline plan from .*omni-dump\.yaml: nothing was asked of Omni/);
-    expect(r.stdout).toMatch(/Not seen: the provider's own namespace infra-provider:bare-metal \(BMCConfiguration, MachineStatus/);
-    expect(r.stdout).toMatch(/omnictl cannot dump them\. A plan against Omni also destroys each machine's resources there before its release/);
+    expect(r.stdout).toMatch(
+      /Not seen: the provider's own namespace infra-provider:bare-metal \(BMCConfiguration, MachineStatus/,
+    );
+    expect(r.stdout).toMatch(
+      /omnictl cannot dump them\. A plan against Omni also destroys each machine's resources there before its release/,
+    );
     expect(r.stdout).toMatch(/Nothing in the dump of: BMCConfigs, MachineRequests/);
     // The machine's chain, wrapped under it (the Gets it rests on first); a step on the machine's
     // own ID names only the type.
-    expect(r.stdout).toMatch(new RegExp(`InfraMachine ${UUID}: InfraMachine being deleted:\\n(\\s+.*\\n)*?\\s+.*remove-finalizers InfraMachines\\n`));
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `InfraMachine ${UUID}: InfraMachine being deleted:\\n(\\s+.*\\n)*?\\s+.*remove-finalizers InfraMachines\\n`,
+      ),
+    );
     const j = await planJson(['--from-dump', file]);
-    expect(j.json.offline).toMatchObject({ notSeen: expect.arrayContaining(['BMCConfiguration.bare-metal.infraprovider.sidero.dev']), emptyInDump: expect.arrayContaining(['MachineRequests.omni.sidero.dev']) });
+    expect(j.json.offline).toMatchObject({
+      notSeen: expect.arrayContaining(['BMCConfiguration.bare-metal.infraprovider.sidero.dev']),
+      emptyInDump: expect.arrayContaining(['MachineRequests.omni.sidero.dev']),
+    });
     // A shipped example by its name works the same way.
-    expect((await runCli(['plan', '--id', 'bare-metal', '--from-dump', 'bare-metal-stuck.omnictl'], { env: cleanEnv() })).code).toBe(10);
+    expect(
+      (await runCli(['plan', '--id', 'bare-metal', '--from-dump', 'bare-metal-stuck.omnictl'], { env: cleanEnv() }))
+        .code,
+    ).toBe(10);
   }, 60_000);
 
-  it('missing what the plan needs: no InfraProviders (exit 2), not this ID (exit 3, as run), no InfraProviderStatus (exit 2 unless --profile)', async () => {
-    const noProviders = await planJson(['--from-dump', await dumpWithout((d) => d.includes('type: InfraProviders.omni.sidero.dev'), 'a.yaml')]);
+  it(`missing what the plan needs: no InfraProviders (exit 2), not this ID (exit 3, as run), no InfraProviderStatus \
+(exit 2 unless --profile)`, async () => {
+    const noProviders = await planJson([
+      '--from-dump',
+      await dumpWithout((d) => d.includes('type: InfraProviders.omni.sidero.dev'), 'a.yaml'),
+    ]);
     expect(noProviders.code).toBe(2);
-    expect(noProviders.json.error).toMatchObject({ code: 'STUB_USAGE', message: expect.stringMatching(/holds no InfraProviders.*omnictl get infraproviders -o yaml/) });
+    expect(noProviders.json.error).toMatchObject({
+      code: 'STUB_USAGE',
+      message: expect.stringMatching(/holds no InfraProviders.*omnictl get infraproviders -o yaml/),
+    });
     const other = await planJson(['--from-dump', OMNICTL_EXAMPLE], cleanEnv(), 'BareMetal');
     expect(other.code).toBe(3);
-    expect(other.json.error).toMatchObject({ code: 'STUB_NOT_REGISTERED', message: expect.stringMatching(/do not include "BareMetal" \(it has "bare-metal"\)/) });
+    expect(other.json.error).toMatchObject({
+      code: 'STUB_NOT_REGISTERED',
+      message: expect.stringMatching(/do not include "BareMetal" \(it has "bare-metal"\)/),
+    });
     const noStatus = await dumpWithout((d) => d.includes('type: InfraProviderStatuses.omni.sidero.dev'), 'b.yaml');
     const refused = await planJson(['--from-dump', noStatus]);
     expect(refused.code).toBe(2);
-    expect(refused.json.error).toMatchObject({ message: expect.stringMatching(/no InfraProviderStatuses.*omnictl get infraproviderstatuses -o yaml.*--profile bare-metal/) });
+    expect(refused.json.error).toMatchObject({
+      message: expect.stringMatching(
+        /no InfraProviderStatuses.*omnictl get infraproviderstatuses -o yaml.*--profile bare-metal/,
+      ),
+    });
     expect((await planJson(['--from-dump', noStatus, '--profile', 'bare-metal'])).code).toBe(10);
   }, 60_000);
 
@@ -90,7 +130,14 @@ describe('plan --from-dump', () => {
     expect(both.json.error).toMatchObject({ message: expect.stringMatching(/drop --omni-api-endpoint/) });
     const missing = await planJson(['--from-dump', 'no-such-dump']);
     expect(missing.code).toBe(2);
-    expect(missing.json.error).toMatchObject({ message: expect.stringMatching(/--from-dump no-such-dump: no such file, and no example of that name ships with stub-provider \(examples: .*bare-metal-stuck/) });
+    expect(missing.json.error).toMatchObject({
+      message: expect.stringMatching(
+        new RegExp(
+          String.raw`--from-dump no-such-dump: no such file, and no example of that name ships with ` +
+            String.raw`stub-provider \(examples: .*bare-metal-stuck`,
+        ),
+      ),
+    });
   });
 });
 
@@ -99,24 +146,45 @@ describe('sim on a dump', () => {
     const file = await dumpWithout((d) => d.includes('type: InfraProviders.omni.sidero.dev'), 'c.yaml');
     const r = await runCli(['sim', '--scenario', file], { env: cleanEnv() });
     expect(r.code).toBe(2);
-    expect(r.stderr).toMatch(/nobody could log in: the file has no `identities:` and no InfraProviders.*omnictl get infraproviders -o yaml/);
+    expect(r.stderr).toMatch(
+      /nobody could log in: the file has no `identities:` and no InfraProviders.*omnictl get infraproviders -o yaml/,
+    );
   });
 
-  it('warns about a provider without a registration; --keys-dir writes the endpoint and the key, usable as a key file', async () => {
+  it(`warns about a provider without a registration; --keys-dir writes the endpoint and the key, usable as a key \
+file`, async () => {
     const file = join(dir(), 'two.yaml');
-    const extra = (await readFile(OMNICTL_EXAMPLE, 'utf8')).split(/^---$/m).find((d) => d.includes('type: InfraMachines.omni.sidero.dev'))!
-      .replaceAll('bare-metal', 'other-provider').replace(UUID, '11111111-2222-4333-8444-555555555555');
+    const extra = (await readFile(OMNICTL_EXAMPLE, 'utf8'))
+      .split(/^---$/m)
+      .find((d) => d.includes('type: InfraMachines.omni.sidero.dev'))!
+      .replaceAll('bare-metal', 'other-provider')
+      .replace(UUID, '11111111-2222-4333-8444-555555555555');
     await writeFile(file, `${await readFile(await realDump(), 'utf8')}\n---\n${extra}`);
     const keys = join(dir(), 'keys');
     const sim = startCli(['sim', '--scenario', file, '--keys-dir', keys], { env: cleanEnv() });
     try {
       await sim.stderrMatches(/simulated Omni ready/);
-      const run = await sim.stderrMatches(/other-provider but no InfraProvider or identity for them: no key was made/).then(() => true);
+      const run = await sim
+        .stderrMatches(/other-provider but no InfraProvider or identity for them: no key was made/)
+        .then(() => true);
       expect(run).toBe(true);
       const endpoint = (await readFile(join(keys, 'endpoint'), 'utf8')).trim();
       expect(endpoint).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect((await stat(join(keys, 'bare-metal.key'))).mode & 0o777).toBe(0o600);
-      const r = await runCli(['plan', '--id', 'bare-metal', '--omni-api-endpoint', endpoint, '--service-account-key-file', join(keys, 'bare-metal.key'), '--log-format', 'json'], { env: cleanEnv() });
+      const r = await runCli(
+        [
+          'plan',
+          '--id',
+          'bare-metal',
+          '--omni-api-endpoint',
+          endpoint,
+          '--service-account-key-file',
+          join(keys, 'bare-metal.key'),
+          '--log-format',
+          'json',
+        ],
+        { env: cleanEnv() },
+      );
       expect(r.code, r.stderr).toBe(10);
     } finally {
       sim.kill('SIGTERM');

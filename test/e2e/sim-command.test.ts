@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { Agent, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MAIN, requireBuiltCli } from '../helpers/cli-process.js';
-import { parseScenario } from '../../src/omni-sim/scenario.js';
+import { parseScenario } from '../../src/omni-sim/scenario/scenario.js';
 import { startWithReadyLine, type Child } from '../helpers/child-process.js';
 import { signHeaders } from '../helpers/raw-client.js';
 
@@ -70,7 +70,10 @@ describe('stub-provider sim', () => {
         body: JSON.stringify(body),
         dispatcher: agent,
       });
-      return { status: res.statusCode, json: (await res.body.json()) as { resource: { metadata: Record<string, unknown>; spec: unknown } } };
+      return {
+        status: res.statusCode,
+        json: (await res.body.json()) as { resource: { metadata: Record<string, unknown>; spec: unknown } },
+      };
     };
     try {
       const got = await post('Get', { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: UUID });
@@ -78,13 +81,18 @@ describe('stub-provider sim', () => {
       const md = got.json.resource.metadata;
       // The provider removes one of its finalizers (a finalizer-only update, allowed on this read-only type).
       const finalizers = (md['finalizers'] as string[]).filter((f) => f !== 'bare-metal.WipeStatusController');
-      const upd = await post('Update', { new_resource: { metadata: { ...md, finalizers }, spec: got.json.resource.spec }, options: { owner: 'InfraMachineController' } });
+      const upd = await post('Update', {
+        new_resource: { metadata: { ...md, finalizers }, spec: got.json.resource.spec },
+        options: { owner: 'InfraMachineController' },
+      });
       expect(upd.status).toBe(200);
     } finally {
       await agent.close();
     }
     // A client that does not trust the CA is refused.
-    await expect(request(`${sim.ready.endpoint}/api/cosi.resource.State/Get`, { method: 'POST', body: '{}' })).rejects.toThrow();
+    await expect(
+      request(`${sim.ready.endpoint}/api/cosi.resource.State/Get`, { method: 'POST', body: '{}' }),
+    ).rejects.toThrow();
 
     sim.child.kill('SIGTERM');
     expect(await sim.exited).toBe(0);
@@ -94,7 +102,9 @@ describe('stub-provider sim', () => {
     expect(im?.metadata.finalizers).toHaveLength(5);
     expect(im?.metadata.finalizers).not.toContain('bare-metal.WipeStatusController');
     const original = parseScenario(await readFile(BARE, 'utf8'));
-    expect(state.resources.filter((r) => r !== im)).toEqual(original.resources.filter((r) => r.metadata.type !== 'InfraMachines.omni.sidero.dev'));
+    expect(state.resources.filter((r) => r !== im)).toEqual(
+      original.resources.filter((r) => r.metadata.type !== 'InfraMachines.omni.sidero.dev'),
+    );
   });
 
   it('plain HTTP on loopback by default; SIGINT also dumps and exits 0', async () => {
@@ -107,8 +117,13 @@ describe('stub-provider sim', () => {
     expect(parseScenario(await readFile(dump, 'utf8')).resources).toHaveLength(6);
   });
 
-  it('--faults adds faults on top of the scenario\'s: Omni\'s write budget, a proxy\'s 503 with Retry-After', async () => {
-    const sim = await startSim(['--scenario', BARE, '--faults', '{throttle: {infra_provider: {bytes_per_second: 1, burst: 10}}}']);
+  it("--faults adds faults on top of the scenario's: Omni's write budget, a proxy's 503 with Retry-After", async () => {
+    const sim = await startSim([
+      '--scenario',
+      BARE,
+      '--faults',
+      '{throttle: {infra_provider: {bytes_per_second: 1, burst: 10}}}',
+    ]);
     const key = keyFrom(sim.ready.keys['infra-provider:bare-metal'] as string);
     const post = async (endpoint: string, method: string, body: unknown) => {
       const res = await request(`${endpoint}/api/cosi.resource.State/${method}`, {
@@ -119,21 +134,36 @@ describe('stub-provider sim', () => {
       return { status: res.statusCode, headers: res.headers, text: await res.body.text() };
     };
     const ptr = { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: UUID };
-    const got = JSON.parse((await post(sim.ready.endpoint, 'Get', ptr)).text) as { resource: { metadata: Record<string, unknown>; spec: unknown } };
+    const got = JSON.parse((await post(sim.ready.endpoint, 'Get', ptr)).text) as {
+      resource: { metadata: Record<string, unknown>; spec: unknown };
+    };
     const md = got.resource.metadata;
-    const upd = await post(sim.ready.endpoint, 'Update', { new_resource: { metadata: { ...md, finalizers: [] }, spec: got.resource.spec }, options: { owner: 'InfraMachineController' } });
+    const upd = await post(sim.ready.endpoint, 'Update', {
+      new_resource: { metadata: { ...md, finalizers: [] }, spec: got.resource.spec },
+      options: { owner: 'InfraMachineController' },
+    });
     // The write costs more than the burst of 10 bytes.
     expect([upd.status, (JSON.parse(upd.text) as { code: number }).code]).toEqual([429, 8]);
     sim.child.kill('SIGTERM');
     expect(await sim.exited).toBe(0);
 
-    const proxied = await startSim(['--scenario', BARE, '--faults', '{"proxy_limit": {"requests_per_second": 0, "burst": 0, "status": 503, "retry_after_s": 9}}']);
+    const proxied = await startSim([
+      '--scenario',
+      BARE,
+      '--faults',
+      '{"proxy_limit": {"requests_per_second": 0, "burst": 0, "status": 503, "retry_after_s": 9}}',
+    ]);
     const refused = await post(proxied.ready.endpoint, 'Get', ptr);
     expect([refused.status, refused.headers['retry-after']]).toEqual([503, '9']);
   });
 
   it('bad --faults are a usage error (exit 2) naming the key', async () => {
-    const { code, err } = await exitOf(['--scenario', BARE, '--faults', '{throttle: {infra_provider: {bytes_per_second: 0, burst: 1}}}']);
+    const { code, err } = await exitOf([
+      '--scenario',
+      BARE,
+      '--faults',
+      '{throttle: {infra_provider: {bytes_per_second: 0, burst: 1}}}',
+    ]);
     expect(code).toBe(2);
     expect(err).toContain('--faults.throttle.infra_provider.bytes_per_second: expected a positive integer');
   });

@@ -10,17 +10,32 @@ const READY_TIMEOUT_MS = 30_000;
  * Runs a command to its end (bounded); answers its stdout. The error names the command, ends with its
  * output, and carries `stdout` and `stderr`.
  */
-export function runCommand(cmd: string, args: string[], opts: { cwd?: string; timeoutMs: number; env?: NodeJS.ProcessEnv }): Promise<string> {
+export function runCommand(
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; timeoutMs: number; env?: NodeJS.ProcessEnv },
+): Promise<string> {
   return new Promise((resolvePromise, reject) => {
-    execFile(cmd, args, { cwd: opts.cwd, timeout: opts.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 << 20, env: opts.env ?? process.env }, (err, stdout, stderr) => {
-      if (!err) return resolvePromise(stdout);
-      const e = err as NodeJS.ErrnoException & { killed?: boolean };
-      const tail = `${stderr}${stdout}`.trim().split('\n').slice(-20).join('\n');
-      const what = `${cmd} ${args.join(' ')}`;
-      if (e.code === 'ENOENT') reject(new Error(`${cmd} is not on PATH`));
-      else if (e.killed) reject(new Error(`${what} did not finish within ${opts.timeoutMs / 1000} s:\n${tail}`));
-      else reject(Object.assign(new Error(`${what} exited with ${String(e.code)}:\n${tail}`), { stdout, stderr }));
-    });
+    execFile(
+      cmd,
+      args,
+      {
+        cwd: opts.cwd,
+        timeout: opts.timeoutMs,
+        killSignal: 'SIGKILL',
+        maxBuffer: 64 << 20,
+        env: opts.env ?? process.env,
+      },
+      (err, stdout, stderr) => {
+        if (!err) return resolvePromise(stdout);
+        const e = err as NodeJS.ErrnoException & { killed?: boolean };
+        const tail = `${stderr}${stdout}`.trim().split('\n').slice(-20).join('\n');
+        const what = `${cmd} ${args.join(' ')}`;
+        if (e.code === 'ENOENT') reject(new Error(`${cmd} is not on PATH`));
+        else if (e.killed) reject(new Error(`${what} did not finish within ${opts.timeoutMs / 1000} s:\n${tail}`));
+        else reject(Object.assign(new Error(`${what} exited with ${String(e.code)}:\n${tail}`), { stdout, stderr }));
+      },
+    );
   });
 }
 
@@ -36,8 +51,15 @@ export interface Child {
 }
 
 /** Starts a program that prints one JSON line on stdout when it is ready to serve. */
-export async function startWithReadyLine(cmd: string, args: string[], opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Child> {
-  const child = spawn(cmd, args, { cwd: opts.cwd ?? process.cwd(), env: { ...process.env, NO_COLOR: '1', ...opts.env } });
+export async function startWithReadyLine(
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): Promise<Child> {
+  const child = spawn(cmd, args, {
+    cwd: opts.cwd ?? process.cwd(),
+    env: { ...process.env, NO_COLOR: '1', ...opts.env },
+  });
   let out = '';
   let err = '';
   child.stderr.on('data', (d: Buffer) => {
@@ -54,7 +76,10 @@ export async function startWithReadyLine(cmd: string, args: string[], opts: { cw
   };
   try {
     const line = await new Promise<string>((resolvePromise, reject) => {
-      const t = setTimeout(() => reject(new Error(`${cmd}: no ready line within ${READY_TIMEOUT_MS / 1000} s; stderr: ${err}`)), READY_TIMEOUT_MS);
+      const t = setTimeout(
+        () => reject(new Error(`${cmd}: no ready line within ${READY_TIMEOUT_MS / 1000} s; stderr: ${err}`)),
+        READY_TIMEOUT_MS,
+      );
       child.stdout.on('data', (d: Buffer) => {
         out += d.toString();
         const i = out.indexOf('\n');
@@ -65,7 +90,11 @@ export async function startWithReadyLine(cmd: string, args: string[], opts: { cw
       });
       void exited.then(() => {
         clearTimeout(t);
-        reject(new Error(`${cmd} exited (${String(child.exitCode ?? child.signalCode)}) before it was ready; stderr: ${err}`));
+        reject(
+          new Error(
+            `${cmd} exited (${String(child.exitCode ?? child.signalCode)}) before it was ready; stderr: ${err}`,
+          ),
+        );
       });
     });
     return { child, ready: JSON.parse(line) as Record<string, unknown>, stderr: () => err, exited, stop };
@@ -74,4 +103,3 @@ export async function startWithReadyLine(cmd: string, args: string[], opts: { cw
     throw e;
   }
 }
-

@@ -13,8 +13,8 @@ import type { Io } from '../../src/commands/provider-options.js';
 import { executeRun } from '../../src/commands/run.js';
 import type { RunConfig } from '../../src/commands/run.js';
 import type { Result } from '../../src/commands/run-io.js';
-import { NS_INFRA_PROVIDER, T } from '../../src/omni-client/resource.js';
-import type { Resource } from '../../src/omni-client/resource.js';
+import { NS_INFRA_PROVIDER, T } from '../../src/omni-api/resource.js';
+import type { Resource } from '../../src/omni-api/resource.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
 import { res } from './provider-fixtures.js';
@@ -55,7 +55,12 @@ export const TEST_FLAGS: NodeJS.ProcessEnv = {
  * test of an ID that is not the key's) and TEST_FLAGS.
  */
 export function omniEnv(omni: OmniAt, id: string, o: { endpoint?: string } = {}): NodeJS.ProcessEnv {
-  return { ...TEST_FLAGS, STUB_PROVIDER_ID: id, OMNI_ENDPOINT: o.endpoint ?? omni.endpoint, OMNI_SERVICE_ACCOUNT_KEY: omni.keys[`infra-provider:${id}`] };
+  return {
+    ...TEST_FLAGS,
+    STUB_PROVIDER_ID: id,
+    OMNI_ENDPOINT: o.endpoint ?? omni.endpoint,
+    OMNI_SERVICE_ACCOUNT_KEY: omni.keys[`infra-provider:${id}`],
+  };
 }
 
 export interface TestIoOptions {
@@ -65,7 +70,10 @@ export interface TestIoOptions {
   ask?: Io['ask'];
 }
 
-/** The Io of a command in a test: stdout and stderr drained unless given, stdin not a terminal unless someone answers, signals of its own. */
+/**
+ * The Io of a command in a test: stdout and stderr drained unless given, stdin not a terminal unless someone answers,
+ * signals of its own.
+ */
 export function testIo(env: NodeJS.ProcessEnv, o: TestIoOptions = {}): Io {
   return {
     stdout: o.stdout ?? new PassThrough().resume(),
@@ -100,13 +108,21 @@ export function registration(id: string): Resource {
 }
 
 /** A provider's service account as the sim knows it (the sim makes its key). */
-export const providerIdentity = (id: string) => ({ name: `infra-provider:${id}`, role: 'InfraProvider' as const, publicKeys: [] });
+export const providerIdentity = (id: string) => ({
+  name: `infra-provider:${id}`,
+  role: 'InfraProvider' as const,
+  publicKeys: [],
+});
 
 /**
  * A simulated Omni at `omniVersion` holding `resources`, with an account for each of `ids` and
  * (unless `registered: false`) its registration. Closed by `close()` (the caller's afterEach).
  */
-export async function providerSim(omniVersion: string, resources: Resource[], o: { ids?: string[]; registered?: boolean; faults?: Record<string, unknown> } = {}): Promise<Sim> {
+export async function providerSim(
+  omniVersion: string,
+  resources: Resource[],
+  o: { ids?: string[]; registered?: boolean; faults?: Record<string, unknown> } = {},
+): Promise<Sim> {
   const ids = o.ids ?? ['bare-metal'];
   return createSim({
     omniVersion,
@@ -120,7 +136,9 @@ export async function providerSim(omniVersion: string, resources: Resource[], o:
 export function fakeTty(columns = 100): PassThrough & { isTTY: boolean; columns: number; text: () => string } {
   const s = new PassThrough() as PassThrough & { isTTY: boolean; columns: number; text: () => string };
   let out = '';
-  s.on('data', (d: Buffer) => { out += d.toString(); });
+  s.on('data', (d: Buffer) => {
+    out += d.toString();
+  });
   Object.assign(s, { isTTY: true, columns, text: () => out });
   return s;
 }

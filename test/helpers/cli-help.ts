@@ -6,7 +6,9 @@ import { main } from '../../src/cli.js';
 export async function helpOf(argv: string[]): Promise<string> {
   const out: string[] = [];
   const log = vi.spyOn(console, 'log').mockImplementation((...a: unknown[]) => void out.push(a.join(' ')));
-  const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => (out.push(String(chunk)), true));
+  const write = vi
+    .spyOn(process.stdout, 'write')
+    .mockImplementation((chunk: string | Uint8Array) => (out.push(String(chunk)), true));
   const exit = vi.spyOn(process, 'exit').mockImplementation((() => undefined) as never);
   try {
     const code = await main([...argv, '--help']);

@@ -18,7 +18,10 @@ export function requireBuiltCli(): void {
   });
 }
 
-/** A fresh temporary folder for each test of the file, removed after it (call at the top of the file); the function returns the current one. */
+/**
+ * A fresh temporary folder for each test of the file, removed after it (call at the top of the file); the function
+ * returns the current one.
+ */
 export function scratchDirEachTest(prefix: string): () => string {
   let dir: string | undefined;
   beforeEach(async () => {
@@ -52,37 +55,61 @@ export interface CliChild {
 /** The parent's environment without OMNI_* and STUB_PROVIDER_*, with NO_COLOR, plus `extra`. */
 export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = { NO_COLOR: '1' };
-  for (const [k, v] of Object.entries(process.env)) if (!/^(OMNI_|STUB_PROVIDER_|NO_COLOR$|FORCE_COLOR$)/.test(k)) env[k] = v;
+  for (const [k, v] of Object.entries(process.env))
+    if (!/^(OMNI_|STUB_PROVIDER_|NO_COLOR$|FORCE_COLOR$)/.test(k)) env[k] = v;
   return { ...env, ...extra };
 }
 
-export function startCli(args: string[], o: { env?: NodeJS.ProcessEnv; cwd?: string; limitMs?: number } = {}): CliChild {
-  const child = spawn(process.execPath, [MAIN, ...args], { cwd: o.cwd ?? process.cwd(), env: o.env ?? cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+export function startCli(
+  args: string[],
+  o: { env?: NodeJS.ProcessEnv; cwd?: string; limitMs?: number } = {},
+): CliChild {
+  const child = spawn(process.execPath, [MAIN, ...args], {
+    cwd: o.cwd ?? process.cwd(),
+    env: o.env ?? cleanEnv(),
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   child.stdin.end();
   let stdout = '';
   let stderr = '';
   const watchers: { re: RegExp; resolve: () => void }[] = [];
-  child.stdout.setEncoding('utf8').on('data', (d: string) => { stdout += d; });
+  child.stdout.setEncoding('utf8').on('data', (d: string) => {
+    stdout += d;
+  });
   child.stderr.setEncoding('utf8').on('data', (d: string) => {
     stderr += d;
-    for (const w of watchers.splice(0)) if (w.re.test(stderr)) w.resolve(); else watchers.push(w);
+    for (const w of watchers.splice(0))
+      if (w.re.test(stderr)) w.resolve();
+      else watchers.push(w);
   });
   const done = new Promise<CliRun>((resolve, reject) => {
     const t = setTimeout(() => child.kill('SIGKILL'), o.limitMs ?? 60_000);
-    child.on('error', (e) => { clearTimeout(t); reject(e); });
-    child.on('close', (code, signal) => { clearTimeout(t); resolve({ code, signal, stdout, stderr }); });
+    child.on('error', (e) => {
+      clearTimeout(t);
+      reject(e);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(t);
+      resolve({ code, signal, stdout, stderr });
+    });
   });
   return {
     done,
-    kill: (sig) => { child.kill(sig); },
-    stderrMatches: (re) => new Promise<void>((resolve, reject) => {
-      if (re.test(stderr)) return resolve();
-      watchers.push({ re, resolve });
-      void done.then(() => reject(new Error(`the process ended before stderr matched ${re}:\n${stderr}`)));
-    }),
+    kill: (sig) => {
+      child.kill(sig);
+    },
+    stderrMatches: (re) =>
+      new Promise<void>((resolve, reject) => {
+        if (re.test(stderr)) return resolve();
+        watchers.push({ re, resolve });
+        void done.then(() => reject(new Error(`the process ended before stderr matched ${re}:\n${stderr}`)));
+      }),
   };
 }
 
-export function runCli(args: string[], o: { env?: NodeJS.ProcessEnv; cwd?: string; limitMs?: number } = {}): Promise<CliRun> {
+export function runCli(
+  args: string[],
+  o: { env?: NodeJS.ProcessEnv; cwd?: string; limitMs?: number } = {},
+): Promise<CliRun> {
   return startCli(args, o).done;
 }

@@ -24,9 +24,22 @@ interface TestEvent {
 
 const TIMEOUT_MS = 4 * 60_000;
 
-export async function runConformance(binary: string, test: 'TestSim' | 'TestServer' | 'TestCases', env: Record<string, string>): Promise<ConformanceRun> {
+export async function runConformance(
+  binary: string,
+  test: 'TestSim' | 'TestServer' | 'TestCases',
+  env: Record<string, string>,
+): Promise<ConformanceRun> {
   const go = process.env['GO'] ?? 'go';
-  const args = ['tool', 'test2json', '-t', binary, '-test.v=test2json', `-test.run=^${test}$`, '-test.count=1', `-test.timeout=${TIMEOUT_MS / 1000 - 10}s`];
+  const args = [
+    'tool',
+    'test2json',
+    '-t',
+    binary,
+    '-test.v=test2json',
+    `-test.run=^${test}$`,
+    '-test.count=1',
+    `-test.timeout=${TIMEOUT_MS / 1000 - 10}s`,
+  ];
   let stdout: string;
   try {
     stdout = await runCommand(go, args, { env: { ...process.env, ...env }, timeoutMs: TIMEOUT_MS });
@@ -60,6 +73,7 @@ export async function runConformance(binary: string, test: 'TestSim' | 'TestServ
     }
   }
   for (const [name, r] of results) r.output = (output.get(name) ?? []).join('');
-  if (test === 'TestCases' && cases.length === 0) throw new Error(`the conformance binary listed no cases:\n${stdout.slice(0, 2000)}`);
+  if (test === 'TestCases' && cases.length === 0)
+    throw new Error(`the conformance binary listed no cases:\n${stdout.slice(0, 2000)}`);
   return { results, cases };
 }

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { goPeerBinaries } from './peers.js';
-import { generateKey, type GeneratedKey } from '../../src/omni-sim/keys.js';
+import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import { startWithReadyLine, type Child } from './child-process.js';
 import { failOnControllerErrors } from './sim-process.js';
 
@@ -60,12 +60,19 @@ export async function startCosiServer(k?: GeneratedKey): Promise<Served> {
  * `stub-provider sim` (the built CLI) on a scenario; answers its endpoint and the keys it generated.
  * Its close fails when the sim logged an error of its controllers.
  */
-export async function startSimProcess(scenario: string): Promise<{ endpoint: string; keys: Record<string, string>; close(): Promise<void> }> {
+export async function startSimProcess(
+  scenario: string,
+): Promise<{ endpoint: string; keys: Record<string, string>; close(): Promise<void> }> {
   const dir = await mkdtemp(join(tmpdir(), 'sim-scenario-'));
   const file = join(dir, 'scenario.yaml');
   await writeFile(file, scenario, { mode: 0o600 });
   try {
-    const c = await startWithReadyLine(process.execPath, [join(REPO, 'dist', 'src', 'main.js'), 'sim', '--scenario', file]);
+    const c = await startWithReadyLine(process.execPath, [
+      join(REPO, 'dist', 'src', 'main.js'),
+      'sim',
+      '--scenario',
+      file,
+    ]);
     const close = async (): Promise<void> => {
       await c.stop();
       failOnControllerErrors(c.stderr());

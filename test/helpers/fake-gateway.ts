@@ -5,8 +5,9 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { createGzip, constants as zc, type Gzip } from 'node:zlib';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { ResourceSchema, encodeMessage, resourceToWire } from '../../src/omni-client/wire.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { ResourceSchema, resourceToWire } from '../../src/omni-api/wire.js';
+import { encodeMessage } from '../../src/omni-api/protojson.js';
 
 export interface FakeRequest {
   /** The gRPC method name, e.g. `Get`. */
@@ -150,7 +151,11 @@ export const noDelay = (_ms: number, signal?: AbortSignal): Promise<void> =>
   signal?.aborted ? Promise.reject(new Error('aborted')) : Promise.resolve();
 
 /** A resource as Omni would return it (version 1, running). */
-export function res(id: string, init: Partial<Resource['metadata']> = {}, protoSpec: Uint8Array = new Uint8Array([8, 1])): Resource {
+export function res(
+  id: string,
+  init: Partial<Resource['metadata']> = {},
+  protoSpec: Uint8Array = new Uint8Array([8, 1]),
+): Resource {
   return {
     metadata: {
       namespace: 'infra-provider',

@@ -5,17 +5,26 @@
 // call counting, a log of writes, injectable failures, and a few of Omni's controllers (destroying
 // released InfraMachines and MachineRequests, releasing its own finalizers on teardown). No access
 // rules: for those, tests use the simulated Omni. The State conformance suite
-// (test/integration/state-conformance.test.ts) holds it to the same rules as the sim and the client.
+// (test/omni-api/state-conformance.test.ts) holds it to the same rules as the sim and the client.
 
-import type { Pointer, Resource } from '../../src/omni-client/resource.js';
-import { PHASE_TEARING_DOWN, T } from '../../src/omni-client/resource.js';
+import type { Pointer, Resource } from '../../src/omni-api/resource.js';
+import { PHASE_TEARING_DOWN, T } from '../../src/omni-api/resource.js';
 import type {
-  CallOptions, OwnerOptions, QueryOptions, RemoveFinalizersOptions, RemoveFinalizersResult, State, UpdateOptions, UpdateWithConflictsOptions,
-  UpdateWithConflictsResult, WatchEvent, WatchKindOptions,
-} from '../../src/omni-client/types.js';
-import { CanceledError } from '../../src/omni-client/errors.js';
+  CallOptions,
+  OwnerOptions,
+  QueryOptions,
+  RemoveFinalizersOptions,
+  RemoveFinalizersResult,
+  State,
+  UpdateOptions,
+  UpdateWithConflictsOptions,
+  UpdateWithConflictsResult,
+  WatchEvent,
+  WatchKindOptions,
+} from '../../src/omni-api/state.js';
+import { CanceledError } from '../../src/omni-api/errors.js';
 import { wrapCore } from '../../src/omni-client/wrap.js';
-import { observeWrite, type WriteIntent, type WriteObserver } from '../../src/omni-client/write-observer.js';
+import { observeWrite, type WriteIntent, type WriteObserver } from '../../src/omni-client/write/observer.js';
 import type { Identity } from '../../src/omni-sim/api.js';
 import { StoreState } from './store-state.js';
 
@@ -41,7 +50,11 @@ export class FakeState extends StoreState implements State {
   readonly writes: { method: Method; pointer: Pointer; before?: Resource; after?: Resource }[] = [];
   private readonly faults: { method: Method; error: () => Error; left: number; when?: (p: Pointer) => boolean }[] = [];
   readonly omni: FakeOmniBehaviour = {
-    releasesOnTeardown: new Set(['MachineRequestStatusCleanupController', 'ConfigPatchRequestController', 'MachineStatusController']),
+    releasesOnTeardown: new Set([
+      'MachineRequestStatusCleanupController',
+      'ConfigPatchRequestController',
+      'MachineStatusController',
+    ]),
     releasesWhenAlone: new Set(['ClusterMachineRequestStatusController']),
     destroysReleased: true,
   };
@@ -60,8 +73,13 @@ export class FakeState extends StoreState implements State {
   /** Stores a resource as Omni itself would (no rules: owner and version as it likes), returning the stored copy. */
   put(r: Resource): Resource {
     const cur = this.store.peek(r.metadata);
-    if (!cur) return this.store.create(OMNI, { ...r, metadata: { ...r.metadata, version: 'undefined' } }, r.metadata.owner);
-    return this.store.update(OMNI, { ...r, metadata: { ...r.metadata, version: cur.metadata.version } }, cur.metadata.owner);
+    if (!cur)
+      return this.store.create(OMNI, { ...r, metadata: { ...r.metadata, version: 'undefined' } }, r.metadata.owner);
+    return this.store.update(
+      OMNI,
+      { ...r, metadata: { ...r.metadata, version: cur.metadata.version } },
+      cur.metadata.owner,
+    );
   }
 
   /** Removes a resource as Omni itself would, finalizers or not. */
@@ -107,12 +125,28 @@ export class FakeState extends StoreState implements State {
   }
 
   /** Runs a write between the observer's two calls, as GatewayState does. */
-  private observed<T>(method: WriteIntent['method'], p: Pointer, opts: UpdateOptions | undefined, sent: Resource | undefined, run: () => Promise<T>): Promise<T> {
+  private observed<T>(
+    method: WriteIntent['method'],
+    p: Pointer,
+    opts: UpdateOptions | undefined,
+    sent: Resource | undefined,
+    run: () => Promise<T>,
+  ): Promise<T> {
     const intent: WriteIntent = {
-      method, resource: { namespace: p.namespace, type: p.type, id: p.id }, owner: opts?.owner ?? (sent?.metadata.owner ?? ''),
-      ...(sent ? { sent } : {}), ...(opts?.before ? { before: opts.before } : {}), ...(opts?.expectedPhase ? { expectedPhase: opts.expectedPhase } : {}),
+      method,
+      resource: { namespace: p.namespace, type: p.type, id: p.id },
+      owner: opts?.owner ?? sent?.metadata.owner ?? '',
+      ...(sent ? { sent } : {}),
+      ...(opts?.before ? { before: opts.before } : {}),
+      ...(opts?.expectedPhase ? { expectedPhase: opts.expectedPhase } : {}),
     };
-    return observeWrite(this.onWrite, intent, () => run(), (v) => (v && typeof v === 'object' && 'metadata' in v ? (v as unknown as Resource) : undefined), opts?.signal);
+    return observeWrite(
+      this.onWrite,
+      intent,
+      () => run(),
+      (v) => (v && typeof v === 'object' && 'metadata' in v ? (v as unknown as Resource) : undefined),
+      opts?.signal,
+    );
   }
 
   override async create(r: Resource, opts?: OwnerOptions): Promise<Resource> {
@@ -152,7 +186,11 @@ export class FakeState extends StoreState implements State {
   // over this double's counted, fault-injectable calls, without pauses between attempts.
   readonly #wrapped: State = wrapCore(this, { delay: async () => undefined });
 
-  updateWithConflicts<S extends string>(target: Resource | Pointer, change: (current: Resource) => Resource | S, opts?: UpdateWithConflictsOptions): Promise<UpdateWithConflictsResult<S>> {
+  updateWithConflicts<S extends string>(
+    target: Resource | Pointer,
+    change: (current: Resource) => Resource | S,
+    opts?: UpdateWithConflictsOptions,
+  ): Promise<UpdateWithConflictsResult<S>> {
     return this.#wrapped.updateWithConflicts(target, change, opts);
   }
 
@@ -160,7 +198,11 @@ export class FakeState extends StoreState implements State {
     return this.#wrapped.teardown(p, opts);
   }
 
-  removeFinalizers(target: Resource | Pointer, finalizers: string[], opts?: RemoveFinalizersOptions): Promise<RemoveFinalizersResult> {
+  removeFinalizers(
+    target: Resource | Pointer,
+    finalizers: string[],
+    opts?: RemoveFinalizersOptions,
+  ): Promise<RemoveFinalizersResult> {
     return this.#wrapped.removeFinalizers(target, finalizers, opts);
   }
 
@@ -186,7 +228,13 @@ export class FakeState extends StoreState implements State {
       setTimeout(() => {
         const now = this.store.peek(r.metadata);
         if (!now) return;
-        this.put({ ...now, metadata: { ...now.metadata, finalizers: now.metadata.finalizers.filter((f) => !this.omni.releasesOnTeardown.has(f)) } });
+        this.put({
+          ...now,
+          metadata: {
+            ...now.metadata,
+            finalizers: now.metadata.finalizers.filter((f) => !this.omni.releasesOnTeardown.has(f)),
+          },
+        });
       }, 1);
     }
     const alone = this.omni.releasesWhenAlone;
@@ -199,6 +247,7 @@ export class FakeState extends StoreState implements State {
         if (this.omni.destroysReleased && OMNI_DESTROYS.includes(freed.metadata.type)) this.remove(freed.metadata);
       }, 1);
     }
-    if (this.omni.destroysReleased && OMNI_DESTROYS.includes(cur.metadata.type) && cur.metadata.finalizers.length === 0) this.remove(cur.metadata);
+    if (this.omni.destroysReleased && OMNI_DESTROYS.includes(cur.metadata.type) && cur.metadata.finalizers.length === 0)
+      this.remove(cur.metadata);
   }
 }

@@ -84,7 +84,10 @@ export class IpmiSim {
         '',
       ].join('\n'),
     );
-    writeFileSync(join(dir, 'cmds'), 'mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02\nmc_enable 0x20\n');
+    writeFileSync(
+      join(dir, 'cmds'),
+      'mc_setbmc 0x20\nmc_add 0x20 0 no-device-sdrs 0x23 9 8 0x9f 0x1291 0xf02\nmc_enable 0x20\n',
+    );
     const child = spawn('ipmi_sim', ['-c', join(dir, 'lan.conf'), '-f', join(dir, 'cmds'), '-s', join(dir, 'state')], {
       stdio: ['pipe', 'ignore', 'pipe'],
     });
@@ -101,12 +104,34 @@ export class IpmiSim {
   /** Polls `chassis power status` (bounded) until the simulator answers. */
   private async waitReady(o: IpmiSimOptions): Promise<void> {
     for (let i = 0; i < 40; i++) {
-      if (this.child.exitCode !== null) throw new Error(`ipmi_sim exited (${this.child.exitCode}): ${this.stderr.slice(0, 500)}`);
-      const r = spawnSync('ipmitool', ['-I', 'lan', '-H', '127.0.0.1', '-p', String(this.port), '-U', o.username, '-E', '-N', '1', '-R', '1', 'chassis', 'power', 'status'], {
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', IPMI_PASSWORD: o.password },
-        encoding: 'utf8',
-        timeout: 3000,
-      });
+      if (this.child.exitCode !== null)
+        throw new Error(`ipmi_sim exited (${this.child.exitCode}): ${this.stderr.slice(0, 500)}`);
+      const r = spawnSync(
+        'ipmitool',
+        [
+          '-I',
+          'lan',
+          '-H',
+          '127.0.0.1',
+          '-p',
+          String(this.port),
+          '-U',
+          o.username,
+          '-E',
+          '-N',
+          '1',
+          '-R',
+          '1',
+          'chassis',
+          'power',
+          'status',
+        ],
+        {
+          env: { PATH: process.env.PATH ?? '/usr/bin:/bin', IPMI_PASSWORD: o.password },
+          encoding: 'utf8',
+          timeout: 3000,
+        },
+      );
       if (r.status === 0) return;
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

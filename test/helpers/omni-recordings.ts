@@ -6,7 +6,8 @@
 
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeSpec, encodeSpec, SysVersionSpec } from '../../src/omni-client/specs.js';
+import { decodeSpec, encodeSpec } from '../../src/omni-api/specs/codec.js';
+import { SysVersionSpec } from '../../src/omni-api/specs/messages.js';
 import { sharedPath } from './shared-data.js';
 
 export interface RecordedRequest {
@@ -71,7 +72,11 @@ export function loadRecordings(): Recording[] {
       });
     return { file, omniVersion: RECORDING_RE.exec(file)?.[1] ?? '', exchanges };
   });
-  const key = (v: string) => v.split(/[.-]/).map((x) => (/^\d+$/.test(x) ? x.padStart(6, '0') : x)).join('.');
+  const key = (v: string) =>
+    v
+      .split(/[.-]/)
+      .map((x) => (/^\d+$/.test(x) ? x.padStart(6, '0') : x))
+      .join('.');
   return out.sort((a, b) => (key(a.omniVersion) < key(b.omniVersion) ? -1 : 1));
 }
 
@@ -115,7 +120,9 @@ function normalise(v: unknown, key: string | undefined): unknown {
 
 function isSysVersion(o: Record<string, unknown>): boolean {
   const md = o['metadata'];
-  return typeof md === 'object' && md !== null && (md as Record<string, unknown>)['type'] === SYS_VERSION_TYPE && 'spec' in o;
+  return (
+    typeof md === 'object' && md !== null && (md as Record<string, unknown>)['type'] === SYS_VERSION_TYPE && 'spec' in o
+  );
 }
 
 function normaliseSysVersionSpec(spec: unknown): unknown {
@@ -124,12 +131,15 @@ function normaliseSysVersionSpec(spec: unknown): unknown {
   if (typeof s['proto_spec'] === 'string') {
     try {
       const d = decodeSpec(SysVersionSpec, new Uint8Array(Buffer.from(s['proto_spec'], 'base64')));
-      s['proto_spec'] = Buffer.from(encodeSpec(SysVersionSpec, { ...d.value, instance_name: '<instance>' }, d.unknown)).toString('base64');
+      s['proto_spec'] = Buffer.from(
+        encodeSpec(SysVersionSpec, { ...d.value, instance_name: '<instance>' }, d.unknown),
+      ).toString('base64');
     } catch {
       // Bytes that do not decode are compared as they are.
     }
   }
-  if (typeof s['yaml_spec'] === 'string') s['yaml_spec'] = s['yaml_spec'].replace(/^instancename: .*$/m, 'instancename: <instance>');
+  if (typeof s['yaml_spec'] === 'string')
+    s['yaml_spec'] = s['yaml_spec'].replace(/^instancename: .*$/m, 'instancename: <instance>');
   return s;
 }
 
@@ -143,7 +153,10 @@ export function statusOfLines(lines: unknown[]): { code: number; message: string
     const o = l as Record<string, unknown>;
     const e = (typeof o['error'] === 'object' && o['error'] !== null ? o['error'] : o) as Record<string, unknown>;
     if (typeof e['code'] === 'number' || typeof e['message'] === 'string') {
-      return { code: typeof e['code'] === 'number' ? e['code'] : 2, message: typeof e['message'] === 'string' ? e['message'] : '' };
+      return {
+        code: typeof e['code'] === 'number' ? e['code'] : 2,
+        message: typeof e['message'] === 'string' ? e['message'] : '',
+      };
     }
   }
   return { code: 0, message: '' };
@@ -152,7 +165,12 @@ export function statusOfLines(lines: unknown[]): { code: number; message: string
 export const FIELDS = ['status', 'code', 'message', 'body', 'headers'] as const;
 
 /** The response headers compared: the ones the recordings keep (content type, compression, the auth challenge). */
-export const COMPARED_HEADERS = ['content-type', 'content-encoding', 'grpc-metadata-content-type', 'www-authenticate'] as const;
+export const COMPARED_HEADERS = [
+  'content-type',
+  'content-encoding',
+  'grpc-metadata-content-type',
+  'www-authenticate',
+] as const;
 export type Field = (typeof FIELDS)[number];
 
 export interface Answer {
@@ -163,7 +181,9 @@ export interface Answer {
 }
 
 function comparedHeaders(h: Record<string, string | string[] | undefined>): Record<string, string> {
-  const lower = Object.fromEntries(Object.entries(h).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v]));
+  const lower = Object.fromEntries(
+    Object.entries(h).map(([k, v]) => [k.toLowerCase(), Array.isArray(v) ? v.join(', ') : v]),
+  );
   const out: Record<string, string> = {};
   for (const k of COMPARED_HEADERS) if (lower[k] !== undefined) out[k] = lower[k] as string;
   return out;
@@ -195,13 +215,20 @@ export function compareAnswer(ex: RecordedExchange, got: Answer): Comparison {
   if (!match.code) differences.push(`code ${have.code}, Omni ${want.code}`);
   if (!match.message) differences.push(`message ${JSON.stringify(have.message)}, Omni ${JSON.stringify(want.message)}`);
   if (!match.body) differences.push(`body ${lineDiff(haveBody, wantBody)}`);
-  if (!match.headers) differences.push(`headers ${JSON.stringify(comparedHeaders(got.headers))}, Omni ${JSON.stringify(comparedHeaders(ex.response.headers))}`);
+  if (!match.headers)
+    differences.push(
+      `headers ${JSON.stringify(comparedHeaders(got.headers))}, Omni ` +
+        `${JSON.stringify(comparedHeaders(ex.response.headers))}`,
+    );
   return { n: ex.n, step: ex.step, match, differences };
 }
 
 function lineDiff(have: unknown[], want: unknown[]): string {
   if (have.length !== want.length) {
-    return `${have.length} lines, Omni ${want.length}: ${have.map((l) => JSON.stringify(l)).join(' | ')} -- Omni: ${want.map((l) => JSON.stringify(l)).join(' | ')}`;
+    return (
+      `${have.length} lines, Omni ${want.length}: ${have.map((l) => JSON.stringify(l)).join(' | ')} -- Omni: ` +
+      `${want.map((l) => JSON.stringify(l)).join(' | ')}`
+    );
   }
   const i = have.findIndex((l, k) => canonical(l) !== canonical(want[k]));
   return `line ${i}: ${JSON.stringify(have[i])} -- Omni: ${JSON.stringify(want[i])}`;
@@ -214,8 +241,11 @@ function lineDiff(have: unknown[], want: unknown[]): string {
 export function canonical(v: unknown): string {
   return JSON.stringify(v, (_k, x: unknown) =>
     typeof x === 'object' && x !== null && !Array.isArray(x)
-      ? Object.fromEntries(Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-      : x);
+      ? Object.fromEntries(
+          Object.entries(x as Record<string, unknown>).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)),
+        )
+      : x,
+  );
 }
 
 /** Per-field counts of matches. */

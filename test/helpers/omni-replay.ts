@@ -8,7 +8,13 @@ import type { Readable } from 'node:stream';
 import { createGunzip } from 'node:zlib';
 import { request } from 'undici';
 import type { Sim } from '../../src/omni-sim/index.js';
-import { compareAnswer, type Answer, type Comparison, type RecordedExchange, type Recording } from './omni-recordings.js';
+import {
+  compareAnswer,
+  type Answer,
+  type Comparison,
+  type RecordedExchange,
+  type Recording,
+} from './omni-recordings.js';
 import { rawCall, signHeaders, type RawKey } from './raw-client.js';
 
 /** How long a watch stays quiet after its recorded lines before the replay stops reading it. */
@@ -22,7 +28,9 @@ export interface ReplayKeys {
   admin: RawKey;
 }
 
-/** The provider `infra-provider:rec` and an Admin identity of the recordings' scenario, as the sim generated their keys. */
+/**
+ * The provider `infra-provider:rec` and an Admin identity of the recordings' scenario, as the sim generated their keys.
+ */
 export function replayKeys(sim: Sim): ReplayKeys {
   const key = (name: string | undefined): RawKey => {
     const k = name === undefined ? undefined : sim.generatedKeys[name];
@@ -46,9 +54,15 @@ const DURING: Record<string, { afterMs: number; writes: SideWrites }> = {
   'watch kind, bootstrap, then changes': {
     afterMs: 500,
     writes: async (call) => {
-      await call('Create', { resource: { metadata: { ...W1, version: 'undefined', phase: 'running' }, spec: {} }, options: { owner: W1_OWNER } });
+      await call('Create', {
+        resource: { metadata: { ...W1, version: 'undefined', phase: 'running' }, spec: {} },
+        options: { owner: W1_OWNER },
+      });
       await call('Update', {
-        new_resource: { metadata: { ...W1, version: '1', phase: 'running', owner: W1_OWNER, labels: { k: 'c' } }, spec: {} },
+        new_resource: {
+          metadata: { ...W1, version: '1', phase: 'running', owner: W1_OWNER, labels: { k: 'c' } },
+          spec: {},
+        },
         options: { owner: W1_OWNER },
       });
       await call('Destroy', { ...W1, options: { owner: W1_OWNER } });
@@ -57,7 +71,11 @@ const DURING: Record<string, { afterMs: number; writes: SideWrites }> = {
 };
 
 /** Replays every exchange of the recording, in order, and compares each answer with Omni's. */
-export async function replayRecording(sim: Sim, rec: Recording, keys: ReplayKeys = replayKeys(sim)): Promise<Comparison[]> {
+export async function replayRecording(
+  sim: Sim,
+  rec: Recording,
+  keys: ReplayKeys = replayKeys(sim),
+): Promise<Comparison[]> {
   const out: Comparison[] = [];
   for (const ex of rec.exchanges) out.push(compareAnswer(ex, await replayExchange(sim, ex, keys)));
   return out;
@@ -66,12 +84,13 @@ export async function replayRecording(sim: Sim, rec: Recording, keys: ReplayKeys
 export async function replayExchange(sim: Sim, ex: RecordedExchange, keys: ReplayKeys): Promise<Answer> {
   const req = ex.request;
   const key = ex.as === 'provider' ? keys.provider : ex.as === 'admin' ? keys.admin : undefined;
-  const sig = key && req.signed
-    ? await signHeaders(key, `/cosi.resource.State/${req.rpc}`, {
-      ...(req.extra.skew !== undefined ? { timestamp: Math.floor(sim.clock.now() / 1000) + req.extra.skew } : {}),
-      ...(req.extra.signed_method !== undefined ? { signMethod: req.extra.signed_method } : {}),
-    })
-    : {};
+  const sig =
+    key && req.signed
+      ? await signHeaders(key, `/cosi.resource.State/${req.rpc}`, {
+          ...(req.extra.skew !== undefined ? { timestamp: Math.floor(sim.clock.now() / 1000) + req.extra.skew } : {}),
+          ...(req.extra.signed_method !== undefined ? { signMethod: req.extra.signed_method } : {}),
+        })
+      : {};
   const body = req.raw_body ?? (req.body === null ? undefined : recorderJson(req.body));
   const during = DURING[ex.step];
   const isWatch = req.rpc === 'Watch';
@@ -82,12 +101,17 @@ export async function replayExchange(sim: Sim, ex: RecordedExchange, keys: Repla
     ...(body !== undefined ? { body } : {}),
     signal: ac.signal,
   });
-  const src: Readable = res.headers['content-encoding'] === 'gzip'
-    ? (res.body as unknown as Readable).pipe(createGunzip())
-    : (res.body as unknown as Readable);
+  const src: Readable =
+    res.headers['content-encoding'] === 'gzip'
+      ? (res.body as unknown as Readable).pipe(createGunzip())
+      : (res.body as unknown as Readable);
   const lines = await readLines(src, {
     ...(isWatch && res.statusCode === 200
-      ? { expected: ex.response.lines.length, quietMs: WATCH_QUIET_MS, maxMs: during ? WATCH_WITH_WRITES_MAX_MS : WATCH_MAX_MS }
+      ? {
+          expected: ex.response.lines.length,
+          quietMs: WATCH_QUIET_MS,
+          maxMs: during ? WATCH_WITH_WRITES_MAX_MS : WATCH_MAX_MS,
+        }
       : {}),
     ...(during && res.statusCode === 200 ? { during: sideWrites(sim, keys.provider, during) } : {}),
   });
@@ -103,7 +127,9 @@ export async function replayExchange(sim: Sim, ex: RecordedExchange, keys: Repla
 export function recorderJson(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(recorderJson).join(', ')}]`;
   if (typeof v === 'object' && v !== null) {
-    return `{${Object.entries(v as Record<string, unknown>).map(([k, x]) => `${recorderJson(k)}: ${recorderJson(x)}`).join(', ')}}`;
+    return `{${Object.entries(v as Record<string, unknown>)
+      .map(([k, x]) => `${recorderJson(k)}: ${recorderJson(x)}`)
+      .join(', ')}}`;
   }
   return JSON.stringify(v).replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

@@ -65,17 +65,33 @@ interface RunResult {
   stderr: string;
 }
 
-function run(cmd: string, args: string[], opts: { cwd?: string; timeoutMs: number; env?: NodeJS.ProcessEnv }): Promise<RunResult> {
+function run(
+  cmd: string,
+  args: string[],
+  opts: { cwd?: string; timeoutMs: number; env?: NodeJS.ProcessEnv },
+): Promise<RunResult> {
   return new Promise((resolvePromise, reject) => {
-    execFile(cmd, args, { cwd: opts.cwd, timeout: opts.timeoutMs, killSignal: 'SIGKILL', maxBuffer: 32 << 20, env: opts.env ?? process.env }, (err, stdout, stderr) => {
-      if (!err) return resolvePromise({ stdout, stderr });
-      const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: number | string };
-      const what = `${cmd} ${args.join(' ')}`;
-      const tail = (stderr || stdout).trim().split('\n').slice(-15).join('\n');
-      if (e.code === 'ENOENT') reject(new Error(`${cmd} is not on PATH`));
-      else if (e.killed) reject(new Error(`${what} did not finish within ${opts.timeoutMs / 1000} s${tail ? `:\n${tail}` : ''}`));
-      else reject(new Error(`${what} exited with ${e.code}${tail ? `:\n${tail}` : ''}`));
-    });
+    execFile(
+      cmd,
+      args,
+      {
+        cwd: opts.cwd,
+        timeout: opts.timeoutMs,
+        killSignal: 'SIGKILL',
+        maxBuffer: 32 << 20,
+        env: opts.env ?? process.env,
+      },
+      (err, stdout, stderr) => {
+        if (!err) return resolvePromise({ stdout, stderr });
+        const e = err as NodeJS.ErrnoException & { killed?: boolean; code?: number | string };
+        const what = `${cmd} ${args.join(' ')}`;
+        const tail = (stderr || stdout).trim().split('\n').slice(-15).join('\n');
+        if (e.code === 'ENOENT') reject(new Error(`${cmd} is not on PATH`));
+        else if (e.killed)
+          reject(new Error(`${what} did not finish within ${opts.timeoutMs / 1000} s${tail ? `:\n${tail}` : ''}`));
+        else reject(new Error(`${what} exited with ${e.code}${tail ? `:\n${tail}` : ''}`));
+      },
+    );
   });
 }
 
@@ -109,11 +125,16 @@ export interface GoPeerBinaries {
 export async function buildGoPeer(name: string, go = process.env['GO'] ?? 'go'): Promise<GoPeerBinaries> {
   const dir = join(REPO, 'test', 'go', name);
   if (!existsSync(join(dir, 'go.mod'))) throw new Error(`test/go/${name}/go.mod is missing`);
-  const files = readdirSync(dir).filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f === 'go.mod' || f === 'go.sum' || f.endsWith('.go'))
+    .sort();
   const hasTests = files.some((f) => f.endsWith('_test.go'));
   const { stdout: version } = await run(go, ['env', 'GOVERSION', 'GOOS', 'GOARCH'], { timeoutMs: MINUTE });
   const key = `${name}-${hashFiles(dir, files, version)}`;
-  const out: GoPeerBinaries = { binary: join(CACHE, key, name), ...(hasTests ? { testBinary: join(CACHE, key, `${name}.test`) } : {}) };
+  const out: GoPeerBinaries = {
+    binary: join(CACHE, key, name),
+    ...(hasTests ? { testBinary: join(CACHE, key, `${name}.test`) } : {}),
+  };
   if (existsSync(out.binary) && (!out.testBinary || existsSync(out.testBinary))) return out;
 
   mkdirSync(join(CACHE, key), { recursive: true });
@@ -121,13 +142,17 @@ export async function buildGoPeer(name: string, go = process.env['GO'] ?? 'go'):
   // once (two vitest runs) both end with a whole one.
   const build = async (target: string, args: string[]): Promise<void> => {
     const partial = `${target}.${process.pid}.partial`;
-    await run(go, [...args, '-mod=readonly', '-trimpath', '-o', partial, '.'], { cwd: dir, timeoutMs: GO_BUILD_TIMEOUT_MS });
+    await run(go, [...args, '-mod=readonly', '-trimpath', '-o', partial, '.'], {
+      cwd: dir,
+      timeoutMs: GO_BUILD_TIMEOUT_MS,
+    });
     renameSync(partial, target);
   };
   await build(out.binary, ['build']);
   if (out.testBinary) await build(out.testBinary, ['test', '-c']);
   // Older builds of the same module are of no further use.
-  for (const old of readdirSync(CACHE)) if (old.startsWith(`${name}-`) && old !== key) rmSync(join(CACHE, old), { recursive: true, force: true });
+  for (const old of readdirSync(CACHE))
+    if (old.startsWith(`${name}-`) && old !== key) rmSync(join(CACHE, old), { recursive: true, force: true });
   return out;
 }
 
@@ -153,12 +178,33 @@ export async function ensurePythonVenv(python = process.env['PYTHON'] ?? 'python
   } catch (e) {
     throw new Error(`${(e as Error).message}\n(on Debian, python3 -m venv needs the python3-venv package)`);
   }
-  await run(env.python, ['-m', 'pip', 'install', '--disable-pip-version-check', '--no-input', '--quiet', '--timeout', '60', '--require-virtualenv', '-r', REQUIREMENTS], { timeoutMs: VENV_TIMEOUT_MS });
+  await run(
+    env.python,
+    [
+      '-m',
+      'pip',
+      'install',
+      '--disable-pip-version-check',
+      '--no-input',
+      '--quiet',
+      '--timeout',
+      '60',
+      '--require-virtualenv',
+      '-r',
+      REQUIREMENTS,
+    ],
+    { timeoutMs: VENV_TIMEOUT_MS },
+  );
   writeFileSync(stampPath, want);
   return env;
 }
 
-async function timed<T>(seconds: Record<string, number>, what: string, f: () => Promise<T>, hint: string): Promise<Prepared<T>> {
+async function timed<T>(
+  seconds: Record<string, number>,
+  what: string,
+  f: () => Promise<T>,
+  hint: string,
+): Promise<Prepared<T>> {
   const started = Date.now();
   try {
     return { ok: true, ...(await f()) };
@@ -172,10 +218,16 @@ async function timed<T>(seconds: Record<string, number>, what: string, f: () => 
 /** Every peer, side by side; never throws (each failure is recorded for the tests that need it). */
 export async function preparePeers(): Promise<PeersContext> {
   const seconds: Record<string, number> = {};
-  const goHint = 'The golden and COSI tests need Go (see test/go/*/go.mod for the version) and the Go module proxy; .ci/run installs and prepares them.';
+  const goHint =
+    'The golden and COSI tests need Go (see test/go/*/go.mod for the version) and the Go module proxy; .ci/run ' +
+    'installs and prepares them.';
   const [python, ...go] = await Promise.all([
-    timed(seconds, 'Python virtual environment (test/python/requirements.txt)', ensurePythonVenv,
-      'The sushy-tools tests need python3 with venv and PyPI; .ci/run installs and prepares them.'),
+    timed(
+      seconds,
+      'Python virtual environment (test/python/requirements.txt)',
+      ensurePythonVenv,
+      'The sushy-tools tests need python3 with venv and PyPI; .ci/run installs and prepares them.',
+    ),
     ...GO_PEERS.map((name) => timed(seconds, `Go peer test/go/${name}`, () => buildGoPeer(name), goHint)),
   ]);
   return { go: Object.fromEntries(GO_PEERS.map((n, i) => [n, go[i]!])), python: python!, seconds };
@@ -183,7 +235,10 @@ export async function preparePeers(): Promise<PeersContext> {
 
 function provided(): PeersContext {
   const peers = inject('peers');
-  if (!peers) throw new Error('no test peers were prepared: run the tests through vitest with vitest.config.ts (its globalSetup prepares them)');
+  if (!peers)
+    throw new Error(
+      'no test peers were prepared: run the tests through vitest with vitest.config.ts (its globalSetup prepares them)',
+    );
   return peers;
 }
 

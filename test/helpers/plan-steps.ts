@@ -2,7 +2,7 @@
 // in a row are one step, `dispose T/id` when they end in its Destroy, `release T/id` when they only
 // remove finalizers; a wipe is `wipe <machine>`. The Gets the item rests on are left out unless asked.
 
-import type { Operation } from '../../src/provider/operations.js';
+import type { Operation } from '../../src/provider/plan/operations.js';
 
 export function stepNames(ops: readonly Operation[], o: { byId?: boolean; gets?: boolean } = {}): string[] {
   const out: string[] = [];
@@ -24,7 +24,15 @@ export function stepNames(ops: readonly Operation[], o: { byId?: boolean; gets?:
       continue;
     }
     const prev = group[0];
-    if (prev && (prev.op === 'get' || op.op === 'get' || prev.target.namespace !== op.target.namespace || prev.target.type !== op.target.type || prev.target.id !== op.target.id)) flush();
+    if (
+      prev &&
+      (prev.op === 'get' ||
+        op.op === 'get' ||
+        prev.target.namespace !== op.target.namespace ||
+        prev.target.type !== op.target.type ||
+        prev.target.id !== op.target.id)
+    )
+      flush();
     group.push(op);
   }
   flush();

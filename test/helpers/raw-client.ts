@@ -33,7 +33,11 @@ export interface RawResponse {
   lines: unknown[];
 }
 
-export async function signHeaders(key: RawKey, method: string, opts: RawCallOptions = {}): Promise<Record<string, string>> {
+export async function signHeaders(
+  key: RawKey,
+  method: string,
+  opts: RawCallOptions = {},
+): Promise<Record<string, string>> {
   const ts = String(opts.timestamp ?? Math.floor(Date.now() / 1000));
   const payload = JSON.stringify({ headers: { 'x-sidero-timestamp': [ts] }, method: opts.signMethod ?? method });
   const privateKey = await openpgp.readPrivateKey({ armoredKey: key.armoredPrivateKey });
@@ -47,12 +51,19 @@ export async function signHeaders(key: RawKey, method: string, opts: RawCallOpti
   return {
     'grpc-metadata-x-sidero-timestamp': ts,
     'grpc-metadata-x-sidero-payload': opts.tamper ? opts.tamper(payload) : payload,
-    'grpc-metadata-x-sidero-signature': `siderov1 ${key.name} ${fp} ${Buffer.from(sig as Uint8Array).toString('base64')}`,
+    'grpc-metadata-x-sidero-signature':
+      `siderov1 ${key.name} ${fp} ` + `${Buffer.from(sig as Uint8Array).toString('base64')}`,
   };
 }
 
 /** POST /api/cosi.resource.State/<method> with a JSON body; reads the whole response. */
-export async function rawCall(endpoint: string, key: RawKey | undefined, method: string, body: unknown, opts: RawCallOptions = {}): Promise<RawResponse> {
+export async function rawCall(
+  endpoint: string,
+  key: RawKey | undefined,
+  method: string,
+  body: unknown,
+  opts: RawCallOptions = {},
+): Promise<RawResponse> {
   const grpcMethod = `/cosi.resource.State/${method}`;
   const sig = key && !opts.unsigned ? await signHeaders(key, grpcMethod, opts) : {};
   const res = await request(`${endpoint}/api/cosi.resource.State/${method}`, {

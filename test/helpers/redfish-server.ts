@@ -56,7 +56,9 @@ export class FakeRedfishBmc {
       req.on('data', (c: string) => (raw += c));
       req.on('end', () => this.handle(req, raw, res));
     };
-    this.server = o.tls ? https.createServer({ key: o.tls.key, cert: o.tls.cert }, handler) : http.createServer(handler);
+    this.server = o.tls
+      ? https.createServer({ key: o.tls.key, cert: o.tls.cert }, handler)
+      : http.createServer(handler);
   }
 
   static async start(o: FakeBmcOptions): Promise<FakeRedfishBmc> {
@@ -105,7 +107,11 @@ export class FakeRedfishBmc {
     if (this.o.auth === 'session' && method === 'POST' && path === SESSIONS) return this.createSession(body, res);
     if (auth === 'bad' || auth === 'none') {
       res.setHeader('www-authenticate', 'Basic realm="BMC"');
-      return send(res, 401, error('Base.1.8.NoValidSession', 'There is no valid session established with the implementation.'));
+      return send(
+        res,
+        401,
+        error('Base.1.8.NoValidSession', 'There is no valid session established with the implementation.'),
+      );
     }
     if (method === 'DELETE' && path.startsWith(`${SESSIONS}/`) && this.o.auth === 'session') {
       for (const [t, p] of this.sessions) {
@@ -132,7 +138,8 @@ export class FakeRedfishBmc {
     }
     if (path === this.systemPath && method === 'PATCH') return this.patchSystem(req, body, res);
     if (path === `${this.systemPath}/Actions/ComputerSystem.Reset` && method === 'POST') return this.reset(body, res);
-    if (method === 'POST' && path === SESSIONS) return send(res, 405, error('Base.1.8.OperationNotAllowed', 'Sessions are not supported.'));
+    if (method === 'POST' && path === SESSIONS)
+      return send(res, 405, error('Base.1.8.OperationNotAllowed', 'Sessions are not supported.'));
     return send(res, 404, error('Base.1.8.ResourceMissingAtURI', `No resource at ${path}.`));
   }
 
@@ -184,7 +191,13 @@ export class FakeRedfishBmc {
     this.sessions.set(token, path);
     res.setHeader('x-auth-token', token);
     res.setHeader('location', path);
-    send(res, 201, { '@odata.type': '#Session.v1_0_0.Session', '@odata.id': path, Id: id, Name: 'User Session', UserName: this.o.username });
+    send(res, 201, {
+      '@odata.type': '#Session.v1_0_0.Session',
+      '@odata.id': path,
+      Id: id,
+      Name: 'User Session',
+      UserName: this.o.username,
+    });
   }
 
   private patchSystem(req: http.IncomingMessage, body: unknown, res: http.ServerResponse): void {
@@ -212,7 +225,11 @@ export class FakeRedfishBmc {
   private reset(body: unknown, res: http.ServerResponse): void {
     const type = (body as { ResetType?: unknown } | undefined)?.ResetType;
     if (typeof type !== 'string' || !RESET_TYPES.includes(type)) {
-      return send(res, 400, error('Base.1.8.ActionParameterValueNotInList', `ResetType ${String(type)} is not allowed.`));
+      return send(
+        res,
+        400,
+        error('Base.1.8.ActionParameterValueNotInList', `ResetType ${String(type)} is not allowed.`),
+      );
     }
     this.resets.push(type);
     this.powerState = type === 'ForceOff' || type === 'GracefulShutdown' ? 'Off' : 'On';

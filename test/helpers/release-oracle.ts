@@ -10,8 +10,8 @@
 //   - with `complete`: none of our finalizers is left on a tearing-down resource, and the outputs of
 //     every released machine or request are gone.
 
-import type { Resource } from '../../src/omni-client/resource.js';
-import { T } from '../../src/omni-client/resource.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { T } from '../../src/omni-api/resource.js';
 
 const LABEL = 'omni.sidero.dev/infra-provider-id';
 const REQUEST_LABEL = 'omni.sidero.dev/machine-request';
@@ -22,9 +22,19 @@ export const keyOf = (r: Resource) => `${r.metadata.namespace}/${r.metadata.type
 export function canonical(r: Resource): string {
   const m = r.metadata;
   return JSON.stringify([
-    m.namespace, m.type, m.id, m.version, m.owner, m.phase, m.created ?? null, m.updated ?? null,
-    [...m.finalizers], Object.entries(m.labels).sort(), Object.entries(m.annotations).sort(),
-    Buffer.from(r.spec.protoSpec).toString('base64'), r.spec.yamlSpec ?? null,
+    m.namespace,
+    m.type,
+    m.id,
+    m.version,
+    m.owner,
+    m.phase,
+    m.created ?? null,
+    m.updated ?? null,
+    [...m.finalizers],
+    Object.entries(m.labels).sort(),
+    Object.entries(m.annotations).sort(),
+    Buffer.from(r.spec.protoSpec).toString('base64'),
+    r.spec.yamlSpec ?? null,
   ]);
 }
 
@@ -36,7 +46,10 @@ export function isOursFinalizer(f: string, id: string): boolean {
 }
 
 export function isOursResource(r: Resource, id: string): boolean {
-  return r.metadata.namespace === `infra-provider:${id}` || (Object.hasOwn(r.metadata.labels, LABEL) && r.metadata.labels[LABEL] === id);
+  return (
+    r.metadata.namespace === `infra-provider:${id}` ||
+    (Object.hasOwn(r.metadata.labels, LABEL) && r.metadata.labels[LABEL] === id)
+  );
 }
 
 export function ourFinalizersOf(r: Resource, id: string): string[] {
@@ -46,8 +59,12 @@ export function ourFinalizersOf(r: Resource, id: string): string[] {
 /** Parents the stub releases: our InfraMachines and MachineRequests being torn down. */
 export function isReleasableParent(r: Resource, id: string): boolean {
   const t = r.metadata.type;
-  return (t === T.InfraMachine || t === T.MachineRequest) && r.metadata.namespace === 'infra-provider' &&
-    r.metadata.phase === 'tearingDown' && isOursResource(r, id);
+  return (
+    (t === T.InfraMachine || t === T.MachineRequest) &&
+    r.metadata.namespace === 'infra-provider' &&
+    r.metadata.phase === 'tearingDown' &&
+    isOursResource(r, id)
+  );
 }
 
 export interface OracleOptions {
@@ -69,9 +86,19 @@ export function checkRelease(before: Resource[], after: Resource[], o: OracleOpt
   const problems: string[] = [];
   const b = new Map(before.map((r) => [keyOf(r), r]));
   const a = new Map(after.map((r) => [keyOf(r), r]));
-  const parents = before.filter((r) => isReleasableParent(r, id) && (!o.machines || o.machines.includes(r.metadata.id)));
+  const parents = before.filter(
+    (r) => isReleasableParent(r, id) && (!o.machines || o.machines.includes(r.metadata.id)),
+  );
   const parentIds = new Set(parents.map((r) => r.metadata.id));
-  const runningParentIds = new Set(before.filter((r) => (r.metadata.type === T.InfraMachine || r.metadata.type === T.MachineRequest) && r.metadata.phase === 'running').map((r) => r.metadata.id));
+  const runningParentIds = new Set(
+    before
+      .filter(
+        (r) =>
+          (r.metadata.type === T.InfraMachine || r.metadata.type === T.MachineRequest) &&
+          r.metadata.phase === 'running',
+      )
+      .map((r) => r.metadata.id),
+  );
   const ns = `infra-provider:${id}`;
 
   /** An output of a released parent: its status, its state in our namespace, its config patch requests. */
@@ -79,12 +106,14 @@ export function checkRelease(before: Resource[], after: Resource[], o: OracleOpt
     const m = r.metadata;
     if (m.namespace === ns) return parentIds.has(m.id) && !runningParentIds.has(m.id);
     if (!isOursResource(r, id)) return false;
-    if (m.type === T.InfraMachineStatus || m.type === T.MachineRequestStatus) return parentIds.has(m.id) && !runningParentIds.has(m.id);
+    if (m.type === T.InfraMachineStatus || m.type === T.MachineRequestStatus)
+      return parentIds.has(m.id) && !runningParentIds.has(m.id);
     if (m.type === T.ConfigPatchRequest) return parentIds.has(m.labels[REQUEST_LABEL] ?? '');
     return false;
   };
   const isProviderWide = (r: Resource) =>
-    (r.metadata.type === T.InfraProviderStatus || r.metadata.type === T.InfraProviderHealthStatus) && r.metadata.id === id;
+    (r.metadata.type === T.InfraProviderStatus || r.metadata.type === T.InfraProviderHealthStatus) &&
+    r.metadata.id === id;
 
   for (const [k, rb] of b) {
     const ra = a.get(k);
@@ -108,30 +137,43 @@ export function checkRelease(before: Resource[], after: Resource[], o: OracleOpt
     if (parent) {
       const foreign = rb.metadata.finalizers.filter((f) => !ourFinalizersOf(rb, id).includes(f));
       if (!ra) {
-        if (foreign.length > 0 && !isOmniCleared(rb, foreign)) problems.push(`${k}: gone although ${foreign.join(', ')} held it`);
+        if (foreign.length > 0 && !isOmniCleared(rb, foreign))
+          problems.push(`${k}: gone although ${foreign.join(', ')} held it`);
         continue;
       }
-      if (o.complete && ourFinalizersOf(ra, id).length > 0) problems.push(`${k}: our finalizers left: ${ourFinalizersOf(ra, id).join(', ')}`);
+      if (o.complete && ourFinalizersOf(ra, id).length > 0)
+        problems.push(`${k}: our finalizers left: ${ourFinalizersOf(ra, id).join(', ')}`);
       const lost = foreign.filter((f) => !ra.metadata.finalizers.includes(f) && !isOmniCleared(rb, [f]));
       if (lost.length > 0) problems.push(`${k}: foreign finalizers removed: ${lost.join(', ')}`);
       if (!sameExceptFinalizers(rb, ra)) problems.push(`${k}: changed beyond its finalizers`);
       continue;
     }
     const output = isOutput(rb);
-    const perItem = rb.metadata.namespace === ns ||
-      (isOursResource(rb, id) && [T.InfraMachineStatus, T.MachineRequestStatus, T.ConfigPatchRequest].includes(rb.metadata.type as never));
+    const perItem =
+      rb.metadata.namespace === ns ||
+      (isOursResource(rb, id) &&
+        [T.InfraMachineStatus, T.MachineRequestStatus, T.ConfigPatchRequest].includes(rb.metadata.type as never));
     // Whole-provider mode cleans what the provider left behind: outputs whose machine or request is gone.
-    const parentOf = rb.metadata.type === T.ConfigPatchRequest ? rb.metadata.labels[REQUEST_LABEL] ?? '' : rb.metadata.id;
-    const orphan = !o.machines && perItem && !before.some((p) => (p.metadata.type === T.InfraMachine || p.metadata.type === T.MachineRequest) && p.metadata.id === parentOf);
+    const parentOf =
+      rb.metadata.type === T.ConfigPatchRequest ? (rb.metadata.labels[REQUEST_LABEL] ?? '') : rb.metadata.id;
+    const orphan =
+      !o.machines &&
+      perItem &&
+      !before.some(
+        (p) =>
+          (p.metadata.type === T.InfraMachine || p.metadata.type === T.MachineRequest) && p.metadata.id === parentOf,
+      );
     const leftover = (o.deregistered === true && perItem) || orphan;
     if (output || leftover) {
       const mine = ourFinalizersOf(rb, id);
       const foreign = rb.metadata.finalizers.filter((f) => !mine.includes(f));
       if (!ra) {
-        if (foreign.length > 0 && !isOmniCleared(rb, foreign)) problems.push(`${k}: gone although ${foreign.join(', ')} held it`);
+        if (foreign.length > 0 && !isOmniCleared(rb, foreign))
+          problems.push(`${k}: gone although ${foreign.join(', ')} held it`);
         continue;
       }
-      if (output && o.complete && isOmniCleared(rb, foreign)) problems.push(`${k}: output of a released item still there`);
+      if (output && o.complete && isOmniCleared(rb, foreign))
+        problems.push(`${k}: output of a released item still there`);
       const lost = foreign.filter((f) => !ra.metadata.finalizers.includes(f) && !isOmniCleared(rb, [f]));
       if (lost.length > 0) problems.push(`${k}: foreign finalizers removed: ${lost.join(', ')}`);
       if (!sameExceptFinalizers(rb, ra, true)) problems.push(`${k}: changed beyond its finalizers and phase`);
@@ -145,13 +187,19 @@ export function checkRelease(before: Resource[], after: Resource[], o: OracleOpt
   }
   for (const [k, ra] of a) {
     if (b.has(k)) continue;
-    const ok = !o.machines && ((isProviderWide(ra) && ra.metadata.type === T.InfraProviderHealthStatus) ||
-      (ra.metadata.type === T.MachineRequestStatus && isOursResource(ra, id))); // a refusal
+    const ok =
+      !o.machines &&
+      ((isProviderWide(ra) && ra.metadata.type === T.InfraProviderHealthStatus) ||
+        (ra.metadata.type === T.MachineRequestStatus && isOursResource(ra, id))); // a refusal
     if (!ok) problems.push(`${k}: created`);
   }
   if (o.complete) {
     for (const ra of after) {
-      if (ra.metadata.phase === 'tearingDown' && ourFinalizersOf(ra, id).length > 0 && (!o.machines || o.machines.includes(ra.metadata.id))) {
+      if (
+        ra.metadata.phase === 'tearingDown' &&
+        ourFinalizersOf(ra, id).length > 0 &&
+        (!o.machines || o.machines.includes(ra.metadata.id))
+      ) {
         problems.push(`${keyOf(ra)}: tearing down with our finalizers left: ${ourFinalizersOf(ra, id).join(', ')}`);
       }
     }
@@ -171,6 +219,16 @@ function isOmniCleared(r: Resource, fs: string[]): boolean {
 }
 
 function sameExceptFinalizers(x: Resource, y: Resource, phaseMayChange = false): boolean {
-  const strip = (r: Resource) => canonical({ metadata: { ...r.metadata, finalizers: [], version: '', updated: '', ...(phaseMayChange ? { phase: 'running' as const } : {}) }, spec: r.spec });
+  const strip = (r: Resource) =>
+    canonical({
+      metadata: {
+        ...r.metadata,
+        finalizers: [],
+        version: '',
+        updated: '',
+        ...(phaseMayChange ? { phase: 'running' as const } : {}),
+      },
+      spec: r.spec,
+    });
   return strip(x) === strip(y);
 }

@@ -14,7 +14,10 @@ export function sharedDir(): string {
   const fromEnv = process.env['STUB_TEST_SHARED_DIR'];
   const dir = fromEnv !== undefined && fromEnv !== '' ? resolve(fromEnv) : resolve(REPO, '..', 'shared');
   if (!existsSync(dir)) {
-    throw new Error(`the shared data folder ${dir} does not exist: check out the team's shared/ beside the repository, or set STUB_TEST_SHARED_DIR`);
+    throw new Error(
+      `the shared data folder ${dir} does not exist: check out the team's shared/ beside the repository, or set ` +
+        `STUB_TEST_SHARED_DIR`,
+    );
   }
   return dir;
 }

@@ -6,12 +6,10 @@ import { spawn } from 'node:child_process';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import type { Resource } from '../../src/omni-client/resource.js';
-import { dumpScenario, parseScenario, type Scenario } from '../../src/omni-sim/scenario.js';
+import type { Resource } from '../../src/omni-api/resource.js';
+import { dumpScenario, parseScenario, type Scenario } from '../../src/omni-sim/scenario/scenario.js';
 
 import { MAIN } from './cli-process.js';
-
-export { MAIN };
 
 export interface SimProcess {
   endpoint: string;
@@ -28,7 +26,9 @@ export async function startSimProcess(scenario: Scenario, dir: string): Promise<
   const file = join(dir, 'scenario.yaml');
   await writeFile(file, dumpScenario(scenario));
   const dump = join(dir, 'dump.yaml');
-  const proc = spawn(process.execPath, [MAIN, 'sim', '--scenario', file, '--dump', dump], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, [MAIN, 'sim', '--scenario', file, '--dump', dump], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stderr = '';
   proc.stderr.on('data', (d: Buffer) => {
     if (stderr.length < 1 << 20) stderr += d.toString();
@@ -50,16 +50,20 @@ export async function startSimProcess(scenario: Scenario, dir: string): Promise<
 function firstLine(stream: NodeJS.ReadableStream): Promise<string> {
   return new Promise((resolve, reject) => {
     const rl = createInterface({ input: stream });
-    rl.once('line', (l) => { resolve(l); rl.close(); });
+    rl.once('line', (l) => {
+      resolve(l);
+      rl.close();
+    });
     rl.once('close', () => reject(new Error('no ready line')));
   });
 }
 
 /**
  * Throws when the log of a `stub-provider sim` holds an error of its controllers (it logs each
- * ControllerError of src/omni-sim/controllers.ts with the error's message).
+ * ControllerError of src/omni-sim/controllers/controllers.ts with the error's message).
  */
 export function failOnControllerErrors(stderr: string): void {
   const lines = stderr.split('\n').filter((l) => l.includes("the simulated Omni's controller task"));
-  if (lines.length > 0) throw new Error(`the simulated Omni's controllers failed (${lines.length}):\n${lines.slice(0, 5).join('\n')}`);
+  if (lines.length > 0)
+    throw new Error(`the simulated Omni's controllers failed (${lines.length}):\n${lines.slice(0, 5).join('\n')}`);
 }

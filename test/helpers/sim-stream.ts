@@ -34,7 +34,9 @@ export async function openStream(
     signal: ac.signal,
   });
   const gz = res.headers['content-encoding'] === 'gzip';
-  const source: Readable = gz ? (res.body as unknown as Readable).pipe(createGunzip()) : (res.body as unknown as Readable);
+  const source: Readable = gz
+    ? (res.body as unknown as Readable).pipe(createGunzip())
+    : (res.body as unknown as Readable);
   if (gz) (res.body as unknown as Readable).on('error', (e) => source.destroy(e));
   const lines: string[] = [];
   const rawLines: string[] = [];

@@ -9,8 +9,8 @@ import { spawn, execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
-import * as M from '../../src/omni-client/specs/messages.js';
-import type { MessageSchema } from '../../src/omni-client/specs/schema.js';
+import * as M from '../../src/omni-api/specs/messages.js';
+import type { MessageSchema } from '../../src/omni-api/specs/schema.js';
 import { sharedPath } from './shared-data.js';
 
 export type AnySchema = MessageSchema<unknown>;
@@ -40,10 +40,16 @@ const TIMEOUT_MS = 60_000;
 
 function parseVectorFile(name: string, text: string): VectorFile {
   const d = JSON.parse(text) as { source?: unknown; vectors?: unknown };
-  if (typeof d.source !== 'string' || !Array.isArray(d.vectors)) throw new Error(`${name}: not a vector file ({source, vectors: [...]})`);
+  if (typeof d.source !== 'string' || !Array.isArray(d.vectors))
+    throw new Error(`${name}: not a vector file ({source, vectors: [...]})`);
   const vectors = d.vectors.map((v: Partial<GoldenVector>, i): GoldenVector => {
     const hasJson = typeof v.json === 'object' && v.json !== null;
-    if (typeof v.message !== 'string' || typeof v.case !== 'string' || typeof v.proto_b64 !== 'string' || hasJson === (typeof v.invalid === 'string')) {
+    if (
+      typeof v.message !== 'string' ||
+      typeof v.case !== 'string' ||
+      typeof v.proto_b64 !== 'string' ||
+      hasJson === (typeof v.invalid === 'string')
+    ) {
       throw new Error(`${name}: vector ${i} lacks message, case, proto_b64, or one of json and invalid`);
     }
     return v as GoldenVector;
@@ -69,7 +75,9 @@ export function goVectors(binary: string): Promise<VectorFile> {
 /** Every `*.json` vector file in the shared golden/ folder. */
 export function sharedVectorFiles(): VectorFile[] {
   const dir = sharedPath('golden');
-  const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+  const files = readdirSync(dir)
+    .filter((f) => f.endsWith('.json'))
+    .sort();
   if (files.length === 0) throw new Error(`${dir} holds no vector files`);
   return files.map((f) => parseVectorFile(`shared/golden/${f}`, readFileSync(join(dir, f), 'utf8')));
 }
@@ -103,8 +111,12 @@ export function goFilter(binary: string, requests: FilterRequest[]): Promise<Fil
     child.on('close', (code, signal) => {
       clearTimeout(timer);
       if (code !== 0) return reject(new Error(`${binary} filter exited with ${code ?? signal}: ${err}`));
-      const replies = out.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as FilterReply);
-      if (replies.length !== requests.length) return reject(new Error(`${binary} filter answered ${replies.length} of ${requests.length} requests`));
+      const replies = out
+        .split('\n')
+        .filter((l) => l !== '')
+        .map((l) => JSON.parse(l) as FilterReply);
+      if (replies.length !== requests.length)
+        return reject(new Error(`${binary} filter answered ${replies.length} of ${requests.length} requests`));
       resolve(replies);
     });
     child.stdin.end(requests.map((r) => JSON.stringify(r)).join('\n') + '\n');
@@ -112,10 +124,15 @@ export function goFilter(binary: string, requests: FilterRequest[]): Promise<Fil
 }
 
 function isSchema(v: unknown): v is AnySchema {
-  return typeof v === 'object' && v !== null && typeof (v as AnySchema).name === 'string' && Array.isArray((v as AnySchema).fields);
+  return (
+    typeof v === 'object' &&
+    v !== null &&
+    typeof (v as AnySchema).name === 'string' &&
+    Array.isArray((v as AnySchema).fields)
+  );
 }
 
-/** Every message schema of src/omni-client/specs/messages.ts, and every one nested in them, by proto name. */
+/** Every message schema of src/omni-api/specs/messages.ts, and every one nested in them, by proto name. */
 export function allSchemas(): Map<string, AnySchema> {
   const out = new Map<string, AnySchema>();
   const visit = (s: AnySchema): void => {

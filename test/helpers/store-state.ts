@@ -1,24 +1,41 @@
-// The sim's COSI store (src/omni-sim/store.ts SimStore) as a CoreState of the client's
-// (src/omni-client/types.ts) in process: no HTTP, no access rules, and the client's own defaults
+// The sim's COSI store (src/omni-sim/store/store.ts SimStore) as a CoreState of the client's
+// (src/omni-api/state.ts) in process: no HTTP, no access rules, and the client's own defaults
 // (an Update or Create owner defaults to the resource's, kind watches are aggregated with bootstrap
 // contents and the bootstrap bookmark, api_version 1). Teardown, removeFinalizers and
 // update-with-conflicts come from the client's one implementation (src/omni-client/wrap.ts:
 // `wrapCore(new StoreState())`), as for the gateway. The provider tests' double (fake-state.ts) is
-// built on it, and the State conformance suite (test/integration/state-conformance.test.ts) runs
+// built on it, and the State conformance suite (test/omni-api/state-conformance.test.ts) runs
 // against it beside the double and the real client.
 
-import type { Pointer, Resource } from '../../src/omni-client/resource.js';
-import type { CallOptions, CoreState, LabelQuery, OwnerOptions, QueryOptions, UpdateOptions, WatchEvent, WatchEventType, WatchKindOptions } from '../../src/omni-client/types.js';
-import { LabelTermOperation } from '../../src/omni-client/wire.js';
+import type { Pointer, Resource } from '../../src/omni-api/resource.js';
+import type {
+  CallOptions,
+  CoreState,
+  LabelQuery,
+  OwnerOptions,
+  QueryOptions,
+  UpdateOptions,
+  WatchEvent,
+  WatchEventType,
+  WatchKindOptions,
+} from '../../src/omni-api/state.js';
+import { LabelTermOperation } from '../../src/omni-api/wire.js';
 import type { Identity, Query } from '../../src/omni-sim/api.js';
-import { SimStore } from '../../src/omni-sim/store.js';
+import { SimStore } from '../../src/omni-sim/store/store.js';
 
 const WHO: Identity = { name: 'test', email: 'test', role: 'Admin', internal: true };
 const EVENT_TYPES: WatchEventType[] = ['created', 'updated', 'destroyed', 'bootstrapped', 'errored', 'noop'];
 
 export function queryOf(labelQueries: LabelQuery[] | undefined, idRegexp: string | undefined): Query {
   return {
-    labelQueries: (labelQueries ?? []).map((terms) => terms.map((t) => ({ key: t.key, op: LabelTermOperation[t.op], value: [...(t.value ?? [])], invert: t.invert ?? false }))),
+    labelQueries: (labelQueries ?? []).map((terms) =>
+      terms.map((t) => ({
+        key: t.key,
+        op: LabelTermOperation[t.op],
+        value: [...(t.value ?? [])],
+        invert: t.invert ?? false,
+      })),
+    ),
     idRegexp: idRegexp ?? '',
   };
 }
@@ -58,10 +75,20 @@ export class StoreState implements CoreState {
         const onAbort = () => ac.abort();
         opts.signal?.addEventListener('abort', onAbort, { once: true });
         try {
-          const batches = store.watch(WHO, {
-            namespace, type, bootstrapContents: opts.bootstrapContents ?? true, tailEvents: 0,
-            query: queryOf(opts.labelQueries, opts.idRegexp), aggregated: true, bootstrapBookmark: true, apiVersion: 1,
-          }, ac.signal);
+          const batches = store.watch(
+            WHO,
+            {
+              namespace,
+              type,
+              bootstrapContents: opts.bootstrapContents ?? true,
+              tailEvents: 0,
+              query: queryOf(opts.labelQueries, opts.idRegexp),
+              aggregated: true,
+              bootstrapBookmark: true,
+              apiVersion: 1,
+            },
+            ac.signal,
+          );
           for await (const batch of batches) {
             if (opts.signal?.aborted) return;
             yield batch.map((e): WatchEvent => ({

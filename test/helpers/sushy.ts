@@ -43,8 +43,12 @@ export const POWER_CHANGE_TIMEOUT_MS = 20_000;
 function bcryptHash(python: string, password: string): Promise<string> {
   return new Promise((resolve, reject) => {
     // Cost 4, the least bcrypt allows: the emulator checks it on every request.
-    const child = execFile(python, ['-c', 'import bcrypt, sys; print(bcrypt.hashpw(sys.stdin.buffer.read(), bcrypt.gensalt(rounds=4)).decode())'],
-      { timeout: 30_000 }, (err, stdout) => (err ? reject(err) : resolve(stdout.trim())));
+    const child = execFile(
+      python,
+      ['-c', 'import bcrypt, sys; print(bcrypt.hashpw(sys.stdin.buffer.read(), bcrypt.gensalt(rounds=4)).decode())'],
+      { timeout: 30_000 },
+      (err, stdout) => (err ? reject(err) : resolve(stdout.trim())),
+    );
     child.stdin!.end(password);
   });
 }
@@ -72,7 +76,13 @@ export class SushyEmulator {
     const env = pythonEnv();
     const dir = mkdtempSync(join(tmpdir(), 'stub-provider-sushy-'));
     const uuids = o.systems.map(() => randomUUID());
-    const systems = o.systems.map((s, i) => ({ uuid: uuids[i], name: s.name, power_state: s.power_state, external_notifier: false, nics: [] }));
+    const systems = o.systems.map((s, i) => ({
+      uuid: uuids[i],
+      name: s.name,
+      power_state: s.power_state,
+      external_notifier: false,
+      nics: [],
+    }));
     writeFileSync(join(dir, 'systems.json'), JSON.stringify(systems));
     const conf: string[] = [
       'import json, logging',
@@ -92,7 +102,10 @@ export class SushyEmulator {
     if (o.tls) {
       writeFileSync(join(dir, 'key.pem'), o.tls.key, { mode: 0o600 });
       writeFileSync(join(dir, 'cert.pem'), o.tls.cert);
-      conf.push(`SUSHY_EMULATOR_SSL_CERT = ${JSON.stringify(join(dir, 'cert.pem'))}`, `SUSHY_EMULATOR_SSL_KEY = ${JSON.stringify(join(dir, 'key.pem'))}`);
+      conf.push(
+        `SUSHY_EMULATOR_SSL_CERT = ${JSON.stringify(join(dir, 'cert.pem'))}`,
+        `SUSHY_EMULATOR_SSL_KEY = ${JSON.stringify(join(dir, 'key.pem'))}`,
+      );
     }
     writeFileSync(join(dir, 'emulator.conf'), conf.join('\n') + '\n');
 
@@ -108,7 +121,10 @@ export class SushyEmulator {
     child.stderr!.on('data', onData);
     try {
       emu.port = await new Promise<number>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`sushy-emulator did not start within ${START_TIMEOUT_MS / 1000} s:\n${emu.output}`)), START_TIMEOUT_MS);
+        const timer = setTimeout(
+          () => reject(new Error(`sushy-emulator did not start within ${START_TIMEOUT_MS / 1000} s:\n${emu.output}`)),
+          START_TIMEOUT_MS,
+        );
         const check = (): void => {
           const m = /Running on https?:\/\/127\.0\.0\.1:(\d+)/.exec(emu.output);
           if (m) {
@@ -150,18 +166,25 @@ export class SushyEmulator {
 
   /** The ResetTypes the emulator accepted for a system, in order, from its log. */
   async resets(uuid: string): Promise<string[]> {
-    return [...(await this.log()).matchAll(/System "([^"]+)" power state set to "([^"]+)"/g)].filter((m) => m[1] === uuid).map((m) => m[2]!);
+    return [...(await this.log()).matchAll(/System "([^"]+)" power state set to "([^"]+)"/g)]
+      .filter((m) => m[1] === uuid)
+      .map((m) => m[2]!);
   }
 
   /** The boot devices the emulator set for a system, in order, from its log. */
   async bootDevicesSet(uuid: string): Promise<string[]> {
-    return [...(await this.log()).matchAll(/Set boot device to "([^"]+)" for system "([^"]+)"/g)].filter((m) => m[2] === uuid).map((m) => m[1]!);
+    return [...(await this.log()).matchAll(/Set boot device to "([^"]+)" for system "([^"]+)"/g)]
+      .filter((m) => m[2] === uuid)
+      .map((m) => m[1]!);
   }
 
-  /** Requests the emulator answered, as `METHOD path status` (Werkzeug's request log), ours to settle the log left out. */
+  /**
+   * Requests the emulator answered, as `METHOD path status` (Werkzeug's request log), ours to settle the log left out.
+   */
   async requests(): Promise<string[]> {
     return [...(await this.log()).matchAll(/"(GET|POST|PATCH|DELETE|PUT) ([^ "]+) HTTP\/1\.1" (\d{3})/g)]
-      .map((m) => `${m[1]} ${m[2]} ${m[3]}`).filter((q) => !q.includes('?settled='));
+      .map((m) => `${m[1]} ${m[2]} ${m[3]}`)
+      .filter((q) => !q.includes('?settled='));
   }
 
   /** The Systems collection's members, in the order the emulator lists them. */
@@ -175,7 +198,11 @@ export class SushyEmulator {
   }
 
   /** Polls the system (every 250 ms, at most `timeoutMs`) until `ok` holds; answers its last state. */
-  async waitFor(uuid: string, ok: (s: ComputerSystem) => boolean, timeoutMs = POWER_CHANGE_TIMEOUT_MS): Promise<ComputerSystem> {
+  async waitFor(
+    uuid: string,
+    ok: (s: ComputerSystem) => boolean,
+    timeoutMs = POWER_CHANGE_TIMEOUT_MS,
+  ): Promise<ComputerSystem> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const s = await this.system(uuid);
@@ -185,10 +212,18 @@ export class SushyEmulator {
   }
 
   private async get(path: string, withAuth = true): Promise<unknown> {
-    const auth = this.user && withAuth ? { authorization: `Basic ${Buffer.from(`${this.user.name}:${this.user.password}`).toString('base64')}` } : {};
-    const res = await request(`${this.scheme}://127.0.0.1:${this.port}${path}`, { dispatcher: this.agent, headers: auth, signal: AbortSignal.timeout(10_000) });
+    const auth =
+      this.user && withAuth
+        ? { authorization: `Basic ${Buffer.from(`${this.user.name}:${this.user.password}`).toString('base64')}` }
+        : {};
+    const res = await request(`${this.scheme}://127.0.0.1:${this.port}${path}`, {
+      dispatcher: this.agent,
+      headers: auth,
+      signal: AbortSignal.timeout(10_000),
+    });
     const text = await res.body.text();
-    if (res.statusCode !== 200) throw new Error(`sushy-emulator GET ${path}: HTTP ${res.statusCode}: ${text.slice(0, 300)}`);
+    if (res.statusCode !== 200)
+      throw new Error(`sushy-emulator GET ${path}: HTTP ${res.statusCode}: ${text.slice(0, 300)}`);
     return JSON.parse(text);
   }
 

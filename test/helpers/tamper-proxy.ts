@@ -3,7 +3,13 @@
 // answers by itself (any status, headers and bytes, slowly or without end). Independent of
 // src/omni-client and of the sim's fault injection: it only sees HTTP.
 
-import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  request as httpRequest,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createGunzip } from 'node:zlib';
 
@@ -141,8 +147,12 @@ export async function startTamperProxy(upstream: string, rule: TamperRule = () =
   return {
     endpoint: `http://127.0.0.1:${port}`,
     seen,
-    setRule: (r) => { current = r; },
-    setUpstream: (u) => { up = loopback(u); },
+    setRule: (r) => {
+      current = r;
+    },
+    setUpstream: (u) => {
+      up = loopback(u);
+    },
     cut: () => {
       for (const r of open) r.destroy();
     },
@@ -184,20 +194,31 @@ export function writeEndlessly(res: ServerResponse, chunk: Buffer, max = 64 * 10
 }
 
 /** Forwards the request upstream itself; `answer` decides what the client gets of the answer (a late one, none). */
-export function forward(upstream: string, r: TamperRequest, answer: (res: ServerResponse, status: number, headers: IncomingHttpHeaders, body: Buffer) => void): Tamper {
+export function forward(
+  upstream: string,
+  r: TamperRequest,
+  answer: (res: ServerResponse, status: number, headers: IncomingHttpHeaders, body: Buffer) => void,
+): Tamper {
   return {
     kind: 'respond',
-    write: (res) => new Promise<void>((resolve) => {
-      const u = new URL(upstream);
-      const headers = { ...r.headers, host: u.host };
-      delete headers['content-length'];
-      const req = httpRequest({ host: u.hostname, port: u.port, method: 'POST', path: r.path, headers }, (up) => {
-        const chunks: Buffer[] = [];
-        up.on('data', (c: Buffer) => chunks.push(c));
-        up.on('end', () => { answer(res, up.statusCode ?? 502, up.headers, Buffer.concat(chunks)); resolve(); });
-      });
-      req.on('error', () => { res.destroy(); resolve(); });
-      req.end(JSON.stringify(r.body));
-    }),
+    write: (res) =>
+      new Promise<void>((resolve) => {
+        const u = new URL(upstream);
+        const headers = { ...r.headers, host: u.host };
+        delete headers['content-length'];
+        const req = httpRequest({ host: u.hostname, port: u.port, method: 'POST', path: r.path, headers }, (up) => {
+          const chunks: Buffer[] = [];
+          up.on('data', (c: Buffer) => chunks.push(c));
+          up.on('end', () => {
+            answer(res, up.statusCode ?? 502, up.headers, Buffer.concat(chunks));
+            resolve();
+          });
+        });
+        req.on('error', () => {
+          res.destroy();
+          resolve();
+        });
+        req.end(JSON.stringify(r.body));
+      }),
   };
 }

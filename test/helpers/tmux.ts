@@ -10,7 +10,8 @@ const TMUX_CALL_MS = 10_000;
 /** Why tmux cannot be used here, or undefined when it can. */
 export function tmuxMissing(): string | undefined {
   const r = spawnSync('tmux', ['-V'], { encoding: 'utf8', timeout: TMUX_CALL_MS });
-  if (r.error || r.status !== 0) return `tmux is not installed (${r.error?.message ?? r.stderr}): apt-get install -y tmux (.ci/run installs it)`;
+  if (r.error || r.status !== 0)
+    return `tmux is not installed (${r.error?.message ?? r.stderr}): apt-get install -y tmux (.ci/run installs it)`;
   return undefined;
 }
 
@@ -18,15 +19,32 @@ export class TmuxTerminal {
   private started = false;
 
   /** `socket`: a path in the test's own folder, so that no other tmux server is touched. */
-  constructor(private readonly socket: string, private readonly session: string, private readonly size = { columns: 160, rows: 50 }) {}
+  constructor(
+    private readonly socket: string,
+    private readonly session: string,
+    private readonly size = { columns: 160, rows: 50 },
+  ) {}
 
   private tmux(...args: string[]): string {
-    return execFileSync('tmux', ['-S', this.socket, '-f', '/dev/null', ...args], { encoding: 'utf8', timeout: TMUX_CALL_MS });
+    return execFileSync('tmux', ['-S', this.socket, '-f', '/dev/null', ...args], {
+      encoding: 'utf8',
+      timeout: TMUX_CALL_MS,
+    });
   }
 
   /** Starts `command` (run by tmux through sh) in a detached session of the fixed size. */
   start(command: string): void {
-    this.tmux('new-session', '-d', '-s', this.session, '-x', String(this.size.columns), '-y', String(this.size.rows), command);
+    this.tmux(
+      'new-session',
+      '-d',
+      '-s',
+      this.session,
+      '-x',
+      String(this.size.columns),
+      '-y',
+      String(this.size.rows),
+      command,
+    );
     this.started = true;
   }
 
@@ -40,11 +58,25 @@ export class TmuxTerminal {
    * (wrapped lines joined); with `escapes` the colour and attribute sequences tmux holds for them.
    */
   capture(o: { history?: boolean; escapes?: boolean } = {}): string {
-    return this.tmux('capture-pane', '-p', '-J', ...(o.history ? ['-S', '-', '-E', '-'] : []), ...(o.escapes ? ['-e'] : []), '-t', this.session);
+    return this.tmux(
+      'capture-pane',
+      '-p',
+      '-J',
+      ...(o.history ? ['-S', '-', '-E', '-'] : []),
+      ...(o.escapes ? ['-e'] : []),
+      '-t',
+      this.session,
+    );
   }
 
-  /** Polls the screen until `test` holds: at most `timeoutMs`, every `everyMs`; fails naming `what`, with the screen. */
-  async waitFor(what: string, test: (screen: string) => boolean, o: { timeoutMs?: number; everyMs?: number; history?: boolean } = {}): Promise<string> {
+  /**
+   * Polls the screen until `test` holds: at most `timeoutMs`, every `everyMs`; fails naming `what`, with the screen.
+   */
+  async waitFor(
+    what: string,
+    test: (screen: string) => boolean,
+    o: { timeoutMs?: number; everyMs?: number; history?: boolean } = {},
+  ): Promise<string> {
     const everyMs = o.everyMs ?? 100;
     const tries = Math.ceil((o.timeoutMs ?? 20_000) / everyMs);
     let screen = '';

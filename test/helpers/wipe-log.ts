@@ -2,7 +2,7 @@
 
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import type { Logger } from '../../src/log.js';
+import type { Logger } from 'pino';
 import { REDACT_PATHS } from '../../src/log.js';
 
 export interface CapturedLog {
@@ -27,6 +27,10 @@ export function captureLog(): CapturedLog {
   return {
     logger,
     text,
-    records: () => text().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>),
+    records: () =>
+      text()
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
   };
 }

@@ -1,0 +1,281 @@
+// src/omni-client/transport: one call to Omni's gateway and its answer, nothing about what the call
+// is for: the endpoint, TLS and proxies, signatures (auth.ts) and their clock, deadlines and aborts,
+// retries of what never left, error answers, and answers read within their limits. This file is the
+// folder's face; the State over it is ../gateway-state.ts.
+//
+// Calls to Omni's HTTP/JSON gateway: `POST /api/cosi.resource.State/<Method>`, unary JSON bodies and
+// NDJSON streams, over the undici dispatchers of one client. The Transport composes one part per
+// concept:
+//   endpoint.ts    the endpoint an operator gives          tls.ts       the CAs trusted
+//   dispatcher.ts  direct or through the proxy; calls and watches on connections of their own
+//   signing.ts     the signed headers of a call (built once per signature), gzip asked for or not
+//   deadline.ts    per-call deadlines and cancellation     clock.ts     the clock signatures use
+//   retry.ts       what a failure is, and what is retried  status.ts    what an error answer is
+//   body.ts        a unary body within the read limits     ndjson.ts    a stream's lines and messages
+// What a caller decodes from an answer runs inside the call (`decode`/`map`): a WireError it throws,
+// like one from reading the body, becomes a ProtocolError naming the call and the endpoint, and is
+// never retried.
+
+import type { Dispatcher } from 'undici';
+import type { Logger } from 'pino';
+import { silentLogger } from '../../log.js';
+import { DEFAULT_READ_LIMITS, ReadBudget, discard, parseJson, readAnswer, type ReadLimits } from './body.js';
+import { where, type CallContext } from './call.js';
+import { SigningClock } from './clock.js';
+import { DEFAULT_COMPRESSION_POLICY, gzipChoice, type CompressionPolicy } from './compression.js';
+import { Deadlines } from './deadline.js';
+import { createDispatchers, type DispatcherKind, type Dispatchers } from './dispatcher.js';
+import { normalizeEndpoint, type Endpoint } from './endpoint.js';
+import { TransportError } from '../errors.js';
+import { type ApiError } from '../../omni-api/errors.js';
+import { results } from './ndjson.js';
+import { Retrier, defaultDelay, type BackoffOptions, type DelayFn } from './retry.js';
+import { RequestHeaders, type RequestSigner } from './signing.js';
+import { errorOfAnswer } from './status.js';
+import { tlsOptions } from './tls.js';
+import { WireError } from '../../omni-api/wire.js';
+import { fullMethod, type MethodName } from '../../omni-api/wire.js';
+
+export interface TransportOptions {
+  endpoint: string;
+  signer: RequestSigner;
+  caFile?: string;
+  insecureSkipTlsVerify?: boolean;
+  /** Upper bound of connections to Omni (per origin). Default 16. */
+  connections?: number;
+  /** Default per-call deadline in ms (0 = none). Default 30 s. */
+  timeoutMs?: number;
+  /** Extra attempts on Unavailable and broken connections. Default 4. */
+  retries?: number;
+  backoff?: BackoffOptions;
+  logger?: Logger;
+  now?: () => number;
+  delay?: DelayFn;
+  random?: () => number;
+  /** Where proxy variables are read from; default process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Which calls ask Omni for gzip (compression.ts). Default DEFAULT_COMPRESSION_POLICY. */
+  gzip?: CompressionPolicy;
+  /** Read limits; unset ones are body.ts DEFAULT_READ_LIMITS (`listItems` is `--max-list-items`). */
+  limits?: Partial<ReadLimits>;
+}
+
+/** An open NDJSON stream whose first message has arrived. Iterate for the rest; `close` to stop. */
+export interface OpenStream<T = unknown> extends AsyncIterable<T> {
+  first: T;
+  close(): void;
+}
+
+export interface TransportStats {
+  callsByMethod: Record<string, number>;
+}
+
+export class Transport {
+  readonly endpoint: Endpoint;
+  readonly dispatcherKind: DispatcherKind;
+  #dispatchers: Dispatchers;
+  #headers: RequestHeaders;
+  #clock: SigningClock;
+  #deadlines: Deadlines;
+  #retrier: Retrier;
+  #limits: ReadLimits;
+  #budget: ReadBudget;
+  #calls: Record<string, number> = {};
+
+  constructor(opts: TransportOptions) {
+    this.endpoint = normalizeEndpoint(opts.endpoint);
+    const log = opts.logger ?? silentLogger();
+    this.#limits = { ...DEFAULT_READ_LIMITS, ...definedOnly(opts.limits ?? {}) };
+    this.#budget = new ReadBudget(this.#limits.bufferedBytes);
+    this.#clock = new SigningClock(opts.now ?? Date.now, this.endpoint.origin, log);
+    this.#deadlines = new Deadlines(opts.timeoutMs ?? 30_000);
+    this.#retrier = new Retrier(
+      {
+        retries: opts.retries ?? 4,
+        backoff: opts.backoff ?? { baseMs: 100, capMs: 5_000 },
+        delay: opts.delay ?? defaultDelay,
+        random: opts.random ?? Math.random,
+        log,
+      },
+      this.#clock,
+      this.endpoint.origin,
+      (method, ctx, e) => this.#headers.refused(method, ctx, e),
+    );
+    this.#dispatchers = createDispatchers(this.endpoint, {
+      connections: opts.connections ?? 16,
+      env: opts.env ?? process.env,
+      tls: tlsOptions(opts),
+      log,
+    });
+    this.dispatcherKind = this.#dispatchers.kind;
+    this.#headers = new RequestHeaders(
+      opts.signer,
+      gzipChoice(opts.gzip ?? DEFAULT_COMPRESSION_POLICY, this.endpoint.origin, this.dispatcherKind === 'proxy'),
+    );
+  }
+
+  /** Milliseconds added to the local clock when signing (0 unless Omni's clock was adopted). */
+  clockOffsetMs(): number {
+    return this.#clock.offsetMs;
+  }
+
+  stats(): TransportStats {
+    return { callsByMethod: { ...this.#calls } };
+  }
+
+  /** Cancels every call in flight (streams included) and closes the connections. */
+  async close(): Promise<void> {
+    this.#deadlines.closeAll();
+    await this.#dispatchers.close();
+  }
+
+  /** A unary call: the JSON answer, passed through `decode` (which may throw a WireError). */
+  async unary<T = unknown>(
+    method: MethodName,
+    body: unknown,
+    ctx: CallContext = {},
+    decode: (answer: unknown) => T = (a) => a as T,
+  ): Promise<T> {
+    const scope = this.#deadlines.shared(method, ctx);
+    try {
+      return await this.#retrier.run(method, ctx, scope, async () => {
+        const res = await this.#send(method, body, scope.signal);
+        if (res.statusCode !== 200) throw await this.#errorOf(method, ctx, res);
+        return decode(parseJson(await readAnswer(res, this.#limits, this.#budget), 'an answer'));
+      });
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  /**
+   * A server stream read to the end (List): the `result` of every line, each passed through `map` as
+   * it arrives (so that a large List never holds its raw JSON and its decoded form at once).
+   * At most `limits.listItems` results. Retried as a whole: `reader` makes the `map` of each attempt,
+   * so that what it remembers (the IDs seen) starts over with the answer.
+   */
+  async collect<T = unknown>(
+    method: MethodName,
+    body: unknown,
+    ctx: CallContext = {},
+    reader: () => (result: unknown) => T = () => (r) => r as T,
+  ): Promise<T[]> {
+    const scope = this.#deadlines.shared(method, ctx);
+    const max = this.#limits.listItems;
+    try {
+      return await this.#retrier.run(method, ctx, scope, async () => {
+        const res = await this.#send(method, body, scope.signal);
+        if (res.statusCode !== 200) throw await this.#errorOf(method, ctx, res);
+        const out: T[] = [];
+        const map = reader();
+        for await (const r of results(method, ctx, res, this.#limits, this.#budget)) {
+          if (out.length >= max) throw new WireError(`more than ${max} items in one ${method}`, 'STUB_LIST_TOO_LONG');
+          out.push(map(r));
+        }
+        return out;
+      });
+    } finally {
+      scope.dispose();
+    }
+  }
+
+  /**
+   * Opens a server stream (Watch) and waits for its first message; the deadline covers only that.
+   * Every message, the first included, is passed through `map` (which may throw a WireError).
+   * Failures before the first message are retried; later ones are thrown to the reader.
+   */
+  async openStream<T = unknown>(
+    method: MethodName,
+    body: unknown,
+    ctx: CallContext = {},
+    map: (result: unknown) => T = (r) => r as T,
+  ): Promise<OpenStream<T>> {
+    const scope = this.#deadlines.own(method, ctx);
+    let opened: { first: T; it: AsyncIterator<unknown>; res: Dispatcher.ResponseData };
+    try {
+      opened = await this.#retrier.run(method, ctx, scope, async () => {
+        const res = await this.#send(method, body, scope.signal, { bodyTimeout: 0 });
+        if (res.statusCode !== 200) throw await this.#errorOf(method, ctx, res);
+        const it = results(method, ctx, res, this.#limits, this.#budget)[Symbol.asyncIterator]();
+        let r: IteratorResult<unknown>;
+        try {
+          r = await it.next();
+        } catch (e) {
+          discard(res.body);
+          throw e;
+        }
+        if (r.done)
+          throw new TransportError(`${where(method, ctx)}: the stream ended before its first message`, {
+            retriable: true,
+          });
+        try {
+          return { first: map(r.value), it, res };
+        } catch (e) {
+          discard(res.body);
+          throw e;
+        }
+      });
+    } catch (e) {
+      scope.dispose();
+      throw e;
+    }
+    scope.stopTimer();
+    const { first, it, res } = opened;
+    const close = (): void => {
+      res.body.destroy();
+      scope.dispose();
+    };
+    const failure = (e: unknown): ApiError => this.#retrier.failure(method, ctx, scope, e);
+    return {
+      first,
+      close,
+      [Symbol.asyncIterator]: () => ({
+        next: async (): Promise<IteratorResult<T>> => {
+          try {
+            const r = await it.next();
+            if (r.done) {
+              close();
+              return { done: true, value: undefined };
+            }
+            return { done: false, value: map(r.value) };
+          } catch (e) {
+            close();
+            throw failure(e);
+          }
+        },
+        return: async () => {
+          close();
+          return { done: true, value: undefined };
+        },
+      }),
+    };
+  }
+
+  async #send(
+    method: MethodName,
+    body: unknown,
+    signal: AbortSignal,
+    extra: { bodyTimeout?: number } = {},
+  ): Promise<Dispatcher.ResponseData> {
+    const fm = fullMethod(method);
+    const signed = await this.#headers.signer.headers(fm, this.#clock.timestampSec());
+    this.#calls[method] = (this.#calls[method] ?? 0) + 1;
+    return (method === 'Watch' ? this.#dispatchers.watches : this.#dispatchers.calls).request({
+      origin: this.endpoint.origin,
+      path: `/api${fm}`,
+      method: 'POST',
+      headers: this.#headers.of(method, signed),
+      body: JSON.stringify(body),
+      signal,
+      ...extra,
+    });
+  }
+
+  #errorOf(method: MethodName, ctx: CallContext, res: Dispatcher.ResponseData): Promise<ApiError> {
+    return errorOfAnswer(method, ctx, this.endpoint.origin, res, this.#limits, this.#budget);
+  }
+}
+
+function definedOnly<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}

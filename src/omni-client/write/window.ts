@@ -1,0 +1,191 @@
+// The adaptive bound on writes in flight of back-pressure (pressure.ts; docs/design.md rule 14):
+// AIMD, halved on a signal once per round, grown by one per window's worth of successes, FIFO, and
+// a Retry-After (capped) that holds every new write until it has passed. Reads are never held here.
+
+import { CanceledError } from '../../omni-api/errors.js';
+import { RETRY_AFTER_CAP_MS } from '../transport/retry.js';
+
+// --- the adaptive window ------------------------------------------------------------------------
+
+export interface WindowOptions {
+  /** The most writes in flight (the run's --concurrency). */
+  max: number;
+  /** The fewest. Default 1. */
+  min?: number;
+  /** The longest Retry-After honoured (ms). Default RETRY_AFTER_CAP_MS (60 s). */
+  retryAfterCapMs?: number;
+  now?: () => number;
+}
+
+/** A write's place in the window: the round it started in (a signal shrinks the window once per round). */
+export interface Ticket {
+  readonly round: number;
+}
+
+interface Waiter {
+  resolve(t: Ticket): void;
+  reject(e: unknown): void;
+  cleanup(): void;
+}
+
+/** What WriteWindow.release is told about the write that ends. */
+export type WriteEnd = { kind: 'ok' } | { kind: 'signal'; retryAfterMs?: number | undefined } | { kind: 'other' };
+
+/**
+ * AIMD over writes in flight. FIFO: a write that waits is started before any that comes later. Every
+ * wait ends: at the caller's signal, at its deadline, or when a write ends or a pause passes.
+ */
+export class WriteWindow {
+  readonly max: number;
+  readonly min: number;
+  readonly retryAfterCapMs: number;
+  #now: () => number;
+  /** The window, fractional between integers while it grows (one per `floor(limit)` successes). */
+  #limit: number;
+  #inFlight = 0;
+  #round = 0;
+  #pausedUntil = 0;
+  #queue: Waiter[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #lowest: number;
+
+  constructor(o: WindowOptions) {
+    if (!(Number.isInteger(o.max) && o.max >= 1))
+      throw new RangeError(`the most writes in flight must be a whole number of at least 1 (got ${o.max})`);
+    this.max = o.max;
+    this.min = Math.min(o.max, Math.max(1, o.min ?? 1));
+    this.retryAfterCapMs = o.retryAfterCapMs ?? RETRY_AFTER_CAP_MS;
+    this.#now = o.now ?? Date.now;
+    this.#limit = o.max;
+    this.#lowest = o.max;
+  }
+
+  /** Writes that may be in flight now. */
+  get size(): number {
+    return Math.floor(this.#limit);
+  }
+
+  /** The smallest the window has been. */
+  get lowest(): number {
+    return this.#lowest;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Whether a write asking now would wait (the window is full, or paused, or others wait). */
+  wouldWait(): boolean {
+    return this.#queue.length > 0 || !this.#canStart();
+  }
+
+  /** Until when new writes are held (a Retry-After), in the clock of `now`. */
+  get pausedUntil(): number {
+    return this.#pausedUntil;
+  }
+
+  /** A place for one write now, without a promise, when there is room and nobody waits; undefined otherwise. */
+  tryAcquire(signal?: AbortSignal): Ticket | undefined {
+    return !signal?.aborted && this.#queue.length === 0 && this.#canStart() ? this.#start() : undefined;
+  }
+
+  /**
+   * A place for one write: at once when there is room, else in turn. Rejects at `deadline` (ms, `now`'s clock) or when
+   * `signal` aborts.
+   */
+  acquire(
+    signal?: AbortSignal,
+    deadline = Infinity,
+    onTimeout: () => unknown = () => new Error('no room for the write in time'),
+  ): Promise<Ticket> {
+    if (signal?.aborted) return Promise.reject(new CanceledError('cancelled by the caller', { cause: signal.reason }));
+    if (this.#queue.length === 0 && this.#canStart()) return Promise.resolve(this.#start());
+    return new Promise<Ticket>((resolve, reject) => {
+      let timer: NodeJS.Timeout | undefined;
+      const onAbort = (): void => {
+        drop();
+        reject(new CanceledError('cancelled by the caller', { cause: signal?.reason }));
+      };
+      const w: Waiter = {
+        resolve,
+        reject,
+        cleanup: () => {
+          clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+        },
+      };
+      const drop = (): void => {
+        w.cleanup();
+        const i = this.#queue.indexOf(w);
+        if (i >= 0) this.#queue.splice(i, 1);
+        this.#pump();
+      };
+      if (Number.isFinite(deadline)) {
+        timer = setTimeout(
+          () => {
+            drop();
+            reject(onTimeout());
+          },
+          Math.max(0, deadline - this.#now()),
+        );
+      }
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.#queue.push(w);
+      this.#pump();
+    });
+  }
+
+  /**
+   * The write of `t` ended: a success grows the window, a signal shrinks it (once per round) and may pause new writes.
+   */
+  release(t: Ticket, end: WriteEnd): void {
+    this.#inFlight--;
+    if (end.kind === 'ok') {
+      // Additive increase: one more write in flight per window's worth of successes.
+      if (this.#limit < this.max) this.#limit = Math.min(this.max, this.#limit + 1 / Math.floor(this.#limit));
+    } else if (end.kind === 'signal') {
+      this.signal(t, end.retryAfterMs);
+    }
+    this.#pump();
+  }
+
+  /** A back-pressure signal from a write of round `t.round`: halve once per round, and honour Retry-After (capped). */
+  signal(t: Ticket, retryAfterMs?: number): void {
+    if (t.round === this.#round) {
+      this.#limit = Math.max(this.min, Math.floor(this.#limit / 2));
+      this.#lowest = Math.min(this.#lowest, this.size);
+      this.#round++;
+    }
+    if (retryAfterMs !== undefined && retryAfterMs > 0) {
+      this.#pausedUntil = Math.max(this.#pausedUntil, this.#now() + Math.min(retryAfterMs, this.retryAfterCapMs));
+    }
+  }
+
+  #canStart(): boolean {
+    return this.#inFlight < this.size && this.#now() >= this.#pausedUntil;
+  }
+
+  #start(): Ticket {
+    this.#inFlight++;
+    return { round: this.#round };
+  }
+
+  #pump(): void {
+    while (this.#queue.length > 0 && this.#canStart()) {
+      const w = this.#queue.shift()!;
+      w.cleanup();
+      w.resolve(this.#start());
+    }
+    // Held by a pause only: wake up when it passes (one timer for the whole queue).
+    if (this.#queue.length > 0 && this.#inFlight < this.size && this.#timer === undefined) {
+      this.#timer = setTimeout(
+        () => {
+          this.#timer = undefined;
+          this.#pump();
+        },
+        Math.max(1, this.#pausedUntil - this.#now()),
+      );
+      this.#timer.unref?.();
+    }
+  }
+}

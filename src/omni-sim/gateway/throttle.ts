@@ -1,0 +1,409 @@
+// Back-pressure the sim can apply, as a throttling Omni or the proxy in front of it does:
+//
+// - Omni's etcd write throttle (Omni 1.9.0 and later, off unless configured;
+//   `internal/backend/ratelimit/` and `storage.rateLimits.etcd` in its source): a token bucket in
+//   bytes per second with a burst, one per caller class (user, infraProvider, internal), charged by
+//   the marshaled size of what a Create, Update or Destroy writes to etcd (a Destroy: of what it
+//   deletes). It runs inside the etcd state, after the local checks (version, owner, phase,
+//   finalizers; a Create's existence check comes after it) and before the transaction. A write that
+//   can have its bytes within min(the call's deadline, maxWait) waits for them and is applied; one
+//   that cannot fails at once with DeadlineExceeded (golang.org/x/time/rate reserves the tokens, or
+//   refuses when the reservation would end after the deadline, without waiting); one larger than the
+//   burst fails with ResourceExhausted. Only etcd-backed kinds are charged (backend.ts).
+// - A rate-limiting proxy (nginx, Traefik, a cloud load balancer): a bucket of requests that answers
+//   429 or 503 with `Retry-After` and a body of its own (no gRPC status) once it is empty.
+//
+// How the sim waits: the store is synchronous, so a write that must wait throws ThrottleWait before it
+// changes anything; the gateway waits for it (`throttled`) and sends the call again, which finds its
+// bytes already reserved. A client that goes away while its write waits gives the tokens back and its
+// write is not applied (Omni's context is cancelled). Omni's own controllers (class internal) are
+// synchronous here: their writes are charged but never delayed.
+
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { deflateRawSync } from 'node:zlib';
+import { BinaryWriter } from '@bufbuild/protobuf/wire';
+import { errorFromStatus, GrpcCode } from '../../omni-api/errors.js';
+import type { Resource } from '../../omni-api/resource.js';
+import type { Identity } from '../api.js';
+
+export type CallerClass = 'user' | 'infraProvider' | 'internal';
+export const CALLER_CLASSES: readonly CallerClass[] = ['user', 'infraProvider', 'internal'];
+/** How Omni names the classes in its messages and metrics (actor.Type). */
+const CLASS_LABEL: Record<CallerClass, string> = { user: 'user', infraProvider: 'infraprovider', internal: 'internal' };
+
+export interface ClassBudget {
+  bytesPerSecond: number;
+  burst: number;
+}
+
+export interface ThrottleConfig {
+  user?: ClassBudget;
+  infraProvider?: ClassBudget;
+  internal?: ClassBudget;
+  /** The longest a write waits, whatever its deadline; 0: no cap but the deadline. Omni's default 30 s. */
+  maxWaitMs?: number;
+}
+
+export const DEFAULT_MAX_WAIT_MS = 30_000;
+
+/** A reservation of tokens: when they are there, and how to give them back. */
+export interface Reservation {
+  waitMs: number;
+  cancel(nowMs: number): void;
+}
+
+/**
+ * A token bucket with reservations, with the semantics of golang.org/x/time/rate's Limiter: it starts
+ * full, refills at `perSecond` up to `burst`, and a reservation may take it below zero (the tokens of
+ * the writes already waiting), so that a reservation's wait is the debt ahead of it. Times in ms.
+ */
+export class TokenBucket {
+  private tokens: number;
+  private last: number;
+  /** When the latest reservation's tokens are there. */
+  private lastEvent: number;
+
+  constructor(
+    readonly perSecond: number,
+    readonly burst: number,
+    nowMs: number,
+  ) {
+    this.tokens = burst;
+    this.last = nowMs;
+    this.lastEvent = nowMs;
+  }
+
+  private level(nowMs: number): number {
+    const elapsed = Math.max(0, nowMs - Math.min(nowMs, this.last));
+    return Math.min(this.burst, this.tokens + (elapsed * this.perSecond) / 1000);
+  }
+
+  /** How long until n tokens are there (Infinity when the bucket never refills). */
+  untilMs(nowMs: number, n: number): number {
+    const missing = n - this.level(nowMs);
+    if (missing <= 0) return 0;
+    return this.perSecond > 0 ? (missing * 1000) / this.perSecond : Infinity;
+  }
+
+  /** Takes n tokens if they are there within `maxWaitMs` (Infinity: whenever); undefined takes nothing. */
+  reserve(nowMs: number, n: number, maxWaitMs: number): Reservation | undefined {
+    const waitMs = this.untilMs(nowMs, n);
+    // Tokens that never come (no refill) are refused rather than waited for forever.
+    if (n > this.burst || waitMs > maxWaitMs || waitMs === Infinity) return undefined;
+    const tokens = this.level(nowMs) - n;
+    const at = nowMs + waitMs;
+    this.last = nowMs;
+    this.tokens = tokens;
+    this.lastEvent = at;
+    return { waitMs, cancel: (t) => this.giveBack(n, at, t) };
+  }
+
+  /** Returns what a cancelled reservation took, but not the tokens reservations after it are counting on. */
+  private giveBack(n: number, at: number, nowMs: number): void {
+    if (at < nowMs) return;
+    const restore = n - ((this.lastEvent - at) * this.perSecond) / 1000;
+    if (restore <= 0) return;
+    this.tokens = Math.min(this.burst, this.level(nowMs) + restore);
+    this.last = nowMs;
+    if (at === this.lastEvent) {
+      const before = at - (n * 1000) / this.perSecond;
+      if (before >= nowMs) this.lastEvent = before;
+    }
+  }
+}
+
+/**
+ * The size Omni charges for a resource: the protobuf of COSI's Resource without yaml_spec, as its etcd state stores it.
+ */
+export function marshaledSize(r: Resource): number {
+  const md = r.metadata;
+  const w = new BinaryWriter();
+  w.tag(1, 2).fork();
+  const str = (field: number, v: string) => {
+    if (v !== '') w.tag(field, 2).string(v);
+  };
+  str(1, md.namespace);
+  str(2, md.type);
+  str(3, md.id);
+  str(4, md.version);
+  str(5, md.owner);
+  str(6, md.phase);
+  for (const [field, at] of [
+    [7, md.created],
+    [8, md.updated],
+  ] as const) {
+    if (at === undefined) continue;
+    const ms = Date.parse(at);
+    const seconds = Math.floor(ms / 1000);
+    const nanos = (ms - seconds * 1000) * 1e6;
+    w.tag(field, 2).fork();
+    if (seconds !== 0) w.tag(1, 0).int64(seconds);
+    if (nanos !== 0) w.tag(2, 0).int32(nanos);
+    w.join();
+  }
+  for (const f of md.finalizers) w.tag(9, 2).string(f);
+  for (const [field, map] of [
+    [10, md.labels],
+    [11, md.annotations],
+  ] as const) {
+    for (const [k, v] of Object.entries(map)) {
+      w.tag(field, 2).fork();
+      str(1, k);
+      str(2, v);
+      w.join();
+    }
+  }
+  w.join();
+  w.tag(2, 2).fork();
+  if (r.spec.protoSpec.length > 0) w.tag(1, 2).bytes(r.spec.protoSpec);
+  w.join();
+  const plain = w.finish().length;
+  // Omni's etcd marshaler compresses 2 KiB and more (zstd, 2 bytes of header; Node 20 has no zstd,
+  // deflate is close enough for a budget), then encrypts (AES-GCM: a version byte, a 12-byte nonce and
+  // a 16-byte tag).
+  const stored = plain >= 2048 ? 2 + deflateRawSync(w.finish()).length : plain;
+  return stored + 1 + 12 + 16;
+}
+
+/** What the sim counted per class. */
+export interface ClassStats {
+  /** Writes let through, and their bytes. */
+  admitted: number;
+  admittedBytes: number;
+  /** Of those, the writes that waited, and how long in all. */
+  waited: number;
+  waitedMs: number;
+  /** Refused with DeadlineExceeded (their bytes would not be there in time), and their bytes. */
+  failedTimeout: number;
+  failedTimeoutBytes: number;
+  /** Refused with ResourceExhausted (larger than the burst). */
+  failedOversize: number;
+  /** Their caller went away while they waited (not applied). */
+  abandoned: number;
+}
+
+export type ThrottleStats = Record<CallerClass, ClassStats>;
+
+const zeroStats = (): ClassStats => ({
+  admitted: 0,
+  admittedBytes: 0,
+  waited: 0,
+  waitedMs: 0,
+  failedTimeout: 0,
+  failedTimeoutBytes: 0,
+  failedOversize: 0,
+  abandoned: 0,
+});
+
+/** One gateway call being served: its deadline (from Grpc-Timeout) and whether its bytes are already reserved. */
+export interface ThrottleCall {
+  /** Monotonic ms; undefined: the call has none. */
+  deadline?: number | undefined;
+  /** Bytes reserved by an earlier attempt of this call, taken by its next write. */
+  reserved?: { cls: CallerClass; bytes: number; waitedMs: number } | undefined;
+  /** How many times the operation was sent again after a wait (0: the first time). */
+  resent?: number;
+}
+
+/** Thrown by a write that must wait for its bytes, before it changed anything: wait `waitMs`, then send it again. */
+export class ThrottleWait extends Error {
+  constructor(
+    readonly waitMs: number,
+    readonly giveBack: () => void,
+    readonly reserved: NonNullable<ThrottleCall['reserved']>,
+  ) {
+    super(`write throttled: ${waitMs.toFixed(0)} ms to wait`);
+    this.name = 'ThrottleWait';
+  }
+}
+
+export function classOf(who: Identity): CallerClass {
+  if (who.internal) return 'internal';
+  // Omni: an infra provider's service account is class infraprovider; other service accounts and users share `user`.
+  return who.role === 'InfraProvider' ? 'infraProvider' : 'user';
+}
+
+export class WriteThrottle {
+  private readonly calls = new AsyncLocalStorage<ThrottleCall>();
+  private readonly buckets: Partial<Record<CallerClass, TokenBucket>> = {};
+  private readonly counts: ThrottleStats = { user: zeroStats(), infraProvider: zeroStats(), internal: zeroStats() };
+  readonly maxWaitMs: number;
+
+  constructor(
+    cfg: ThrottleConfig,
+    private readonly now: () => number,
+  ) {
+    this.maxWaitMs = cfg.maxWaitMs ?? DEFAULT_MAX_WAIT_MS;
+    for (const c of CALLER_CLASSES) {
+      const b = cfg[c];
+      if (b && b.bytesPerSecond > 0 && b.burst > 0) this.buckets[c] = new TokenBucket(b.bytesPerSecond, b.burst, now());
+    }
+  }
+
+  stats(): ThrottleStats {
+    return structuredClone(this.counts);
+  }
+
+  /**
+   * Whether the state operation running now is a call sent again after a wait (not a call of its own, for a count of
+   * calls).
+   */
+  resending(): boolean {
+    return (this.calls.getStore()?.resent ?? 0) > 0;
+  }
+
+  /** Runs `fn` (a call's state operation, synchronous or not) as that call: its writes see its deadline. */
+  within<T>(call: ThrottleCall, fn: () => T): T {
+    return this.calls.run(call, fn);
+  }
+
+  /**
+   * The etcd state's hook, called by a write after its checks and before it changes anything:
+   * returns when the write may go on; throws ThrottleWait, DeadlineExceeded or ResourceExhausted.
+   */
+  gate(who: Identity, type: string, bytes: () => number): void {
+    const cls = classOf(who);
+    const bucket = this.buckets[cls];
+    if (!bucket) return;
+    const count = this.counts[cls];
+    const n = Math.max(1, bytes());
+    const call = cls === 'internal' ? undefined : this.calls.getStore();
+    if (call?.reserved && call.reserved.cls === cls) {
+      // The retry of a write that waited for its bytes: they are there now.
+      const r = call.reserved;
+      call.reserved = undefined;
+      count.admitted++;
+      count.admittedBytes += r.bytes;
+      count.waited++;
+      count.waitedMs += r.waitedMs;
+      return;
+    }
+    if (n > bucket.burst) {
+      count.failedOversize++;
+      throw errorFromStatus(
+        GrpcCode.ResourceExhausted,
+        `etcd write payload (${n} bytes) exceeds the configured burst (${bucket.burst}) for ` +
+          `class=${CLASS_LABEL[cls]}, type=${type}`,
+      );
+    }
+    const t0 = this.now();
+    if (!call) {
+      // Omni's own controllers here (and writes made outside a gateway call): charged, never delayed.
+      bucket.reserve(t0, n, Infinity);
+      count.admitted++;
+      count.admittedBytes += n;
+      return;
+    }
+    const untilDeadline = call.deadline === undefined ? Infinity : call.deadline - t0;
+    const limit = Math.min(untilDeadline, this.maxWaitMs > 0 ? this.maxWaitMs : Infinity);
+    const r = bucket.reserve(t0, n, limit);
+    if (!r) {
+      count.failedTimeout++;
+      count.failedTimeoutBytes += n;
+      const elapsed = ((this.now() - t0) / 1000).toFixed(3);
+      throw errorFromStatus(
+        GrpcCode.DeadlineExceeded,
+        `etcd write throttled out after ${elapsed}s (class=${CLASS_LABEL[cls]}, type=${type}, bytes=${n}): rate: ` +
+          `Wait(n=${n}) would exceed context deadline`,
+      );
+    }
+    if (r.waitMs <= 0) {
+      count.admitted++;
+      count.admittedBytes += n;
+      return;
+    }
+    throw new ThrottleWait(
+      r.waitMs,
+      () => {
+        count.abandoned++;
+        r.cancel(this.now());
+      },
+      { cls, bytes: n, waitedMs: r.waitMs },
+    );
+  }
+}
+
+/**
+ * Serves one call's state operation under the throttle: each ThrottleWait is waited out (`wait`
+ * resolves false when the caller went away: the reservation is given back and the call ends
+ * Canceled) and the operation sent again with its bytes reserved. A TeardownAndDestroy may wait twice.
+ */
+export async function throttled<T>(
+  t: WriteThrottle | undefined,
+  call: ThrottleCall,
+  wait: (ms: number) => Promise<boolean>,
+  fn: () => T | Promise<T>,
+): Promise<T> {
+  if (!t) return fn();
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await t.within(call, fn);
+    } catch (e) {
+      if (!(e instanceof ThrottleWait) || attempt >= 3) throw e;
+      if (!(await wait(e.waitMs))) {
+        e.giveBack();
+        throw errorFromStatus(GrpcCode.Canceled, 'context canceled');
+      }
+      call.reserved = e.reserved;
+      call.resent = attempt + 1;
+    }
+  }
+}
+
+/**
+ * A `Grpc-Timeout` header as grpc-gateway reads it into the call's deadline: an integer and a unit
+ * (H, M, S, m, u, n); undefined when absent. Anything else is refused with grpc-gateway's words.
+ */
+export function grpcTimeoutMs(header: string | string[] | undefined): number | undefined {
+  const v = Array.isArray(header) ? header[0] : header;
+  if (v === undefined || v === '') return undefined;
+  const m = /^([+-]?\d+)([HMSmun])$/.exec(v);
+  if (!m) throw errorFromStatus(GrpcCode.InvalidArgument, `invalid grpc-timeout: ${v}`);
+  const unitMs = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 }[m[2] as 'H'];
+  return Number(m[1]) * unitMs;
+}
+
+/** A proxy's request limit: `burst` requests at once, refilled at `requestsPerSecond`. */
+export interface ProxyLimitConfig {
+  requestsPerSecond: number;
+  burst: number;
+  /** What the proxy answers once the bucket is empty. Default 429. */
+  status?: 429 | 503;
+  /** The Retry-After it sends, in seconds; default: until the next request would be let through (at least 1). */
+  retryAfterS?: number;
+}
+
+export interface ProxyLimitStats {
+  passed: number;
+  refused: number;
+}
+
+export class ProxyLimit {
+  private readonly bucket: TokenBucket;
+  private readonly counts: ProxyLimitStats = { passed: 0, refused: 0 };
+
+  constructor(
+    private readonly cfg: ProxyLimitConfig,
+    private readonly now: () => number,
+  ) {
+    this.bucket = new TokenBucket(cfg.requestsPerSecond, cfg.burst, now());
+  }
+
+  stats(): ProxyLimitStats {
+    return { ...this.counts };
+  }
+
+  /** undefined: let the request through; otherwise what the proxy answers instead. */
+  take(): { status: 429 | 503; retryAfterS: number } | undefined {
+    if (this.bucket.reserve(this.now(), 1, 0)) {
+      this.counts.passed++;
+      return undefined;
+    }
+    this.counts.refused++;
+    const untilNext = this.bucket.untilMs(this.now(), 1);
+    return {
+      status: this.cfg.status ?? 429,
+      retryAfterS: this.cfg.retryAfterS ?? (Number.isFinite(untilNext) ? Math.max(1, Math.ceil(untilNext / 1000)) : 1),
+    };
+  }
+}

@@ -1,0 +1,411 @@
+// src/omni-sim/scenario: what the simulated Omni starts from and what it writes out: scenario files
+// and dumps (this file), specs as plain YAML objects (plain.ts), a dump served as the provider's
+// account sees it (dump-state.ts), omnictl-style key pairs (keys.ts), large generated fleets
+// (generate.ts).
+//
+// Scenario files of the simulated Omni (issue 3, item 6), read strictly: every error names the YAML
+// document (0-based) and the key. Two shapes, also mixed in one multi-document file:
+//   - the scenario shape: `omni: {version}`, `identities: [...]`, `resources: [...]`, `faults: {...}`;
+//   - documents as `omnictl get ... -o yaml` prints them (docs/omni-wire.md 6): top-level
+//     `metadata` + `spec`, version a bare number, spec keys in omnictl's spelling.
+// A resource's spec is a map (`spec:`, for the types src/omni-api/specs/specs.ts knows; proto or omnictl
+// key spelling), or `proto_spec:` (standard base64, any type), plus `yaml_spec:` for opaque types.
+// dumpScenario writes the scenario shape so that parse(dump(parse(x))) equals parse(x).
+
+import { readFile } from 'node:fs/promises';
+import { parseAllDocuments, parseDocument, stringify } from 'yaml';
+import type { Resource } from '../../omni-api/resource.js';
+import { bytesEqual, isValidPhase, newMetadata, NS_EPHEMERAL, T } from '../../omni-api/resource.js';
+import { decodeSpec, encodeSpec } from '../../omni-api/specs/codec.js';
+import { formatTimestamp, parseTimestamp } from '../../omni-api/specs/timestamp.js';
+import { OMNI_SPEC_SCHEMAS, specSchemaForType } from '../../omni-api/specs/specs.js';
+import { specFromPlain, specToPlain } from './plain.js';
+import { SysVersionSpec } from '../../omni-api/specs/messages.js';
+import { ROLE_RANK, type Role } from '../api.js';
+import { type FaultConfig, faultConfigFromPlain, faultConfigToPlain } from '../gateway/faults.js';
+import { parseVersion } from '../version.js';
+
+/** Used when a file names no Omni version (e.g. a bare `omnictl get -o yaml` dump). */
+export const DEFAULT_OMNI_VERSION = '1.3.4';
+
+export interface ScenarioIdentity {
+  name: string;
+  role: Role;
+  /** Armored public keys from the file; none = the sim generates a key pair. */
+  publicKeys: string[];
+}
+
+export interface Scenario {
+  omniVersion: string;
+  identities: ScenarioIdentity[];
+  /** Sorted by namespace, type, ID. */
+  resources: Resource[];
+  faults: FaultConfig;
+}
+
+export class ScenarioError extends Error {
+  readonly code = 'SIM_SCENARIO_INVALID';
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ScenarioError';
+  }
+}
+
+const PROVIDER_PREFIX = 'infra-provider:';
+const HEADER_KEYS = ['omni', 'identities', 'resources', 'faults'];
+const RESOURCE_KEYS = ['metadata', 'spec', 'proto_spec', 'yaml_spec'];
+const METADATA_KEYS = [
+  'namespace',
+  'type',
+  'id',
+  'version',
+  'owner',
+  'phase',
+  'created',
+  'updated',
+  'labels',
+  'annotations',
+  'finalizers',
+];
+const ROLES = Object.keys(ROLE_RANK) as Role[];
+
+type Plain = Record<string, unknown>;
+const isMap = (v: unknown): v is Plain =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
+
+/** bigint (YAML parsed with intAsBigInt, so uint64 specs survive) back to number where exact. */
+function normalize(v: unknown): unknown {
+  if (typeof v === 'bigint')
+    return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+  if (Array.isArray(v)) return v.map(normalize);
+  if (isMap(v)) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, normalize(x)]));
+  return v;
+}
+
+class Ctx {
+  constructor(
+    readonly source: string,
+    readonly doc: number,
+  ) {}
+  fail(path: string, why: string): never {
+    throw new ScenarioError(`${this.source}: document ${this.doc}: ${path}: ${why}`);
+  }
+  onlyKeys(obj: Plain, allowed: string[], path: string): void {
+    for (const k of Object.keys(obj))
+      if (!allowed.includes(k))
+        this.fail(`${path}${path ? '.' : ''}${k}`, `unknown key (known: ${allowed.join(', ')})`);
+  }
+  str(v: unknown, path: string, opts: { required?: boolean; fallback?: string } = {}): string {
+    if (v === undefined || v === null) {
+      if (opts.required) this.fail(path, 'required');
+      return opts.fallback ?? '';
+    }
+    if (typeof v !== 'string')
+      this.fail(path, `expected a string, got ${JSON.stringify(typeof v === 'bigint' ? String(v) : v)}`);
+    return v;
+  }
+}
+
+function parseStringMap(ctx: Ctx, v: unknown, path: string): Record<string, string> {
+  if (v === undefined || v === null) return {};
+  if (!isMap(v)) ctx.fail(path, 'expected a map of strings');
+  const out: Record<string, string> = {};
+  // `key:` with no value is YAML null; omnictl prints "" for Omni's empty-valued labels.
+  for (const [k, x] of Object.entries(v)) out[k] = x === null ? '' : ctx.str(x, `${path}.${k}`);
+  return out;
+}
+
+function parseTime(ctx: Ctx, v: unknown, path: string): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (v instanceof Date)
+    return formatTimestamp({ seconds: BigInt(Math.floor(v.getTime() / 1000)), nanos: (v.getTime() % 1000) * 1e6 });
+  try {
+    return formatTimestamp(parseTimestamp(ctx.str(v, path)));
+  } catch (e) {
+    if (e instanceof ScenarioError) throw e;
+    return ctx.fail(path, 'expected an RFC 3339 timestamp such as 2026-03-01T10:00:00Z');
+  }
+}
+
+function parseResource(ctx: Ctx, raw: unknown, path: string, omnictlDoc: boolean): Resource {
+  const at = (k: string) => (path ? `${path}.${k}` : k);
+  if (!isMap(raw)) return ctx.fail(path || '(document)', 'expected a map with metadata and spec');
+  ctx.onlyKeys(raw, RESOURCE_KEYS, path);
+  const m = raw['metadata'];
+  if (!isMap(m)) return ctx.fail(at('metadata'), 'required map');
+  ctx.onlyKeys(m, METADATA_KEYS, at('metadata'));
+  const mp = (k: string) => at(`metadata.${k}`);
+  const type = ctx.str(m['type'], mp('type'), { required: true });
+  const namespace = ctx.str(m['namespace'], mp('namespace'), { required: true });
+  const id = ctx.str(m['id'], mp('id'), { required: true });
+  let version = '1';
+  const v = m['version'];
+  if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) version = String(v);
+  else if (typeof v === 'bigint' && v > 0n) version = String(v);
+  else if (typeof v === 'string' && /^[1-9][0-9]*$/.test(v)) version = v;
+  else if (v !== undefined && v !== null) ctx.fail(mp('version'), 'expected a positive integer');
+  const phase = ctx.str(m['phase'], mp('phase'), { fallback: 'running' });
+  if (!isValidPhase(phase)) ctx.fail(mp('phase'), 'expected running or tearingDown');
+  const finalizers = m['finalizers'] ?? [];
+  if (!Array.isArray(finalizers)) ctx.fail(mp('finalizers'), 'expected a list of strings');
+  const created = parseTime(ctx, m['created'], mp('created'));
+  const updated = parseTime(ctx, m['updated'], mp('updated'));
+  const metadata = newMetadata(
+    { namespace, type, id },
+    {
+      version,
+      owner: ctx.str(m['owner'], mp('owner')),
+      phase,
+      ...(created !== undefined ? { created } : {}),
+      ...(updated !== undefined ? { updated } : {}),
+      finalizers: finalizers.map((f, i) => ctx.str(f, `${mp('finalizers')}[${i}]`)),
+      labels: parseStringMap(ctx, m['labels'], mp('labels')),
+      annotations: parseStringMap(ctx, m['annotations'], mp('annotations')),
+    },
+  );
+
+  const hasSpec = raw['spec'] !== undefined;
+  const hasProto = raw['proto_spec'] !== undefined && raw['proto_spec'] !== null;
+  if (hasSpec && hasProto) ctx.fail(at('spec'), 'give either spec or proto_spec, not both');
+  let protoSpec: Uint8Array = new Uint8Array(0);
+  let yamlSpec: string | undefined;
+  if (hasProto) {
+    const b64 = ctx.str(raw['proto_spec'], at('proto_spec'));
+    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 === 1)
+      ctx.fail(at('proto_spec'), 'expected standard base64');
+    protoSpec = new Uint8Array(Buffer.from(b64, 'base64'));
+  } else if (hasSpec && raw['spec'] !== null) {
+    const schema = specSchemaForType(type);
+    if (schema) {
+      try {
+        protoSpec = encodeSpec(schema, specFromPlain(schema, raw['spec'], at('spec')));
+      } catch (e) {
+        ctx.fail(at('spec'), (e as Error).message);
+      }
+    } else if (omnictlDoc) {
+      // omnictl shows an opaque type's yaml_spec as its spec: keep it as that.
+      yamlSpec = stringify(raw['spec']);
+    } else {
+      ctx.fail(at('spec'), `no spec codec for type ${type}; give proto_spec (base64) instead`);
+    }
+  }
+  if (raw['yaml_spec'] !== undefined && raw['yaml_spec'] !== null) {
+    if (yamlSpec !== undefined) ctx.fail(at('yaml_spec'), 'give either spec or yaml_spec for this type, not both');
+    yamlSpec = ctx.str(raw['yaml_spec'], at('yaml_spec'));
+  }
+  // Omni ignores yaml_spec for its registered types and renders its own.
+  if (OMNI_SPEC_SCHEMAS.has(type)) yamlSpec = undefined;
+  if (protoSpec.length > 0 && specSchemaForType(type)) {
+    try {
+      decodeSpec(specSchemaForType(type)!, protoSpec);
+    } catch (e) {
+      ctx.fail(
+        hasProto ? at('proto_spec') : at('spec'),
+        `does not decode as the spec of ${type}: ${(e as Error).message}`,
+      );
+    }
+  }
+  return { metadata, spec: { protoSpec, ...(yamlSpec !== undefined && yamlSpec !== '' ? { yamlSpec } : {}) } };
+}
+
+function parseIdentity(ctx: Ctx, raw: unknown, path: string): ScenarioIdentity {
+  if (!isMap(raw)) return ctx.fail(path, 'expected a map with name, role, public_key');
+  ctx.onlyKeys(raw, ['name', 'role', 'public_key', 'public_keys'], path);
+  const name = ctx.str(raw['name'], `${path}.name`, { required: true });
+  if (name === '' || /\s/.test(name)) ctx.fail(`${path}.name`, 'must be non-empty without spaces');
+  const isProvider = name.startsWith(PROVIDER_PREFIX);
+  if (isProvider && name.length === PROVIDER_PREFIX.length)
+    ctx.fail(`${path}.name`, 'provider ID missing after infra-provider:');
+  const roleText = ctx.str(raw['role'], `${path}.role`, { fallback: isProvider ? 'InfraProvider' : '' });
+  if (roleText === '') ctx.fail(`${path}.role`, `required for ${name} (one of ${ROLES.join(', ')})`);
+  if (!ROLES.includes(roleText as Role))
+    ctx.fail(`${path}.role`, `unknown role ${JSON.stringify(roleText)} (one of ${ROLES.join(', ')})`);
+  // Omni: role InfraProvider is mandatory for `infra-provider:` accounts and only allowed for them.
+  if (isProvider !== (roleText === 'InfraProvider'))
+    ctx.fail(`${path}.role`, 'role InfraProvider goes with names infra-provider:<id> and only with them');
+  const keys: string[] = [];
+  if (raw['public_key'] !== undefined && raw['public_key'] !== null)
+    keys.push(ctx.str(raw['public_key'], `${path}.public_key`));
+  if (raw['public_keys'] !== undefined && raw['public_keys'] !== null) {
+    if (!Array.isArray(raw['public_keys'])) ctx.fail(`${path}.public_keys`, 'expected a list of armored keys');
+    raw['public_keys'].forEach((k, i) => keys.push(ctx.str(k, `${path}.public_keys[${i}]`)));
+  }
+  keys.forEach((k, i) => {
+    if (!k.includes('-----BEGIN PGP PUBLIC KEY BLOCK-----'))
+      ctx.fail(`${path}.public_key${keys.length > 1 ? `s[${i}]` : ''}`, 'expected an armored OpenPGP public key');
+  });
+  return { name, role: roleText as Role, publicKeys: keys };
+}
+
+const resourceKey = (r: Resource) => `${r.metadata.namespace}\u0000${r.metadata.type}\u0000${r.metadata.id}`;
+
+/**
+ * Faults given apart from a scenario (`stub-provider sim --faults`): a YAML or JSON map with the keys
+ * of a scenario's `faults:`, e.g. `{throttle: {infra_provider: {bytes_per_second: 20000, burst: 20000}}}`.
+ */
+export function parseFaults(text: string, source: string): FaultConfig {
+  const doc = parseDocument(text, { intAsBigInt: true, uniqueKeys: true });
+  const e = doc.errors[0];
+  if (e) throw new ScenarioError(`${source}: ${e.message}`);
+  try {
+    return faultConfigFromPlain(normalize(doc.toJS({ maxAliasCount: 100 })), source);
+  } catch (x) {
+    throw new ScenarioError((x as Error).message, { cause: x });
+  }
+}
+
+/** Parses a scenario (either shape, one or more YAML documents). `source` names the file in errors. */
+export function parseScenario(text: string, source = 'scenario'): Scenario {
+  const docs = parseAllDocuments(text, { intAsBigInt: true, uniqueKeys: true });
+  const list = Array.isArray(docs) ? docs : [docs];
+  let header: { ctx: Ctx; raw: Plain } | undefined;
+  const resources: Resource[] = [];
+  list.forEach((doc, i) => {
+    const ctx: Ctx = new Ctx(source, i);
+    const e = doc.errors[0];
+    if (e) ctx.fail('(yaml)', e.message);
+    const raw = normalize(doc.toJS({ maxAliasCount: 100 }));
+    if (raw === null || raw === undefined) return;
+    if (!isMap(raw)) ctx.fail('(document)', 'expected a map');
+    if ('metadata' in raw) {
+      resources.push(parseResource(ctx, raw, '', true));
+      return;
+    }
+    ctx.onlyKeys(raw, HEADER_KEYS, '');
+    if (header) ctx.fail('(document)', `a second scenario header (the first is document ${header.ctx.doc})`);
+    header = { ctx, raw };
+  });
+  let omniVersion: string | undefined;
+  let identities: ScenarioIdentity[] | undefined;
+  let faults: FaultConfig = {};
+  if (header) {
+    const ctx: Ctx = header.ctx;
+    const raw: Plain = header.raw;
+    const omni = raw['omni'];
+    if (omni !== undefined && omni !== null) {
+      if (!isMap(omni)) ctx.fail('omni', 'expected a map with version');
+      ctx.onlyKeys(omni, ['version'], 'omni');
+      if (omni['version'] !== undefined) {
+        if (typeof omni['version'] !== 'string')
+          ctx.fail('omni.version', 'expected a quoted string such as "1.3.4" (1.10 unquoted is the number 1.1)');
+        try {
+          parseVersion(omni['version']);
+        } catch (e) {
+          ctx.fail('omni.version', (e as Error).message);
+        }
+        omniVersion = omni['version'];
+      }
+    }
+    const ids = raw['identities'];
+    if (ids !== undefined && ids !== null) {
+      if (!Array.isArray(ids)) ctx.fail('identities', 'expected a list');
+      const parsed = ids.map((x, i) => parseIdentity(ctx, x, `identities[${i}]`));
+      identities = parsed;
+      const seen = new Set<string>();
+      parsed.forEach((x, i) => {
+        if (seen.has(x.name)) ctx.fail(`identities[${i}].name`, `duplicate identity ${x.name}`);
+        seen.add(x.name);
+      });
+    }
+    const rs = raw['resources'];
+    if (rs !== undefined && rs !== null) {
+      if (!Array.isArray(rs)) ctx.fail('resources', 'expected a list');
+      rs.forEach((x, i) => resources.push(parseResource(ctx, x, `resources[${i}]`, false)));
+    }
+    try {
+      faults = faultConfigFromPlain(raw['faults'], 'faults');
+    } catch (e) {
+      ctx.fail('faults', (e as Error).message.replace(/^faults[.:]\s*/, ''));
+    }
+  }
+  // No version in a header: a dump's SysVersion (`omnictl get sysversions -o yaml`) says which Omni it came from.
+  omniVersion ??= resources.map(sysVersionOf).find((v) => v !== undefined) ?? DEFAULT_OMNI_VERSION;
+  const seen = new Set<string>();
+  for (const r of resources) {
+    const k = resourceKey(r);
+    if (seen.has(k))
+      throw new ScenarioError(
+        `${source}: resource ${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id} is given twice`,
+      );
+    seen.add(k);
+  }
+  resources.sort((a, b) => (resourceKey(a) < resourceKey(b) ? -1 : resourceKey(a) > resourceKey(b) ? 1 : 0));
+  // No identities listed: one provider identity per registered InfraProvider, so a replayed dump is usable.
+  identities ??= resources
+    .filter((r) => r.metadata.type === T.InfraProvider)
+    .map((r) => ({ name: `${PROVIDER_PREFIX}${r.metadata.id}`, role: 'InfraProvider' as Role, publicKeys: [] }));
+  return { omniVersion, identities, resources, faults };
+}
+
+/** The Omni version a SysVersion resource (`ephemeral/current`) names, e.g. `v1.9.3`; undefined for anything else. */
+export function sysVersionOf(r: Resource): string | undefined {
+  if (r.metadata.namespace !== NS_EPHEMERAL || r.metadata.type !== T.SysVersion) return undefined;
+  try {
+    const v = decodeSpec(SysVersionSpec, r.spec.protoSpec).value.backend_version.trim();
+    parseVersion(v);
+    return v;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function loadScenarioFile(path: string): Promise<Scenario> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (e) {
+    throw new ScenarioError(`cannot read scenario ${path}: ${(e as Error).message}`, { cause: e });
+  }
+  return parseScenario(text, path);
+}
+
+/** The spec as a readable map when that map encodes back to exactly the same bytes; else undefined. */
+function specAsPlain(r: Resource): Plain | undefined {
+  const schema = specSchemaForType(r.metadata.type);
+  if (!schema) return undefined;
+  try {
+    const { value, unknown } = decodeSpec(schema, r.spec.protoSpec);
+    if (unknown.length > 0) return undefined;
+    const plain = specToPlain(schema, value, 'proto');
+    return bytesEqual(encodeSpec(schema, specFromPlain(schema, plain)), r.spec.protoSpec) ? plain : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function resourceToPlain(r: Resource): Plain {
+  const m = r.metadata;
+  const version = /^[0-9]+$/.test(m.version) && Number.isSafeInteger(Number(m.version)) ? Number(m.version) : m.version;
+  const metadata: Plain = { namespace: m.namespace, type: m.type, id: m.id, version, owner: m.owner, phase: m.phase };
+  if (m.created !== undefined) metadata['created'] = m.created;
+  if (m.updated !== undefined) metadata['updated'] = m.updated;
+  if (Object.keys(m.labels).length > 0) metadata['labels'] = { ...m.labels };
+  if (Object.keys(m.annotations).length > 0) metadata['annotations'] = { ...m.annotations };
+  if (m.finalizers.length > 0) metadata['finalizers'] = [...m.finalizers];
+  const out: Plain = { metadata };
+  const plain = specAsPlain(r);
+  if (plain) out['spec'] = plain;
+  else if (r.spec.protoSpec.length > 0) out['proto_spec'] = Buffer.from(r.spec.protoSpec).toString('base64');
+  if (r.spec.yamlSpec !== undefined && !OMNI_SPEC_SCHEMAS.has(m.type)) out['yaml_spec'] = r.spec.yamlSpec;
+  return out;
+}
+
+/** The scenario shape of a state (identities without generated keys: those are made anew on load). */
+export function dumpScenario(s: Scenario): string {
+  const doc: Plain = {
+    omni: { version: s.omniVersion },
+    identities: s.identities.map((x) => ({
+      name: x.name,
+      role: x.role,
+      ...(x.publicKeys.length === 1
+        ? { public_key: x.publicKeys[0] }
+        : x.publicKeys.length > 1
+          ? { public_keys: [...x.publicKeys] }
+          : {}),
+    })),
+    resources: s.resources.map(resourceToPlain),
+  };
+  const faults = faultConfigToPlain(s.faults);
+  if (Object.keys(faults).length > 0) doc['faults'] = faults;
+  return stringify(doc, { lineWidth: 0, aliasDuplicateObjects: false });
+}

@@ -1,0 +1,518 @@
+// src/provider/run: a run's effects: its passes (this file), an item's operations performed
+// (executor.ts), refusals (refusals.ts), deregistration (deregister.ts), --settle (settle.ts), outcomes
+// and progress (outcomes.ts), the limiter (limiter.ts), stub mode announced (announce.ts) and the
+// checks before any write (preflight.ts).
+//
+// A run: plans (snapshot.ts, plan.ts) and applies them (executor.ts), per machine in the order of
+// docs/design.md rule 5, all machines at once with at most `concurrency` calls in flight; waits for
+// Omni through the run's caches; refuses new registrations (refusals.ts) and announces stub mode
+// (announce.ts) in whole-provider mode only; deregisters once nothing of the ID is left
+// (deregister.ts); after the last write, watches what others still held for --settle (settle.ts).
+// Every read of Omni's collections is a query on the run's caches (cache.ts: one List and one
+// Watch per kind). Without --wait a run plans again only after Omni destroyed what it released;
+// with --wait, on every change its caches see, until everything is released or --timeout passed.
+
+import type { Logger } from 'pino';
+import type { Pointer } from '../../omni-api/resource.js';
+import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../omni-api/resource.js';
+import type { State } from '../../omni-api/state.js';
+import { getIfExists } from '../../omni-client/read.js';
+import type { WipeOptions, WipeStrategy } from '../../wipe/index.js';
+import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';
+import type { Timers } from './announce.js';
+import { ProviderCache } from '../read/cache.js';
+import { deregister } from './deregister.js';
+import type { HoldFacts } from '../plan/explain.js';
+import { Executor, holdsNow, NotFoundUnconfirmedError } from './executor.js';
+import type { ItemEnd } from './executor.js';
+import { Limiter } from './limiter.js';
+import { Outcomes, keyOf } from './outcomes.js';
+import type { ItemEnded, ItemOutcome, ReconcileProgress, RefusalOutcome } from './outcomes.js';
+import type { Plan, PlanItem, PlanOptions } from '../plan/plan.js';
+import { buildPlan } from '../plan/planner.js';
+import { immediateWrites } from '../plan/plan.js';
+import type { ProfileOption } from '../profile.js';
+import { refuse } from './refusals.js';
+import { settle } from './settle.js';
+import type { SettleSummary } from './settle.js';
+import { takeSnapshot } from '../read/snapshot.js';
+import type { Snapshot } from '../plan/plan.js';
+
+export interface ReconcileOptions {
+  providerId: string;
+  /** `--machine` values; empty = whole-provider mode. */
+  machines: string[];
+  profile: ProfileOption;
+  stateTypes: string[];
+  deregister: boolean;
+  /** Keep watching and acting until everything is released (or deregistered) or `timeoutMs` passed. */
+  wait: boolean;
+  timeoutMs: number;
+  /** Without --wait: how long one pass waits for Omni to clear its own finalizers after a teardown. */
+  omniWaitMs?: number;
+  /**
+   * After the last write: how long to watch what was released while finalizers of others still held
+   * it, for Omni's own controllers to let go (default DEFAULT_SETTLE_MS); 0: not watched.
+   */
+  settleMs?: number;
+  concurrency: number;
+  signal?: AbortSignal;
+  /** --force: a live provider's heartbeat showing up during the run does not stop it (design rule 7). */
+  force?: boolean;
+  /** Called once with the first plan when it would change something (or may, with --wait); false = change nothing. */
+  confirm?: (plan: Plan) => Promise<boolean>;
+}
+
+export interface ReconcileDeps {
+  state: State;
+  logger: Logger;
+  /** The stub's version, written into ProviderStatus. */
+  version: string;
+  /** Wall clock as Omni sees it (heartbeat timestamps). */
+  now?: () => number;
+  /** Monotonic clock for deadlines. */
+  monotonic?: () => number;
+  timers?: Timers;
+  heartbeatMs?: number;
+  wipe?: { strategy: WipeStrategy; options: WipeOptions };
+  /**
+   * Called whenever a machine-level item (InfraMachine, MachineRequest, BMCConfig) is planned or
+   * ends, a refusal is written, or what waits changes; `ended` names an item (a refusal, the
+   * deregistration) that ended, or ended otherwise than before (a blocked item released later).
+   */
+  progress?: (p: ReconcileProgress, ended?: ItemEnded) => void;
+  /**
+   * The level of the per-item log lines (released, cleaned up, blocked, failed, refused); absent:
+   * each its own (info, warn, error). `debug` where a person's display shows each item already (the
+   * progress line on a terminal, commands/progress.ts).
+   */
+  itemLogLevel?: 'debug';
+  /** Called with the plan of every pass before it is applied (what `plan` would print at that moment). */
+  planned?: (plan: Plan) => void;
+}
+
+export interface ReconcileResult {
+  /** The plans as read. */
+  firstPlan: Plan;
+  lastPlan: Plan;
+  outcomes: ItemOutcome[];
+  refusals: RefusalOutcome[];
+  announced: boolean;
+  heartbeats: number;
+  deregistered: boolean;
+  declined: boolean;
+  timedOut: boolean;
+  interrupted: boolean;
+  passes: number;
+  settle: SettleSummary;
+}
+
+const DEFAULT_OMNI_WAIT_MS = 60_000;
+/** Omni's controllers let go within the same second when nothing holds them (issue 16): a few seconds. */
+export const DEFAULT_SETTLE_MS = 5_000;
+const RECHECK_MS = 30_000;
+
+export async function reconcile(deps: ReconcileDeps, o: ReconcileOptions): Promise<ReconcileResult> {
+  return new Reconciler(deps, o).run();
+}
+
+/**
+ * What one pass applied: the parents it released (for Omni to destroy), and a deregistration it left to the next pass.
+ */
+interface Applied {
+  parents: Pointer[];
+  deferred: boolean;
+}
+
+class Reconciler {
+  private readonly state: State;
+  private readonly log: Logger;
+  private readonly id: string;
+  private readonly whole: boolean;
+  private readonly limiter: Limiter;
+  private readonly wipeLimiter: Limiter;
+  /** Plan items under way at once. */
+  private readonly items: Limiter;
+  /** The run's caches of Omni's collections, and what its own calls answered. */
+  private readonly reads: ProviderCache;
+  private readonly monotonic: () => number;
+  private readonly planOptions: PlanOptions;
+  /** --timeout's end; the time a person takes to answer the confirmation is added (run). */
+  private deadline: number;
+  private readonly outcomes: Outcomes;
+  private readonly blockedKeys = new Set<string>();
+  /** Items released while finalizers of others stayed on them: what to watch after the last write. */
+  private readonly heldAtRelease = new Map<string, { target: Pointer; facts: HoldFacts }>();
+  private readonly settled: SettleSummary;
+  /** The snapshot the current plan was made from (the planner's input again when an item is planned anew). */
+  private pass: Snapshot | undefined;
+  private heartbeat: Heartbeat | undefined;
+  private announced = false;
+  private deregistered = false;
+  /** Set when a heartbeat on the interval found that the real provider is back: the run stops. */
+  private liveProvider: Error | undefined;
+
+  constructor(
+    private readonly deps: ReconcileDeps,
+    private readonly o: ReconcileOptions,
+  ) {
+    this.state = deps.state;
+    this.log = deps.logger;
+    this.id = o.providerId;
+    this.whole = o.machines.length === 0;
+    this.limiter = new Limiter(o.concurrency);
+    this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
+    this.items = Limiter.forItems(o.concurrency);
+    this.reads = new ProviderCache(this.state, {
+      providerId: this.id,
+      live: true,
+      limiter: this.limiter,
+      ...(o.signal ? { signal: o.signal } : {}),
+    });
+    this.monotonic = deps.monotonic ?? (() => performance.now());
+    this.deadline = this.monotonic() + o.timeoutMs;
+    this.settled = { ms: o.settleMs ?? DEFAULT_SETTLE_MS, items: 0, gone: 0, held: 0 };
+    this.planOptions = {
+      providerId: this.id,
+      machines: o.machines,
+      deregister: o.deregister,
+      wipe: deps.wipe !== undefined && deps.wipe.strategy.name !== 'none',
+    };
+    this.outcomes = new Outcomes({
+      log: this.log,
+      ...(deps.progress ? { progress: deps.progress } : {}),
+      ...(deps.itemLogLevel ? { itemLogLevel: deps.itemLogLevel } : {}),
+      ...(o.wait ? { timeLeftMs: () => Math.max(0, this.deadline - this.monotonic()) } : {}),
+    });
+  }
+
+  private async planNow(): Promise<Plan> {
+    const snap = await takeSnapshot(this.state, {
+      providerId: this.id,
+      profile: this.o.profile,
+      stateTypes: this.o.stateTypes,
+      signal: this.o.signal,
+      checkParents: this.whole,
+      limiter: this.limiter,
+      cache: this.reads,
+    });
+    const plan = buildPlan(snap, this.planOptions);
+    // What planning an item again needs of the pass (its profile, its evidence); its resources are
+    // in the caches, which drop each as it goes.
+    this.pass = {
+      ...snap,
+      infraMachines: [],
+      infraMachineStatuses: [],
+      bmcConfigs: [],
+      machineRequests: [],
+      machineRequestStatuses: [],
+      configPatchRequests: [],
+      machines: [],
+      namespace: {},
+      missedByList: [],
+      foundById: new Set(),
+    };
+    this.deps.planned?.(plan);
+    return plan;
+  }
+
+  async run(): Promise<ReconcileResult> {
+    try {
+      return await this.passes();
+    } finally {
+      // The caches' watches end with the run, whatever ended it (a declined plan too).
+      this.reads.close();
+    }
+  }
+
+  private async passes(): Promise<ReconcileResult> {
+    let plan = await this.planNow();
+    const firstPlan = plan;
+    const result = (extra: Partial<ReconcileResult>, passes: number): ReconcileResult => ({
+      firstPlan,
+      lastPlan: plan,
+      outcomes: [...this.outcomes.items.values()],
+      refusals: [...this.outcomes.refusals.values()],
+      announced: this.announced,
+      heartbeats: this.heartbeat?.beats ?? 0,
+      deregistered: this.deregistered,
+      declined: false,
+      timedOut: false,
+      interrupted: false,
+      passes,
+      settle: this.settled,
+      ...extra,
+    });
+    if (this.o.confirm && this.wouldAct(plan)) {
+      const asked = this.monotonic();
+      const yes = await this.o.confirm(plan);
+      // --timeout is for the run: a person who read the plan for ten minutes did not use it up.
+      this.deadline += this.monotonic() - asked;
+      if (!yes) return result({ declined: true }, 0);
+    }
+    let pass = 0;
+    let timedOut = false;
+    try {
+      for (pass = 1; ; pass++) {
+        this.log.debug(
+          {
+            pass,
+            items: plan.items.length,
+            refusals: plan.refusals.length,
+            deregistration: plan.deregistration.status,
+          },
+          'pass',
+        );
+        if (this.liveProvider) throw this.liveProvider;
+        const announcing = this.whole && !this.announced && (plan.announce || this.waitsFor(plan));
+        if (announcing) await this.announce(plan);
+        // What the announcement wrote is not in this plan: its deregistration is planned again first.
+        const { parents, deferred } = await this.apply(plan, pass, announcing);
+        if (this.deregistered) break;
+        if (deferred) {
+          plan = await this.planNow();
+          continue;
+        }
+        if (!this.o.wait) {
+          if (!(this.whole && this.o.deregister && parents.length > 0 && pass < 3)) break;
+          // Omni destroys what we released; then the leftovers and the deregistration can follow.
+          await Promise.all(parents.map((p) => this.reads.wait(p, 'gone', this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)));
+          plan = await this.planNow();
+          continue;
+        }
+        if (finishedWaiting(plan, this.whole, this.o.deregister)) break;
+        const left = this.deadline - this.monotonic();
+        if (left <= 0) {
+          timedOut = true;
+          break;
+        }
+        await this.reads.changed(Math.min(left, RECHECK_MS));
+        if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
+        plan = await this.planNow();
+      }
+      if (this.o.wait && !timedOut && !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister))
+        timedOut = true;
+      await settle(
+        {
+          reads: this.reads,
+          outcomes: this.outcomes,
+          log: this.log,
+          signal: this.o.signal,
+          holdsNow: (p, f) => holdsNow(this.reads, this.id, p, f),
+        },
+        this.settled,
+        this.heldAtRelease,
+        plan,
+      );
+    } catch (err) {
+      if (!this.o.signal?.aborted) throw err;
+      for (const oc of this.outcomes.items.values())
+        if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
+      return result({ interrupted: true }, pass);
+    } finally {
+      await this.heartbeat?.stop();
+    }
+    return result({ timedOut }, pass);
+  }
+
+  /**
+   * Work now, or with --wait something still to wait for. A re-run after a finished run has neither
+   * and writes nothing: announcing then would re-create the ProviderStatus and a heartbeat it
+   * deregistered, and the run would stop at once and leave them behind.
+   */
+  private wouldAct(plan: Plan): boolean {
+    return hasWork(plan) || this.waitsFor(plan);
+  }
+
+  private waitsFor(plan: Plan): boolean {
+    return this.o.wait && !finishedWaiting(plan, this.whole, this.o.deregister);
+  }
+
+  private async announce(plan: Plan): Promise<void> {
+    const ctx = {
+      state: this.state,
+      providerId: this.id,
+      version: this.deps.version,
+      logger: this.log,
+      signal: this.o.signal,
+    };
+    const current = await getIfExists(
+      this.state,
+      { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id },
+      { signal: this.o.signal },
+    );
+    // The static label from the facts (InfraMachines exist, or --profile bare-metal), not from the profile flag alone.
+    const wrote = await announceProviderStatus(ctx, current, plan.profile.staticLabel);
+    this.heartbeat = new Heartbeat({
+      ...ctx,
+      now: this.deps.now ?? Date.now,
+      force: this.o.force === true,
+      onLiveProvider: (err) => {
+        this.liveProvider = err;
+      },
+      ...(this.deps.timers ? { timers: this.deps.timers } : {}),
+      ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}),
+    });
+    await this.heartbeat.start();
+    this.announced = true;
+    this.log.info(
+      { providerId: this.id, wroteProviderStatus: wrote },
+      'announced stub mode: ProviderStatus says decommissioning; heartbeats every 30 s',
+    );
+  }
+
+  /** Runs every item and refusal of the plan, then its deregistration (unless this pass announced). */
+  private async apply(plan: Plan, pass: number, announced: boolean): Promise<Applied> {
+    const parents: Pointer[] = [];
+    const items = plan.items.filter((it) => this.o.wait || pass === 1 || !this.blockedKeys.has(keyOf(it)));
+    this.outcomes.track(items, plan.running.length);
+    const executor = this.executor();
+    await Promise.all([
+      this.items.each(items, async (item) => {
+        const end = await this.runItem(executor, item);
+        if (end?.releasedParent) parents.push(end.releasedParent);
+      }),
+      ...(this.whole
+        ? plan.refusals.map((r) =>
+            refuse(
+              {
+                state: this.state,
+                providerId: this.id,
+                limiter: this.limiter,
+                outcomes: this.outcomes,
+                log: this.log,
+                signal: this.o.signal,
+              },
+              r,
+            ),
+          )
+        : []),
+    ]);
+    if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
+    const d = plan.deregistration;
+    if (!this.whole || d.status !== 'ready' || !d.item) return { parents, deferred: false };
+    if (announced) return { parents, deferred: true };
+    this.deregistered = await deregister(
+      {
+        runItem: (item) => this.runItem(executor, item).then((end) => end?.status === 'released'),
+        record: (outcome) => this.outcomes.record(keyOf(d.item!), outcome),
+        checkNoLiveProvider: () => this.checkNoLiveProvider(),
+        stopHeartbeat: async () => {
+          await this.heartbeat?.stop();
+          this.heartbeat = undefined;
+        },
+      },
+      d.item,
+    );
+    return { parents, deferred: false };
+  }
+
+  private executor(): Executor {
+    return new Executor(
+      {
+        state: this.state,
+        log: this.log,
+        providerId: this.id,
+        limiter: this.limiter,
+        wipeLimiter: this.wipeLimiter,
+        reads: this.reads,
+        ...(this.deps.wipe ? { wipe: this.deps.wipe } : {}),
+        ...(this.o.signal ? { signal: this.o.signal } : {}),
+        waitMs: () =>
+          this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS),
+        outside: (fn, forOmni) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
+      },
+      this.pass!,
+      this.planOptions,
+    );
+  }
+
+  /** Runs one item and records how it ended; undefined when it failed (its outcome says why). */
+  private async runItem(executor: Executor, item: PlanItem): Promise<ItemEnd | undefined> {
+    const key = keyOf(item);
+    const outcome: ItemOutcome = { kind: item.kind, id: item.id, status: 'released', counts: true };
+    try {
+      const end = await executor.run(item);
+      if (end.wipe) outcome.wipe = end.wipe;
+      if (end.status === 'blocked') {
+        Object.assign(outcome, { status: 'blocked', reason: end.reason, nextStep: end.nextStep, counts: end.counts });
+        this.blockedKeys.add(key);
+        this.outcomes.record(key, outcome);
+        this.outcomes.itemLog(
+          'warn',
+          { kind: item.kind, id: item.id, reason: end.reason, nextStep: end.nextStep },
+          'blocked',
+        );
+        return end;
+      }
+      this.blockedKeys.delete(key);
+      if (end.heldAtRelease) {
+        // Released by us, but someone else's finalizer still holds it: say who and why, and watch it
+        // after the last write (settle).
+        Object.assign(outcome, {
+          heldBy: [...end.heldAtRelease.facts.remaining],
+          reason: end.reason,
+          nextStep: end.nextStep,
+        });
+        this.heldAtRelease.set(key, end.heldAtRelease);
+      }
+      this.outcomes.record(key, outcome);
+      this.outcomes.itemLog(
+        'info',
+        { kind: item.kind, id: item.id },
+        item.kind === 'leftover' ? 'cleaned up' : 'released',
+      );
+      return end;
+    } catch (err) {
+      const aborted = this.o.signal?.aborted === true;
+      const nextStep =
+        err instanceof NotFoundUnconfirmedError
+          ? err.nextStep
+          : "run again; if it keeps failing, check the error and Omni's logs";
+      Object.assign(outcome, {
+        status: aborted ? 'interrupted' : 'failed',
+        reason: (err as Error).message,
+        nextStep: aborted ? 'run again' : nextStep,
+      });
+      this.outcomes.record(key, outcome);
+      if (!aborted)
+        this.outcomes.itemLog('error', { kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
+      return undefined;
+    }
+  }
+
+  /**
+   * Design rule 7 again right before deregistering (one Get): the real provider may have come back
+   * during a long run; deregistering it would destroy its TLSConfig (with its CA key) and status.
+   */
+  private async checkNoLiveProvider(): Promise<void> {
+    if (this.liveProvider) throw this.liveProvider;
+    if (this.heartbeat) {
+      await this.heartbeat.check();
+      return;
+    }
+    if (this.o.force) return;
+    const current = await getIfExists(
+      this.state,
+      { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.id },
+      { signal: this.o.signal },
+    );
+    const live = liveProviderIn(current, this.id, (this.deps.now ?? Date.now)());
+    if (live) throw live;
+  }
+}
+
+/** Whether a plan would change anything (so a confirmation is due). */
+export function hasWork(plan: Plan): boolean {
+  return immediateWrites(plan) > 0 || plan.announce || plan.deregistration.status === 'ready' || plan.items.length > 0;
+}
+
+function finishedWaiting(plan: Plan, whole: boolean, deregister: boolean): boolean {
+  if (plan.items.length > 0 || plan.running.length > 0) return false;
+  if (!whole) return true;
+  if (deregister) return plan.deregistration.status === 'done';
+  return (
+    plan.refusals.every((r) => r.done) &&
+    !plan.deregistration.reasons.some((r) => /InfraMachine|MachineRequest|Machine /.test(r))
+  );
+}

@@ -1,0 +1,119 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { colorWanted, createLogger } from '../src/log.js';
+
+function capture(): { stream: PassThrough; text: () => string; lines: () => Record<string, unknown>[] } {
+  const stream = new PassThrough();
+  const chunks: string[] = [];
+  stream.on('data', (c: Buffer) => chunks.push(c.toString('utf8')));
+  return {
+    stream,
+    text: () => chunks.join(''),
+    lines: () =>
+      chunks
+        .join('')
+        .split('\n')
+        .filter(Boolean)
+        .map((l) => JSON.parse(l) as Record<string, unknown>),
+  };
+}
+
+describe('createLogger', () => {
+  it('writes JSON to the stream it is given (not to the process stderr) and redacts secrets by path', async () => {
+    const c = capture();
+    const log = createLogger({ format: 'json', destination: c.stream });
+    log.info(
+      { password: 'hunter2', bmc: { password: 'hunter3', address: '10.0.0.1' }, serviceAccountKey: 'c2VjcmV0' },
+      'hello',
+    );
+    await new Promise((r) => setImmediate(r));
+    const [line] = c.lines();
+    expect(line?.['msg']).toBe('hello');
+    expect(line?.['password']).toBe('[redacted]');
+    expect((line?.['bmc'] as Record<string, unknown>)['password']).toBe('[redacted]');
+    expect((line?.['bmc'] as Record<string, unknown>)['address']).toBe('10.0.0.1');
+    expect(JSON.stringify(line)).not.toMatch(/hunter|c2VjcmV0/);
+  });
+});
+
+describe('log lines carry untrusted text inertly (design rule 13)', () => {
+  const HOSTILE = 'm-1\x1b[2J\x1b[H\x1b]0;pwned\x07\r\nstub-provider: done, nothing to do [OK]\u202e\u009b';
+  /** pino-pretty's own colours, the only escape sequences allowed on the stream. */
+  const SGR = /\x1b\[[0-9;]*m/g; // eslint-disable-line no-control-regex
+
+  it(`pretty: the message, every value and every key are escaped; no forged line, no escape sequence but the \
+colours`, () => {
+    const c = capture();
+    const log = createLogger({ format: 'pretty', destination: c.stream });
+    log.warn(
+      { resource: HOSTILE, labels: { [HOSTILE]: HOSTILE }, finalizers: [HOSTILE], err: `Omni said: ${HOSTILE}` },
+      `failed: ${HOSTILE}`,
+    );
+    const text = c.text().replace(SGR, '');
+    expect(text).not.toMatch(/[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]/); // eslint-disable-line no-control-regex
+    expect(text.split('\n').some((l) => l.trim().startsWith('stub-provider: done'))).toBe(false);
+    expect(text).toContain(
+      'm-1\\x1b[2J\\x1b[H\\x1b]0;pwned\\x07\\r\\nstub-provider: done, nothing to do [OK]\\u202e\\x9b',
+    );
+  });
+
+  it('json: still one JSON line with the same values, C1 and bidi controls written as \\uXXXX', () => {
+    const c = capture();
+    const log = createLogger({ format: 'json', destination: c.stream });
+    log.info({ resource: HOSTILE }, HOSTILE);
+    const raw = c.text();
+    expect(raw.trimEnd().split('\n')).toHaveLength(1);
+    expect(raw).not.toMatch(/[\x00-\x09\x0b-\x1f\x7f-\x9f\u202e]/); // eslint-disable-line no-control-regex
+    const line = JSON.parse(raw) as Record<string, unknown>;
+    expect(line['msg']).toBe(HOSTILE);
+    expect(line['resource']).toBe(HOSTILE);
+  });
+});
+
+describe('pretty lines for a person (issue 14 item 2)', () => {
+  const SGR = /\x1b\[[0-9;]*m/; // eslint-disable-line no-control-regex
+
+  it('one line per entry, whatever the fields', () => {
+    const c = capture();
+    const log = createLogger({ format: 'pretty', destination: c.stream, color: false });
+    log.info(
+      { providerId: 'bare-metal', endpoint: 'https://omni.example.com', nested: { a: [1, 2] } },
+      'preflight passed',
+    );
+    log.warn({ kind: 'InfraMachine', id: 'm-1', reason: 'waits for Omni' }, 'blocked');
+    const lines = c.text().trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(
+      new RegExp(
+        String.raw`^\[\d\d:\d\d:\d\d\] INFO: preflight passed ` +
+          String.raw`\{"providerId":"bare-metal","endpoint":"https:\/\/omni.example.com","nested":\{"a":\[1,2\]\}\}$`,
+      ),
+    );
+    expect(lines[1]).toMatch(/WARN: blocked \{"kind":"InfraMachine","id":"m-1","reason":"waits for Omni"\}$/);
+  });
+
+  it('colours unless NO_COLOR is set (to anything but the empty string) or color is false', () => {
+    const lineWith = (o: { color?: boolean }) => {
+      const c = capture();
+      createLogger({ format: 'pretty', destination: c.stream, ...o }).info('hello');
+      return c.text();
+    };
+    const saved = process.env.NO_COLOR;
+    try {
+      delete process.env.NO_COLOR;
+      expect(lineWith({})).toMatch(SGR);
+      process.env.NO_COLOR = '';
+      expect(lineWith({})).toMatch(SGR);
+      process.env.NO_COLOR = '1';
+      expect(lineWith({})).not.toMatch(SGR);
+      expect(lineWith({ color: true })).toMatch(SGR);
+      delete process.env.NO_COLOR;
+      expect(lineWith({ color: false })).not.toMatch(SGR);
+    } finally {
+      if (saved === undefined) delete process.env.NO_COLOR;
+      else process.env.NO_COLOR = saved;
+    }
+    expect(colorWanted({})).toBe(true);
+    expect(colorWanted({ NO_COLOR: 'yes' })).toBe(false);
+  });
+});

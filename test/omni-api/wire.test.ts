@@ -1,0 +1,105 @@
+import { describe, expect, it } from 'vitest';
+import { decodeMessage, encodeMessage } from '../../src/omni-api/protojson.js';
+import { WireError } from '../../src/omni-api/wire.js';
+import {
+  resourceFromWire,
+  resourceToWire,
+  UpdateRequestSchema,
+  WatchRequestSchema,
+  ResourceSchema,
+} from '../../src/omni-api/wire.js';
+import { newMetadata } from '../../src/omni-api/resource.js';
+
+describe('wire JSON codec', () => {
+  it('omits zero values but keeps set optional fields, even when empty', () => {
+    const out = encodeMessage(UpdateRequestSchema, {
+      new_resource: { metadata: { id: 'a', version: '3', phase: 'running', finalizers: [], labels: {} }, spec: {} },
+      options: { owner: '', expected_phase: '' },
+    });
+    expect(out).toEqual({
+      new_resource: { metadata: { id: 'a', version: '3', phase: 'running' }, spec: {} },
+      options: { expected_phase: '' },
+    });
+  });
+
+  it('accepts lowerCamel names and enum names, rejects unknown fields when strict', () => {
+    const d = decodeMessage(
+      WatchRequestSchema,
+      {
+        namespace: 'n',
+        type: 't',
+        options: { bootstrapContents: true, label_query: [{ terms: [{ key: 'k', op: 'EQUAL', value: ['v'] }] }] },
+        apiVersion: 1,
+      },
+      { strict: true },
+    );
+    expect(d['api_version']).toBe(1);
+    expect(d['id']).toBeUndefined();
+    const opts = d['options'] as Record<string, unknown>;
+    expect(opts['bootstrap_contents']).toBe(true);
+    expect((opts['label_query'] as { terms: { op: number }[] }[])[0]!.terms[0]!.op).toBe(1);
+    expect(() => decodeMessage(WatchRequestSchema, { x: 1 }, { strict: true })).toThrow(WireError);
+    expect(decodeMessage(WatchRequestSchema, { x: 1 }, { strict: false })['namespace']).toBe('');
+  });
+
+  it('skips reserved names and refuses a field given twice under both spellings', () => {
+    expect(() => decodeMessage(UpdateRequestSchema, { current_version: 'x' }, { strict: true })).not.toThrow();
+    expect(() => decodeMessage(UpdateRequestSchema, { new_resource: {}, newResource: {} }, { strict: true })).toThrow(
+      /duplicate/,
+    );
+  });
+
+  it('round-trips a resource through the wire form, bytes as base64', () => {
+    const r = {
+      metadata: newMetadata(
+        { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: 'm1' },
+        {
+          version: '7',
+          owner: 'InfraMachineController',
+          phase: 'tearingDown',
+          finalizers: ['bare-metal.WipeStatusController'],
+          labels: { 'omni.sidero.dev/infra-provider-id': 'bare-metal' },
+          created: '2026-03-01T10:00:00Z',
+        },
+      ),
+      spec: { protoSpec: new Uint8Array([8, 2, 16, 1]) },
+    };
+    const json = JSON.parse(JSON.stringify(encodeMessage(ResourceSchema, resourceToWire(r))));
+    expect(json.spec.proto_spec).toBe('CAIQAQ==');
+    const back = resourceFromWire(decodeMessage(ResourceSchema, json, { strict: true }), true);
+    expect(back).toEqual(r);
+  });
+
+  it('names the exact field of a bad value, nested and repeated, in both directions', () => {
+    const bad = { new_resource: { metadata: { id: 'a', finalizers: ['x', 7] }, spec: {} } };
+    expect(() => decodeMessage(UpdateRequestSchema, bad, { strict: true })).toThrow(
+      'UpdateRequest.new_resource.metadata.finalizers[1]: invalid value for string field',
+    );
+    expect(() => encodeMessage(UpdateRequestSchema, bad)).toThrow(
+      'UpdateRequest.new_resource.metadata.finalizers[1]: expected a string',
+    );
+    expect(() =>
+      decodeMessage(UpdateRequestSchema, { newResource: { metadata: { labels: { k: 1 } } } }, { strict: false }),
+    ).toThrow('UpdateRequest.new_resource.metadata.labels.k: invalid value for string field');
+    expect(() =>
+      decodeMessage(WatchRequestSchema, { options: { labelQuery: [{}, { terms: 'no' }] } }, { strict: true }),
+    ).toThrow('WatchRequest.options.label_query[1].terms: invalid value for repeated field');
+  });
+
+  it('decodes bytes in either base64 alphabet into bytes of their own', () => {
+    const d = decodeMessage(ResourceSchema, { spec: { protoSpec: '-_8=' } }, { strict: true });
+    const spec = (d['spec'] as Record<string, unknown>)['proto_spec'] as Uint8Array;
+    expect([...spec]).toEqual([0xfb, 0xff]);
+    expect(spec.byteOffset).toBe(0);
+    expect(spec.buffer.byteLength).toBe(2);
+    expect(() => decodeMessage(ResourceSchema, { spec: { proto_spec: 'a b' } }, { strict: true })).toThrow(
+      'Resource.spec.proto_spec: invalid value for bytes field',
+    );
+  });
+
+  it('validates metadata the way Omni does', () => {
+    expect(() => resourceFromWire({ metadata: { version: '', phase: 'running' }, spec: {} }, true)).toThrow(/version/);
+    expect(() => resourceFromWire({ metadata: { version: '1', phase: 'deleting' }, spec: {} }, true)).toThrow(/phase/);
+    expect(() => resourceFromWire({ metadata: { version: '1', phase: 'running' } }, true)).toThrow(/spec is missing/);
+  });
+});
