@@ -336,12 +336,15 @@ class Reconciler {
       if (!this.o.wait) {
         if (!(this.whole && this.o.deregister && parents.length > 0 && pass < 3)) return { ...end, timedOut: false };
         // Omni destroys what we released; then the leftovers and the deregistration can follow.
+        this.stage('waiting', { resources: parents.length, ms: this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS });
         await Promise.all(parents.map((p) => this.reads.wait(p, 'gone', this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)));
         plan = await this.planNow();
         continue;
       }
       if (finishedWaiting(plan, this.whole, this.o.deregister)) return { ...end, timedOut: false };
-      await this.reads.changed(Math.min(this.deadline.leftMs(), RECHECK_MS));
+      const ms = Math.min(this.deadline.leftMs(), RECHECK_MS);
+      this.stage('waiting', { ms });
+      await this.reads.changed(ms);
       if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
       if (this.deadline.passed()) return { ...end, timedOut: true };
       plan = await this.planNow();
