@@ -1,9 +1,10 @@
 // The audit log (`--audit-log`): every write that may have reached Omni, as two NDJSON lines that
 // share `run` and `seq`: an intent, written before the call is sent, and its outcome (ok, failed,
 // refused, not-applied, unknown) after. The Audit is the client's write observer
-// (omni-client/write/observer.ts), so no call site can forget a write. Lines are written synchronously by the sink: a run stopped by a
-// signal loses none, and one killed outright leaves at most intents without outcomes, never a write
-// without its intent. Only metadata is recorded, never a spec, so no secret can reach the file.
+// (omni-client/write/observer.ts), so no call site can forget a write. Lines are written
+// synchronously by the sink: a run stopped by a signal loses none, and one killed outright leaves
+// at most intents without outcomes, never a write without its intent. Only metadata is recorded,
+// never a spec, so no secret can reach the file.
 // Every write that Omni applied also makes one log line naming the resource: info by default
 // (JSON logs for programs), debug where a person's terminal shows one short line per machine
 // instead (one line per write would drown the progress line: docs/operator-guide.md 'The audit log').
