@@ -64,6 +64,9 @@ export interface Report {
   failed: ReportEntry[];
   /** run, with --wait: what was not done before --timeout passed (not started, or stopped before its next write). */
   remaining: ReportEntry[];
+  /** run: items under way when the run was interrupted (run again), and items it never started. */
+  interruptedItems: ReportEntry[];
+  notStarted: ReportEntry[];
   notFound: string[];
   /** plan: finalizers of others that will keep holding what a run releases or destroys (what holds them was read). */
   waits: ReportEntry[];
@@ -251,6 +254,8 @@ export function planReport(plan: Plan, c: Common): Report {
     leftBehind: plan.leftBehind.map(entry),
     failed: [],
     remaining: [],
+    interruptedItems: [],
+    notStarted: [],
     notFound: plan.notFound,
     waits: plan.waits.map(entry),
     lettingGo: plan.lettingGo.map(entry),
@@ -281,7 +286,11 @@ export function runReport(
   const cleaned = r.outcomes.filter((o) => o.status === 'released' && o.kind === 'leftover').length;
   const held = released.filter((o) => o.heldBy && o.heldBy.length > 0);
   const blocked = r.outcomes.filter((o) => o.status === 'blocked');
-  const failed = r.outcomes.filter((o) => o.status === 'failed' || o.status === 'interrupted');
+  const failed = r.outcomes.filter((o) => o.status === 'failed');
+  const byStatus = (status: 'interrupted' | 'not-started') =>
+    r.outcomes
+      .filter((o) => o.status === status)
+      .map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' }));
   const failedRefusals = r.refusals.filter((x) => x.result === 'failed');
   // A timeout is incomplete when it left something: work not done, or (--wait) machines still in use. Everything
   // released and deregistered within the grace after --timeout is done (deadline.ts).
@@ -351,6 +360,8 @@ export function runReport(
       ...failedRefusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ?? '', nextStep: 'run again' })),
     ],
     remaining: r.remaining.map((x) => ({ ...x })),
+    interruptedItems: byStatus('interrupted'),
+    notStarted: byStatus('not-started'),
     notFound: r.firstPlan.notFound,
     waits: [],
     lettingGo: [],
@@ -466,6 +477,8 @@ export function renderText(report: Report): string {
   section('Blocked', rep.blocked, withNext);
   section('Failed', rep.failed, withNext);
   section('Not done before --timeout', rep.remaining, withNext);
+  section('Interrupted (under way when the signal came; run again)', rep.interruptedItems, (x) => `${x.kind} ${x.id}`);
+  section('Not started (the signal came first; run again)', rep.notStarted, (x) => `${x.kind} ${x.id}`);
   section('Still running (untouched)', rep.running, withNext);
   section('Left behind', rep.leftBehind, withNext);
   if (rep.notFound.length) out.push('', `Not found (nothing to do): ${rep.notFound.join(', ')}`);

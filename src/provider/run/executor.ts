@@ -55,6 +55,8 @@ export interface ExecutorDeps {
   rank?: number;
   /** No write of the item starts at or after this time (Date.now's clock; CallOptions.notAfter): --timeout. */
   notAfter?: number;
+  /** Told each BMC password a wipe is given, before the wipe runs (the CLI's redaction: src/redact.ts). */
+  onSecret?: (secret: string) => void;
 }
 
 /** How an item ended. */
@@ -255,6 +257,7 @@ export class Executor {
       decodeOrUndefined(BMCConfigurationSpec, op.bmcConfiguration),
       decodeOrUndefined(BMCConfigSpec, op.bmcConfig),
     );
+    if (facts.bmc?.password) this.d.onSecret?.(facts.bmc.password);
     const [res] = await this.d.outside(
       () =>
         this.d.wipeLimiter.run(() =>

@@ -22,6 +22,8 @@ export interface ItemRunContext {
   signal: AbortSignal;
   /** Stops the run at once (a write no run can get past). */
   stopRun: (err: Error) => void;
+  /** Records an item the run never started: the interruption came first. */
+  notStarted: (item: PlanItem) => void;
 }
 
 /** Omni refused a write as larger than its write burst: no run can get past it until an Omni admin acts. */
@@ -32,6 +34,11 @@ export function isTooLarge(err: unknown): err is WriteTooLargeError {
 /** Runs one item and records how it ended; undefined when it did not end released or blocked. */
 export async function runItem(c: ItemRunContext, executor: Executor, item: PlanItem): Promise<ItemEnd | undefined> {
   const key = keyOf(item);
+  // Interrupted: nothing more is started; the items in flight finish or are cancelled.
+  if (c.signal.aborted) {
+    c.notStarted(item);
+    return undefined;
+  }
   const outcome: ItemOutcome = { kind: item.kind, id: item.id, status: 'released', counts: true };
   try {
     const end = await executor.run(item);
@@ -72,8 +79,8 @@ export async function runItem(c: ItemRunContext, executor: Executor, item: PlanI
         : "run again; if it keeps failing, check the error and Omni's logs";
     Object.assign(outcome, {
       status: aborted ? 'interrupted' : 'failed',
-      reason: (err as Error).message,
-      nextStep: aborted ? 'run again' : nextStep,
+      reason: aborted ? 'under way when the run was interrupted' : (err as Error).message,
+      nextStep: aborted ? 'run again: it carries on where this run stopped' : nextStep,
     });
     c.outcomes.record(key, outcome);
     if (!aborted) c.outcomes.itemLog('error', { kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');

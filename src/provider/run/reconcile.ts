@@ -45,6 +45,7 @@ import { refuse } from './refusals.js';
 import { settle } from './settle.js';
 import type { SettleSummary } from './settle.js';
 import { takeSnapshot } from '../read/snapshot.js';
+import type { OnStage, Stage, StageDetail } from './stage.js';
 import type { Snapshot } from '../plan/plan.js';
 
 export interface ReconcileOptions {
@@ -98,6 +99,10 @@ export interface ReconcileDeps {
   itemLogLevel?: 'debug';
   /** Called with the plan of every pass before it is applied (what `plan` would print at that moment). */
   planned?: (plan: Plan) => void;
+  /** Told each stage the run enters (stage.ts), and how far it got within it. */
+  stage?: OnStage;
+  /** Told each secret the run reads from Omni (a BMC password for a wipe), so that no output shows it. */
+  onSecret?: (secret: string) => void;
 }
 
 export interface ReconcileResult {
@@ -119,7 +124,7 @@ export interface ReconcileResult {
 }
 
 const DEFAULT_OMNI_WAIT_MS = 60_000;
-/** Omni's controllers let go within the same second when nothing holds them (issue 16): a few seconds. */
+/** Omni's controllers let go within the same second when nothing holds them (docs/omni-behaviour.md): a few seconds. */
 export const DEFAULT_SETTLE_MS = 5_000;
 const RECHECK_MS = 30_000;
 
@@ -168,6 +173,8 @@ class Reconciler {
   private liveProvider: Error | undefined;
   /** The first write Omni refused as larger than its burst: the run stops at once and throws it (exit 6). */
   private fatal: Error | undefined;
+  /** The last plan made (an interruption reports its items never started as such). */
+  private latest: Plan | undefined;
   private readonly halt = new AbortController();
   /** What every call and wait of the run is cancelled by: the operator's signal, or the run's own halt. */
   private readonly signal: AbortSignal;
@@ -216,11 +223,18 @@ class Reconciler {
       checkParents: this.whole,
       limiter: this.limiter,
       cache: this.reads,
+      ...(this.deps.stage ? { stage: this.deps.stage } : {}),
     });
+    this.stage('planning');
     const plan = buildPlan(snap, this.planOptions);
     this.pass = withoutResources(snap);
     this.deps.planned?.(plan);
+    this.latest = plan;
     return plan;
+  }
+
+  private stage(stage: Stage, detail?: StageDetail): void {
+    this.deps.stage?.(stage, detail);
   }
 
   async run(): Promise<ReconcileResult> {
@@ -253,6 +267,7 @@ class Reconciler {
     });
     if (this.o.confirm && this.wouldAct(plan)) {
       const asked = this.monotonic();
+      this.stage('confirming');
       const yes = await this.o.confirm(plan);
       // --timeout is for the run: a person who read the plan for ten minutes did not use it up.
       this.deadline.extend(this.monotonic() - asked);
@@ -269,6 +284,7 @@ class Reconciler {
         if (timedOut) remaining = remainingAt(plan, this.outcomes.items, this.outcomes.refusals, scope);
       }
       if (this.o.wait) this.settled.ms = this.deadline.settleMs(this.settled.ms);
+      this.stage('settling', { items: this.heldAtRelease.size + plan.lettingGo.length, ms: this.settled.ms });
       await settle(
         {
           reads: this.reads,
@@ -286,10 +302,13 @@ class Reconciler {
       if (!this.o.signal?.aborted) throw err;
       for (const oc of this.outcomes.items.values())
         if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
+      // What the plan held and the interruption came before: not started, not failed.
+      for (const item of (this.latest ?? plan).items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
       return result({ interrupted: true }, pass);
     } finally {
       await this.heartbeat?.stop();
     }
+    this.stage('done');
     return result({ timedOut, remaining }, pass);
   }
 
@@ -317,12 +336,15 @@ class Reconciler {
       if (!this.o.wait) {
         if (!(this.whole && this.o.deregister && parents.length > 0 && pass < 3)) return { ...end, timedOut: false };
         // Omni destroys what we released; then the leftovers and the deregistration can follow.
+        this.stage('waiting', { resources: parents.length, ms: this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS });
         await Promise.all(parents.map((p) => this.reads.wait(p, 'gone', this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)));
         plan = await this.planNow();
         continue;
       }
       if (finishedWaiting(plan, this.whole, this.o.deregister)) return { ...end, timedOut: false };
-      await this.reads.changed(Math.min(this.deadline.leftMs(), RECHECK_MS));
+      const ms = Math.min(this.deadline.leftMs(), RECHECK_MS);
+      this.stage('waiting', { ms });
+      await this.reads.changed(ms);
       if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
       if (this.deadline.passed()) return { ...end, timedOut: true };
       plan = await this.planNow();
@@ -363,6 +385,7 @@ class Reconciler {
   }
 
   private async announce(plan: Plan): Promise<void> {
+    this.stage('announcing');
     const ctx = {
       state: this.state,
       providerId: this.id,
@@ -405,6 +428,7 @@ class Reconciler {
   private async apply(plan: Plan, pass: number, announced: boolean, notAfter: number | undefined): Promise<Applied> {
     const parents: Pointer[] = [];
     const items = plan.items.filter((it) => this.o.wait || pass === 1 || !this.blockedKeys.has(keyOf(it)));
+    this.stage('releasing', { pass, items: items.length });
     this.outcomes.track(items, plan.running.length);
     const executor = this.executor(notAfter);
     await Promise.all([
@@ -445,6 +469,7 @@ class Reconciler {
     const d = plan.deregistration;
     if (!this.whole || d.status !== 'ready' || !d.item) return { parents, deferred: false };
     if (announced) return { parents, deferred: true };
+    this.stage('deregistering');
     this.deregistered = await deregister(
       {
         runItem: (item) =>
@@ -475,6 +500,7 @@ class Reconciler {
         ...(notAfter !== undefined ? { notAfter } : {}),
         waitMs: () => (this.o.wait ? Math.max(0, this.deadline.leftMs()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)),
         outside: (fn, forOmni, rank) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn()), rank),
+        ...(this.deps.onSecret ? { onSecret: this.deps.onSecret } : {}),
       },
       this.pass!,
       this.planOptions,
@@ -490,6 +516,7 @@ class Reconciler {
         heldAtRelease: this.heldAtRelease,
         signal: this.signal,
         stopRun: (err) => this.stopRun(err),
+        notStarted: (it) => this.notStarted(it),
       },
       executor,
       item,
@@ -512,6 +539,18 @@ class Reconciler {
   private stopRun(err: Error): void {
     this.fatal ??= err;
     this.halt.abort(err);
+  }
+
+  /** An item the run never started: the interruption came first. */
+  private notStarted(item: PlanItem): void {
+    this.outcomes.record(keyOf(item), {
+      kind: item.kind,
+      id: item.id,
+      status: 'not-started',
+      reason: 'not started: the run was interrupted first',
+      nextStep: 'run again',
+      counts: true,
+    });
   }
 
   /**
