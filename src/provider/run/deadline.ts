@@ -112,3 +112,21 @@ export function onlyDeregistrationLeft(plan: Plan, whole: boolean, deregister: b
     plan.deregistration.status === 'ready'
   );
 }
+
+/**
+ * After --timeout: whether the deregistration only waits for Omni to destroy what the run released (nothing is left to
+ * write but it): the grace waits for that too.
+ */
+export function onlyOmniLeft(plan: Plan, whole: boolean, deregister: boolean): boolean {
+  const d = plan.deregistration.status;
+  return (
+    whole &&
+    deregister &&
+    plan.items.length === 0 &&
+    plan.running.length === 0 &&
+    plan.refusals.every((r) => r.done) &&
+    d !== 'ready' &&
+    d !== 'done' &&
+    d !== 'disabled'
+  );
+}

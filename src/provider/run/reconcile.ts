@@ -31,6 +31,7 @@ import {
   DEREGISTER_GRACE_MS,
   finishedWaiting,
   onlyDeregistrationLeft,
+  onlyOmniLeft,
   remainingAt,
   type Remaining,
 } from './deadline.js';
@@ -358,7 +359,15 @@ class Reconciler {
    */
   private async afterDeadline(pass: number): Promise<{ plan: Plan; timedOut: boolean }> {
     await this.heartbeat?.stop();
-    const plan = await this.planNow();
+    let plan = await this.planNow();
+    // Omni destroys what the run released in its own time: the grace waits for that before judging (bounded by it).
+    const graceLeft = () => this.deadline.leftMs() + DEREGISTER_GRACE_MS;
+    while (onlyOmniLeft(plan, this.whole, this.o.deregister) && graceLeft() > 0) {
+      this.stage('waiting', { ms: Math.min(graceLeft(), RECHECK_MS) });
+      await this.reads.changed(Math.min(graceLeft(), RECHECK_MS));
+      if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
+      plan = await this.planNow();
+    }
     if (onlyDeregistrationLeft(plan, this.whole, this.o.deregister)) {
       this.log.info({ graceMs: DEREGISTER_GRACE_MS }, '--timeout passed with everything released: deregistering');
       await this.apply(plan, pass + 1, false, this.deadline.notAfter(DEREGISTER_GRACE_MS));

@@ -358,9 +358,10 @@ deregistering`, async () => {
     );
     expect(o.nextStep).toContain("run stub-provider with that provider's own ID");
     expect(r.settle).toEqual({ ms: 300, items: 1, gone: 0, held: 1 });
-    // One watch per kind the run read, each listed once: the waits and the settle are queries on them.
+    // One watch per kind the run read (NameReservation too: profile.ts REQUEST_LINKED_TYPES), each listed once: the
+    // waits and the settle are queries on them.
     expect(fake.calls.watch).toBe(fake.calls.list);
-    expect(fake.calls.list).toBe(14);
+    expect(fake.calls.list).toBe(15);
   });
 
   it('the watch shows what holds it at the end, not what held it when released', async () => {
