@@ -210,6 +210,69 @@ export function unknownFlagsMessage(
   return parts.join('; ');
 }
 
+/**
+ * The one-line message of a command line that yargs refused (its fail handler): unknown flags with
+ * suggestions, invalid choices, and otherwise yargs' own words on one line. An unknown flag is named
+ * before a missing required one: `--idd bare-metal` is a typo of --id, not a missing --id.
+ */
+export function usageMessage(
+  msg: string,
+  args: readonly string[],
+  current: { command: string | undefined; options: KnownOptions } | undefined,
+  all: AllFlags,
+): string {
+  const o = current?.options;
+  if (o && msg.startsWith('Missing required argument')) {
+    const unknown = unknownOnCommandLine(args, o);
+    if (unknown.length > 0) msg = `Unknown arguments: ${unknown.join(', ')}`;
+  }
+  return (
+    unknownFlagsMessage(msg, o, current?.command, all) ??
+    invalidChoicesMessage(msg, args, o) ??
+    msg
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .join(' ')
+  );
+}
+
+/** The flags of `args` (before `--`) that name no option of `o`, by the names they were given as. */
+export function unknownOnCommandLine(args: readonly string[], o: KnownOptions): string[] {
+  const { canonical } = namesOf(o);
+  const known = (n: string) =>
+    NOT_FROM_ENV.has(n) || canonical.has(n) || (n.startsWith('no-') && canonical.has(n.slice(3)));
+  const unknown: string[] = [];
+  for (const a of args) {
+    if (a === '--') break;
+    if (a.startsWith('--')) {
+      const name = kebab(a.slice(2).split('=')[0]!);
+      if (name !== '' && !known(name)) unknown.push(name);
+    } else if (/^-[A-Za-z]/.test(a)) {
+      for (const ch of a.slice(1).split('=')[0]!) if (!known(ch)) unknown.push(ch);
+    }
+  }
+  return [...new Set(unknown)];
+}
+
+/**
+ * yargs' "Invalid values:" (a line per flag, each `Argument: output, Given: "jsn", Choices: "text",
+ * ...`) as one line: `--output "jsn": expected text, json or yaml`, or the variable that gave it.
+ */
+function invalidChoicesMessage(msg: string, args: readonly string[], o: KnownOptions | undefined): string | undefined {
+  if (!msg.startsWith('Invalid values:')) return undefined;
+  const given = o ? givenOnCommandLine(args, o) : undefined;
+  const parts: string[] = [];
+  for (const m of msg.matchAll(/Argument: ([^,]+), Given: (.*), Choices: (.*)$/gm)) {
+    const flag = kebab(m[1]!);
+    const choices = [...m[3]!.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((c) => c[1]!);
+    const list = choices.length > 1 ? `${choices.slice(0, -1).join(', ')} or ${choices.at(-1)!}` : choices.join('');
+    const from = given && !given.has(flag) ? `environment variable ${envName(flag)}=` : `--${flag} `;
+    parts.push(`${from}${m[2]!}: expected ${list}`);
+  }
+  return parts.length > 0 ? parts.join('; ') : undefined;
+}
+
 /** The candidate nearest to `word` by edit distance, if it is near enough to be a typo of it. */
 export function closest(word: string, candidates: readonly string[]): string | undefined {
   let best: string | undefined;

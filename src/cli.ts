@@ -3,7 +3,7 @@
 
 import yargs from 'yargs';
 import type { Argv } from 'yargs';
-import { applyEnvironment, checkWords, CliUsageError, unknownFlagsMessage } from './cli-args.js';
+import { applyEnvironment, checkWords, CliUsageError, usageMessage } from './cli-args.js';
 import type { KnownOptions } from './cli-args.js';
 import { allFlags, COMMANDS, commands } from './commands/index.js';
 import { globalOptions } from './commands/options.js';
@@ -64,7 +64,7 @@ function commandLineParser(
     // an unknown or mistyped flag (say --machines for --machine) would be ignored, not refused.
     .fail((msg, err) => {
       if (err) throw err;
-      throw new CliUsageError(unknownFlagsMessage(msg, current?.options, current?.command, flags) ?? msg);
+      throw new CliUsageError(usageMessage(msg, argv, current, flags));
     });
   for (const c of commands) {
     parser.command({

@@ -14,6 +14,7 @@ import {
   T,
 } from '../omni-api/resource.js';
 import { VERSION } from '../version.js';
+import { wipeCliOptions } from '../wipe/index.js';
 import { preflight } from '../provider/run/preflight.js';
 import type { PreflightResult } from '../provider/run/preflight.js';
 import { buildPlan } from '../provider/plan/planner.js';
@@ -38,6 +39,7 @@ export const planOptions = {
   },
   wipe: {
     type: 'string',
+    choices: wipeCliOptions.wipe.choices,
     default: 'none',
     describe: "Show a wipe step first in each machine's chain (any strategy but none; see run --help)",
     group: 'Run:',

@@ -89,6 +89,9 @@ export interface FailedResult {
   result: 'failed' | 'interrupted';
   exitCode: number;
   error: ResultError;
+  startedAt?: string;
+  endedAt?: string;
+  durationMs?: number;
 }
 
 export type AnyResult = Result | FailedResult;
@@ -166,7 +169,7 @@ export async function handleResult(
   try {
     rep = await work();
   } catch (err) {
-    if (format !== 'text') await emitResult(failedResult(command, target, err), format, io);
+    if (format !== 'text') await emitResult(resultOfError(err) ?? failedResult(command, target, err), format, io);
     throw err;
   }
   await emitResult(rep, format, io);
@@ -187,16 +190,19 @@ export async function withOutputs(
   work: (outputs: Outputs, sig: Signals) => Promise<Result>,
 ): Promise<Result> {
   const sig = trapSignals(io);
+  const took = stopwatch();
   try {
     const outputs = openOutputs({ report: target.reportFile, auditLog: target.auditLog, inputs: target.inputs });
     try {
-      const rep = withError(await work(outputs, sig));
+      const rep = { ...withError(await work(outputs, sig)), ...took() };
       outputs.writeReport(rep, io);
       return rep;
     } catch (err) {
       // An error that a signal caused is the interruption, whatever the call it broke said.
       const e: unknown = sig.code() && sig.signal.aborted ? sig.signal.reason : err;
-      outputs.writeReport(failedResult(command, target, e), io);
+      const failed = { ...failedResult(command, target, e), ...took() };
+      if (typeof e === 'object' && e !== null) failedResults.set(e, failed);
+      outputs.writeReport(failed, io);
       throw e;
     } finally {
       outputs.close();
@@ -204,6 +210,24 @@ export async function withOutputs(
   } finally {
     sig.release();
   }
+}
+
+/** The result withOutputs wrote to `--report` for an error, so that stdout gets the same one. */
+const failedResults = new WeakMap<object, FailedResult>();
+
+function resultOfError(err: unknown): FailedResult | undefined {
+  return typeof err === 'object' && err !== null ? failedResults.get(err) : undefined;
+}
+
+/** When a command's work started and ended (wall clock, ISO 8601 UTC) and how long it took (monotonic). */
+function stopwatch(): () => { startedAt: string; endedAt: string; durationMs: number } {
+  const startedAt = new Date();
+  const t0 = performance.now();
+  return () => ({
+    startedAt: startedAt.toISOString(),
+    endedAt: new Date().toISOString(),
+    durationMs: Math.round(performance.now() - t0),
+  });
 }
 
 /**

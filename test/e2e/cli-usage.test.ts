@@ -55,11 +55,37 @@ describe('did you mean', () => {
       /stub-provider plan takes no argument "bare-metal": values go after their flag, e.g. --id bare-metal/,
     ],
     [['--id', 'a', '--id', 'b', '--omni-api-endpoint', 'http://127.0.0.1:1'], /--id is given 2 times \(a, b\)/],
+    [['--idd', 'bare-metal'], /unknown flag --idd: did you mean --id\?/],
   ])('%j', async (args, message) => {
     const r = await runCli(args);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(message);
     expect(r.stderr).not.toMatch(/Missing required argument/);
+  });
+});
+
+describe('a refused value', () => {
+  it('an invalid choice is one line naming the flag, the value and the choices (no literal \\n)', async () => {
+    const r = await runCli(['--id', ID, '-o', 'jsn']);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split('\n')[0]).toBe('stub-provider: --output "jsn": expected text, json or yaml');
+    expect(r.stderr).not.toContain('\\n');
+  });
+
+  it('plan --wipe takes the strategies of run --wipe only', async () => {
+    const r = await runCli(['plan', '--id', ID, '--from-dump', 'bare-metal-stuck', '--wipe', 'bogus']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^stub-provider: --wipe "bogus": expected none, command, redfish-power-off/);
+    const ok = await runCli([
+      'plan',
+      '--id',
+      'bare-metal',
+      '--from-dump',
+      'bare-metal-stuck',
+      '--wipe',
+      'ipmi-power-off',
+    ]);
+    expect(ok.code, ok.stderr).toBe(10);
   });
 });
 

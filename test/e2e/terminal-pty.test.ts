@@ -101,7 +101,8 @@ describe('stub-provider on a real terminal (tmux, 160x50)', () => {
     expect(rows(prompt).every((l) => l.length <= 160)).toBe(true);
     t.send('Enter');
     const screen = await t.waitFor('the end of the run', (s) => EXITED.test(s));
-    expect(EXITED.exec(screen)![1]).toBe('0');
+    // 10: nothing was written, the changes the plan showed are still pending (plan's 10).
+    expect(EXITED.exec(screen)![1]).toBe('10');
     const after = screen.slice(screen.indexOf('Make these changes?'));
     expect(after).toContain('Result: declined');
     expect(after).toContain('Next: nothing was changed; run again and answer y, or see `stub-provider plan`.');

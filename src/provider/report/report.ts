@@ -96,6 +96,10 @@ export interface Report {
   interrupted: boolean;
   result: ReportResult;
   exitCode: number;
+  /** When the command's work started and ended (ISO 8601, UTC), and how long it took; set by the CLI (run-io.ts). */
+  startedAt?: string;
+  endedAt?: string;
+  durationMs?: number;
 }
 
 export interface Throttling {
@@ -287,7 +291,8 @@ export function runReport(
   let result: ReportResult;
   let exitCode: number;
   if (r.interrupted) [result, exitCode] = ['interrupted', c.interruptCode ?? ExitCode.SigInt];
-  else if (r.declined) [result, exitCode] = ['declined', ExitCode.OK];
+  // Declined: nothing was written, and the changes the plan showed are still pending (plan's 10).
+  else if (r.declined) [result, exitCode] = ['declined', ExitCode.ChangesPending];
   else if (incomplete) [result, exitCode] = ['incomplete', ExitCode.Incomplete];
   else [result, exitCode] = [anything ? 'done' : 'nothing-to-do', ExitCode.OK];
   // Blockers of the last plan that the run did not already report (Omni's own, Machines in use).
@@ -468,6 +473,7 @@ export function renderText(report: Report): string {
   if (d.warning && (d.lastStep || d.lastStepAfterRun)) out.push(`Warning: ${d.warning}`);
   if (rep.timedOut) out.push('', 'Timed out before everything was released (--timeout).');
   if (rep.interrupted) out.push('', 'Interrupted: calls in flight were cancelled; run again to finish.');
+  if (rep.durationMs !== undefined) out.push('', `Took ${describeDuration(rep.durationMs)}.`);
   out.push(...whatNext(rep));
   return `${out.join('\n')}\n`;
 }

@@ -208,11 +208,22 @@ const withMachines = () =>
   planOf([sysVersion('v1.3.4'), providerStatus(ID, true), ...bareMetalMachine(ID, U1), ...bareMetalMachine(ID, U2)]);
 const nothingLeft = () => planOf([sysVersion('v1.3.4')]);
 
+describe('the time a command took', () => {
+  it('the text summary says how long it took when the report knows (the CLI sets it), else nothing', async () => {
+    const { rep, text } = runOf(await ready());
+    expect(text).not.toMatch(/^Took /m);
+    expect(renderText({ ...rep, durationMs: 41_300 })).toMatch(/^Took 41\.3 s\.$/m);
+    expect(renderText({ ...rep, durationMs: 754_000 })).toMatch(/^Took 12\.6 min\.$/m);
+  });
+});
+
 describe('the last step only once the provider was deregistered (issue 14 item 1)', () => {
   it('a declined run: no last step; nothing was changed, run again and answer y, keep the registration', async () => {
     for (const plan of [await ready(), await withMachines()]) {
       const { rep, text } = runOf(plan, { declined: true, passes: 0 });
       expect(rep.result).toBe('declined');
+      // Nothing was written; what the plan showed is still pending, as plan's 10 says.
+      expect(rep.exitCode).toBe(10);
       expect(rep.deregistration.lastStep).toBeUndefined();
       expect(rep.deregistration.lastStepAfterRun).toBeUndefined();
       expect(text).not.toContain('Last step');
