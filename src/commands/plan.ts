@@ -204,24 +204,27 @@ async function planFromDump(
           `if the registration was deleted, see "not registered in the system" in the operator guide`),
     );
   }
-  if (c.profile === 'auto' && !summary.has(NS_INFRA_PROVIDER, T.InfraProviderStatus)) {
-    throw new UsageError(
-      `--from-dump ${value}: the dump holds no InfraProviderStatuses, which tell a static (bare-metal) provider from ` +
-        `a provisioning one. ` +
-        'Add them (omnictl get infraproviderstatuses -o yaml), or give --profile bare-metal or --profile provisioning',
-    );
-  }
   const state = dumpState(scenario, c.id);
   const rep = await planOn(state, c, log, sig, {
     keyProviderId: c.id,
     keyName: `infra-provider:${c.id}`,
     now: () => Date.now(),
   });
+  // The profile is read as against Omni; an InfraProviderStatus matters only through its static label,
+  // and only for a provider with MachineRequests and no InfraMachines (provider/profile.ts).
+  if (c.profile === 'auto' && !summary.has(NS_INFRA_PROVIDER, T.InfraProviderStatus) && !rep.profile.static) {
+    throw new UsageError(
+      `--from-dump ${value}: the dump holds no InfraProviderStatuses, and ${c.id} has MachineRequests but no ` +
+        "InfraMachines: only its status's static label tells whether it is a static (bare-metal) provider too. " +
+        'Add them (omnictl get infraproviderstatuses -o yaml), or give --profile bare-metal or --profile provisioning',
+    );
+  }
   return { ...rep, offline: offlineNote(value, rep, summary) };
 }
 
 /** The kinds a plan reads in the shared namespaces, in the order the operator guide dumps them. */
 const SHARED_KINDS = [
+  [T.InfraProviderStatus, NS_INFRA_PROVIDER],
   [T.InfraMachine, NS_INFRA_PROVIDER],
   [T.InfraMachineStatus, NS_INFRA_PROVIDER],
   [T.BMCConfig, NS_INFRA_PROVIDER],
@@ -240,7 +243,9 @@ function offlineNote(
 ): OfflineNote {
   const ns = providerNamespace(rep.providerId);
   const notSeen = summary.hasNamespace(ns) ? [] : rep.profile.namespaceTypes;
-  const emptyInDump = SHARED_KINDS.filter(([type, n]) => !summary.has(n, type)).map(([type]) => type);
+  // A sim's dump names Omni's version in its header, which stands for its SysVersion (dump-state.ts).
+  const known = (type: string) => type === T.SysVersion && rep.omniVersion !== undefined;
+  const emptyInDump = SHARED_KINDS.filter(([type, n]) => !summary.has(n, type) && !known(type)).map(([type]) => type);
   const short = (t: string) => t.split('.')[0]!;
   const notes: string[] = [];
   if (notSeen.length > 0) {
@@ -257,7 +262,7 @@ function offlineNote(
       `Nothing in the dump of: ${emptyInDump.map(short).join(', ')} (none in that Omni, or not dumped: omnictl ` +
         `prints nothing for an empty list).`,
     );
-  if (emptyInDump.includes(T.SysVersion))
+  if (rep.omniVersion === undefined)
     notes.push(
       "Omni's version is unknown (no SysVersion in the dump): the deregistration's warning assumes it may be 1.4 or " +
         'later.',

@@ -14,7 +14,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
 import { T } from '../../src/omni-api/resource.js';
-import { sysVersionResource } from '../../src/omni-sim/index.js';
+import { sysVersionResource } from '../../src/omni-sim/behaviour.js';
 import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario/scenario.js';
 
 /** The shell blocks (```sh, ```bash, ```shell) of a Markdown text, indentation of list items removed. */
