@@ -44,7 +44,7 @@ const zones = [
     message: `${why} (docs/architecture.md, "Imports").`,
   })),
   {
-    target: ['./src/commands', './src/demo'],
+    target: ['./src/commands'],
     from: ['./src/cli.ts', './src/main.ts'],
     message:
       'Nothing below the CLI imports it: a command receives what it needs of the CLI at run time ' +

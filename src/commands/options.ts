@@ -53,7 +53,7 @@ export interface Command<O extends OptionTable, C> {
 
 /**
  * What cli.ts hands a command it runs: the CLI's own parser, for the one command that runs other
- * command lines (the demo, src/demo/flow.ts). Handed at run time rather than imported: the parser is
+ * command lines (the demo, src/commands/demo/flow.ts). Handed at run time rather than imported: the parser is
  * built from every command, the demo's included.
  */
 export interface CliContext {

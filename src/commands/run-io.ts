@@ -8,6 +8,8 @@ import { createInterface } from 'node:readline/promises';
 import { describeError, ExitCode, ResultExit, StubError, UsageError } from '../exit-codes.js';
 import type { ExitCodeValue } from '../exit-codes.js';
 import type { Report } from '../provider/report/report.js';
+import { StageTracker } from '../provider/run/stage.js';
+import type { Stage } from '../provider/run/stage.js';
 import { renderText } from '../provider/report/report.js';
 import { escapeControl, inertJson } from '../omni-api/untrusted.js';
 import { VERSION } from '../version.js';
@@ -73,8 +75,11 @@ export interface OfflineNote {
   notes: string[];
 }
 
-/** The report of a command that got to a plan, with the error behind its exit code when it is not 0. */
-export type Result = Report & { error?: ResultError; offline?: OfflineNote };
+/**
+ * The report of a command that got to a plan, with the error behind its exit code when it is not 0,
+ * and the stage it ended in (`done` when its work finished on its own).
+ */
+export type Result = Report & { error?: ResultError; offline?: OfflineNote; stage?: Stage };
 
 /**
  * The result of a command that stopped before it had a report (a refused preflight, a refused key,
@@ -88,6 +93,8 @@ export interface FailedResult {
   providerId?: string;
   result: 'failed' | 'interrupted';
   exitCode: number;
+  /** How far it got: the stage it was in when it stopped. */
+  stage: Stage;
   error: ResultError;
   startedAt?: string;
   endedAt?: string;
@@ -96,7 +103,12 @@ export interface FailedResult {
 
 export type AnyResult = Result | FailedResult;
 
-export function failedResult(command: 'run' | 'plan', target: ResultTarget, err: unknown): FailedResult {
+export function failedResult(
+  command: 'run' | 'plan',
+  target: ResultTarget,
+  err: unknown,
+  stage: Stage = 'starting',
+): FailedResult {
   const d = describeError(err);
   return {
     tool: 'stub-provider',
@@ -105,6 +117,7 @@ export function failedResult(command: 'run' | 'plan', target: ResultTarget, err:
     ...(target.providerId ? { providerId: target.providerId } : {}),
     result: d.exitCode === ExitCode.SigInt || d.exitCode === ExitCode.SigTerm ? 'interrupted' : 'failed',
     exitCode: d.exitCode,
+    stage,
     error: { code: d.code, message: d.message },
   };
 }
@@ -162,14 +175,16 @@ export async function handleResult(
   command: 'run' | 'plan',
   target: ResultTarget,
   io: Io,
-  work: () => Promise<Result>,
+  work: (stages: StageTracker) => Promise<Result>,
+  stages: StageTracker = new StageTracker(),
 ): Promise<void> {
   const format = target.output;
   let rep: Result;
   try {
-    rep = await work();
+    rep = await work(stages);
   } catch (err) {
-    if (format !== 'text') await emitResult(resultOfError(err) ?? failedResult(command, target, err), format, io);
+    if (format !== 'text')
+      await emitResult(resultOfError(err) ?? failedResult(command, target, err, stages.current), format, io);
     throw err;
   }
   await emitResult(rep, format, io);
@@ -187,20 +202,22 @@ export async function withOutputs(
   command: 'run' | 'plan',
   target: ResultTarget,
   io: Io,
-  work: (outputs: Outputs, sig: Signals) => Promise<Result>,
+  work: (outputs: Outputs, sig: Signals, stages: StageTracker) => Promise<Result>,
+  stages: StageTracker = new StageTracker(),
 ): Promise<Result> {
   const sig = trapSignals(io);
   const took = stopwatch();
   try {
     const outputs = openOutputs({ report: target.reportFile, auditLog: target.auditLog, inputs: target.inputs });
     try {
-      const rep = { ...withError(await work(outputs, sig)), ...took() };
-      outputs.writeReport(rep, io);
-      return rep;
+      const rep = withError(await work(outputs, sig, stages));
+      const staged = { ...rep, stage: stages.current, ...took() };
+      outputs.writeReport(staged, io);
+      return staged;
     } catch (err) {
       // An error that a signal caused is the interruption, whatever the call it broke said.
       const e: unknown = sig.code() && sig.signal.aborted ? sig.signal.reason : err;
-      const failed = { ...failedResult(command, target, e), ...took() };
+      const failed = { ...failedResult(command, target, e, stages.current), ...took() };
       if (typeof e === 'object' && e !== null) failedResults.set(e, failed);
       outputs.writeReport(failed, io);
       throw e;
@@ -241,12 +258,12 @@ export async function commandLine<G extends Parameters<typeof resultTarget>[0], 
   given: G,
   env: NodeJS.ProcessEnv,
   parse: (given: G, env: NodeJS.ProcessEnv) => C,
-  work: (c: C, io: Io, outputs: Outputs, sig: Signals) => Promise<Result>,
+  work: (c: C, io: Io, outputs: Outputs, sig: Signals, stages: StageTracker) => Promise<Result>,
 ): Promise<void> {
   const io = processIo(env);
   const target = resultTarget(given);
-  await handleResult(command, target, io, () =>
-    withOutputs(command, target, io, (outputs, sig) => work(parse(given, env), io, outputs, sig)),
+  await handleResult(command, target, io, (stages) =>
+    withOutputs(command, target, io, (outputs, sig) => work(parse(given, env), io, outputs, sig, stages), stages),
   );
 }
 

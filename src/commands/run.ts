@@ -19,6 +19,7 @@ import type { ConnectionConfig, Io } from './provider-options.js';
 import { progressFor } from './progress.js';
 import { commandLine, withOutputs } from './run-io.js';
 import type { Outputs, Result, Signals } from './run-io.js';
+import type { StageTracker } from '../provider/run/stage.js';
 
 export const runOptions = {
   ...connectionOptions,
@@ -118,16 +119,17 @@ export function parseRun(given: Given<typeof runOptions>, env: NodeJS.ProcessEnv
  * result is the report, or an error with its result in `--report`.
  */
 export function executeRun(c: RunConfig, io: Io): Promise<Result> {
-  return withOutputs('run', c.target, io, (outputs, sig) => run(c, io, outputs, sig));
+  return withOutputs('run', c.target, io, (outputs, sig, stages) => run(c, io, outputs, sig, stages));
 }
 
-async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promise<Result> {
+async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages: StageTracker): Promise<Result> {
   // On a terminal, log lines go through the progress line so that it stays below them, and the
   // per-write and per-item lines are debug: the progress line shows one short line per machine.
   const progress = progressFor(c, io);
   const log = progress
     ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream })
     : loggerFor(c, io);
+  stages.enter('preflight');
   const audit = new Audit(outputs.auditSink, Date.now, log, undefined, progress ? { writeLogLevel: 'debug' } : {});
   // A write throttled by Omni is retried for --step-timeout at most (what --timeout allows with --wait).
   const client = await connect(c, io, log, audit.observer, {
@@ -167,6 +169,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promis
         version: VERSION,
         now,
         wipe: { strategy, options: c.wipe },
+        stage: stages.enter,
         ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}),
       },
       {

@@ -36,6 +36,7 @@ import { refuse } from './refusals.js';
 import { settle } from './settle.js';
 import type { SettleSummary } from './settle.js';
 import { takeSnapshot } from '../read/snapshot.js';
+import type { OnStage, Stage, StageDetail } from './stage.js';
 import type { Snapshot } from '../plan/plan.js';
 
 export interface ReconcileOptions {
@@ -89,6 +90,8 @@ export interface ReconcileDeps {
   itemLogLevel?: 'debug';
   /** Called with the plan of every pass before it is applied (what `plan` would print at that moment). */
   planned?: (plan: Plan) => void;
+  /** Told each stage the run enters (stage.ts), and how far it got within it. */
+  stage?: OnStage;
 }
 
 export interface ReconcileResult {
@@ -195,7 +198,9 @@ class Reconciler {
       checkParents: this.whole,
       limiter: this.limiter,
       cache: this.reads,
+      ...(this.deps.stage ? { stage: this.deps.stage } : {}),
     });
+    this.stage('planning');
     const plan = buildPlan(snap, this.planOptions);
     // What planning an item again needs of the pass (its profile, its evidence); its resources are
     // in the caches, which drop each as it goes.
@@ -214,6 +219,10 @@ class Reconciler {
     };
     this.deps.planned?.(plan);
     return plan;
+  }
+
+  private stage(stage: Stage, detail?: StageDetail): void {
+    this.deps.stage?.(stage, detail);
   }
 
   async run(): Promise<ReconcileResult> {
@@ -245,6 +254,7 @@ class Reconciler {
     });
     if (this.o.confirm && this.wouldAct(plan)) {
       const asked = this.monotonic();
+      this.stage('confirming');
       const yes = await this.o.confirm(plan);
       // --timeout is for the run: a person who read the plan for ten minutes did not use it up.
       this.deadline += this.monotonic() - asked;
@@ -276,6 +286,7 @@ class Reconciler {
         if (!this.o.wait) {
           if (!(this.whole && this.o.deregister && parents.length > 0 && pass < 3)) break;
           // Omni destroys what we released; then the leftovers and the deregistration can follow.
+          this.stage('waiting', { resources: parents.length, ms: this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS });
           await Promise.all(parents.map((p) => this.reads.wait(p, 'gone', this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)));
           plan = await this.planNow();
           continue;
@@ -286,12 +297,14 @@ class Reconciler {
           timedOut = true;
           break;
         }
+        this.stage('waiting', { ms: Math.min(left, RECHECK_MS) });
         await this.reads.changed(Math.min(left, RECHECK_MS));
         if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
         plan = await this.planNow();
       }
       if (this.o.wait && !timedOut && !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister))
         timedOut = true;
+      this.stage('settling', { items: this.heldAtRelease.size + plan.lettingGo.length, ms: this.settled.ms });
       await settle(
         {
           reads: this.reads,
@@ -312,6 +325,7 @@ class Reconciler {
     } finally {
       await this.heartbeat?.stop();
     }
+    this.stage('done');
     return result({ timedOut }, pass);
   }
 
@@ -329,6 +343,7 @@ class Reconciler {
   }
 
   private async announce(plan: Plan): Promise<void> {
+    this.stage('announcing');
     const ctx = {
       state: this.state,
       providerId: this.id,
@@ -365,6 +380,7 @@ class Reconciler {
   private async apply(plan: Plan, pass: number, announced: boolean): Promise<Applied> {
     const parents: Pointer[] = [];
     const items = plan.items.filter((it) => this.o.wait || pass === 1 || !this.blockedKeys.has(keyOf(it)));
+    this.stage('releasing', { pass, items: items.length });
     this.outcomes.track(items, plan.running.length);
     const executor = this.executor();
     await Promise.all([
@@ -392,6 +408,7 @@ class Reconciler {
     const d = plan.deregistration;
     if (!this.whole || d.status !== 'ready' || !d.item) return { parents, deferred: false };
     if (announced) return { parents, deferred: true };
+    this.stage('deregistering');
     this.deregistered = await deregister(
       {
         runItem: (item) => this.runItem(executor, item).then((end) => end?.status === 'released'),
