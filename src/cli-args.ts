@@ -30,7 +30,7 @@ export interface AllFlags {
 }
 
 /** Flags that are not settings (yargs' own). */
-const NOT_FROM_ENV = new Set(['help', 'version', 'get-yargs-completions']);
+const NOT_FROM_ENV = new Set(['help', 'version']);
 
 const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 const camel = (s: string) => s.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
@@ -145,9 +145,14 @@ function parseBoolean(v: string): boolean | undefined {
 
 /**
  * Words that are not a command (`stub-provider plna`) or that follow one that takes none (`stub-provider
- * plan bare-metal`): none of our commands takes positional arguments, and a stray word is a typo.
+ * plan bare-metal`): a stray word is a typo. A `takesOneWord` command (completion: its shell) has had
+ * that word taken out by yargs; any other is refused as well.
  */
-export function checkWords(words: readonly unknown[], commands: readonly string[]): void {
+export function checkWords(
+  words: readonly unknown[],
+  commands: readonly string[],
+  takesOneWord: ReadonlySet<string> = new Set(),
+): void {
   const w = words.map(String);
   if (w.length === 0) return;
   const command = commands.includes(w[0]!) ? w[0] : undefined;
@@ -161,6 +166,8 @@ export function checkWords(words: readonly unknown[], commands: readonly string[
         `${commands.join(', ')}; flags start with --)`,
     );
   }
+  if (takesOneWord.has(command))
+    throw new CliUsageError(`stub-provider ${command} takes one word, not also ${JSON.stringify(word)}`);
   throw new CliUsageError(
     `stub-provider ${command} takes no argument ${JSON.stringify(word)}: values go after their flag, e.g. --id ${word}`,
   );

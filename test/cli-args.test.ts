@@ -140,6 +140,10 @@ describe('checkWords and unknownFlagsMessage', () => {
     expect(() => checkWords(['frobnicate'], commands)).toThrow(/unknown command "frobnicate" \(commands: run, plan/);
     expect(() => checkWords(['plan', 'x'], commands)).toThrow(/takes no argument "x"/);
     expect(() => checkWords(['plan'], commands)).not.toThrow();
+    // completion's shell was taken out by yargs; a second word is refused as such.
+    expect(() => checkWords(['completion', 'x'], commands, new Set(['completion']))).toThrow(
+      /stub-provider completion takes one word, not also "x"/,
+    );
     expect(() => checkWords([], commands)).not.toThrow();
   });
 
