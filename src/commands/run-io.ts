@@ -145,8 +145,8 @@ function errorForExit(code: number): StubError {
 }
 
 /** The report as JSON: programs read it, a person may print it, so C1 and bidi controls are \uXXXX. */
-function reportJson(rep: AnyResult): string {
-  return `${inertJson(JSON.stringify(rep, null, 2))}\n`;
+function reportJson(rep: AnyResult, o: { oneLine?: boolean } = {}): string {
+  return `${inertJson(o.oneLine ? JSON.stringify(rep) : JSON.stringify(rep, null, 2))}\n`;
 }
 
 /**
@@ -154,7 +154,9 @@ function reportJson(rep: AnyResult): string {
  * form: the error line on stderr says it all.
  */
 export async function emitResult(rep: AnyResult, format: OutputFormat, io: Io): Promise<void> {
-  if (format === 'json') io.stdout.write(reportJson(rep));
+  // Off a terminal one line, the last of stdout: `kubectl logs job/x | tail -1 | jq` reads it.
+  if (format === 'json')
+    io.stdout.write(reportJson(rep, { oneLine: (io.stdout as { isTTY?: boolean }).isTTY !== true }));
   else if (format === 'yaml') io.stdout.write((await import('./yaml-output.js')).inertYaml(rep));
   else if ('released' in rep) io.stdout.write(`${renderText(rep)}${offlineText(rep.offline)}`);
 }
