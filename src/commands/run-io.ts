@@ -11,6 +11,7 @@ import type { Report } from '../provider/report/report.js';
 import { StageTracker } from '../provider/run/stage.js';
 import type { Stage } from '../provider/run/stage.js';
 import { renderText } from '../provider/report/report.js';
+import { wrapText } from '../provider/report/wrap.js';
 import { escapeControl, inertJson } from '../omni-api/untrusted.js';
 import { VERSION } from '../version.js';
 import type { Io, OutputFormat, ResultTarget } from './provider-options.js';
@@ -158,14 +159,24 @@ export async function emitResult(rep: AnyResult, format: OutputFormat, io: Io): 
   if (format === 'json')
     io.stdout.write(reportJson(rep, { oneLine: (io.stdout as { isTTY?: boolean }).isTTY !== true }));
   else if (format === 'yaml') io.stdout.write((await import('./yaml-output.js')).inertYaml(rep));
-  else if ('released' in rep) io.stdout.write(`${renderText(rep)}${offlineText(rep.offline)}`);
+  else if ('released' in rep) {
+    const width = terminalWidth(io.stdout);
+    io.stdout.write(`${renderText(rep, { width })}${offlineText(rep.offline, width)}`);
+  }
 }
 
-function offlineText(o: OfflineNote | undefined): string {
+/** The columns of a terminal, to wrap text at; undefined when the stream is not one (nothing is wrapped). */
+export function terminalWidth(s: NodeJS.WritableStream): number | undefined {
+  const t = s as { isTTY?: boolean; columns?: number };
+  return t.isTTY === true && t.columns !== undefined && t.columns > 0 ? t.columns : undefined;
+}
+
+function offlineText(o: OfflineNote | undefined, width: number | undefined): string {
   if (!o) return '';
   const lines = ['', `Offline plan from ${escapeControl(o.dump)}: nothing was asked of Omni.`];
   for (const n of o.notes) lines.push(`  - ${escapeControl(n)}`);
-  return `${lines.join('\n')}\n`;
+  const text = `${lines.join('\n')}\n`;
+  return width ? wrapText(text, width) : text;
 }
 
 /**

@@ -17,7 +17,7 @@ import type { Given, OptionTable } from './options.js';
 import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 import { progressFor } from './progress.js';
-import { commandLine, withOutputs } from './run-io.js';
+import { commandLine, terminalWidth, withOutputs } from './run-io.js';
 import type { Outputs, Result, Signals } from './run-io.js';
 import type { StageTracker } from '../provider/run/stage.js';
 
@@ -194,7 +194,8 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
               'this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); ' +
                 '`stub-provider plan` shows what would change',
             );
-          io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre })));
+          const width = terminalWidth(io.stderr);
+          io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre }), { width }));
           return io.ask(`Make these changes${c.wait ? ' and keep watching' : ''}? [y/N] `);
         },
       },

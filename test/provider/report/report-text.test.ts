@@ -345,10 +345,10 @@ would`, async () => {
 });
 
 describe('step chains in the plan text (issue 14 item 2)', () => {
-  it(`a bare-metal machine's chain is wrapped below it, in order, no line over 120 columns; its own ID is not \
-repeated`, async () => {
+  it(`on a terminal of 120 columns, a bare-metal machine's chain is wrapped below it, in order, no line over 120 \
+columns; its own ID is not repeated`, async () => {
     const rep = planReport(await withMachines(), { version: 'test' });
-    const text = renderText(rep);
+    const text = renderText(rep, { width: 120 });
     const section = text.slice(text.indexOf('Would release or clean'), text.indexOf('\nDeregistration:'));
     expect(
       section.split('\n').every((l) => l.length <= 120),
@@ -368,6 +368,33 @@ repeated`, async () => {
     expect(steps.map((s) => s.split(' ')[0])).toEqual(planned.map((s) => s.op));
     expect(block![2]).not.toContain(U1);
   });
+
+  it("off a terminal nothing is wrapped: each machine's chain on its item's line", async () => {
+    const rep = planReport(await withMachines(), { version: 'test' });
+    const text = renderText(rep);
+    for (const id of [U1, U2]) {
+      const line = text.split('\n').find((l) => l.startsWith(`  - InfraMachine ${id}: `))!;
+      expect(line).toMatch(/→ remove-finalizers InfraMachines$/);
+      expect(line.length).toBeGreaterThan(200);
+    }
+    expect(text).not.toMatch(/^ {6}\S/m);
+  });
+
+  it.each([60, 80, 100])(
+    'on a terminal of %i columns every row fits, rows break only between words, and they join into the text',
+    async (width) => {
+      const rep = planReport(await withMachines(), { version: 'test' });
+      const flat = renderText(rep);
+      const wrapped = renderText(rep, { width });
+      const rows = wrapped.split('\n');
+      // A row is wider only when it is one word (a resource path longer than the terminal).
+      expect(rows.filter((r) => r.length > width && r.trim().includes(' '))).toEqual([]);
+      const words = (t: string) => t.split(/\s+/).filter(Boolean);
+      expect(words(wrapped)).toEqual(words(flat));
+      // No word was cut: every word of the wrapped text is a word of the flat one.
+      expect(rows.length).toBeGreaterThan(flat.split('\n').length);
+    },
+  );
 
   it("a short chain stays on its item's line; a step on another ID names it", async () => {
     const rep = planReport(await ready(), { version: 'test' });
