@@ -25,6 +25,7 @@ import { defineCommand, nonEmpty, once } from './options.js';
 import type { Given, OptionTable } from './options.js';
 import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
+import { progressFor, showStages } from './progress.js';
 import { commandLine, withOutputs } from './run-io.js';
 import type { StageTracker } from '../provider/run/stage.js';
 import type { OfflineNote, Result, Signals } from './run-io.js';
@@ -91,19 +92,30 @@ export function executePlan(c: PlanConfig, io: Io): Promise<Result> {
 }
 
 async function makePlan(c: PlanConfig, io: Io, sig: Signals, stages: StageTracker): Promise<Result> {
-  const log = loggerFor(c, io);
-  stages.enter('preflight');
-  if (c.fromDump) return planFromDump(c, c.fromDump, log, sig, stages);
-  const client = await connect(c, io, log);
+  // On a terminal, what it is doing shows on a progress line on stderr (erased before the result on
+  // stdout); elsewhere one log line per phase.
+  const progress = progressFor(c, io);
+  const log = progress
+    ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream })
+    : loggerFor(c, io);
+  const unsubscribe = showStages(stages, progress, log);
   try {
-    const now = () => Date.now() + client.serverClockOffsetMs();
-    return await planOn(client.state, c, log, sig, stages, {
-      keyProviderId: client.providerId,
-      keyName: client.identity.name,
-      now,
-    });
+    stages.enter('preflight');
+    if (c.fromDump) return await planFromDump(c, c.fromDump, log, sig, stages);
+    const client = await connect(c, io, log);
+    try {
+      const now = () => Date.now() + client.serverClockOffsetMs();
+      return await planOn(client.state, c, log, sig, stages, {
+        keyProviderId: client.providerId,
+        keyName: client.identity.name,
+        now,
+      });
+    } finally {
+      await client.close();
+    }
   } finally {
-    await client.close();
+    unsubscribe();
+    progress?.done();
   }
 }
 

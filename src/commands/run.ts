@@ -16,7 +16,7 @@ import { defineCommand, once } from './options.js';
 import type { Given, OptionTable } from './options.js';
 import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
-import { progressFor } from './progress.js';
+import { progressFor, showStages } from './progress.js';
 import { commandLine, terminalWidth, withOutputs } from './run-io.js';
 import type { Outputs, Result, Signals } from './run-io.js';
 import type { StageTracker } from '../provider/run/stage.js';
@@ -129,6 +129,8 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
   const log = progress
     ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream })
     : loggerFor(c, io);
+  // What it is doing, from the first second: on the progress line, or one log line per phase.
+  const unsubscribe = showStages(stages, progress, log);
   stages.enter('preflight');
   // Every write is a debug line, on a terminal or not: `--audit-log` records each one, and a Job's log
   // at the default level stays one line per machine (26 000 lines for 2 700 machines otherwise).
@@ -136,6 +138,10 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
   // A write throttled by Omni is retried for --step-timeout at most (what --timeout allows with --wait).
   const client = await connect(c, io, log, audit.observer, {
     maxWaitMs: c.wait && Number.isFinite(c.timeoutMs) ? c.timeoutMs : c.stepTimeoutMs,
+  }).catch((err: unknown) => {
+    unsubscribe();
+    progress?.done();
+    throw err;
   });
   if (progress) progress.throttling = () => client.throttling();
   let failed = false;
@@ -194,6 +200,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
               'this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); ' +
                 '`stub-provider plan` shows what would change',
             );
+          progress?.pause();
           const width = terminalWidth(io.stderr);
           io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre }), { width }));
           return io.ask(`Make these changes${c.wait ? ' and keep watching' : ''}? [y/N] `);
@@ -204,6 +211,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
     failed = true;
     throw err;
   } finally {
+    unsubscribe();
     progress?.done();
     // Closing the client cancels what is still in flight; the audit log then gives each write
     // still unanswered its outcome (unknown) before the report counts them.
