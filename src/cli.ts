@@ -12,6 +12,7 @@ import type { AnyCommand, CommandName, ConfigOf } from './commands/index.js';
 import type { CliContext, Command, Given, OptionTable } from './commands/options.js';
 import { describeError, ExitCode, ResultExit } from './exit-codes.js';
 import { escapeControl } from './omni-api/untrusted.js';
+import { addSecretsOf, redact } from './redact.js';
 import { VERSION } from './version.js';
 
 const COMPLETION = COMPLETION_COMMAND.name;
@@ -97,22 +98,37 @@ function commandLineParser(
   return parser;
 }
 
-export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/** Where a command writes: the process's stdout and stderr, or a test's. */
+export interface Streams {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+export async function main(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  streams: Streams = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
+  // Whatever is quoted back from here on (a message, a log line, a result) has the key taken out.
+  addSecretsOf(env);
+  const cli: CliContext = { configOf, ...streams };
   let failure: unknown;
   try {
-    await commandLineParser(argv, env, (c, given) => c.handler(given, env, CLI)).parseAsync();
+    await commandLineParser(argv, env, (c, given) => c.handler(given, env, cli)).parseAsync();
   } catch (err) {
     failure = err;
   }
   if (failure === undefined) return process.exitCode === undefined ? ExitCode.OK : Number(process.exitCode);
   if (failure instanceof ResultExit) return failure.exitCode;
   if (failure instanceof CliUsageError) {
-    process.stderr.write(`stub-provider: ${escapeControl(failure.message)}\nRun 'stub-provider --help' for usage.\n`);
+    streams.stderr.write(
+      `stub-provider: ${escapeControl(redact(failure.message))}\nRun 'stub-provider --help' for usage.\n`,
+    );
     return ExitCode.Usage;
   }
   const d = describeError(failure);
   // The message may quote Omni, a BMC or the command line: one line, control characters escaped (rule 13).
-  process.stderr.write(`stub-provider: ${escapeControl(`${d.message} [${d.code}]`)}\n`);
+  streams.stderr.write(`stub-provider: ${escapeControl(redact(`${d.message} [${d.code}]`))}\n`);
   return d.exitCode;
 }
 
@@ -145,5 +161,3 @@ function configOf<C>(command: Command<OptionTable, C>, args: readonly string[], 
     );
   return command.parse(ran.given, env);
 }
-
-const CLI: CliContext = { configOf };

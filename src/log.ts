@@ -1,6 +1,7 @@
 // Logging: pino, JSON to stderr when not a TTY (containers: level names, ISO 8601 times),
 // pino-pretty in-process on a TTY.
-// Secrets are redacted by path at construction, so a careless `log.info({ key })` cannot leak them.
+// Secrets are redacted by path at construction, so a careless `log.info({ key })` cannot leak them,
+// and by value in every line written (redact.ts: a key or a password quoted in a message).
 // Log lines carry what Omni, a BMC or a command said (IDs, error messages, output): design rule 13 is
 // applied here, once for every line, just before it is written (pino's streamWrite hook).
 // Pretty lines are one line per entry (pino-pretty's singleLine): a person scrolls past fewer lines,
@@ -10,6 +11,7 @@ import pino from 'pino';
 import pretty from 'pino-pretty';
 import type { Logger } from 'pino';
 import { escapeControl, escapeControlIn, inertJson } from './omni-api/untrusted.js';
+import { redact, redactDeep } from './redact.js';
 
 export type LogFormat = 'json' | 'pretty';
 
@@ -61,7 +63,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
   // Level names and ISO 8601 times, as log collectors and people reading `kubectl logs` expect them.
   const json = {
     ...base,
-    hooks: { streamWrite: inertJson },
+    hooks: { streamWrite: (line: string) => inertJson(redact(line)) },
     formatters: { level: (label: string) => ({ level: label }) },
     timestamp: pino.stdTimeFunctions.isoTime,
   };
@@ -78,9 +80,9 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
  */
 function escapeForPretty(line: string): string {
   try {
-    return `${JSON.stringify(escapeControlIn(JSON.parse(line) as unknown))}\n`;
+    return `${JSON.stringify(escapeControlIn(redactDeep(JSON.parse(line) as unknown)))}\n`;
   } catch {
-    return `${escapeControl(line.trimEnd())}\n`;
+    return `${escapeControl(redact(line.trimEnd()))}\n`;
   }
 }
 

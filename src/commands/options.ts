@@ -59,6 +59,9 @@ export interface Command<O extends OptionTable, C> {
 export interface CliContext {
   /** The configuration `stub-provider <command> <args>` would run with (cli.ts configFrom), without running it. */
   configOf<C>(command: Command<OptionTable, C>, args: readonly string[], env: NodeJS.ProcessEnv): C;
+  /** Where the command writes its result and its logs (the process's, or a test's). */
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
 }
 
 /** A command, with its option and configuration types inferred from the description. */

@@ -200,7 +200,7 @@ async function planFromDump(
   ]);
   let scenario;
   try {
-    scenario = await loadScenarioFile(file);
+    scenario = await loadScenarioFile(file, '--from-dump');
   } catch (e) {
     if (e instanceof ScenarioError) throw new UsageError(`--from-dump: ${e.message}`, { cause: e });
     throw e;
@@ -320,6 +320,6 @@ export const planCommand = defineCommand({
     ('3 run would be refused (not registered; a live provider, unless --force); 4 authentication; 5 Omni unreachable ' +
       'or its answer malformed; 130/143 interrupted.'),
   parse: parsePlan,
-  handler: (given, env) =>
-    commandLine('plan', given, env, parsePlan, (c, io, _outputs, sig, stages) => makePlan(c, io, sig, stages)),
+  handler: (given, env, cli) =>
+    commandLine('plan', given, env, cli, parsePlan, (c, io, _outputs, sig, stages) => makePlan(c, io, sig, stages)),
 });

@@ -13,18 +13,25 @@ import type { Stage } from '../provider/run/stage.js';
 import { renderText } from '../provider/report/report.js';
 import { wrapText } from '../provider/report/wrap.js';
 import { escapeControl, inertJson } from '../omni-api/untrusted.js';
+import { redact, redactDeep } from '../redact.js';
+import { takeEarlySignal } from '../early-signal.js';
 import { VERSION } from '../version.js';
+import type { CliContext } from './options.js';
 import type { Io, OutputFormat, ResultTarget } from './provider-options.js';
 import { resultTarget } from './provider-options.js';
 
-export function processIo(env: NodeJS.ProcessEnv = process.env): Io {
+export function processIo(
+  env: NodeJS.ProcessEnv = process.env,
+  streams: Pick<CliContext, 'stdout' | 'stderr'> = process,
+): Io {
   return {
-    stdout: process.stdout,
-    stderr: process.stderr,
+    stdout: streams.stdout,
+    stderr: streams.stderr,
     stdinIsTTY: process.stdin.isTTY === true,
     env,
-    ask: (question) => askYesNo(process.stdin, process.stderr, question),
+    ask: (question) => askYesNo(process.stdin, streams.stderr, question),
     signals: process,
+    takeEarlySignal,
   };
 }
 
@@ -145,9 +152,13 @@ function errorForExit(code: number): StubError {
   return new StubError('STUB_FAILED', code as ExitCodeValue, 'failed');
 }
 
-/** The report as JSON: programs read it, a person may print it, so C1 and bidi controls are \uXXXX. */
+/**
+ * The report as JSON: programs read it, a person may print it, so C1 and bidi controls are \uXXXX; no
+ * secret in it (redact.ts: a value it quotes may be the key given by mistake).
+ */
 function reportJson(rep: AnyResult, o: { oneLine?: boolean } = {}): string {
-  return `${inertJson(o.oneLine ? JSON.stringify(rep) : JSON.stringify(rep, null, 2))}\n`;
+  const safe = redactDeep(rep);
+  return `${inertJson(o.oneLine ? JSON.stringify(safe) : JSON.stringify(safe, null, 2))}\n`;
 }
 
 /**
@@ -158,10 +169,10 @@ export async function emitResult(rep: AnyResult, format: OutputFormat, io: Io): 
   // Off a terminal one line, the last of stdout: `kubectl logs job/x | tail -1 | jq` reads it.
   if (format === 'json')
     io.stdout.write(reportJson(rep, { oneLine: (io.stdout as { isTTY?: boolean }).isTTY !== true }));
-  else if (format === 'yaml') io.stdout.write((await import('./yaml-output.js')).inertYaml(rep));
+  else if (format === 'yaml') io.stdout.write((await import('./yaml-output.js')).inertYaml(redactDeep(rep)));
   else if ('released' in rep) {
     const width = terminalWidth(io.stdout);
-    io.stdout.write(`${renderText(rep, { width })}${offlineText(rep.offline, width)}`);
+    io.stdout.write(terminalText(`${renderText(rep, { width, wrap: false })}${offlineText(rep.offline)}`, width));
   }
 }
 
@@ -171,12 +182,20 @@ export function terminalWidth(s: NodeJS.WritableStream): number | undefined {
   return t.isTTY === true && t.columns !== undefined && t.columns > 0 ? t.columns : undefined;
 }
 
-function offlineText(o: OfflineNote | undefined, width: number | undefined): string {
+function offlineText(o: OfflineNote | undefined): string {
   if (!o) return '';
   const lines = ['', `Offline plan from ${escapeControl(o.dump)}: nothing was asked of Omni.`];
   for (const n of o.notes) lines.push(`  - ${escapeControl(n)}`);
-  const text = `${lines.join('\n')}\n`;
-  return width ? wrapText(text, width) : text;
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Text for a person: without a secret (redact.ts), then wrapped at the terminal's width when it goes
+ * to one (in this order: wrapping must not split what redaction looks for).
+ */
+export function terminalText(text: string, width: number | undefined): string {
+  const safe = redact(text);
+  return width ? wrapText(safe, width) : safe;
 }
 
 /**
@@ -223,6 +242,8 @@ export async function withOutputs(
   try {
     const outputs = openOutputs({ report: target.reportFile, auditLog: target.auditLog, inputs: target.inputs });
     try {
+      // A signal that came while the CLI was loading: the result says so, and nothing is asked of Omni.
+      if (sig.signal.aborted) throw sig.signal.reason;
       const rep = withError(await work(outputs, sig, stages));
       const staged = { ...rep, stage: stages.current, ...took() };
       outputs.writeReport(staged, io);
@@ -270,10 +291,11 @@ export async function commandLine<G extends Parameters<typeof resultTarget>[0], 
   command: 'run' | 'plan',
   given: G,
   env: NodeJS.ProcessEnv,
+  cli: Pick<CliContext, 'stdout' | 'stderr'>,
   parse: (given: G, env: NodeJS.ProcessEnv) => C,
   work: (c: C, io: Io, outputs: Outputs, sig: Signals, stages: StageTracker) => Promise<Result>,
 ): Promise<void> {
-  const io = processIo(env);
+  const io = processIo(env, cli);
   const target = resultTarget(given);
   await handleResult(command, target, io, (stages) =>
     withOutputs(command, target, io, (outputs, sig) => work(parse(given, env), io, outputs, sig, stages), stages),
@@ -347,7 +369,7 @@ export function openOutputs(o: {
     ...(audit
       ? {
           auditSink: (line: string) => {
-            writeSync(audit.fd, line);
+            writeSync(audit.fd, redact(line));
           },
         }
       : {}),
@@ -357,8 +379,10 @@ export function openOutputs(o: {
         writeFileSync(report.fd, reportJson(rep));
       } catch (err) {
         io.stderr.write(
-          `stub-provider: cannot write the report to ${escapeControl(report.path)}: ` +
-            `${(err as NodeJS.ErrnoException).code ?? String(err)}\n`,
+          redact(
+            `stub-provider: cannot write the report to ${escapeControl(report.path)}: ` +
+              `${(err as NodeJS.ErrnoException).code ?? String(err)}\n`,
+          ),
         );
       }
     },
@@ -369,7 +393,8 @@ export function openOutputs(o: {
 function openOutput(flag: string, path: string, flags: string | number): OutputFile {
   let fd: number;
   try {
-    fd = openSync(path, flags, 0o644);
+    // Created readable by its owner only: a report or an audit log names the provider's machines.
+    fd = openSync(path, flags, 0o600);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     const hint =
@@ -403,7 +428,7 @@ export interface Signals {
   release: () => void;
 }
 
-/** SIGINT/SIGTERM abort the run; the exit code says which (130/143). */
+/** SIGINT/SIGTERM abort the run (also one that came while the CLI loaded); the exit code says which (130/143). */
 export function trapSignals(io: Io): Signals {
   const ac = new AbortController();
   let code: 130 | 143 | undefined;
@@ -417,6 +442,9 @@ export function trapSignals(io: Io): Signals {
   };
   io.signals?.on('SIGINT', onInt);
   io.signals?.on('SIGTERM', onTerm);
+  const early = io.takeEarlySignal?.();
+  if (early === 'SIGINT') onInt();
+  else if (early === 'SIGTERM') onTerm();
   return {
     signal: ac.signal,
     code: () => code,

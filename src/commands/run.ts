@@ -2,6 +2,7 @@
 // deregister. See docs/design.md; the work is in src/provider.
 
 import { ExitCode, UsageError } from '../exit-codes.js';
+import { addSecret } from '../redact.js';
 import { VERSION } from '../version.js';
 import { createWipeStrategy, wipeCliOptions, wipeOptionsFrom } from '../wipe/index.js';
 import type { WipeOptions } from '../wipe/index.js';
@@ -17,7 +18,7 @@ import type { Given, OptionTable } from './options.js';
 import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 import { progressFor, showStages } from './progress.js';
-import { commandLine, terminalWidth, withOutputs } from './run-io.js';
+import { commandLine, terminalText, terminalWidth, withOutputs } from './run-io.js';
 import type { Outputs, Result, Signals } from './run-io.js';
 import type { StageTracker } from '../provider/run/stage.js';
 
@@ -178,6 +179,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
         now,
         wipe: { strategy, options: c.wipe },
         stage: stages.enter,
+        onSecret: addSecret,
         ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}),
       },
       {
@@ -202,7 +204,12 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
             );
           progress?.pause();
           const width = terminalWidth(io.stderr);
-          io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre }), { width }));
+          io.stderr.write(
+            terminalText(
+              renderText(planReport(plan, { version: VERSION, preflight: pre }), { width, wrap: false }),
+              width,
+            ),
+          );
           return io.ask(`Make these changes${c.wait ? ' and keep watching' : ''}? [y/N] `);
         },
       },
@@ -268,5 +275,5 @@ export const runCommand = defineCommand({
     "With --output json or yaml, and in --report, every exit has its result, with the error's code and message. " +
     'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).',
   parse: parseRun,
-  handler: (given, env) => commandLine('run', given, env, parseRun, run),
+  handler: (given, env, cli) => commandLine('run', given, env, cli, parseRun, run),
 });

@@ -98,21 +98,21 @@ async function demo(c: DemoConfig, cli: CliContext): Promise<void> {
     say: json
       ? () => undefined
       : (text) => {
-          process.stdout.write(`${text}\n`);
+          cli.stdout.write(`${text}\n`);
         },
-    stderr: process.stderr,
+    stderr: cli.stderr,
     signals: process,
     ...(width ? { width } : {}),
   });
   try {
-    if (c.output === 'json') process.stdout.write(`${inertJson(JSON.stringify(result, null, 2))}\n`);
-    if (c.output === 'yaml') process.stdout.write((await import('../yaml-output.js')).inertYaml(result));
+    if (c.output === 'json') cli.stdout.write(`${inertJson(JSON.stringify(result, null, 2))}\n`);
+    if (c.output === 'yaml') cli.stdout.write((await import('../yaml-output.js')).inertYaml(result));
     if (c.keep) {
       const signalled = untilSignal();
       const keys = Object.entries(sim.keys)
         .map(([name, key]) => `  ${name}:\n    OMNI_SERVICE_ACCOUNT_KEY=${key}`)
         .join('\n');
-      process.stderr.write(
+      cli.stderr.write(
         `\nThe simulated Omni stays up at ${sim.endpoint} until Ctrl-C. Its generated keys (demo only):\n${keys}\n` +
           (`For example: OMNI_ENDPOINT=${sim.endpoint} OMNI_SERVICE_ACCOUNT_KEY=<key above> stub-provider plan --id ` +
             `${Object.keys(sim.keys)[0]?.replace(/^infra-provider:/, '') ?? 'bare-metal'}\n`),

@@ -12,8 +12,8 @@
 // key spelling), or `proto_spec:` (standard base64, any type), plus `yaml_spec:` for opaque types.
 // dumpScenario writes the scenario shape so that parse(dump(parse(x))) equals parse(x).
 
-import { readFile } from 'node:fs/promises';
 import { parseAllDocuments, parseDocument, stringify } from 'yaml';
+import { InputFileError, readBoundedFile, SCENARIO_FILE_MAX_BYTES } from '../../omni-api/bounded-file.js';
 import type { Resource } from '../../omni-api/resource.js';
 import { bytesEqual, isValidPhase, newMetadata, NS_EPHEMERAL, T } from '../../omni-api/resource.js';
 import { decodeSpec, encodeSpec } from '../../omni-api/specs/codec.js';
@@ -355,11 +355,13 @@ export function sysVersionOf(r: Resource): string | undefined {
   }
 }
 
-export async function loadScenarioFile(path: string): Promise<Scenario> {
+/** A scenario or dump file, read within SCENARIO_FILE_MAX_BYTES; `what`: the flag that named it, for messages. */
+export async function loadScenarioFile(path: string, what = '--scenario'): Promise<Scenario> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = readBoundedFile(path, { what, maxBytes: SCENARIO_FILE_MAX_BYTES });
   } catch (e) {
+    if (e instanceof InputFileError) throw e;
     throw new ScenarioError(`cannot read scenario ${path}: ${(e as Error).message}`, { cause: e });
   }
   return parseScenario(text, path);

@@ -63,6 +63,9 @@ export interface Report {
   running: ReportEntry[];
   leftBehind: ReportEntry[];
   failed: ReportEntry[];
+  /** run: items under way when the run was interrupted (run again), and items it never started. */
+  interruptedItems: ReportEntry[];
+  notStarted: ReportEntry[];
   notFound: string[];
   /** plan: finalizers of others that will keep holding what a run releases or destroys (what holds them was read). */
   waits: ReportEntry[];
@@ -250,6 +253,8 @@ export function planReport(plan: Plan, c: Common): Report {
     running: plan.running.map(entry),
     leftBehind: plan.leftBehind.map(entry),
     failed: [],
+    interruptedItems: [],
+    notStarted: [],
     notFound: plan.notFound,
     waits: plan.waits.map(entry),
     lettingGo: plan.lettingGo.map(entry),
@@ -280,7 +285,11 @@ export function runReport(
   const cleaned = r.outcomes.filter((o) => o.status === 'released' && o.kind === 'leftover').length;
   const held = released.filter((o) => o.heldBy && o.heldBy.length > 0);
   const blocked = r.outcomes.filter((o) => o.status === 'blocked');
-  const failed = r.outcomes.filter((o) => o.status === 'failed' || o.status === 'interrupted');
+  const failed = r.outcomes.filter((o) => o.status === 'failed');
+  const byStatus = (status: 'interrupted' | 'not-started') =>
+    r.outcomes
+      .filter((o) => o.status === status)
+      .map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' }));
   const failedRefusals = r.refusals.filter((x) => x.result === 'failed');
   const incomplete = r.timedOut || failed.length > 0 || failedRefusals.length > 0 || blocked.some((b) => b.counts);
   const anything =
@@ -347,6 +356,8 @@ export function runReport(
       ...failed.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' })),
       ...failedRefusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ?? '', nextStep: 'run again' })),
     ],
+    interruptedItems: byStatus('interrupted'),
+    notStarted: byStatus('not-started'),
     notFound: r.firstPlan.notFound,
     waits: [],
     lettingGo: [],
@@ -399,9 +410,10 @@ const LIST_LIMIT = 20;
  * The human summary. Every string of the report is escaped first (design rule 13): IDs, finalizers,
  * reasons and Omni's messages come from the server, and a control character in one of them could
  * clear the screen or forge a line of this summary. `width`: the terminal's columns, to wrap at
- * (between words); absent off a terminal, where nothing is wrapped.
+ * (between words); absent off a terminal, where nothing is wrapped. `wrap: false`: laid out for that
+ * width (the step chains) but left for the caller to wrap (after redaction, run-io.ts terminalText).
  */
-export function renderText(report: Report, o: { width?: number } = {}): string {
+export function renderText(report: Report, o: { width?: number; wrap?: boolean } = {}): string {
   const rep = escapeControlIn(report);
   const out: string[] = [];
   const head = rep.command === 'plan' ? 'Plan (nothing was changed)' : `Result: ${rep.result}`;
@@ -462,6 +474,8 @@ export function renderText(report: Report, o: { width?: number } = {}): string {
   }
   section('Blocked', rep.blocked, withNext);
   section('Failed', rep.failed, withNext);
+  section('Interrupted (under way when the signal came; run again)', rep.interruptedItems, (x) => `${x.kind} ${x.id}`);
+  section('Not started (the signal came first; run again)', rep.notStarted, (x) => `${x.kind} ${x.id}`);
   section('Still running (untouched)', rep.running, withNext);
   section('Left behind', rep.leftBehind, withNext);
   if (rep.notFound.length) out.push('', `Not found (nothing to do): ${rep.notFound.join(', ')}`);
@@ -479,7 +493,7 @@ export function renderText(report: Report, o: { width?: number } = {}): string {
   out.push(...whatNext(rep));
   // On a terminal, wrapped at its width between words; elsewhere one item per line (o.width absent).
   const text = `${out.join('\n')}\n`;
-  return o.width ? wrapText(text, o.width) : text;
+  return o.width && o.wrap !== false ? wrapText(text, o.width) : text;
 }
 
 /**

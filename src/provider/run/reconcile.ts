@@ -92,6 +92,8 @@ export interface ReconcileDeps {
   planned?: (plan: Plan) => void;
   /** Told each stage the run enters (stage.ts), and how far it got within it. */
   stage?: OnStage;
+  /** Told each secret the run reads from Omni (a BMC password for a wipe), so that no output shows it. */
+  onSecret?: (secret: string) => void;
 }
 
 export interface ReconcileResult {
@@ -321,6 +323,8 @@ class Reconciler {
       if (!this.o.signal?.aborted) throw err;
       for (const oc of this.outcomes.items.values())
         if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
+      // What the plan held and the interruption came before: not started, not failed.
+      for (const item of plan.items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
       return result({ interrupted: true }, pass);
     } finally {
       await this.heartbeat?.stop();
@@ -438,6 +442,7 @@ class Reconciler {
         waitMs: () =>
           this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS),
         outside: (fn, forOmni) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
+        ...(this.deps.onSecret ? { onSecret: this.deps.onSecret } : {}),
       },
       this.pass!,
       this.planOptions,
@@ -447,6 +452,11 @@ class Reconciler {
   /** Runs one item and records how it ended; undefined when it failed (its outcome says why). */
   private async runItem(executor: Executor, item: PlanItem): Promise<ItemEnd | undefined> {
     const key = keyOf(item);
+    // Interrupted: nothing more is started; the items in flight finish or are cancelled.
+    if (this.o.signal?.aborted) {
+      this.notStarted(item);
+      return undefined;
+    }
     const outcome: ItemOutcome = { kind: item.kind, id: item.id, status: 'released', counts: true };
     try {
       const end = await executor.run(item);
@@ -488,14 +498,26 @@ class Reconciler {
           : "run again; if it keeps failing, check the error and Omni's logs";
       Object.assign(outcome, {
         status: aborted ? 'interrupted' : 'failed',
-        reason: (err as Error).message,
-        nextStep: aborted ? 'run again' : nextStep,
+        reason: aborted ? 'under way when the run was interrupted' : (err as Error).message,
+        nextStep: aborted ? 'run again: it carries on where this run stopped' : nextStep,
       });
       this.outcomes.record(key, outcome);
       if (!aborted)
         this.outcomes.itemLog('error', { kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
       return undefined;
     }
+  }
+
+  /** An item the run never started: the interruption came first. */
+  private notStarted(item: PlanItem): void {
+    this.outcomes.record(keyOf(item), {
+      kind: item.kind,
+      id: item.id,
+      status: 'not-started',
+      reason: 'not started: the run was interrupted first',
+      nextStep: 'run again',
+      counts: true,
+    });
   }
 
   /**
