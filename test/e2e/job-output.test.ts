@@ -43,7 +43,7 @@ one object with its times`, async () => {
     const lines = r.stderr
       .trimEnd()
       .split('\n')
-      .map((l) => JSON.parse(l) as { level: unknown; time: unknown; msg: string; kind?: string });
+      .map((l) => JSON.parse(l) as { level: unknown; time: unknown; msg: string; kind?: string; stage?: string });
     for (const l of lines) {
       expect(l.level).toBe('info');
       expect(l.time).toMatch(ISO);
@@ -52,6 +52,12 @@ one object with its times`, async () => {
     expect(lines.filter((l) => l.msg === 'released' && l.kind === 'InfraMachine')).toHaveLength(MACHINES);
     expect(lines.length).toBeLessThan(MACHINES + 30);
     expect(lines.filter((l) => /^(updated|destroyed|created)$/.test(l.msg))).toEqual([]);
+    // What it is doing: one line as it enters each phase (a terminal has the progress line instead).
+    const phases = lines.filter((l) => l.stage !== undefined).map((l) => l.stage);
+    expect(phases.slice(0, 3)).toEqual(['preflight', 'reading', 'planning']);
+    expect(phases).toContain('releasing');
+    expect(phases).toContain('deregistering');
+    expect(phases.filter((p, i) => p === phases[i - 1])).toEqual([]);
     // Every write is still in the audit log: an intent and an outcome each.
     expect(readFileSync(audit, 'utf8').trimEnd().split('\n').length).toBeGreaterThan(MACHINES * 6);
 
