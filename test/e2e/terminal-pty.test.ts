@@ -5,7 +5,8 @@
 // after the timeout no last step either. At 80 columns (issue 24 items 1 to 3): the progress line fits
 // (released of planned, the clock, the time left; no zero counter), the plan and the prompt are
 // wrapped at the width between words, and a slow Omni is never a blank screen: from the first second
-// the bottom row says what the command is doing (also for `plan > file`, whose file is not wrapped).
+// the bottom row says what the command is doing (also for `plan > file`, whose file is not wrapped);
+// Ctrl-C while it releases: interrupted and not started, never failed.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
@@ -84,7 +85,10 @@ async function terminal(
   const out = o.stdout ? ` > ${q(o.stdout)}` : '';
   await writeFile(
     script,
-    `env -i ${env.join(' ')} ${q(process.execPath)} ${q(MAIN)} ${args.map(q).join(' ')}${out}\necho "[exit $?]"\n` +
+    // Ctrl-C reaches the shell too: trapped (not ignored, so the CLI gets it as a person's would), it
+    // outlives the CLI and says how it exited.
+    `trap : INT\n` +
+      `env -i ${env.join(' ')} ${q(process.execPath)} ${q(MAIN)} ${args.map(q).join(' ')}${out}\necho "[exit $?]"\n` +
       `exec sleep 600\n`,
   );
   await chmod(script, 0o700);
@@ -262,4 +266,27 @@ the end; the file is not wrapped`, async () => {
     // No chain continued on a line of its own (the `next:` lines of a section are not continuations).
     expect(text).not.toMatch(/^ {6}(?!next: )\S/m);
   }, 90_000);
+
+  // Last: it writes to the slow Omni, which the tests above only read.
+  it(`Ctrl-C while it releases: what was under way is "Interrupted", what never started "Not started", \
+nothing "Failed"; exit 130`, async () => {
+    const t = await terminal('ctrlc80', ['--id', ID], { noColor: true, columns: 80, omni: slow });
+    await t.waitFor('the confirmation prompt', (s) => /^Make these changes\? \[y\/N\] $/m.test(s), {
+      timeoutMs: 60_000,
+    });
+    t.send('y', 'Enter');
+    // Each write takes this Omni 600 ms: the releases are under way for seconds.
+    await t.waitFor('the progress line', (s) => PROGRESS.test(rows(s).at(-1) ?? ''), { timeoutMs: 30_000 });
+    t.send('C-c');
+    const end = await t.waitFor('the end of the run', (s) => EXITED.test(s), { timeoutMs: 30_000 });
+    expect(EXITED.exec(end)![1]).toBe('130');
+    const summary = end.slice(end.lastIndexOf('Result: '));
+    expect(summary).toMatch(/^Result: interrupted/);
+    expect(summary).toMatch(
+      /^(Interrupted \(under way when|Not started \(the signal came first)[^\n]*; run again\) \(\d+\):$/m,
+    );
+    expect(summary).not.toMatch(/^Failed \(/m);
+    expect(summary).not.toContain('Canceled');
+    expect(summary.split('\n').filter((l) => l.length > 80)).toEqual([]);
+  }, 120_000);
 });
