@@ -346,10 +346,12 @@ the end`, async () => {
     const rep = await run(sim, tty);
     expect(rep.exitCode).toBe(0);
     const text = tty.text();
-    // What it is doing from the start, then the counts.
-    expect(text).toContain(`${CLEAR}checking the key, the provider and its heartbeat · 0s`);
-    expect(text).toMatch(/\r\x1b\[2Kreading Omni(: \d+ \w+)? · \ds/); // eslint-disable-line no-control-regex
-    expect(text).toContain(`${CLEAR}0/12 released · 0s`);
+    // What it is doing from the start, then the counts (the clock's seconds depend on the machine's load).
+    /* eslint-disable no-control-regex */
+    expect(text).toMatch(/\r\x1b\[2Kchecking the key, the provider and its heartbeat · \d+s/);
+    expect(text).toMatch(/\r\x1b\[2Kreading Omni(: \d+ \w+)? · \d+s/);
+    expect(text).toMatch(/\r\x1b\[2K0\/12 released · \d+s/);
+    /* eslint-enable no-control-regex */
     const shown = screen(text);
     expect(shown.filter((l) => l.startsWith('released '))).toEqual(
       rep.released.map((r) => `released InfraMachine ${r.id}`),
@@ -369,7 +371,7 @@ the end`, async () => {
     // Each log line starts on a fresh line: after a newline or after the erase of the progress line.
     expect(text).not.toMatch(/released · [^\r\n]*\n/);
     expect(text.endsWith('\n') || text.endsWith(CLEAR)).toBe(true);
-  });
+  }, 60_000);
 
   it('--log-level debug on a terminal: the per-write and per-item log lines too, one line each', async () => {
     sim = await createSim(generateScenario({ providerId: 'bm', machines: 2 }));
