@@ -101,16 +101,16 @@ export function finishedWaiting(plan: Plan, whole: boolean, deregister: boolean)
   );
 }
 
+/** Whether the plan leaves the run nothing to write but the deregistration (of a whole-provider run). */
+function nothingButDeregistration(plan: Plan, whole: boolean, deregister: boolean): boolean {
+  return (
+    whole && deregister && plan.items.length === 0 && plan.running.length === 0 && plan.refusals.every((r) => r.done)
+  );
+}
+
 /** After --timeout: whether the plan leaves nothing to do but the deregistration (which then runs in its grace). */
 export function onlyDeregistrationLeft(plan: Plan, whole: boolean, deregister: boolean): boolean {
-  return (
-    whole &&
-    deregister &&
-    plan.items.length === 0 &&
-    plan.running.length === 0 &&
-    plan.refusals.every((r) => r.done) &&
-    plan.deregistration.status === 'ready'
-  );
+  return nothingButDeregistration(plan, whole, deregister) && plan.deregistration.status === 'ready';
 }
 
 /**
@@ -119,14 +119,5 @@ export function onlyDeregistrationLeft(plan: Plan, whole: boolean, deregister: b
  */
 export function onlyOmniLeft(plan: Plan, whole: boolean, deregister: boolean): boolean {
   const d = plan.deregistration.status;
-  return (
-    whole &&
-    deregister &&
-    plan.items.length === 0 &&
-    plan.running.length === 0 &&
-    plan.refusals.every((r) => r.done) &&
-    d !== 'ready' &&
-    d !== 'done' &&
-    d !== 'disabled'
-  );
+  return nothingButDeregistration(plan, whole, deregister) && d !== 'ready' && d !== 'done' && d !== 'disabled';
 }
