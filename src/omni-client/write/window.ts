@@ -3,6 +3,7 @@
 // a Retry-After (capped) that holds every new write until it has passed. Reads are never held here.
 
 import { CanceledError } from '../../omni-api/errors.js';
+import { onAbort as onAbortOf } from '../transport/abort.js';
 import { RETRY_AFTER_CAP_MS } from '../transport/retry.js';
 
 // --- the adaptive window ------------------------------------------------------------------------
@@ -102,16 +103,13 @@ export class WriteWindow {
     if (this.#queue.length === 0 && this.#canStart()) return Promise.resolve(this.#start());
     return new Promise<Ticket>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
-      const onAbort = (): void => {
-        drop();
-        reject(new CanceledError('cancelled by the caller', { cause: signal?.reason }));
-      };
+      let unsubscribe: (() => void) | undefined;
       const w: Waiter = {
         resolve,
         reject,
         cleanup: () => {
           clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
+          unsubscribe?.();
         },
       };
       const drop = (): void => {
@@ -129,7 +127,13 @@ export class WriteWindow {
           Math.max(0, deadline - this.#now()),
         );
       }
-      signal?.addEventListener('abort', onAbort, { once: true });
+      // One listener on the caller's signal however many writes wait (abort.ts): the run's signal is
+      // shared by every write, and Node warns from 11 listeners on (a line that is not JSON on stderr).
+      if (signal)
+        unsubscribe = onAbortOf(signal, () => {
+          drop();
+          reject(new CanceledError('cancelled by the caller', { cause: signal.reason }));
+        });
       this.#queue.push(w);
       this.#pump();
     });
