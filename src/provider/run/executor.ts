@@ -1,5 +1,5 @@
 // Performs a planned item's operations (operations.ts), exactly those and in their order, one call
-// each, through the call limiter. When an answer is not the one the plan rests on (a version
+// each (the client bounds the calls in flight). When an answer is not the one the plan rests on (a version
 // conflict, finalizers or an owner changed, something destroyed meanwhile), it reads that one
 // resource again and asks the same planner for the item's operations (`replanItem`), so a re-plan
 // can never do more than a plan. A NotFound is done only for a resource read by exactly that ID
@@ -37,8 +37,6 @@ export interface ExecutorDeps {
   state: State;
   log: Logger;
   providerId: string;
-  /** Every call to Omni goes through it (`--concurrency`). */
-  limiter: Limiter;
   /** Wipes at once at most (the wipe's own concurrency). */
   wipeLimiter: Limiter;
   wipe?: { strategy: WipeStrategy; options: WipeOptions };
@@ -134,7 +132,7 @@ export class Executor {
   private async knowMain(item: PlanItem): Promise<void> {
     const p = mainOf(item);
     if (!p || this.d.reads.current(p) || this.d.reads.isGone(p)) return;
-    const fresh = await this.d.limiter.run(() => getIfExists(this.d.state, p, { signal: this.d.signal }));
+    const fresh = await getIfExists(this.d.state, p, { signal: this.d.signal });
     if (fresh) this.d.reads.observe(fresh);
     else
       this.notFound(
@@ -214,7 +212,7 @@ export class Executor {
 
   /** Reads the one resource again by its ID, then the item is planned again from it. */
   private async reread(op: { target: Pointer; foundById: boolean }): Promise<OpResult> {
-    const fresh = await this.d.limiter.run(() => getIfExists(this.d.state, op.target, { signal: this.d.signal }));
+    const fresh = await getIfExists(this.d.state, op.target, { signal: this.d.signal });
     if (!fresh) return this.notFound(op, 'Get');
     this.d.reads.observe(fresh);
     return { replan: op.target };
@@ -264,9 +262,10 @@ export class Executor {
     if (!cur) return this.d.reads.isGone(op.target) ? { replan: op.target } : this.reread(op);
     // Changed since it was planned: plan it again from what it is now.
     if (cur.metadata.version !== op.version) return { replan: op.target };
-    const res = await this.d.limiter.run(() =>
-      this.d.state.removeFinalizers(cur, [...op.finalizers], { signal: this.d.signal, requirePhase: op.phase }),
-    );
+    const res = await this.d.state.removeFinalizers(cur, [...op.finalizers], {
+      signal: this.d.signal,
+      requirePhase: op.phase,
+    });
     if (res.outcome !== 'removed')
       this.d.log.debug(
         { resource: describePointer(op.target), finalizers: op.finalizers, outcome: res.outcome },
@@ -293,7 +292,7 @@ export class Executor {
   private async teardown(op: TeardownOp, run: RunState): Promise<OpResult> {
     let ready: boolean;
     try {
-      ready = await this.d.limiter.run(() => this.d.state.teardown(op.target, { signal: this.d.signal }));
+      ready = await this.d.state.teardown(op.target, { signal: this.d.signal });
     } catch (err) {
       // Thrown only when its Get found nothing (the client's gateway-state.ts).
       if (hasCode(err, 'OMNI_NOT_FOUND')) return this.notFound(op, 'Get');
@@ -335,9 +334,7 @@ export class Executor {
   private async destroy(op: DestroyOp): Promise<OpResult> {
     try {
       const before = this.d.reads.current(op.target);
-      await this.d.limiter.run(() =>
-        this.d.state.destroy(op.target, { owner: op.owner, signal: this.d.signal, ...(before ? { before } : {}) }),
-      );
+      await this.d.state.destroy(op.target, { owner: op.owner, signal: this.d.signal, ...(before ? { before } : {}) });
       this.d.reads.gone(op.target);
       return NEXT;
     } catch (err) {

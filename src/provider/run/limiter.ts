@@ -1,6 +1,6 @@
-// The one concurrency limiter: a FIFO counting semaphore. It bounds the calls in flight to Omni
-// (`--concurrency`), the wipes at once, and the plan items under way at once (`forItems`), whatever
-// the number of machines; waiting for Omni does not hold a slot.
+// The provider's limiter: a FIFO counting semaphore. It bounds the plan items under way at once
+// (`forItems`) and the wipes at once, whatever the number of machines; waiting for Omni does not hold
+// a slot. The calls in flight to Omni are bounded by the client (omni-client/call-limit.ts).
 
 export class Limiter {
   private active = 0;
@@ -12,11 +12,9 @@ export class Limiter {
   }
 
   /**
-   * A limiter of plan items for `concurrency` call slots: enough items to keep every slot busy, few
-   * enough that a step's results are not held through a queue of every machine of the fleet. With
-   * all 11 000 items of a 10 000-machine run in the call limiter's queue at once, each step waited
-   * seconds for the next, what it had read went to V8's old space, and the heap grew by ~25 MB/s of
-   * such garbage (485 MB peak for a 130 MB live set).
+   * A limiter of plan items for `concurrency` calls in flight: enough items to keep every call's place
+   * busy, few enough that a step's results are not held through a queue of every machine of the fleet
+   * (docs/performance.md, "Changes made for performance").
    */
   static forItems(concurrency: number): Limiter {
     return new Limiter(Math.max(MIN_ITEMS, ITEMS_PER_SLOT * concurrency));
@@ -97,7 +95,7 @@ export class Limiter {
   }
 }
 
-const ITEMS_PER_SLOT = 4;
+const ITEMS_PER_SLOT = 2;
 const MIN_ITEMS = 256;
 
 function noop(): void {}

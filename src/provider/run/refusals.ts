@@ -7,7 +7,6 @@ import type { State } from '../../omni-api/state.js';
 import { hasCode } from '../../omni-client/errors.js';
 import { MachineRequestStage, MachineRequestStatusSpec } from '../../omni-api/specs/messages.js';
 import { encodeSpec } from '../../omni-api/specs/codec.js';
-import type { Limiter } from './limiter.js';
 import type { Outcomes } from './outcomes.js';
 import type { Refusal } from '../plan/plan.js';
 import { STUB_MARKER } from '../plan/facts.js';
@@ -22,7 +21,6 @@ export function refusalError(providerId: string, requestId: string): string {
 export interface RefuseDeps {
   state: State;
   providerId: string;
-  limiter: Limiter;
   outcomes: Outcomes;
   log: Logger;
   signal?: AbortSignal;
@@ -50,9 +48,7 @@ export async function refuse(d: RefuseDeps, r: Refusal): Promise<void> {
     status: `refused by ${STUB_MARKER}`,
   });
   try {
-    await d.limiter.run(() =>
-      d.state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: op.owner, signal: d.signal }),
-    );
+    await d.state.create({ metadata: md, spec: { protoSpec: spec } }, { owner: op.owner, signal: d.signal });
     out.itemLog('info', { kind: r.kind, id: r.id }, 'refused new MachineRequest (FAILED status)');
     out.refusal(
       key,
