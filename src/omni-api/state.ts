@@ -11,6 +11,8 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Per-call timeout in milliseconds; the client's default applies when absent. */
   timeoutMs?: number;
+  /** Among calls waiting for a place in the client's limit, lower ranks start first (absent: 0). */
+  rank?: number;
 }
 
 export type LabelOp = 'EXISTS' | 'EQUAL' | 'NOT_EXISTS' | 'IN' | 'LT' | 'LTE' | 'LT_NUMERIC' | 'LTE_NUMERIC';
@@ -47,6 +49,19 @@ export interface WatchKindOptions extends QueryOptions {
   bootstrapContents?: boolean;
   /** Called when the watch restarted from scratch (bookmark refused): the consumer should drop its cache. */
   onReset?: () => void;
+  /**
+   * Asked before each message is read: true leaves it unread (not decoded, not yielded; a backend may
+   * read it anyway) and calls `onSkipped`. A consumer that skips no longer follows the kind: it must read
+   * the kind again before it trusts what it holds. Its bookmark is not taken from a skipped message.
+   */
+  skip?: () => boolean;
+  onSkipped?: () => void;
+  /**
+   * Called when a stream broke, before the watch reconnects: `inARow` counts the streams in a row that
+   * broke without delivering anything within their first minutes (0 after one that did). A consumer
+   * may stop watching (abort) and read the kind otherwise.
+   */
+  onBreak?: (inARow: number) => void;
 }
 
 export interface OwnerOptions extends CallOptions {
