@@ -30,10 +30,21 @@ const arrows = [
     allowed: ['omni-client', 'omni-api', 'wipe', 'log.ts', 'exit-codes.ts'],
     why: 'src/provider never sees the sim or the CLI',
   },
-  { folder: 'log.ts', allowed: ['omni-api'], why: 'log.ts is a leaf' },
+  { folder: 'log.ts', allowed: ['omni-api', 'redact.ts'], why: 'log.ts is a leaf' },
+  { folder: 'redact.ts', allowed: [], why: 'redact.ts is a leaf: log.ts and the CLI use it alike' },
   { folder: 'exit-codes.ts', allowed: ['omni-api'], why: 'exit-codes.ts is a leaf' },
   { folder: 'version.ts', allowed: [], why: 'version.ts is a leaf' },
   { folder: 'gc-tuning.ts', allowed: [], why: 'gc-tuning.ts is a leaf' },
+  {
+    folder: 'early-signal.ts',
+    allowed: [],
+    why: 'early-signal.ts is loaded by main.ts before anything else: it imports nothing',
+  },
+  {
+    folder: 'main.ts',
+    allowed: ['early-signal.ts', 'start.ts'],
+    why: 'main.ts checks the Node version before anything loads: early-signal.ts, then start.ts with import()',
+  },
 ];
 
 const zones = [
@@ -44,8 +55,8 @@ const zones = [
     message: `${why} (docs/architecture.md, "Imports").`,
   })),
   {
-    target: ['./src/commands', './src/demo'],
-    from: ['./src/cli.ts', './src/main.ts'],
+    target: ['./src/commands'],
+    from: ['./src/cli.ts', './src/main.ts', './src/start.ts'],
     message:
       'Nothing below the CLI imports it: a command receives what it needs of the CLI at run time ' +
       '(CliContext; docs/architecture.md, "Imports").',

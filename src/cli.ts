@@ -12,6 +12,7 @@ import type { CliContext, Command, Given, OptionTable } from './commands/options
 import { describeError, ExitCode, ResultExit } from './exit-codes.js';
 import { createLogger } from './log.js';
 import { escapeControl } from './omni-api/untrusted.js';
+import { addSecretsOf, redact } from './redact.js';
 import { VERSION } from './version.js';
 
 const COMPLETION = 'completion';
@@ -84,7 +85,20 @@ function commandLineParser(
   return parser;
 }
 
-export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env): Promise<number> {
+/** Where a command writes: the process's stdout and stderr, or a test's. */
+export interface Streams {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+export async function main(
+  argv: string[],
+  env: NodeJS.ProcessEnv = process.env,
+  streams: Streams = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
+  // Whatever is quoted back from here on (a message, a log line, a result) has the key taken out.
+  addSecretsOf(env);
+  const cli: CliContext = { configOf, ...streams };
   let failure: unknown;
   /** The --log-format of a command that has one, once its flags were parsed (null: none given). */
   let logFormat: string | null | undefined;
@@ -92,7 +106,7 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
     await commandLineParser(argv, env, (c, given) => {
       const f = given['log-format'];
       if (Object.hasOwn(c.options, 'log-format')) logFormat = typeof f === 'string' ? f : null;
-      return c.handler(given, env, CLI);
+      return c.handler(given, env, cli);
     }).parseAsync();
   } catch (err) {
     failure = err;
@@ -100,17 +114,22 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
   if (failure === undefined) return process.exitCode === undefined ? ExitCode.OK : Number(process.exitCode);
   if (failure instanceof ResultExit) return failure.exitCode;
   if (failure instanceof CliUsageError) {
-    process.stderr.write(`stub-provider: ${escapeControl(failure.message)}\nRun 'stub-provider --help' for usage.\n`);
+    streams.stderr.write(
+      `stub-provider: ${escapeControl(redact(failure.message))}\nRun 'stub-provider --help' for usage.\n`,
+    );
     return ExitCode.Usage;
   }
   const d = describeError(failure);
-  if (jsonLogs(logFormat, process.stderr)) {
+  if (jsonLogs(logFormat, streams.stderr)) {
     // Logs are JSON (docs/operator-guide.md, "Logs"): the error is one more record, so every line of stderr parses.
-    createLogger({ format: 'json', level: 'error' }).error({ code: d.code, exitCode: d.exitCode }, d.message);
+    createLogger({ format: 'json', level: 'error', destination: streams.stderr }).error(
+      { code: d.code, exitCode: d.exitCode },
+      d.message,
+    );
     return d.exitCode;
   }
   // The message may quote Omni, a BMC or the command line: one line, control characters escaped (rule 13).
-  process.stderr.write(`stub-provider: ${escapeControl(`${d.message} [${d.code}]`)}\n`);
+  streams.stderr.write(`stub-provider: ${escapeControl(redact(`${d.message} [${d.code}]`))}\n`);
   return d.exitCode;
 }
 
@@ -118,9 +137,9 @@ export async function main(argv: string[], env: NodeJS.ProcessEnv = process.env)
  * Whether the command's logs are JSON: its --log-format, or by default off a terminal (log.ts). Before its flags were
  * parsed (a usage error) there are no logs yet, and the error is a line of text.
  */
-function jsonLogs(format: string | null | undefined, stderr: { isTTY?: boolean }): boolean {
+function jsonLogs(format: string | null | undefined, stderr: NodeJS.WritableStream): boolean {
   if (format === undefined) return false;
-  return format === 'json' || (format === null && stderr.isTTY !== true);
+  return format === 'json' || (format === null && (stderr as { isTTY?: boolean }).isTTY !== true);
 }
 
 /**
@@ -152,5 +171,3 @@ function configOf<C>(command: Command<OptionTable, C>, args: readonly string[], 
     );
   return command.parse(ran.given, env);
 }
-
-const CLI: CliContext = { configOf };

@@ -63,6 +63,8 @@ export class ResultExit extends Error {
  */
 const EXIT_BY_CODE: Record<string, ExitCodeValue> = {
   STUB_CONFIG: ExitCode.Usage,
+  STUB_INPUT_NOT_A_FILE: ExitCode.Usage,
+  STUB_INPUT_TOO_LARGE: ExitCode.Usage,
   STUB_KEY_INVALID: ExitCode.Usage,
   STUB_REDIRECTED: ExitCode.Usage,
   STUB_CLOCK_SKEW: ExitCode.Auth,

@@ -1,5 +1,6 @@
 // Logging: pino, JSON to stderr when not a TTY (containers), pino-pretty in-process on a TTY.
-// Secrets are redacted by path at construction, so a careless `log.info({ key })` cannot leak them.
+// Secrets are redacted by path at construction, so a careless `log.info({ key })` cannot leak them,
+// and by value in every line written (redact.ts: a key or a password quoted in a message).
 // Log lines carry what Omni, a BMC or a command said (IDs, error messages, output): design rule 13 is
 // applied here, once for every line, just before it is written (pino's streamWrite hook).
 // Pretty lines are one line per entry (pino-pretty's singleLine): a person scrolls past fewer lines,
@@ -9,6 +10,7 @@ import pino from 'pino';
 import pretty from 'pino-pretty';
 import type { Logger } from 'pino';
 import { escapeControl, escapeControlIn, inertJson } from './omni-api/untrusted.js';
+import { redact, redactDeep } from './redact.js';
 
 export type LogFormat = 'json' | 'pretty';
 
@@ -57,7 +59,7 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     return pino({ ...base, hooks: { streamWrite: escapeForPretty } }, prettyStream(dest, opts.color ?? colorWanted()));
   }
   // JSON stays JSON for the programs that read it; what a terminal would act on is \uXXXX in it.
-  const json = { ...base, hooks: { streamWrite: inertJson } };
+  const json = { ...base, hooks: { streamWrite: (line: string) => inertJson(redact(line)) } };
   // A real file descriptor gets pino's synchronous writer (nothing lost when the process exits at
   // once); any other stream (a test's, an embedding program's) is written to as given.
   const fd = (dest as { fd?: unknown }).fd;
@@ -71,9 +73,9 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
  */
 function escapeForPretty(line: string): string {
   try {
-    return `${JSON.stringify(escapeControlIn(JSON.parse(line) as unknown))}\n`;
+    return `${JSON.stringify(escapeControlIn(redactDeep(JSON.parse(line) as unknown)))}\n`;
   } catch {
-    return `${escapeControl(line.trimEnd())}\n`;
+    return `${escapeControl(redact(line.trimEnd()))}\n`;
   }
 }
 

@@ -2,7 +2,7 @@
 // them in this order.
 
 import type { AllFlags } from '../cli-args.js';
-import { demoCommand } from './demo.js';
+import { demoCommand } from './demo/demo.js';
 import type { Command, OptionTable } from './options.js';
 import { globalOptions } from './options.js';
 import { planCommand } from './plan.js';

@@ -53,12 +53,15 @@ export interface Command<O extends OptionTable, C> {
 
 /**
  * What cli.ts hands a command it runs: the CLI's own parser, for the one command that runs other
- * command lines (the demo, src/demo/flow.ts). Handed at run time rather than imported: the parser is
+ * command lines (the demo, src/commands/demo/flow.ts). Handed at run time rather than imported: the parser is
  * built from every command, the demo's included.
  */
 export interface CliContext {
   /** The configuration `stub-provider <command> <args>` would run with (cli.ts configFrom), without running it. */
   configOf<C>(command: Command<OptionTable, C>, args: readonly string[], env: NodeJS.ProcessEnv): C;
+  /** Where the command writes its result and its logs (the process's, or a test's). */
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
 }
 
 /** A command, with its option and configuration types inferred from the description. */

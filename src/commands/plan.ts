@@ -1,5 +1,5 @@
 // `stub-provider plan`: read-only. What a run would change now, and what blocks what; against Omni,
-// or offline from a dump of its state (`--from-dump`). Its exit code predicts run's (issue 14 item 6):
+// or offline from a dump of its state (`--from-dump`). Its exit code predicts run's (docs/design.md 'Exit codes'):
 // 0 nothing to do, 10 changes pending, 3 and 4 where run would stop, 2 usage.
 
 import { ExitCode, PreflightError, UsageError } from '../exit-codes.js';
@@ -25,6 +25,7 @@ import type { Given, OptionTable } from './options.js';
 import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 import { commandLine, withOutputs } from './run-io.js';
+import type { StageTracker } from '../provider/run/stage.js';
 import type { OfflineNote, Result, Signals } from './run-io.js';
 import { resolveScenarioFile } from './scenario-file.js';
 
@@ -84,16 +85,17 @@ export function parsePlan(given: Given<typeof planOptions>, env: NodeJS.ProcessE
 }
 
 export function executePlan(c: PlanConfig, io: Io): Promise<Result> {
-  return withOutputs('plan', c.target, io, (_outputs, sig) => makePlan(c, io, sig));
+  return withOutputs('plan', c.target, io, (_outputs, sig, stages) => makePlan(c, io, sig, stages));
 }
 
-async function makePlan(c: PlanConfig, io: Io, sig: Signals): Promise<Result> {
+async function makePlan(c: PlanConfig, io: Io, sig: Signals, stages: StageTracker): Promise<Result> {
   const log = loggerFor(c, io);
-  if (c.fromDump) return planFromDump(c, c.fromDump, log, sig);
+  stages.enter('preflight');
+  if (c.fromDump) return planFromDump(c, c.fromDump, log, sig, stages);
   const client = await connect(c, io, log);
   try {
     const now = () => Date.now() + client.serverClockOffsetMs();
-    return await planOn(client.state, c, log, sig, {
+    return await planOn(client.state, c, log, sig, stages, {
       keyProviderId: client.providerId,
       keyName: client.identity.name,
       now,
@@ -109,6 +111,7 @@ async function planOn(
   c: PlanConfig,
   log: Logger,
   sig: Signals,
+  stages: StageTracker,
   o: { keyProviderId: string; keyName: string; now: () => number },
 ): Promise<Result> {
   // Read-only, so a live provider does not stop the plan; it stops run, and the exit code says so.
@@ -129,9 +132,12 @@ async function planOn(
     profile: c.profile,
     stateTypes: c.stateTypes,
     signal: sig.signal,
+    stage: stages.enter,
   });
+  stages.enter('planning');
   const plan = buildPlan(snap, { providerId: c.id, machines: c.machines, deregister: c.deregister, wipe: c.wipeStep });
   checkMachinesMatched(c, plan.notFound, log, { strict: true });
+  stages.enter('done');
   // `forced` is what --force did: without it, nothing was forced.
   const rep = planReport(plan, { version: VERSION, preflight: { ...pre, forced: pre.forced && c.force } });
   if (live) {
@@ -172,6 +178,7 @@ async function planFromDump(
   { value, file }: { value: string; file: string },
   log: Logger,
   sig: Signals,
+  stages: StageTracker,
 ): Promise<Result> {
   const [{ loadScenarioFile, ScenarioError }, { dumpState, summarizeDump }] = await Promise.all([
     import('../omni-sim/scenario/scenario.js'),
@@ -179,7 +186,7 @@ async function planFromDump(
   ]);
   let scenario;
   try {
-    scenario = await loadScenarioFile(file);
+    scenario = await loadScenarioFile(file, '--from-dump');
   } catch (e) {
     if (e instanceof ScenarioError) throw new UsageError(`--from-dump: ${e.message}`, { cause: e });
     throw e;
@@ -210,7 +217,7 @@ async function planFromDump(
     );
   }
   const state = dumpState(scenario, c.id);
-  const rep = await planOn(state, c, log, sig, {
+  const rep = await planOn(state, c, log, sig, stages, {
     keyProviderId: c.id,
     keyName: `infra-provider:${c.id}`,
     now: () => Date.now(),
@@ -294,5 +301,6 @@ export const planCommand = defineCommand({
     ('3 run would be refused (not registered; a live provider, unless --force); 4 authentication; 5 Omni unreachable ' +
       'or its answer malformed; 130/143 interrupted.'),
   parse: parsePlan,
-  handler: (given, env) => commandLine('plan', given, env, parsePlan, (c, io, _outputs, sig) => makePlan(c, io, sig)),
+  handler: (given, env, cli) =>
+    commandLine('plan', given, env, cli, parsePlan, (c, io, _outputs, sig, stages) => makePlan(c, io, sig, stages)),
 });

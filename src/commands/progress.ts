@@ -175,6 +175,7 @@ const STATUS_WORD: Record<ItemEnded['status'], string> = {
   blocked: 'blocked',
   failed: 'failed',
   interrupted: 'interrupted',
+  'not-started': 'not started',
 };
 
 /** One short line for a machine (or a refusal, or the deregistration) that ended; escaped (rule 13). */

@@ -5,6 +5,7 @@
 import { DEFAULT_READ_LIMITS } from '../omni-client/transport/body.js';
 import { createOmniClient } from '../omni-client/client.js';
 import { loadServiceAccountKey } from '../omni-client/transport/auth.js';
+import { addSecret } from '../redact.js';
 import type { OmniClient } from '../omni-client/client.js';
 import type { WriteObserver } from '../omni-client/write/observer.js';
 import { UsageError } from '../exit-codes.js';
@@ -247,6 +248,8 @@ export interface Io {
   ask?: (question: string) => Promise<boolean>;
   /** Where SIGINT/SIGTERM are listened to (the process by default). */
   signals?: NodeJS.EventEmitter;
+  /** The signal that came before the command listened (early-signal.ts), taken once. */
+  takeEarlySignal?: () => 'SIGINT' | 'SIGTERM' | undefined;
 }
 
 export function loggerFor(
@@ -272,7 +275,11 @@ export async function connect(
   onWrite?: WriteObserver,
   backPressure?: { maxWaitMs: number },
 ): Promise<OmniClient> {
-  const key = await loadServiceAccountKey({ ...(c.keyFile ? { file: c.keyFile } : {}), env: io.env });
+  const key = await loadServiceAccountKey({
+    ...(c.keyFile ? { file: c.keyFile } : {}),
+    env: io.env,
+    onSecret: addSecret,
+  });
   return createOmniClient({
     endpoint: c.endpoint,
     key,

@@ -8,20 +8,29 @@ import { createInterface } from 'node:readline/promises';
 import { describeError, ExitCode, ResultExit, StubError, UsageError } from '../exit-codes.js';
 import type { ExitCodeValue } from '../exit-codes.js';
 import type { Report } from '../provider/report/report.js';
+import { StageTracker } from '../provider/run/stage.js';
+import type { Stage } from '../provider/run/stage.js';
 import { renderText } from '../provider/report/report.js';
 import { escapeControl, inertJson } from '../omni-api/untrusted.js';
+import { redact, redactDeep } from '../redact.js';
+import { takeEarlySignal } from '../early-signal.js';
 import { VERSION } from '../version.js';
+import type { CliContext } from './options.js';
 import type { Io, OutputFormat, ResultTarget } from './provider-options.js';
 import { resultTarget } from './provider-options.js';
 
-export function processIo(env: NodeJS.ProcessEnv = process.env): Io {
+export function processIo(
+  env: NodeJS.ProcessEnv = process.env,
+  streams: Pick<CliContext, 'stdout' | 'stderr'> = process,
+): Io {
   return {
-    stdout: process.stdout,
-    stderr: process.stderr,
+    stdout: streams.stdout,
+    stderr: streams.stderr,
     stdinIsTTY: process.stdin.isTTY === true,
     env,
-    ask: (question) => askYesNo(process.stdin, process.stderr, question),
+    ask: (question) => askYesNo(process.stdin, streams.stderr, question),
     signals: process,
+    takeEarlySignal,
   };
 }
 
@@ -73,8 +82,11 @@ export interface OfflineNote {
   notes: string[];
 }
 
-/** The report of a command that got to a plan, with the error behind its exit code when it is not 0. */
-export type Result = Report & { error?: ResultError; offline?: OfflineNote };
+/**
+ * The report of a command that got to a plan, with the error behind its exit code when it is not 0,
+ * and the stage it ended in (`done` when its work finished on its own).
+ */
+export type Result = Report & { error?: ResultError; offline?: OfflineNote; stage?: Stage };
 
 /**
  * The result of a command that stopped before it had a report (a refused preflight, a refused key,
@@ -88,12 +100,19 @@ export interface FailedResult {
   providerId?: string;
   result: 'failed' | 'interrupted';
   exitCode: number;
+  /** How far it got: the stage it was in when it stopped. */
+  stage: Stage;
   error: ResultError;
 }
 
 export type AnyResult = Result | FailedResult;
 
-export function failedResult(command: 'run' | 'plan', target: ResultTarget, err: unknown): FailedResult {
+export function failedResult(
+  command: 'run' | 'plan',
+  target: ResultTarget,
+  err: unknown,
+  stage: Stage = 'starting',
+): FailedResult {
   const d = describeError(err);
   return {
     tool: 'stub-provider',
@@ -102,6 +121,7 @@ export function failedResult(command: 'run' | 'plan', target: ResultTarget, err:
     ...(target.providerId ? { providerId: target.providerId } : {}),
     result: d.exitCode === ExitCode.SigInt || d.exitCode === ExitCode.SigTerm ? 'interrupted' : 'failed',
     exitCode: d.exitCode,
+    stage,
     error: { code: d.code, message: d.message },
   };
 }
@@ -128,9 +148,12 @@ function errorForExit(code: number): StubError {
   return new StubError('STUB_FAILED', code as ExitCodeValue, 'failed');
 }
 
-/** The report as JSON: programs read it, a person may print it, so C1 and bidi controls are \uXXXX. */
+/**
+ * The report as JSON: programs read it, a person may print it, so C1 and bidi controls are \uXXXX; no
+ * secret in it (redact.ts: a value it quotes may be the key given by mistake).
+ */
 function reportJson(rep: AnyResult): string {
-  return `${inertJson(JSON.stringify(rep, null, 2))}\n`;
+  return `${inertJson(JSON.stringify(redactDeep(rep), null, 2))}\n`;
 }
 
 /**
@@ -139,8 +162,8 @@ function reportJson(rep: AnyResult): string {
  */
 export async function emitResult(rep: AnyResult, format: OutputFormat, io: Io): Promise<void> {
   if (format === 'json') io.stdout.write(reportJson(rep));
-  else if (format === 'yaml') io.stdout.write((await import('./yaml-output.js')).inertYaml(rep));
-  else if ('released' in rep) io.stdout.write(`${renderText(rep)}${offlineText(rep.offline)}`);
+  else if (format === 'yaml') io.stdout.write((await import('./yaml-output.js')).inertYaml(redactDeep(rep)));
+  else if ('released' in rep) io.stdout.write(redact(`${renderText(rep)}${offlineText(rep.offline)}`));
 }
 
 function offlineText(o: OfflineNote | undefined): string {
@@ -159,14 +182,15 @@ export async function handleResult(
   command: 'run' | 'plan',
   target: ResultTarget,
   io: Io,
-  work: () => Promise<Result>,
+  work: (stages: StageTracker) => Promise<Result>,
+  stages: StageTracker = new StageTracker(),
 ): Promise<void> {
   const format = target.output;
   let rep: Result;
   try {
-    rep = await work();
+    rep = await work(stages);
   } catch (err) {
-    if (format !== 'text') await emitResult(failedResult(command, target, err), format, io);
+    if (format !== 'text') await emitResult(failedResult(command, target, err, stages.current), format, io);
     throw err;
   }
   await emitResult(rep, format, io);
@@ -175,28 +199,32 @@ export async function handleResult(
 }
 
 /**
- * Runs a command's work with `--report` (and `--audit-log`) open from before anything else, and the
- * signals trapped from the start: whatever ends the work (a report, an error, SIGINT or SIGTERM),
- * the report file gets its result (issue 14 item 5); a file that cannot be opened is the one case
- * without (exit 2, on stdout with --output json).
+ * Runs a command's work with `--report` (and `--audit-log`) open from before anything else, and the signals
+ * trapped from the start: whatever ends the work (a report, an error, SIGINT or SIGTERM), the report file
+ * gets its result (docs/operator-guide.md 'The result on every exit'); a file that cannot be opened is the
+ * one case without (exit 2, on stdout with --output json).
  */
 export async function withOutputs(
   command: 'run' | 'plan',
   target: ResultTarget,
   io: Io,
-  work: (outputs: Outputs, sig: Signals) => Promise<Result>,
+  work: (outputs: Outputs, sig: Signals, stages: StageTracker) => Promise<Result>,
+  stages: StageTracker = new StageTracker(),
 ): Promise<Result> {
   const sig = trapSignals(io);
   try {
     const outputs = openOutputs({ report: target.reportFile, auditLog: target.auditLog, inputs: target.inputs });
     try {
-      const rep = withError(await work(outputs, sig));
-      outputs.writeReport(rep, io);
-      return rep;
+      // A signal that came while the CLI was loading: the result says so, and nothing is asked of Omni.
+      if (sig.signal.aborted) throw sig.signal.reason;
+      const rep = withError(await work(outputs, sig, stages));
+      const staged = { ...rep, stage: stages.current };
+      outputs.writeReport(staged, io);
+      return staged;
     } catch (err) {
       // An error that a signal caused is the interruption, whatever the call it broke said.
       const e: unknown = sig.code() && sig.signal.aborted ? sig.signal.reason : err;
-      outputs.writeReport(failedResult(command, target, e), io);
+      outputs.writeReport(failedResult(command, target, e, stages.current), io);
       throw e;
     } finally {
       outputs.close();
@@ -216,13 +244,14 @@ export async function commandLine<G extends Parameters<typeof resultTarget>[0], 
   command: 'run' | 'plan',
   given: G,
   env: NodeJS.ProcessEnv,
+  cli: Pick<CliContext, 'stdout' | 'stderr'>,
   parse: (given: G, env: NodeJS.ProcessEnv) => C,
-  work: (c: C, io: Io, outputs: Outputs, sig: Signals) => Promise<Result>,
+  work: (c: C, io: Io, outputs: Outputs, sig: Signals, stages: StageTracker) => Promise<Result>,
 ): Promise<void> {
-  const io = processIo(env);
+  const io = processIo(env, cli);
   const target = resultTarget(given);
-  await handleResult(command, target, io, () =>
-    withOutputs(command, target, io, (outputs, sig) => work(parse(given, env), io, outputs, sig)),
+  await handleResult(command, target, io, (stages) =>
+    withOutputs(command, target, io, (outputs, sig) => work(parse(given, env), io, outputs, sig, stages), stages),
   );
 }
 
@@ -246,7 +275,7 @@ interface OutputFile {
 }
 
 /**
- * Opens `--report` and `--audit-log` before anything is asked of Omni (issue 11 item 5): a path that
+ * Opens `--report` and `--audit-log` before anything is asked of Omni (docs/design.md 'Output'): a path that
  * cannot be written is a usage error (exit 2) while nothing was written yet, not a note after the
  * run made its changes. Two of them naming one file (the same path, or another way to it: a symlink,
  * a hard link, /dev/fd/N; compared by device and inode) are refused, as is an output that is one of
@@ -293,7 +322,7 @@ export function openOutputs(o: {
     ...(audit
       ? {
           auditSink: (line: string) => {
-            writeSync(audit.fd, line);
+            writeSync(audit.fd, redact(line));
           },
         }
       : {}),
@@ -303,8 +332,10 @@ export function openOutputs(o: {
         writeFileSync(report.fd, reportJson(rep));
       } catch (err) {
         io.stderr.write(
-          `stub-provider: cannot write the report to ${escapeControl(report.path)}: ` +
-            `${(err as NodeJS.ErrnoException).code ?? String(err)}\n`,
+          redact(
+            `stub-provider: cannot write the report to ${escapeControl(report.path)}: ` +
+              `${(err as NodeJS.ErrnoException).code ?? String(err)}\n`,
+          ),
         );
       }
     },
@@ -315,7 +346,8 @@ export function openOutputs(o: {
 function openOutput(flag: string, path: string, flags: string | number): OutputFile {
   let fd: number;
   try {
-    fd = openSync(path, flags, 0o644);
+    // Created readable by its owner only: a report or an audit log names the provider's machines.
+    fd = openSync(path, flags, 0o600);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code ?? String(err);
     const hint =
@@ -349,7 +381,7 @@ export interface Signals {
   release: () => void;
 }
 
-/** SIGINT/SIGTERM abort the run; the exit code says which (130/143). */
+/** SIGINT/SIGTERM abort the run (also one that came while the CLI loaded); the exit code says which (130/143). */
 export function trapSignals(io: Io): Signals {
   const ac = new AbortController();
   let code: 130 | 143 | undefined;
@@ -363,6 +395,9 @@ export function trapSignals(io: Io): Signals {
   };
   io.signals?.on('SIGINT', onInt);
   io.signals?.on('SIGTERM', onTerm);
+  const early = io.takeEarlySignal?.();
+  if (early === 'SIGINT') onInt();
+  else if (early === 'SIGTERM') onTerm();
   return {
     signal: ac.signal,
     code: () => code,

@@ -2,6 +2,7 @@
 // deregister. See docs/design.md; the work is in src/provider.
 
 import { ExitCode, UsageError } from '../exit-codes.js';
+import { addSecret, redact } from '../redact.js';
 import { VERSION } from '../version.js';
 import { createWipeStrategy, wipeCliOptions, wipeOptionsFrom } from '../wipe/index.js';
 import type { WipeOptions } from '../wipe/index.js';
@@ -19,6 +20,7 @@ import type { ConnectionConfig, Io } from './provider-options.js';
 import { progressFor } from './progress.js';
 import { commandLine, withOutputs } from './run-io.js';
 import type { Outputs, Result, Signals } from './run-io.js';
+import type { StageTracker } from '../provider/run/stage.js';
 
 export const runOptions = {
   ...connectionOptions,
@@ -118,16 +120,17 @@ export function parseRun(given: Given<typeof runOptions>, env: NodeJS.ProcessEnv
  * result is the report, or an error with its result in `--report`.
  */
 export function executeRun(c: RunConfig, io: Io): Promise<Result> {
-  return withOutputs('run', c.target, io, (outputs, sig) => run(c, io, outputs, sig));
+  return withOutputs('run', c.target, io, (outputs, sig, stages) => run(c, io, outputs, sig, stages));
 }
 
-async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promise<Result> {
+async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages: StageTracker): Promise<Result> {
   // On a terminal, log lines go through the progress line so that it stays below them, and the
   // per-write and per-item lines are debug: the progress line shows one short line per machine.
   const progress = progressFor(c, io);
   const log = progress
     ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream })
     : loggerFor(c, io);
+  stages.enter('preflight');
   const audit = new Audit(outputs.auditSink, Date.now, log, undefined, progress ? { writeLogLevel: 'debug' } : {});
   // A write throttled by Omni is retried for --step-timeout at most (what --timeout allows with --wait).
   const client = await connect(c, io, log, audit.observer, {
@@ -167,6 +170,8 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promis
         version: VERSION,
         now,
         wipe: { strategy, options: c.wipe },
+        stage: stages.enter,
+        onSecret: addSecret,
         ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}),
       },
       {
@@ -189,7 +194,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals): Promis
               'this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); ' +
                 '`stub-provider plan` shows what would change',
             );
-          io.stderr.write(renderText(planReport(plan, { version: VERSION, preflight: pre })));
+          io.stderr.write(redact(renderText(planReport(plan, { version: VERSION, preflight: pre }))));
           return io.ask(`Make these changes${c.wait ? ' and keep watching' : ''}? [y/N] `);
         },
       },
@@ -253,5 +258,5 @@ export const runCommand = defineCommand({
     "With --output json or yaml, and in --report, every exit has its result, with the error's code and message. " +
     'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).',
   parse: parseRun,
-  handler: (given, env) => commandLine('run', given, env, parseRun, run),
+  handler: (given, env, cli) => commandLine('run', given, env, cli, parseRun, run),
 });

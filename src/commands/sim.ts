@@ -6,10 +6,11 @@
 
 import { mkdir, rename, writeFile } from 'node:fs/promises';
 import path from 'node:path';
+import { takeEarlySignal } from '../early-signal.js';
 import { UsageError } from '../exit-codes.js';
 import { createLogger } from '../log.js';
 import { defineCommand, nonEmpty, once } from './options.js';
-import type { Given, OptionTable } from './options.js';
+import type { CliContext, Given, OptionTable } from './options.js';
 import { colorOption } from './provider-options.js';
 import { resolveScenarioFile, shippedScenarios } from './scenario-file.js';
 
@@ -110,6 +111,9 @@ async function writeKeys(dir: string, endpoint: string, keys: Record<string, str
 }
 
 export function untilSignal(): Promise<NodeJS.Signals> {
+  // One that came while the CLI loaded (early-signal.ts) ends it as soon as it is up.
+  const early = takeEarlySignal();
+  if (early) return Promise.resolve(early);
   return new Promise((resolve) => {
     const on = (sig: NodeJS.Signals) => {
       process.off('SIGTERM', on);
@@ -152,11 +156,11 @@ export const simCommand = defineCommand({
     'Then run stub-provider against it: OMNI_ENDPOINT=<endpoint> OMNI_SERVICE_ACCOUNT_KEY=<key> stub-provider plan ' +
     '--id <provider-id>. Exit codes: 0 stopped by a signal (state dumped); 2 usage or an invalid scenario.',
   parse: parseSim,
-  handler: (given, env) => serve(parseSim(given, env)),
+  handler: (given, env, cli) => serve(parseSim(given, env), cli),
 });
 
 /** `sim`: serves the scenario until SIGTERM or SIGINT, then writes the dump. */
-async function serve(c: SimConfig): Promise<void> {
+async function serve(c: SimConfig, out: Pick<CliContext, 'stdout' | 'stderr'>): Promise<void> {
   // The simulated Omni is loaded only by the commands that serve it (see loadSim).
   const { createSim, loadScenarioFile, parseFaults, ScenarioError, generateSelfSignedCert, summarizeDump } =
     await loadSim();
@@ -169,7 +173,7 @@ async function serve(c: SimConfig): Promise<void> {
     if (e instanceof ScenarioError) throw new UsageError(e.message, { cause: e });
     throw e;
   }
-  const log = createLogger(c.color !== undefined ? { color: c.color } : {});
+  const log = createLogger({ destination: out.stderr, ...(c.color !== undefined ? { color: c.color } : {}) });
   // Nobody could log in to a sim without identities: a dump without its InfraProviders.
   if (scenario.identities.length === 0) {
     throw new UsageError(
@@ -203,7 +207,7 @@ async function serve(c: SimConfig): Promise<void> {
     { endpoint: sim.endpoint, omniVersion: sim.omniVersion, resources: scenario.resources.length },
     'simulated Omni ready',
   );
-  process.stdout.write(`${JSON.stringify({ endpoint: sim.endpoint, keys: sim.keys })}\n`);
+  out.stdout.write(`${JSON.stringify({ endpoint: sim.endpoint, keys: sim.keys })}\n`);
   const sig = await signalled;
   log.info({ signal: sig }, 'stopping the simulated Omni');
   await sim.close();

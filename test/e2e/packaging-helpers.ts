@@ -1,4 +1,4 @@
-// Shared by the packaging tests (pack.test.ts, dockerfile.test.ts): run a process with a hard time
+// Shared by pack.test.ts and hostile-answers-cli.test.ts: run a process with a hard time
 // limit and capture its output, and copy the package's sources into a scratch folder.
 
 import { spawn } from 'node:child_process';
@@ -166,8 +166,6 @@ export function typesInDump(dump: string): string[] {
   const doc = parseYaml(dump) as { resources?: { metadata: { type: string } }[] };
   return (doc.resources ?? []).map((r) => r.metadata.type);
 }
-
-export const BARE_METAL_SCENARIO = path.join(REPO, 'scenarios/bare-metal-stuck.yaml');
 
 /**
  * What a user notices after a whole-provider run against scenarios/bare-metal-stuck.yaml: exit 0, a

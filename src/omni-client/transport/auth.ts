@@ -6,9 +6,9 @@
 // (seconds). The body is not covered, so one signature serves every call of a method within the
 // same second: at 10k machines that turns thousands of EdDSA signatures a second into a handful.
 
-import { readFile } from 'node:fs/promises';
 import * as openpgp from 'openpgp';
 import { KeyError } from '../errors.js';
+import { InputFileError, KEY_FILE_MAX_BYTES, readBoundedFile } from '../../omni-api/bounded-file.js';
 
 export const ENV_KEY_NAMES = ['SIDERO_SERVICE_ACCOUNT_KEY', 'OMNI_SERVICE_ACCOUNT_KEY'] as const;
 export const PROVIDER_NAME_PREFIX = 'infra-provider:';
@@ -39,6 +39,8 @@ export interface KeySource {
   /** Where to look for SIDERO_SERVICE_ACCOUNT_KEY / OMNI_SERVICE_ACCOUNT_KEY; default process.env. */
   env?: NodeJS.ProcessEnv;
   now?: () => number;
+  /** Told the key file's text once it is read (redact.ts: it is a secret wherever it shows up). */
+  onSecret?: (text: string) => void;
 }
 
 /** Finds the key like the Go library does: SIDERO_SERVICE_ACCOUNT_KEY first, then OMNI_SERVICE_ACCOUNT_KEY. */
@@ -56,12 +58,14 @@ export async function loadServiceAccountKey(src: KeySource = {}): Promise<Servic
   if (src.file !== undefined) {
     let text: string;
     try {
-      text = await readFile(src.file, 'utf8');
+      text = readBoundedFile(src.file, { what: '--service-account-key-file', maxBytes: KEY_FILE_MAX_BYTES });
     } catch (e) {
+      if (e instanceof InputFileError) throw e;
       throw new KeyError(
         `cannot read the service account key file ${src.file}: ${(e as NodeJS.ErrnoException).code ?? 'error'}`,
       );
     }
+    src.onSecret?.(text);
     return parseServiceAccountKey(text, { source: src.file, now });
   }
   const fromEnv = keyFromEnv(src.env);

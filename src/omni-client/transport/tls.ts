@@ -1,8 +1,8 @@
 // The TLS options of every connection to Omni (and to a proxy in front of it): which CAs are trusted.
 
-import { readFileSync } from 'node:fs';
 import * as tls from 'node:tls';
 import { ConfigError } from '../errors.js';
+import { CA_FILE_MAX_BYTES, InputFileError, readBoundedFile } from '../../omni-api/bounded-file.js';
 
 export interface TlsSettings {
   /** A PEM file of CA certificates trusted besides the system's (--ca-file). */
@@ -30,8 +30,9 @@ export function tlsOptions(opts: TlsSettings): tls.ConnectionOptions {
   if (opts.caFile !== undefined) {
     let pem: string;
     try {
-      pem = readFileSync(opts.caFile, 'utf8');
+      pem = readBoundedFile(opts.caFile, { what: '--ca-file', maxBytes: CA_FILE_MAX_BYTES });
     } catch (e) {
+      if (e instanceof InputFileError) throw e;
       throw new ConfigError(
         `cannot read the CA file ${opts.caFile}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
       );

@@ -3,8 +3,9 @@
 // account sees it (dump-state.ts), omnictl-style key pairs (keys.ts), large generated fleets
 // (generate.ts).
 //
-// Scenario files of the simulated Omni (issue 3, item 6), read strictly: every error names the YAML
-// document (0-based) and the key. Two shapes, also mixed in one multi-document file:
+// Scenario files of the simulated Omni (docs/operator-guide.md 'Rehearsing on the simulated Omni'), read
+// strictly: every error names the YAML document (0-based) and the key. Two shapes, also mixed in one
+// multi-document file:
 //   - the scenario shape: `omni: {version}`, `identities: [...]`, `resources: [...]`, `faults: {...}`;
 //   - documents as `omnictl get ... -o yaml` prints them (docs/omni-wire.md 6): top-level
 //     `metadata` + `spec`, version a bare number, spec keys in omnictl's spelling.
@@ -12,8 +13,8 @@
 // key spelling), or `proto_spec:` (standard base64, any type), plus `yaml_spec:` for opaque types.
 // dumpScenario writes the scenario shape so that parse(dump(parse(x))) equals parse(x).
 
-import { readFile } from 'node:fs/promises';
 import { parseAllDocuments, parseDocument, stringify } from 'yaml';
+import { InputFileError, readBoundedFile, SCENARIO_FILE_MAX_BYTES } from '../../omni-api/bounded-file.js';
 import type { Resource } from '../../omni-api/resource.js';
 import { bytesEqual, isValidPhase, newMetadata, NS_EPHEMERAL, T } from '../../omni-api/resource.js';
 import { decodeSpec, encodeSpec } from '../../omni-api/specs/codec.js';
@@ -349,11 +350,13 @@ export function sysVersionOf(r: Resource): string | undefined {
   }
 }
 
-export async function loadScenarioFile(path: string): Promise<Scenario> {
+/** A scenario or dump file, read within SCENARIO_FILE_MAX_BYTES; `what`: the flag that named it, for messages. */
+export async function loadScenarioFile(path: string, what = '--scenario'): Promise<Scenario> {
   let text: string;
   try {
-    text = await readFile(path, 'utf8');
+    text = readBoundedFile(path, { what, maxBytes: SCENARIO_FILE_MAX_BYTES });
   } catch (e) {
+    if (e instanceof InputFileError) throw e;
     throw new ScenarioError(`cannot read scenario ${path}: ${(e as Error).message}`, { cause: e });
   }
   return parseScenario(text, path);

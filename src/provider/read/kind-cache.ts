@@ -190,6 +190,13 @@ export class KindCache {
       }
     } catch (err) {
       if (!signal.aborted) this.fail(err);
+    } finally {
+      // Stopped (the run's signal, the caches closed) before it was listed: whoever waits for it is
+      // told, or a run interrupted while a watch opens would wait on nothing and exit 0 without a result.
+      if (signal.aborted && !this.synced && this.ac?.signal === signal) {
+        clearTimeout(this.timer);
+        this.settle.reject(this.c.o.signal?.aborted ? this.c.o.signal.reason : new Error('the watch was stopped'));
+      }
     }
   }
 

@@ -21,6 +21,7 @@ import { getIfExists } from '../../omni-client/read.js';
 import { hasCode } from '../../omni-client/errors.js';
 import { ProviderCache } from './cache.js';
 import { isOurResource, ourFinalizers } from '../ownership.js';
+import type { OnStage } from '../run/stage.js';
 import type { ProfileOption } from '../profile.js';
 import { resolveProfile } from '../profile.js';
 import type { Snapshot, Unreadable } from '../plan/plan.js';
@@ -43,6 +44,8 @@ export interface SnapshotOptions {
   checkParents?: boolean;
   /** The run's caches; without, one List per type (and nothing watched), as `plan` reads. */
   cache?: ProviderCache;
+  /** Told `reading` first, then each kind as its List is in (stage.ts). */
+  stage?: OnStage;
 }
 
 /** The types read in the shared namespaces, in a fixed order. */
@@ -76,7 +79,12 @@ async function readSnapshot(state: State, cache: ProviderCache, opts: SnapshotOp
   const unreadable: Unreadable[] = [];
   cache.clearChanged();
   // What the cache holds of the kind: ours only (labelled with the ID, in our namespace; Machines carrying it).
-  const list = (namespace: string, type: string) => cache.list(namespace, type);
+  opts.stage?.('reading');
+  const list = async (namespace: string, type: string) => {
+    const items = await cache.list(namespace, type);
+    opts.stage?.('reading', { kind: type, count: items.length });
+    return items;
+  };
   const record = async (p: Pointer) => {
     const r = await getIfExists(state, p, call);
     if (r) cache.observe(r);

@@ -62,6 +62,9 @@ export interface Report {
   running: ReportEntry[];
   leftBehind: ReportEntry[];
   failed: ReportEntry[];
+  /** run: items under way when the run was interrupted (run again), and items it never started. */
+  interruptedItems: ReportEntry[];
+  notStarted: ReportEntry[];
   notFound: string[];
   /** plan: finalizers of others that will keep holding what a run releases or destroys (what holds them was read). */
   waits: ReportEntry[];
@@ -245,6 +248,8 @@ export function planReport(plan: Plan, c: Common): Report {
     running: plan.running.map(entry),
     leftBehind: plan.leftBehind.map(entry),
     failed: [],
+    interruptedItems: [],
+    notStarted: [],
     notFound: plan.notFound,
     waits: plan.waits.map(entry),
     lettingGo: plan.lettingGo.map(entry),
@@ -275,7 +280,11 @@ export function runReport(
   const cleaned = r.outcomes.filter((o) => o.status === 'released' && o.kind === 'leftover').length;
   const held = released.filter((o) => o.heldBy && o.heldBy.length > 0);
   const blocked = r.outcomes.filter((o) => o.status === 'blocked');
-  const failed = r.outcomes.filter((o) => o.status === 'failed' || o.status === 'interrupted');
+  const failed = r.outcomes.filter((o) => o.status === 'failed');
+  const byStatus = (status: 'interrupted' | 'not-started') =>
+    r.outcomes
+      .filter((o) => o.status === status)
+      .map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' }));
   const failedRefusals = r.refusals.filter((x) => x.result === 'failed');
   const incomplete = r.timedOut || failed.length > 0 || failedRefusals.length > 0 || blocked.some((b) => b.counts);
   const anything =
@@ -341,6 +350,8 @@ export function runReport(
       ...failed.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' })),
       ...failedRefusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ?? '', nextStep: 'run again' })),
     ],
+    interruptedItems: byStatus('interrupted'),
+    notStarted: byStatus('not-started'),
     notFound: r.firstPlan.notFound,
     waits: [],
     lettingGo: [],
@@ -455,6 +466,8 @@ export function renderText(report: Report): string {
   }
   section('Blocked', rep.blocked, withNext);
   section('Failed', rep.failed, withNext);
+  section('Interrupted (under way when the signal came; run again)', rep.interruptedItems, (x) => `${x.kind} ${x.id}`);
+  section('Not started (the signal came first; run again)', rep.notStarted, (x) => `${x.kind} ${x.id}`);
   section('Still running (untouched)', rep.running, withNext);
   section('Left behind', rep.leftBehind, withNext);
   if (rep.notFound.length) out.push('', `Not found (nothing to do): ${rep.notFound.join(', ')}`);

@@ -46,6 +46,8 @@ export interface ExecutorDeps {
   waitMs: () => number;
   /** Runs `fn` while the item waits for Omni or a wipe: it holds no place meanwhile, and progress counts it. */
   outside: <T>(fn: () => Promise<T>, waitingForOmni: boolean) => Promise<T>;
+  /** Told each BMC password a wipe is given, before the wipe runs (the CLI's redaction: src/redact.ts). */
+  onSecret?: (secret: string) => void;
 }
 
 /** How an item ended. */
@@ -227,6 +229,7 @@ export class Executor {
       decodeOrUndefined(BMCConfigurationSpec, op.bmcConfiguration),
       decodeOrUndefined(BMCConfigSpec, op.bmcConfig),
     );
+    if (facts.bmc?.password) this.d.onSecret?.(facts.bmc.password);
     const [res] = await this.d.outside(
       () =>
         this.d.wipeLimiter.run(() =>

@@ -12,7 +12,7 @@ export interface ReconcileProgress {
   /** New MachineRequests refused (a FAILED status written) by this run. */
   refused: number;
   blocked: number;
-  /** Items and refusals that failed (or were interrupted). */
+  /** Items and refusals that failed (what an interruption left undone is not counted: it stays remaining). */
   failed: number;
   /** Machines in use that the latest plan leaves alone: with --wait, what the run waits for. */
   running: number;
@@ -31,7 +31,11 @@ export interface ItemEnded {
   reason?: string;
 }
 
-export type ItemStatus = 'released' | 'blocked' | 'failed' | 'interrupted';
+/**
+ * `interrupted`: under way when the run was interrupted; `not-started`: planned, and never started
+ * because the run was interrupted first (neither is a failure: run again).
+ */
+export type ItemStatus = 'released' | 'blocked' | 'failed' | 'interrupted' | 'not-started';
 
 export interface ItemOutcome {
   kind: PlanItem['kind'];
@@ -69,8 +73,9 @@ export interface RefusalOutcome {
 
 const MACHINE_LEVEL = new Set<PlanItem['kind']>(['InfraMachine', 'MachineRequest', 'BMCConfig']);
 
-function tallyOf(status: ItemStatus): 'released' | 'blocked' | 'failed' {
-  return status === 'interrupted' ? 'failed' : status;
+/** The progress counter of an outcome; what an interruption left undone stays remaining. */
+function tallyOf(status: ItemStatus): 'released' | 'blocked' | 'failed' | undefined {
+  return status === 'interrupted' || status === 'not-started' ? undefined : status;
 }
 
 /**
@@ -114,11 +119,17 @@ export class Outcomes {
     const prev = this.items.get(key);
     const tracked = this.tracked.has(key);
     if (tracked) {
-      if (prev) this.tally[tallyOf(prev.status)]--;
-      this.tally[tallyOf(outcome.status)]++;
+      const before = prev && tallyOf(prev.status);
+      const after = tallyOf(outcome.status);
+      if (before) this.tally[before]--;
+      if (after) this.tally[after]++;
     }
     this.items.set(key, outcome);
-    const shown = (tracked || outcome.kind === 'deregistration') && prev?.status !== outcome.status;
+    // What was never started is listed by the summary, not line by line (thousands at a Ctrl-C).
+    const shown =
+      (tracked || outcome.kind === 'deregistration') &&
+      prev?.status !== outcome.status &&
+      outcome.status !== 'not-started';
     this.report(
       shown
         ? {

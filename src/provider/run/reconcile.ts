@@ -37,6 +37,7 @@ import { refuse } from './refusals.js';
 import { settle } from './settle.js';
 import type { SettleSummary } from './settle.js';
 import { takeSnapshot } from '../read/snapshot.js';
+import type { OnStage, Stage, StageDetail } from './stage.js';
 import type { Snapshot } from '../plan/plan.js';
 
 export interface ReconcileOptions {
@@ -91,6 +92,10 @@ export interface ReconcileDeps {
   itemLogLevel?: 'debug';
   /** Called with the plan of every pass before it is applied (what `plan` would print at that moment). */
   planned?: (plan: Plan) => void;
+  /** Told each stage the run enters (stage.ts), and how far it got within it. */
+  stage?: OnStage;
+  /** Told each secret the run reads from Omni (a BMC password for a wipe), so that no output shows it. */
+  onSecret?: (secret: string) => void;
 }
 
 export interface ReconcileResult {
@@ -110,7 +115,7 @@ export interface ReconcileResult {
 }
 
 const DEFAULT_OMNI_WAIT_MS = 60_000;
-/** Omni's controllers let go within the same second when nothing holds them (issue 16): a few seconds. */
+/** Omni's controllers let go within the same second when nothing holds them (docs/omni-behaviour.md): a few seconds. */
 export const DEFAULT_SETTLE_MS = 5_000;
 const RECHECK_MS = 30_000;
 
@@ -194,7 +199,9 @@ class Reconciler {
       signal: this.o.signal,
       checkParents: this.whole,
       cache: this.reads,
+      ...(this.deps.stage ? { stage: this.deps.stage } : {}),
     });
+    this.stage('planning');
     const plan = buildPlan(snap, this.planOptions);
     // Without --wait, the events of the kinds the items do not act on are left unread (cache.ts).
     this.reads.follow(this.o.wait ? 'all' : followedKinds(plan));
@@ -215,6 +222,10 @@ class Reconciler {
     };
     this.deps.planned?.(plan);
     return plan;
+  }
+
+  private stage(stage: Stage, detail?: StageDetail): void {
+    this.deps.stage?.(stage, detail);
   }
 
   async run(): Promise<ReconcileResult> {
@@ -246,6 +257,7 @@ class Reconciler {
     });
     if (this.o.confirm && this.wouldAct(plan)) {
       const asked = this.monotonic();
+      this.stage('confirming');
       const yes = await this.o.confirm(plan);
       // --timeout is for the run: a person who read the plan for ten minutes did not use it up.
       this.deadline += this.monotonic() - asked;
@@ -277,6 +289,7 @@ class Reconciler {
         if (!this.o.wait) {
           if (!(this.whole && this.o.deregister && parents.length > 0 && pass < 3)) break;
           // Omni destroys what we released; then the leftovers and the deregistration can follow.
+          this.stage('waiting', { resources: parents.length, ms: this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS });
           await Promise.all(parents.map((p) => this.reads.wait(p, 'gone', this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)));
           plan = await this.planNow();
           continue;
@@ -287,12 +300,14 @@ class Reconciler {
           timedOut = true;
           break;
         }
+        this.stage('waiting', { ms: Math.min(left, RECHECK_MS) });
         await this.reads.changed(Math.min(left, RECHECK_MS));
         if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
         plan = await this.planNow();
       }
       if (this.o.wait && !timedOut && !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister))
         timedOut = true;
+      this.stage('settling', { items: this.heldAtRelease.size + plan.lettingGo.length, ms: this.settled.ms });
       await settle(
         {
           reads: this.reads,
@@ -309,10 +324,13 @@ class Reconciler {
       if (!this.o.signal?.aborted) throw err;
       for (const oc of this.outcomes.items.values())
         if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
+      // What the plan held and the interruption came before: not started, not failed.
+      for (const item of plan.items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
       return result({ interrupted: true }, pass);
     } finally {
       await this.heartbeat?.stop();
     }
+    this.stage('done');
     return result({ timedOut }, pass);
   }
 
@@ -330,6 +348,7 @@ class Reconciler {
   }
 
   private async announce(plan: Plan): Promise<void> {
+    this.stage('announcing');
     const ctx = {
       state: this.state,
       providerId: this.id,
@@ -366,6 +385,7 @@ class Reconciler {
   private async apply(plan: Plan, pass: number, announced: boolean): Promise<Applied> {
     const parents: Pointer[] = [];
     const items = plan.items.filter((it) => this.o.wait || pass === 1 || !this.blockedKeys.has(keyOf(it)));
+    this.stage('releasing', { pass, items: items.length });
     this.outcomes.track(items, plan.running.length);
     const executor = this.executor();
     await Promise.all([
@@ -392,6 +412,7 @@ class Reconciler {
     const d = plan.deregistration;
     if (!this.whole || d.status !== 'ready' || !d.item) return { parents, deferred: false };
     if (announced) return { parents, deferred: true };
+    this.stage('deregistering');
     this.deregistered = await deregister(
       {
         runItem: (item) => this.runItem(executor, item).then((end) => end?.status === 'released'),
@@ -420,6 +441,7 @@ class Reconciler {
         waitMs: () =>
           this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS),
         outside: (fn, forOmni) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
+        ...(this.deps.onSecret ? { onSecret: this.deps.onSecret } : {}),
       },
       this.pass!,
       this.planOptions,
@@ -429,6 +451,11 @@ class Reconciler {
   /** Runs one item and records how it ended; undefined when it failed (its outcome says why). */
   private async runItem(executor: Executor, item: PlanItem): Promise<ItemEnd | undefined> {
     const key = keyOf(item);
+    // Interrupted: nothing more is started; the items in flight finish or are cancelled.
+    if (this.o.signal?.aborted) {
+      this.notStarted(item);
+      return undefined;
+    }
     const outcome: ItemOutcome = { kind: item.kind, id: item.id, status: 'released', counts: true };
     try {
       const end = await executor.run(item);
@@ -470,14 +497,26 @@ class Reconciler {
           : "run again; if it keeps failing, check the error and Omni's logs";
       Object.assign(outcome, {
         status: aborted ? 'interrupted' : 'failed',
-        reason: (err as Error).message,
-        nextStep: aborted ? 'run again' : nextStep,
+        reason: aborted ? 'under way when the run was interrupted' : (err as Error).message,
+        nextStep: aborted ? 'run again: it carries on where this run stopped' : nextStep,
       });
       this.outcomes.record(key, outcome);
       if (!aborted)
         this.outcomes.itemLog('error', { kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
       return undefined;
     }
+  }
+
+  /** An item the run never started: the interruption came first. */
+  private notStarted(item: PlanItem): void {
+    this.outcomes.record(keyOf(item), {
+      kind: item.kind,
+      id: item.id,
+      status: 'not-started',
+      reason: 'not started: the run was interrupted first',
+      nextStep: 'run again',
+      counts: true,
+    });
   }
 
   /**

@@ -5,19 +5,19 @@
 // what it shows.
 
 import { Writable } from 'node:stream';
-import type { CliContext } from '../commands/options.js';
-import { executePlan, planCommand } from '../commands/plan.js';
-import type { Io } from '../commands/provider-options.js';
-import { executeRun, runCommand } from '../commands/run.js';
-import type { Resource } from '../omni-api/resource.js';
-import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace } from '../omni-api/resource.js';
-import { MachineRequestStage, MachineRequestStatusSpec } from '../omni-api/specs/messages.js';
-import { decodeSpec } from '../omni-api/specs/codec.js';
-import { INTERNAL } from '../omni-sim/api.js';
-import { createSim } from '../omni-sim/index.js';
-import type { Sim } from '../omni-sim/index.js';
-import type { Report } from '../provider/report/report.js';
-import { renderText } from '../provider/report/report.js';
+import type { CliContext } from '../options.js';
+import { executePlan, planCommand } from '../plan.js';
+import type { Io } from '../provider-options.js';
+import { executeRun, runCommand } from '../run.js';
+import type { Resource } from '../../omni-api/resource.js';
+import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T, providerNamespace } from '../../omni-api/resource.js';
+import { MachineRequestStage, MachineRequestStatusSpec } from '../../omni-api/specs/messages.js';
+import { decodeSpec } from '../../omni-api/specs/codec.js';
+import { INTERNAL } from '../../omni-sim/api.js';
+import { createSim } from '../../omni-sim/index.js';
+import type { Sim } from '../../omni-sim/index.js';
+import type { Report } from '../../provider/report/report.js';
+import { renderText } from '../../provider/report/report.js';
 import { DEMO, demoScenario } from './scenario.js';
 
 export interface DemoOptions {

@@ -1,15 +1,15 @@
 // `stub-provider demo`: the whole flow against the embedded simulated Omni, in this process, narrated
-// (src/demo/flow.ts). `--keep` leaves the simulated Omni up afterwards for poking at until Ctrl-C.
+// (src/commands/demo/flow.ts). `--keep` leaves the simulated Omni up afterwards for poking at until Ctrl-C.
 
-import { DEFAULT_DEMO_OMNI_VERSION } from '../demo/scenario.js';
-import { StubError, UsageError } from '../exit-codes.js';
-import { inertJson } from '../omni-api/untrusted.js';
-import { parseVersion, VersionError } from '../omni-sim/version.js';
-import { defineCommand, once } from './options.js';
-import type { CliContext, Flags, Given, OptionTable } from './options.js';
-import { colorOption, OUTPUT_FORMATS } from './provider-options.js';
-import type { OutputFormat } from './provider-options.js';
-import { untilSignal } from './sim.js';
+import { DEFAULT_DEMO_OMNI_VERSION } from './scenario.js';
+import { StubError, UsageError } from '../../exit-codes.js';
+import { inertJson } from '../../omni-api/untrusted.js';
+import { parseVersion, VersionError } from '../../omni-sim/version.js';
+import { defineCommand, once } from '../options.js';
+import type { CliContext, Flags, Given, OptionTable } from '../options.js';
+import { colorOption, OUTPUT_FORMATS } from '../provider-options.js';
+import type { OutputFormat } from '../provider-options.js';
+import { untilSignal } from '../sim.js';
 
 export const demoOptions = {
   'omni-version': {
@@ -87,7 +87,7 @@ export const demoCommand = defineCommand({
 async function demo(c: DemoConfig, cli: CliContext): Promise<void> {
   const json = c.output !== 'text';
   // Loaded here, not with every command: the demo brings the simulated Omni (see sim.ts loadSim).
-  const { runDemo } = await import('../demo/flow.js');
+  const { runDemo } = await import('./flow.js');
   const { result, sim } = await runDemo({
     omniVersion: c.omniVersion,
     cli,
@@ -96,20 +96,20 @@ async function demo(c: DemoConfig, cli: CliContext): Promise<void> {
     say: json
       ? () => undefined
       : (text) => {
-          process.stdout.write(`${text}\n`);
+          cli.stdout.write(`${text}\n`);
         },
-    stderr: process.stderr,
+    stderr: cli.stderr,
     signals: process,
   });
   try {
-    if (c.output === 'json') process.stdout.write(`${inertJson(JSON.stringify(result, null, 2))}\n`);
-    if (c.output === 'yaml') process.stdout.write((await import('./yaml-output.js')).inertYaml(result));
+    if (c.output === 'json') cli.stdout.write(`${inertJson(JSON.stringify(result, null, 2))}\n`);
+    if (c.output === 'yaml') cli.stdout.write((await import('../yaml-output.js')).inertYaml(result));
     if (c.keep) {
       const signalled = untilSignal();
       const keys = Object.entries(sim.keys)
         .map(([name, key]) => `  ${name}:\n    OMNI_SERVICE_ACCOUNT_KEY=${key}`)
         .join('\n');
-      process.stderr.write(
+      cli.stderr.write(
         `\nThe simulated Omni stays up at ${sim.endpoint} until Ctrl-C. Its generated keys (demo only):\n${keys}\n` +
           (`For example: OMNI_ENDPOINT=${sim.endpoint} OMNI_SERVICE_ACCOUNT_KEY=<key above> stub-provider plan --id ` +
             `${Object.keys(sim.keys)[0]?.replace(/^infra-provider:/, '') ?? 'bare-metal'}\n`),

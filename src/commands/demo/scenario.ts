@@ -7,7 +7,7 @@
 //     down and creates a new request while the provider is offline.
 // Shapes as docs/omni-lifecycle.md 1 and 3.1 describe them; the sim's controllers add Omni's own finalizers.
 
-import type { Resource } from '../omni-api/resource.js';
+import type { Resource } from '../../omni-api/resource.js';
 import {
   LABEL_INFRA_PROVIDER_ID,
   LABEL_IS_STATIC_INFRA_PROVIDER,
@@ -21,8 +21,8 @@ import {
   newMetadata,
   providerNamespace,
   providerType,
-} from '../omni-api/resource.js';
-import type { Metadata, Phase } from '../omni-api/resource.js';
+} from '../../omni-api/resource.js';
+import type { Metadata, Phase } from '../../omni-api/resource.js';
 import {
   AcceptanceStatus,
   BMCConfigurationSpec,
@@ -36,11 +36,11 @@ import {
   MachineRequestStage,
   MachineRequestStatusSpec,
   SysVersionSpec,
-} from '../omni-api/specs/messages.js';
-import { encodeSpec } from '../omni-api/specs/codec.js';
-import type { Scenario } from '../omni-sim/scenario/scenario.js';
-import { atLeast } from '../omni-sim/version.js';
-import { BARE_METAL_CONTROLLERS, HEALTH_STATUS_CONTROLLER, PROVISION_CONTROLLER } from '../provider/profile.js';
+} from '../../omni-api/specs/messages.js';
+import { encodeSpec } from '../../omni-api/specs/codec.js';
+import type { Scenario } from '../../omni-sim/scenario/scenario.js';
+import { atLeast } from '../../omni-sim/version.js';
+import { BARE_METAL_CONTROLLERS, HEALTH_STATUS_CONTROLLER, PROVISION_CONTROLLER } from '../../provider/profile.js';
 
 export const DEMO = {
   bareMetal: 'bare-metal',
