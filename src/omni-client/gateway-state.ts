@@ -16,7 +16,7 @@ import type { CallContext } from './transport/call.js';
 import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './transport/retry.js';
 import type { OpenStream, Transport } from './transport/transport.js';
 import { SKIPPED } from './transport/ndjson.js';
-import { observeWrite, type WriteObserver } from './write/observer.js';
+import { observeWrite, type DeferOutcome, type DeferringOptions, type WriteObserver } from './write/observer.js';
 import type {
   CallOptions,
   CoreState,
@@ -129,6 +129,7 @@ export class GatewayState implements CoreState {
       (onRetry) => this.#t.unary('Create', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))),
       (v) => v,
       opts.signal,
+      deferOf(opts),
     );
   }
 
@@ -150,6 +151,7 @@ export class GatewayState implements CoreState {
       (onRetry) => this.#t.unary('Update', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))),
       (v) => v,
       opts.signal,
+      deferOf(opts),
     );
   }
 
@@ -163,6 +165,7 @@ export class GatewayState implements CoreState {
       (onRetry) => this.#t.unary('Destroy', body, { ...ctx(opts, ptr), onRetry }, emptyAnswer),
       () => undefined,
       opts.signal,
+      deferOf(opts),
     );
   }
 
@@ -430,4 +433,9 @@ function decodeEvents(msg: unknown, kind: Expected): WatchEvent[] {
     if (e['bookmark'] instanceof Uint8Array) out.bookmark = e['bookmark'];
     return out;
   });
+}
+
+/** The back-pressure layer's offer to settle a failed send's outcome after its read-back (observer.ts). */
+function deferOf(opts: OwnerOptions): DeferOutcome | undefined {
+  return (opts as DeferringOptions).deferOutcome;
 }

@@ -1,11 +1,19 @@
 // The built CLI under Omni 1.9's write budget for infra providers (the sim's throttle, docs/omni-behaviour.md "The
 // etcd write budget"), as a Job runs it: JSON logs off a terminal, the JSON result, the report and the audit log.
+//   - Permanent is permanent: a write larger than the budget's burst is sent once; the run stops with exit 6.
+//   - A lost answer is judged on what we sent.
 //   - Only JSON on a JSON stream: a throttled --wait run, and a run that fails, write nothing on stderr that is not a
 //     JSON record (no Node warning from the listeners the stub adds, the error itself a record).
 
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { T } from '../../src/omni-api/resource.js';
+import { NS_INFRA_PROVIDER, T } from '../../src/omni-api/resource.js';
+import { encodeSpec } from '../../src/omni-api/specs/codec.js';
+import { InfraProviderStatusSpec } from '../../src/omni-api/specs/messages.js';
+import { INTERNAL } from '../../src/omni-sim/api.js';
+import { stubVersionText } from '../../src/provider/run/announce.js';
+import { VERSION } from '../../src/version.js';
 import type { FaultConfig } from '../../src/omni-sim/gateway/faults.js';
 import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
@@ -84,5 +92,92 @@ MaxListenersExceededWarning), exit 0`, async () => {
     const pretty = await runCli(args(s, ['--log-format', 'pretty']), { env: envFor(s) });
     expect(pretty.code).toBe(3);
     expect(pretty.stderr).toMatch(/^stub-provider: .* \[STUB_NOT_REGISTERED\]$/m);
+  }, 60_000);
+});
+
+describe('a lost answer is judged on what we sent', () => {
+  it(`the first Create's answer lost (the heartbeat's, to which Omni adds its provider label): exit 0, the \
+report counts it as found applied`, async () => {
+    const s = await simOf(3, { loseWriteAnswers: { count: 1, method: 'Create' } });
+    const r = await runCli(args(s, ['--audit-log', join(dir(), 'audit.ndjson')]), { env: envFor(s) });
+    expect(r.code, r.stderr.slice(-3000)).toBe(0);
+    expect(s.faults.config.loseWriteAnswers?.count, 'the answer was lost').toBe(0);
+    const rep = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(rep).toMatchObject({
+      result: 'done',
+      deregistration: { status: 'deregistered' },
+      throttling: { lostAnswers: 1, foundApplied: 1, retriedWrites: 0 },
+    });
+    expect(rep.released).toHaveLength(3);
+  }, 60_000);
+});
+
+describe("permanent is permanent: a write larger than Omni's burst", () => {
+  /** The audit log's intents, as `method type/id`. */
+  async function intents(file: string): Promise<string[]> {
+    return (await readFile(file, 'utf8'))
+      .split('\n')
+      .filter((l) => l !== '')
+      .map((l) => JSON.parse(l) as { event: string; op: string; resource: { type: string; id: string } })
+      .filter((l) => l.event === 'intent')
+      .map((l) => `${l.op} ${l.resource.type}/${l.resource.id}`);
+  }
+
+  it(`the announcement: sent once, exit 6 STUB_WRITE_TOO_LARGE naming the burst's setting; the result has writes \
+and throttling`, async () => {
+    const s = await simOf(2, { throttle: { infraProvider: { bytesPerSecond: 100, burst: 100 }, maxWaitMs: 1000 } });
+    const audit = join(dir(), 'audit.ndjson');
+    const r = await runCli(args(s, ['--audit-log', audit]), { env: envFor(s) });
+    expect(r.code, r.stderr.slice(-3000)).toBe(6);
+    const rep = JSON.parse(r.stdout) as Record<string, unknown>;
+    expect(rep).toMatchObject({
+      result: 'failed',
+      exitCode: 6,
+      error: {
+        code: 'STUB_WRITE_TOO_LARGE',
+        message: expect.stringMatching(
+          /InfraProviderStatuses.*--storage-rate-limits-etcd-infra-provider-write-bytes-burst/,
+        ),
+      },
+      writes: { 'update:failed': 1 },
+      throttling: { tooLarge: 1, signals: 0 },
+    });
+    expect((await intents(audit)).filter((i) => i.includes('InfraProviderStatuses'))).toEqual([
+      'update InfraProviderStatuses.omni.sidero.dev/kubevirt',
+    ]);
+    expect(s.faults.throttle!.stats().infraProvider.failedOversize).toBe(1);
+  }, 60_000);
+
+  it('an item write: the run stops at once, exit 6; no write sent twice', async () => {
+    const s = await simOf(6, { throttle: { infraProvider: { bytesPerSecond: 100, burst: 100 }, maxWaitMs: 1000 } });
+    // The ProviderStatus already says stub mode: the first write Omni charges is an item's.
+    const status = s.store.peek({ namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: ID })!;
+    const text = stubVersionText(VERSION);
+    s.store.update(
+      INTERNAL,
+      {
+        ...status,
+        spec: {
+          protoSpec: encodeSpec(InfraProviderStatusSpec, {
+            schema: '',
+            name: ID,
+            description: `${text}: an earlier run`,
+            icon: '',
+            version: text,
+          }),
+        },
+      },
+      status.metadata.owner,
+    );
+    const audit = join(dir(), 'audit.ndjson');
+    const r = await runCli(args(s, ['--audit-log', audit]), { env: envFor(s) });
+    expect(r.code, r.stderr.slice(-3000)).toBe(6);
+    const rep = JSON.parse(r.stdout) as { error: { code: string }; throttling: { tooLarge: number } };
+    expect(rep.error.code).toBe('STUB_WRITE_TOO_LARGE');
+    expect(rep.throttling.tooLarge).toBeGreaterThanOrEqual(1);
+    const sent = await intents(audit);
+    expect(sent.length).toBeGreaterThan(0);
+    expect(sent.filter((i) => i.includes('InfraProviderStatuses'))).toEqual([]);
+    expect(new Set(sent).size, sent.join('\n')).toBe(sent.length);
   }, 60_000);
 });
