@@ -12,9 +12,9 @@ export interface CallOptions {
   /** Per-call timeout in milliseconds; the client's default applies when absent. */
   timeoutMs?: number;
   /**
-   * Where the call queues when calls wait for a place (the client's call limit and write window): lowest first, in arrival order
-   * among equals. Absent: 0, ahead of every ranked call. A run ranks an item's calls by when the item started, so that
-   * items under way finish before new ones start (depth first).
+   * Where the call queues when calls wait for a place (the client's call limit and write window): lowest first,
+   * in arrival order among equals. Absent: 0, ahead of every ranked call. A run ranks an item's calls by when the
+   * item started, so that items under way finish before new ones start (depth first).
    */
   rank?: number;
   /**
