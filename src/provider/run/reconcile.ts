@@ -12,6 +12,7 @@
 // Watch per kind). Without --wait a run plans again only after Omni destroyed what it released;
 // with --wait, on every change its caches see, until everything is released or --timeout passed.
 
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Pointer } from '../../omni-api/resource.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../omni-api/resource.js';
@@ -19,11 +20,12 @@ import type { State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
 import type { WipeOptions, WipeStrategy } from '../../wipe/index.js';
 import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';
+import type { RunTakenOverError } from './announce.js';
 import type { Timers } from './announce.js';
 import { ProviderCache } from '../read/cache.js';
 import { deregister } from './deregister.js';
 import type { HoldFacts } from '../plan/explain.js';
-import { Executor, holdsNow, NotFoundUnconfirmedError } from './executor.js';
+import { Executor, holdsNow, NotFoundUnconfirmedError, NotStartedError } from './executor.js';
 import type { ItemEnd } from './executor.js';
 import { Limiter } from './limiter.js';
 import { Outcomes, keyOf } from './outcomes.js';
@@ -94,9 +96,14 @@ export interface ReconcileDeps {
   stage?: OnStage;
   /** Told each secret the run reads from Omni (a BMC password for a wipe), so that no output shows it. */
   onSecret?: (secret: string) => void;
+  /** This run's ID (the audit log's `run`): its heartbeat and its wipe claims name it. Default: a new one. */
+  runId?: string;
 }
 
 export interface ReconcileResult {
+  runId: string;
+  /** Another run took the heartbeat over during this one (design rule 7): this run stopped starting anything. */
+  takenOver?: RunTakenOverError;
   /** The plans as read. */
   firstPlan: Plan;
   lastPlan: Plan;
@@ -116,6 +123,8 @@ const DEFAULT_OMNI_WAIT_MS = 60_000;
 /** Omni's controllers let go within the same second when nothing holds them (issue 16): a few seconds. */
 export const DEFAULT_SETTLE_MS = 5_000;
 const RECHECK_MS = 30_000;
+/** A wipe claim holds for the wipe's timeout and this much more (wipe-claim.ts). */
+const WIPE_CLAIM_MARGIN_MS = 60_000;
 
 export async function reconcile(deps: ReconcileDeps, o: ReconcileOptions): Promise<ReconcileResult> {
   return new Reconciler(deps, o).run();
@@ -156,6 +165,9 @@ class Reconciler {
   private deregistered = false;
   /** Set when a heartbeat on the interval found that the real provider is back: the run stops. */
   private liveProvider: Error | undefined;
+  /** Set when a heartbeat found that another run took over: nothing more is started (design rule 7). */
+  private takenOver: RunTakenOverError | undefined;
+  private readonly runId: string;
 
   constructor(
     private readonly deps: ReconcileDeps,
@@ -164,6 +176,7 @@ class Reconciler {
     this.state = deps.state;
     this.log = deps.logger;
     this.id = o.providerId;
+    this.runId = deps.runId ?? randomUUID();
     this.whole = o.machines.length === 0;
     this.limiter = new Limiter(o.concurrency);
     this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
@@ -240,6 +253,8 @@ class Reconciler {
     let plan = await this.planNow();
     const firstPlan = plan;
     const result = (extra: Partial<ReconcileResult>, passes: number): ReconcileResult => ({
+      runId: this.runId,
+      ...(this.takenOver ? { takenOver: this.takenOver } : {}),
       firstPlan,
       lastPlan: plan,
       outcomes: [...this.outcomes.items.values()],
@@ -280,7 +295,7 @@ class Reconciler {
         if (announcing) await this.announce(plan);
         // What the announcement wrote is not in this plan: its deregistration is planned again first.
         const { parents, deferred } = await this.apply(plan, pass, announcing);
-        if (this.deregistered) break;
+        if (this.deregistered || this.takenOver) break;
         if (deferred) {
           plan = await this.planNow();
           continue;
@@ -306,31 +321,43 @@ class Reconciler {
       }
       if (this.o.wait && !timedOut && !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister))
         timedOut = true;
-      this.stage('settling', { items: this.heldAtRelease.size + plan.lettingGo.length, ms: this.settled.ms });
-      await settle(
-        {
-          reads: this.reads,
-          outcomes: this.outcomes,
-          log: this.log,
-          signal: this.o.signal,
-          holdsNow: (p, f) => holdsNow(this.reads, this.id, p, f),
-        },
-        this.settled,
-        this.heldAtRelease,
-        plan,
-      );
+      ({ plan, pass } = await this.finish(plan, pass));
     } catch (err) {
       if (!this.o.signal?.aborted) throw err;
-      for (const oc of this.outcomes.items.values())
-        if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
-      // What the plan held and the interruption came before: not started, not failed.
-      for (const item of plan.items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
+      this.interruptedIn(plan);
       return result({ interrupted: true }, pass);
     } finally {
-      await this.heartbeat?.stop();
+      // Not deregistered (that stops the heartbeat first): the next run need not wait for it.
+      await this.heartbeat?.stop({ ended: true });
     }
+    if (this.takenOver) return result({}, pass);
     this.stage('done');
     return result({ timedOut }, pass);
+  }
+
+  /** After the last pass: --settle. */
+  private async finish(plan: Plan, pass: number): Promise<{ plan: Plan; pass: number }> {
+    this.stage('settling', { items: this.heldAtRelease.size + plan.lettingGo.length, ms: this.settled.ms });
+    await settle(
+      {
+        reads: this.reads,
+        outcomes: this.outcomes,
+        log: this.log,
+        signal: this.o.signal,
+        holdsNow: (p, f) => holdsNow(this.reads, this.id, p, f),
+      },
+      this.settled,
+      this.heldAtRelease,
+      plan,
+    );
+    return { plan, pass };
+  }
+
+  /** Interrupted: what was cancelled under way is interrupted; what the plan held and never started, not started. */
+  private interruptedIn(plan: Plan): void {
+    for (const oc of this.outcomes.items.values())
+      if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
+    for (const item of plan.items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
   }
 
   /**
@@ -355,6 +382,25 @@ class Reconciler {
       logger: this.log,
       signal: this.o.signal,
     };
+    // The heartbeat first: it is the run's lock (design rule 7). Of two runs, the one that did not
+    // write it stops here (STUB_CONCURRENT_RUN), before its first side effect.
+    const heartbeat = new Heartbeat({
+      ...ctx,
+      runId: this.runId,
+      now: this.deps.now ?? Date.now,
+      force: this.o.force === true,
+      onLiveProvider: (err) => {
+        this.liveProvider = err;
+      },
+      onTakenOver: (err) => {
+        this.takenOver = err;
+        this.log.warn({ providerId: this.id, otherRun: err.otherRun }, err.message);
+      },
+      ...(this.deps.timers ? { timers: this.deps.timers } : {}),
+      ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}),
+    });
+    await heartbeat.start();
+    this.heartbeat = heartbeat;
     const current = await getIfExists(
       this.state,
       { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id },
@@ -362,17 +408,6 @@ class Reconciler {
     );
     // The static label from the facts (InfraMachines exist, or --profile bare-metal), not from the profile flag alone.
     const wrote = await announceProviderStatus(ctx, current, plan.profile.staticLabel);
-    this.heartbeat = new Heartbeat({
-      ...ctx,
-      now: this.deps.now ?? Date.now,
-      force: this.o.force === true,
-      onLiveProvider: (err) => {
-        this.liveProvider = err;
-      },
-      ...(this.deps.timers ? { timers: this.deps.timers } : {}),
-      ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}),
-    });
-    await this.heartbeat.start();
     this.announced = true;
     this.log.info(
       { providerId: this.id, wroteProviderStatus: wrote },
@@ -410,7 +445,7 @@ class Reconciler {
     ]);
     if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
     const d = plan.deregistration;
-    if (!this.whole || d.status !== 'ready' || !d.item) return { parents, deferred: false };
+    if (!this.whole || d.status !== 'ready' || !d.item || this.takenOver) return { parents, deferred: false };
     if (announced) return { parents, deferred: true };
     this.stage('deregistering');
     this.deregistered = await deregister(
@@ -443,6 +478,14 @@ class Reconciler {
           this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS),
         outside: (fn, forOmni) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
         ...(this.deps.onSecret ? { onSecret: this.deps.onSecret } : {}),
+        beforeWipe: () => {
+          if (this.takenOver || this.o.signal?.aborted) throw new NotStartedError();
+        },
+        claim: {
+          runId: this.runId,
+          now: this.deps.now ?? Date.now,
+          holdMs: (this.deps.wipe?.options.timeoutMs ?? 0) + WIPE_CLAIM_MARGIN_MS,
+        },
       },
       this.pass!,
       this.planOptions,
@@ -452,8 +495,8 @@ class Reconciler {
   /** Runs one item and records how it ended; undefined when it failed (its outcome says why). */
   private async runItem(executor: Executor, item: PlanItem): Promise<ItemEnd | undefined> {
     const key = keyOf(item);
-    // Interrupted: nothing more is started; the items in flight finish or are cancelled.
-    if (this.o.signal?.aborted) {
+    // Interrupted or taken over: nothing more is started; the items in flight finish (or are cancelled).
+    if (this.o.signal?.aborted || this.takenOver) {
       this.notStarted(item);
       return undefined;
     }
@@ -491,6 +534,10 @@ class Reconciler {
       );
       return end;
     } catch (err) {
+      if (err instanceof NotStartedError) {
+        this.notStarted(item);
+        return undefined;
+      }
       const aborted = this.o.signal?.aborted === true;
       const nextStep =
         err instanceof NotFoundUnconfirmedError
@@ -508,14 +555,16 @@ class Reconciler {
     }
   }
 
-  /** An item the run never started: the interruption came first. */
+  /** An item the run never started: the interruption (or another run's takeover) came first. */
   private notStarted(item: PlanItem): void {
     this.outcomes.record(keyOf(item), {
       kind: item.kind,
       id: item.id,
       status: 'not-started',
-      reason: 'not started: the run was interrupted first',
-      nextStep: 'run again',
+      reason: this.takenOver
+        ? `not started: another run (${this.takenOver.otherRun}) took over`
+        : 'not started: the run was interrupted first',
+      nextStep: this.takenOver ? 'the run that took over releases it' : 'run again',
       counts: true,
     });
   }
