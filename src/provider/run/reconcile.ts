@@ -15,7 +15,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Pointer } from '../../omni-api/resource.js';
-import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../omni-api/resource.js';
+import { describePointer, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../omni-api/resource.js';
 import type { State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
 import type { WipeOptions, WipeStrategy } from '../../wipe/index.js';
@@ -123,6 +123,8 @@ const DEFAULT_OMNI_WAIT_MS = 60_000;
 /** Omni's controllers let go within the same second when nothing holds them (issue 16): a few seconds. */
 export const DEFAULT_SETTLE_MS = 5_000;
 const RECHECK_MS = 30_000;
+/** What the report rests on is read again by ID up to this many resources (confirmFacts). */
+const MAX_CONFIRM_GETS = 1_000;
 /** A wipe claim holds for the wipe's timeout and this much more (wipe-claim.ts). */
 const WIPE_CLAIM_MARGIN_MS = 60_000;
 
@@ -155,6 +157,8 @@ class Reconciler {
   private deadline: number;
   private readonly outcomes: Outcomes;
   private readonly blockedKeys = new Set<string>();
+  /** What the run released for Omni to destroy: read again by ID before a report says it is still there. */
+  private readonly releasedParents = new Map<string, Pointer>();
   /** Items released while finalizers of others stayed on them: what to watch after the last write. */
   private readonly heldAtRelease = new Map<string, { target: Pointer; facts: HoldFacts }>();
   private readonly settled: SettleSummary;
@@ -295,6 +299,7 @@ class Reconciler {
         if (announcing) await this.announce(plan);
         // What the announcement wrote is not in this plan: its deregistration is planned again first.
         const { parents, deferred } = await this.apply(plan, pass, announcing);
+        for (const p of parents) this.releasedParents.set(describePointer(p), p);
         if (this.deregistered || this.takenOver) break;
         if (deferred) {
           plan = await this.planNow();
@@ -335,8 +340,17 @@ class Reconciler {
     return result({ timedOut }, pass);
   }
 
-  /** After the last pass: --settle. */
+  /**
+   * After the last pass. What the report would give as a reason (still there, still held) came from
+   * the caches: what the run released is read again by ID, and planned once more on what is true
+   * now (it may deregister). Then --settle.
+   */
   private async finish(plan: Plan, pass: number): Promise<{ plan: Plan; pass: number }> {
+    if (!this.deregistered && !this.takenOver && (await this.confirmFacts())) {
+      plan = await this.planNow();
+      const d = plan.deregistration;
+      if (this.whole && d.status === 'ready' && d.item) await this.apply(plan, ++pass, false);
+    }
     this.stage('settling', { items: this.heldAtRelease.size + plan.lettingGo.length, ms: this.settled.ms });
     await settle(
       {
@@ -358,6 +372,30 @@ class Reconciler {
     for (const oc of this.outcomes.items.values())
       if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
     for (const item of plan.items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
+  }
+
+  /**
+   * Reads by ID (at most MAX_CONFIRM_GETS) what this run released and its caches still hold, or hold
+   * as held by others: a cache whose watch stopped following Omni keeps what it last saw. Returns
+   * whether any of it turned out gone or changed.
+   */
+  private async confirmFacts(): Promise<boolean> {
+    const targets = [...this.releasedParents.values(), ...[...this.heldAtRelease.values()].map((h) => h.target)]
+      .filter((p) => this.reads.current(p) !== undefined)
+      .slice(0, MAX_CONFIRM_GETS);
+    let changed = 0;
+    await Promise.all(
+      targets.map(async (p) => {
+        const before = this.reads.current(p);
+        const fresh = await this.limiter.run(() => getIfExists(this.state, p, { signal: this.o.signal }));
+        if (!fresh) this.reads.observeNotFound(p);
+        else this.reads.observe(fresh);
+        if (!fresh || fresh.metadata.version !== before?.metadata.version) changed++;
+      }),
+    );
+    if (changed > 0)
+      this.log.info({ read: targets.length, changed }, 'read again by ID before the report: the caches were behind');
+    return changed > 0;
   }
 
   /**
