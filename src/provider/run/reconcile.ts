@@ -35,6 +35,7 @@ import { buildPlan } from '../plan/planner.js';
 import { immediateWrites } from '../plan/plan.js';
 import type { ProfileOption } from '../profile.js';
 import { refuse } from './refusals.js';
+import { confirmByGet } from './confirm.js';
 import { settle } from './settle.js';
 import type { SettleSummary } from './settle.js';
 import { takeSnapshot } from '../read/snapshot.js';
@@ -123,8 +124,6 @@ const DEFAULT_OMNI_WAIT_MS = 60_000;
 /** Omni's controllers let go within the same second when nothing holds them (issue 16): a few seconds. */
 export const DEFAULT_SETTLE_MS = 5_000;
 const RECHECK_MS = 30_000;
-/** What the report rests on is read again by ID up to this many resources (confirmFacts). */
-const MAX_CONFIRM_GETS = 1_000;
 /** A wipe claim holds for the wipe's timeout and this much more (wipe-claim.ts). */
 const WIPE_CLAIM_MARGIN_MS = 60_000;
 
@@ -346,7 +345,14 @@ class Reconciler {
    * now (it may deregister). Then --settle.
    */
   private async finish(plan: Plan, pass: number): Promise<{ plan: Plan; pass: number }> {
-    if (!this.deregistered && !this.takenOver && (await this.confirmFacts())) {
+    if (
+      !this.deregistered &&
+      !this.takenOver &&
+      (await confirmByGet(
+        { state: this.state, reads: this.reads, limiter: this.limiter, log: this.log, signal: this.o.signal },
+        [...this.releasedParents.values(), ...[...this.heldAtRelease.values()].map((h) => h.target)],
+      ))
+    ) {
       plan = await this.planNow();
       const d = plan.deregistration;
       if (this.whole && d.status === 'ready' && d.item) await this.apply(plan, ++pass, false);
@@ -372,30 +378,6 @@ class Reconciler {
     for (const oc of this.outcomes.items.values())
       if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
     for (const item of plan.items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
-  }
-
-  /**
-   * Reads by ID (at most MAX_CONFIRM_GETS) what this run released and its caches still hold, or hold
-   * as held by others: a cache whose watch stopped following Omni keeps what it last saw. Returns
-   * whether any of it turned out gone or changed.
-   */
-  private async confirmFacts(): Promise<boolean> {
-    const targets = [...this.releasedParents.values(), ...[...this.heldAtRelease.values()].map((h) => h.target)]
-      .filter((p) => this.reads.current(p) !== undefined)
-      .slice(0, MAX_CONFIRM_GETS);
-    let changed = 0;
-    await Promise.all(
-      targets.map(async (p) => {
-        const before = this.reads.current(p);
-        const fresh = await this.limiter.run(() => getIfExists(this.state, p, { signal: this.o.signal }));
-        if (!fresh) this.reads.observeNotFound(p);
-        else this.reads.observe(fresh);
-        if (!fresh || fresh.metadata.version !== before?.metadata.version) changed++;
-      }),
-    );
-    if (changed > 0)
-      this.log.info({ read: targets.length, changed }, 'read again by ID before the report: the caches were behind');
-    return changed > 0;
   }
 
   /**
