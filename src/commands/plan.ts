@@ -1,5 +1,5 @@
 // `stub-provider plan`: read-only. What a run would change now, and what blocks what; against Omni,
-// or offline from a dump of its state (`--from-dump`). Its exit code predicts run's (issue 14 item 6):
+// or offline from a dump of its state (`--from-dump`). Its exit code predicts run's (docs/design.md 'Exit codes'):
 // 0 nothing to do, 10 changes pending, 3 and 4 where run would stop, 2 usage.
 
 import { ExitCode, PreflightError, UsageError } from '../exit-codes.js';

@@ -199,10 +199,10 @@ export async function handleResult(
 }
 
 /**
- * Runs a command's work with `--report` (and `--audit-log`) open from before anything else, and the
- * signals trapped from the start: whatever ends the work (a report, an error, SIGINT or SIGTERM),
- * the report file gets its result (issue 14 item 5); a file that cannot be opened is the one case
- * without (exit 2, on stdout with --output json).
+ * Runs a command's work with `--report` (and `--audit-log`) open from before anything else, and the signals
+ * trapped from the start: whatever ends the work (a report, an error, SIGINT or SIGTERM), the report file
+ * gets its result (docs/operator-guide.md 'The result on every exit'); a file that cannot be opened is the
+ * one case without (exit 2, on stdout with --output json).
  */
 export async function withOutputs(
   command: 'run' | 'plan',
@@ -275,7 +275,7 @@ interface OutputFile {
 }
 
 /**
- * Opens `--report` and `--audit-log` before anything is asked of Omni (issue 11 item 5): a path that
+ * Opens `--report` and `--audit-log` before anything is asked of Omni (docs/design.md 'Output'): a path that
  * cannot be written is a usage error (exit 2) while nothing was written yet, not a note after the
  * run made its changes. Two of them naming one file (the same path, or another way to it: a symlink,
  * a hard link, /dev/fd/N; compared by device and inode) are refused, as is an output that is one of

@@ -1,4 +1,4 @@
-// A State over any CoreState (src/omni-api/state.ts), in the manner of cosi-project/runtime's pkg/state/wrap.go:
+// A State over any CoreState (src/omni-api/state.ts), in the manner of COSI's own (docs/cosi-semantics.md):
 // teardown, removeFinalizers and the update-with-conflicts loop under both are written once here,
 // and every backend (the gateway client, the sim's store in tests, the provider tests' double) gets
 // them from here. The rules are docs/design.md's rules 3 and 4:

@@ -4,9 +4,9 @@
 //
 // Omni's access rules in front of the sim's store, for one caller at a time (docs/omni-wire.md 4,
 // docs/omni-lifecycle.md 2). Two layers, in Omni's order:
-//   1. the generic role checks of Omni's API state (`state_access.go`), skipped for the types the
+//   1. the generic role checks of Omni's API state (docs/omni-wire.md 3.4), skipped for the types the
 //      infra-provider state manages;
-//   2. the infra-provider state (`infraprovider/state.go`) for the namespaces `infra-provider`,
+//   2. the infra-provider state (docs/omni-wire.md 4.2-4.6) for the namespaces `infra-provider`,
 //      `infra-provider-ephemeral` and `infra-provider:*`: the provider must be registered, namespace
 //      and type-suffix checks, read-only types that accept finalizer-only updates, label filtering and
 //      forced labels, ID checks.

@@ -28,7 +28,9 @@ export function validationError(e: string | OmniError): OmniError {
   );
 }
 
-/** validations/infra_provider.go (1.4+): no tearing down or destroying a provider with Running machines. */
+/**
+ * Omni's validation (1.4+, docs/omni-lifecycle.md 7.3): no tearing down or destroying a provider with Running machines.
+ */
 export function checkProviderDeletable(inner: StateApi, v: OmniVersion, p: Pointer, who: Identity): void {
   if (who.internal || p.type !== T.InfraProvider || !atLeast(v, '1.4')) return;
   if (!inner.view(p)) return;
@@ -49,8 +51,8 @@ export function checkProviderDeletable(inner: StateApi, v: OmniVersion, p: Point
 }
 
 /**
- * infraprovider/validation.go: a MachineRequest's spec never changes (compared as decoded messages, unknown fields
- * included).
+ * Omni's validation (docs/omni-behaviour.md 'Errors'): a MachineRequest's spec never changes (compared as
+ * decoded messages, unknown fields included).
  */
 export function checkMachineRequestImmutable(old: Resource, next: Resource): void {
   if (old.metadata.type !== T.MachineRequest) return;

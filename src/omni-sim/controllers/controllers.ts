@@ -13,8 +13,8 @@
 //              free of finalizers; a torn-down Link tears down its InfraMachine and Machine; Omni's own
 //              finalizers (ClusterMachineRequestStatusController, MachineRequestStatusCleanupController,
 //              ConfigPatchRequestController, ...) are added to Running resources and released after
-//              teardown once what each waits for in Omni is gone (cluster_machine_request_status.go,
-//              machine_request_cleanup.go, infra_provider_config_patch.go at v1.3.4 and v1.9.3).
+//              teardown once what each waits for in Omni is gone (docs/omni-behaviour.md 'What Omni's own
+//              controllers wait for', v1.3.4 and v1.9.3).
 //   0.50+      deleting infra.Provider: statuses with owner "" destroyed, service account deleted.
 //   1.0+       ... and ProviderJoinConfig destroyed.
 //   1.4+       InfraMachineController finalizer on static machines' Links; InfraMachine finalizers

@@ -46,11 +46,11 @@ export interface MachineRequestSetOptions {
 }
 
 /**
- * MachineRequestSetStatusController and ClusterMachineRequestStatusController on a torn-down
- * request. The latter (cluster_machine_request_status.go, a qtransform with
- * WithIgnoreTeardownUntil) treats the request as running while any other finalizer is on it (before
- * 1.4: other than ClusterMachineEncryptionKeyController); then it destroys its own
- * ClusterMachineRequestStatus, which no controller holds, and lets go at once.
+ * MachineRequestSetStatusController and ClusterMachineRequestStatusController on a torn-down request. The
+ * latter (a qtransform with WithIgnoreTeardownUntil, docs/omni-behaviour.md 'What Omni's own controllers wait
+ * for') treats the request as running while any other finalizer is on it (before 1.4: other than
+ * ClusterMachineEncryptionKeyController); then it destroys its own ClusterMachineRequestStatus, which no
+ * controller holds, and lets go at once.
  */
 export function reconcileMachineRequest(a: OmniActor, id: string): void {
   const mr = a.peek(ptr(NS_INFRA_PROVIDER, T.MachineRequest, id));
@@ -74,7 +74,7 @@ export function reconcileMachineRequest(a: OmniActor, id: string): void {
 }
 
 /**
- * MachineRequestStatusCleanupController (machine_request_cleanup.go, 1.3.4 and 1.9.3): once the
+ * MachineRequestStatusCleanupController (docs/omni-behaviour.md, 1.3.4 and 1.9.3): once the
  * status is torn down, a MachineSetNode of its machine is waited for while a controller owns it
  * and torn down and destroyed when a user does; then it waits while the machine's ClusterMachine
  * exists; then it tears down the machine's Link and lets go. Nothing of it: it lets go at once.

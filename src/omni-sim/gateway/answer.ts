@@ -48,9 +48,8 @@ export function encodingFor(req: IncomingMessage): 'gzip' | 'deflate' | undefine
 }
 
 /**
- * The level Omni compresses `/api/` with: `compress.Handler(..., gzip.DefaultCompression)` in
- * `internal/backend/grpc/grpc.go` (1.3.4, 1.9.3 and later alike; BestCompression is only for the
- * static frontend). Go's default level is 6, as zlib's.
+ * The level Omni compresses `/api/` with: Go's default compression, level 6 as zlib's (1.3.4, 1.9.3
+ * and later alike; docs/omni-behaviour.md 'Compression and back-pressure').
  */
 export const OMNI_GZIP_LEVEL = 6;
 

@@ -3,8 +3,9 @@
 // account sees it (dump-state.ts), omnictl-style key pairs (keys.ts), large generated fleets
 // (generate.ts).
 //
-// Scenario files of the simulated Omni (issue 3, item 6), read strictly: every error names the YAML
-// document (0-based) and the key. Two shapes, also mixed in one multi-document file:
+// Scenario files of the simulated Omni (docs/operator-guide.md 'Rehearsing on the simulated Omni'), read
+// strictly: every error names the YAML document (0-based) and the key. Two shapes, also mixed in one
+// multi-document file:
 //   - the scenario shape: `omni: {version}`, `identities: [...]`, `resources: [...]`, `faults: {...}`;
 //   - documents as `omnictl get ... -o yaml` prints them (docs/omni-wire.md 6): top-level
 //     `metadata` + `spec`, version a bare number, spec keys in omnictl's spelling.

@@ -90,10 +90,11 @@ export function predictHold(finalizer: string, f: HoldFacts): Hold {
   });
   switch (finalizer) {
     case 'ClusterMachineRequestStatusController': {
-      // cluster_machine_request_status.go (1.3.4, 1.9.3): a qtransform with WithIgnoreTeardownUntil,
-      // so it treats the request as running while any other finalizer is on it; then it destroys its
-      // own output, the ClusterMachineRequestStatus, which no controller holds, and lets go. (Before
-      // 1.4 ClusterMachineEncryptionKeyController is also ignored, a finalizer of ClusterMachines only.)
+      // docs/omni-behaviour.md 'What Omni's own controllers wait for' (1.3.4, 1.9.3): a qtransform with
+      // WithIgnoreTeardownUntil, so it treats the request as running while any other finalizer is on it; then
+      // it destroys its own output, the ClusterMachineRequestStatus, which no controller holds, and lets go.
+      // (Before 1.4 ClusterMachineEncryptionKeyController is also ignored, a finalizer of ClusterMachines
+      // only.)
       const others = f.remaining.filter((x) => x !== finalizer);
       if (others.length === 0)
         return omni(
@@ -109,10 +110,10 @@ export function predictHold(finalizer: string, f: HoldFacts): Hold {
       );
     }
     case 'MachineRequestStatusCleanupController': {
-      // machine_request_cleanup.go: on teardown it waits while a controller-owned MachineSetNode of
-      // the status's machine exists (a user-owned one it destroys itself) and while that machine's
-      // ClusterMachine exists, then tears the machine's Link down and lets go. Omni takes such a
-      // machine out of its cluster by itself (machine_set_node.go drops the nodes of machines whose
+      // docs/omni-behaviour.md 'What Omni's own controllers wait for': on teardown it waits while a
+      // controller-owned MachineSetNode of the status's machine exists (a user-owned one it destroys itself)
+      // and while that machine's ClusterMachine exists, then tears the machine's Link down and lets go. Omni
+      // takes such a machine out of its cluster by itself (it drops the MachineSetNodes of machines whose
       // request is tearing down), so it waits only as long as leaving the cluster takes.
       const m = f.statusMachine;
       if (m === '')
@@ -144,7 +145,7 @@ export function predictHold(finalizer: string, f: HoldFacts): Hold {
       );
     }
     case 'ConfigPatchRequestController':
-      // infra_provider_config_patch.go: a qtransform to the ConfigPatch of the same ID; nothing puts
+      // docs/omni-behaviour.md, same table: a qtransform to the ConfigPatch of the same ID; nothing puts
       // a finalizer on ConfigPatches, so the teardown destroys it at once and the finalizer goes.
       return omni(
         'lets-go',

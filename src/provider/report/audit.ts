@@ -4,9 +4,9 @@
 // call site can forget a write. Lines are written synchronously by the sink: a run stopped by a
 // signal loses none, and one killed outright leaves at most intents without outcomes, never a write
 // without its intent. Only metadata is recorded, never a spec, so no secret can reach the file.
-// Every write that Omni applied also makes one log line naming the resource (issue 4 item 8): info
-// by default (JSON logs for programs), debug where a person's terminal shows one short line per
-// machine instead (issue 14 item 2: 42 000 lines for 4 256 machines drowned the progress line).
+// Every write that Omni applied also makes one log line naming the resource: info by default
+// (JSON logs for programs), debug where a person's terminal shows one short line per machine
+// instead (one line per write would drown the progress line: docs/operator-guide.md 'The audit log').
 // The format is documented in docs/operator-guide.md ("The audit log").
 
 import { randomUUID } from 'node:crypto';

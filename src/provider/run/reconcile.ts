@@ -121,7 +121,7 @@ export interface ReconcileResult {
 }
 
 const DEFAULT_OMNI_WAIT_MS = 60_000;
-/** Omni's controllers let go within the same second when nothing holds them (issue 16): a few seconds. */
+/** Omni's controllers let go within the same second when nothing holds them (docs/omni-behaviour.md): a few seconds. */
 export const DEFAULT_SETTLE_MS = 5_000;
 const RECHECK_MS = 30_000;
 /** A wipe claim holds for the wipe's timeout and this much more (wipe-claim.ts). */

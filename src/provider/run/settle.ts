@@ -1,6 +1,7 @@
 // After the last write: watch, for at most `--settle` and as queries on the run's caches
-// (cache.ts), each item that finalizers of others still held when it was released (issue 16: Omni's
-// controllers let go within the same second when nothing holds them), and the deletions of the last
+// (cache.ts), each item that finalizers of others still held when it was released (Omni's controllers
+// let go within the same second when nothing holds them: docs/omni-behaviour.md 'What Omni's own
+// controllers wait for'), and the deletions of the last
 // plan that only Omni's finalizers hold and that it should let go by itself. Gone: plainly released
 // (or nothing to report). Still there: held by what the watch saw on it last. Nothing here writes
 // or decides anything; it is what the report says. For it, a resource missing from its kind's cache
