@@ -10,6 +10,7 @@ import { globalOptions } from './commands/options.js';
 import type { AnyCommand, CommandName, ConfigOf } from './commands/index.js';
 import type { CliContext, Command, Given, OptionTable } from './commands/options.js';
 import { describeError, ExitCode, ResultExit } from './exit-codes.js';
+import { createLogger } from './log.js';
 import { escapeControl } from './omni-api/untrusted.js';
 import { addSecretsOf, redact } from './redact.js';
 import { VERSION } from './version.js';
@@ -99,8 +100,14 @@ export async function main(
   addSecretsOf(env);
   const cli: CliContext = { configOf, ...streams };
   let failure: unknown;
+  /** The --log-format of a command that has one, once its flags were parsed (null: none given). */
+  let logFormat: string | null | undefined;
   try {
-    await commandLineParser(argv, env, (c, given) => c.handler(given, env, cli)).parseAsync();
+    await commandLineParser(argv, env, (c, given) => {
+      const f = given['log-format'];
+      if (Object.hasOwn(c.options, 'log-format')) logFormat = typeof f === 'string' ? f : null;
+      return c.handler(given, env, cli);
+    }).parseAsync();
   } catch (err) {
     failure = err;
   }
@@ -113,9 +120,26 @@ export async function main(
     return ExitCode.Usage;
   }
   const d = describeError(failure);
+  if (jsonLogs(logFormat, streams.stderr)) {
+    // Logs are JSON (docs/operator-guide.md, "Logs"): the error is one more record, so every line of stderr parses.
+    createLogger({ format: 'json', level: 'error', destination: streams.stderr }).error(
+      { code: d.code, exitCode: d.exitCode },
+      d.message,
+    );
+    return d.exitCode;
+  }
   // The message may quote Omni, a BMC or the command line: one line, control characters escaped (rule 13).
   streams.stderr.write(`stub-provider: ${escapeControl(redact(`${d.message} [${d.code}]`))}\n`);
   return d.exitCode;
+}
+
+/**
+ * Whether the command's logs are JSON: its --log-format, or by default off a terminal (log.ts). Before its flags were
+ * parsed (a usage error) there are no logs yet, and the error is a line of text.
+ */
+function jsonLogs(format: string | null | undefined, stderr: NodeJS.WritableStream): boolean {
+  if (format === undefined) return false;
+  return format === 'json' || (format === null && (stderr as { isTTY?: boolean }).isTTY !== true);
 }
 
 /**

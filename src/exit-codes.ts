@@ -9,6 +9,8 @@ export const ExitCode = {
   Preflight: 3,
   Auth: 4,
   Incomplete: 5,
+  /** Omni's configuration refuses a write (over its write burst): an Omni admin must act; a Job must not retry. */
+  OmniLimit: 6,
   /** `plan` only: a run would change something now (like `kubectl diff`'s 1, which here means an internal error). */
   ChangesPending: 10,
   SigInt: 130,
@@ -57,7 +59,8 @@ export class ResultExit extends Error {
  * The exit code of each of the client's stable codes that is not exit 5. Configuration (a malformed
  * endpoint or CA file, an unusable key, a redirect: a proxy or ingress in the way, or the wrong URL)
  * is 2; a refused signature or operation is 4, and so is a clock further from Omni's than the client
- * adopts, which shows as Omni refusing the signature; an overloaded Omni or a deadline is 5. Any other
+ * adopts, which shows as Omni refusing the signature; an overloaded Omni or a deadline is 5; a write
+ * larger than Omni's write burst is 6 (no retry can pass it). Any other
  * gRPC status is one the stub did not expect (1); any other code of the client's (transport, protocol,
  * read limits) is 5: the run can be repeated (docs/design.md, "Exit codes").
  */
@@ -72,6 +75,7 @@ const EXIT_BY_CODE: Record<string, ExitCodeValue> = {
   OMNI_PERMISSION_DENIED: ExitCode.Auth,
   OMNI_UNAVAILABLE: ExitCode.Incomplete,
   OMNI_DEADLINE_EXCEEDED: ExitCode.Incomplete,
+  STUB_WRITE_TOO_LARGE: ExitCode.OmniLimit,
 };
 
 /** Maps any error to the exit code a Job can act on. */

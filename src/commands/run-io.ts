@@ -7,7 +7,7 @@ import type { Stats } from 'node:fs';
 import { createInterface } from 'node:readline/promises';
 import { describeError, ExitCode, ResultExit, StubError, UsageError } from '../exit-codes.js';
 import type { ExitCodeValue } from '../exit-codes.js';
-import type { Report } from '../provider/report/report.js';
+import type { Report, Throttling } from '../provider/report/report.js';
 import { StageTracker } from '../provider/run/stage.js';
 import type { Stage } from '../provider/run/stage.js';
 import { renderText } from '../provider/report/report.js';
@@ -103,6 +103,27 @@ export interface FailedResult {
   /** How far it got: the stage it was in when it stopped. */
   stage: Stage;
   error: ResultError;
+  /** run, once it had a client: its writes by op and outcome, and how it was throttled (as a report has them). */
+  writes?: Record<string, number>;
+  throttling?: Throttling;
+}
+
+/** What a run that stopped with an error can still tell: its writes and how it was throttled. */
+export interface RunFacts {
+  writes: Record<string, number>;
+  throttling: Throttling | undefined;
+}
+
+const runFacts = new WeakMap<object, RunFacts>();
+
+/** `err`, with the facts of the run it ended (failedResult adds them to its result). */
+export function withRunFacts(err: unknown, facts: RunFacts): unknown {
+  if (err !== null && typeof err === 'object') runFacts.set(err, facts);
+  return err;
+}
+
+function runFactsOf(err: unknown): RunFacts | undefined {
+  return err !== null && typeof err === 'object' ? runFacts.get(err) : undefined;
 }
 
 export type AnyResult = Result | FailedResult;
@@ -114,6 +135,7 @@ export function failedResult(
   stage: Stage = 'starting',
 ): FailedResult {
   const d = describeError(err);
+  const facts = runFactsOf(err);
   return {
     tool: 'stub-provider',
     version: VERSION,
@@ -123,6 +145,7 @@ export function failedResult(
     exitCode: d.exitCode,
     stage,
     error: { code: d.code, message: d.message },
+    ...(facts ? { writes: facts.writes, ...(facts.throttling ? { throttling: facts.throttling } : {}) } : {}),
   };
 }
 
@@ -133,7 +156,19 @@ export function failedResult(
 export function withError(rep: Result): Result {
   if (rep.error || rep.exitCode === ExitCode.OK || rep.exitCode === ExitCode.ChangesPending) return rep;
   const e = errorForExit(rep.exitCode);
-  return { ...rep, error: { code: e.code, message: e.message } };
+  return { ...rep, error: { code: e.code, message: rep.timedOut ? timedOutMessage(rep) : e.message } };
+}
+
+/** STUB_INCOMPLETE after --timeout: what it left, by the report's lists. */
+function timedOutMessage(rep: Result): string {
+  const left = [
+    rep.remaining.length > 0 ? `${rep.remaining.length} not done` : '',
+    rep.running.length > 0 ? `${rep.running.length} still in use` : '',
+    rep.blocked.some((b) => b.counts) ? `${rep.blocked.filter((b) => b.counts).length} blocked` : '',
+    rep.failed.length > 0 ? `${rep.failed.length} failed` : '',
+  ].filter(Boolean);
+  const what = left.length > 0 ? ` (${left.join(', ')})` : '';
+  return `--timeout passed before everything was released${what}; see the report, and run again`;
 }
 
 function errorForExit(code: number): StubError {
@@ -224,6 +259,8 @@ export async function withOutputs(
     } catch (err) {
       // An error that a signal caused is the interruption, whatever the call it broke said.
       const e: unknown = sig.code() && sig.signal.aborted ? sig.signal.reason : err;
+      const facts = runFactsOf(err);
+      if (facts && e !== err) withRunFacts(e, facts);
       outputs.writeReport(failedResult(command, target, e, stages.current), io);
       throw e;
     } finally {

@@ -19,7 +19,7 @@ import type { Given, OptionTable } from './options.js';
 import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 import { progressFor } from './progress.js';
-import { commandLine, withOutputs } from './run-io.js';
+import { commandLine, withOutputs, withRunFacts } from './run-io.js';
 import type { Outputs, Result, Signals } from './run-io.js';
 import type { StageTracker } from '../provider/run/stage.js';
 
@@ -35,8 +35,9 @@ export const runOptions = {
     type: 'string',
     default: '10m',
     describe:
-      'With --wait: give up after this long (e.g. 90s, 10m, 1h30m; at most 596h), exit 5; 0: no limit, until ' +
-      'everything is gone',
+      'With --wait: the run ends after this long (e.g. 90s, 10m, 1h30m; at most 596h): no write starts after it, ' +
+      'the report lists what is left, exit 5 (everything released by then: deregistered within 10 s, exit 0); ' +
+      '0: no limit, until everything is gone',
     group: 'Run:',
   },
   'step-timeout': {
@@ -142,9 +143,9 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
     maxWaitMs: c.wait && Number.isFinite(c.timeoutMs) ? c.timeoutMs : c.stepTimeoutMs,
   });
   if (progress) progress.throttling = () => client.throttling();
-  let failed = false;
-  let pre: PreflightResult;
-  let result: ReconcileResult;
+  let failed: { err: unknown } | undefined;
+  let pre: PreflightResult | undefined;
+  let result: ReconcileResult | undefined;
   try {
     const now = () => Date.now() + client.serverClockOffsetMs();
     pre = await preflight({
@@ -218,8 +219,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
       },
     );
   } catch (err) {
-    failed = true;
-    throw err;
+    failed = { err };
   } finally {
     progress?.done();
     // Closing the client cancels what is still in flight; the audit log then gives each write
@@ -234,6 +234,10 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
           : 'the run ended',
     );
   }
+  // A run that stopped with an error still says what it wrote and how it was throttled (its result).
+  // (Both are set when nothing failed.)
+  if (failed || !pre || !result)
+    throw withRunFacts(failed?.err, { writes: audit.counts, throttling: throttlingOf(client.throttling()) });
   const interruptCode = sig.code();
   if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
   const rep = runReport(result, {
@@ -274,8 +278,8 @@ export const runCommand = defineCommand({
   ],
   epilogue:
     'Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider, another ' +
-    'run); 4 ' +
-    'authentication; 5 incomplete (retry); 130/143 interrupted. ' +
+    "run); 4 authentication; 5 incomplete (retry); 6 a write larger than Omni's write burst (an Omni admin must " +
+    'raise it; do not retry); 130/143 interrupted. ' +
     "With --output json or yaml, and in --report, every exit has its result, with the error's code and message. " +
     'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).',
   parse: parseRun,

@@ -11,6 +11,17 @@ export interface CallOptions {
   signal?: AbortSignal;
   /** Per-call timeout in milliseconds; the client's default applies when absent. */
   timeoutMs?: number;
+  /**
+   * Where the call queues when calls wait for a place (the client's write window): lowest first, in arrival order
+   * among equals. Absent: 0, ahead of every ranked call. A run ranks an item's calls by when the item started, so that
+   * items under way finish before new ones start (depth first).
+   */
+  rank?: number;
+  /**
+   * A write: not started (nor sent again) at or after this time, in ms of the client's clock (Date.now); it throws
+   * STUB_DEADLINE instead, without sending anything. A write already sent is not cancelled by it.
+   */
+  notAfter?: number;
 }
 
 export type LabelOp = 'EXISTS' | 'EQUAL' | 'NOT_EXISTS' | 'IN' | 'LT' | 'LTE' | 'LT_NUMERIC' | 'LTE_NUMERIC';

@@ -70,6 +70,18 @@ export class ClockSkewError extends fixedCode('STUB_CLOCK_SKEW') {}
  */
 export class ThrottledError extends fixedCode('STUB_THROTTLED') {}
 
+/**
+ * A write Omni refused as larger than its write budget's burst for infra providers (ResourceExhausted, pressure.ts):
+ * no retry can pass it, only an Omni admin raising the burst. Sent once; the run stops. Exit 6.
+ */
+export class WriteTooLargeError extends fixedCode('STUB_WRITE_TOO_LARGE') {}
+
+/**
+ * A write not sent because the caller's time for writes (`notAfter`, a run's --timeout) had passed before it could
+ * start, or before it could be sent again after a read-back showed it had not taken effect. Nothing of it reached Omni.
+ */
+export class DeadlineReachedError extends fixedCode('STUB_DEADLINE') {}
+
 /** A write of a resource read without its spec, refused before it is sent (it would erase the spec). */
 export class SpecOmittedError extends fixedCode('CLIENT_SPEC_OMITTED') {}
 
@@ -100,6 +112,8 @@ type CodedError =
   | RedirectError
   | ClockSkewError
   | ThrottledError
+  | WriteTooLargeError
+  | DeadlineReachedError
   | SpecOmittedError;
 /** The error classes by their stable code, for `hasCode`. */
 type ClassByCode = { [E in CodedError as E['code']]: E };

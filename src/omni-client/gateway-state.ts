@@ -15,7 +15,7 @@ import { VERSION_UNDEFINED, describePointer, pointerOf } from '../omni-api/resou
 import type { CallContext } from './transport/call.js';
 import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './transport/retry.js';
 import type { OpenStream, Transport } from './transport/transport.js';
-import { observeWrite, type WriteObserver } from './write/observer.js';
+import { observeWrite, type DeferOutcome, type DeferringOptions, type WriteObserver } from './write/observer.js';
 import type {
   CallOptions,
   CoreState,
@@ -117,6 +117,7 @@ export class GatewayState implements CoreState {
       (onRetry) => this.#t.unary('Create', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))),
       (v) => v,
       opts.signal,
+      deferOf(opts),
     );
   }
 
@@ -138,6 +139,7 @@ export class GatewayState implements CoreState {
       (onRetry) => this.#t.unary('Update', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))),
       (v) => v,
       opts.signal,
+      deferOf(opts),
     );
   }
 
@@ -151,6 +153,7 @@ export class GatewayState implements CoreState {
       (onRetry) => this.#t.unary('Destroy', body, { ...ctx(opts, ptr), onRetry }, emptyAnswer),
       () => undefined,
       opts.signal,
+      deferOf(opts),
     );
   }
 
@@ -398,4 +401,9 @@ function decodeEvents(msg: unknown, kind: Expected): WatchEvent[] {
     if (e['bookmark'] instanceof Uint8Array) out.bookmark = e['bookmark'];
     return out;
   });
+}
+
+/** The back-pressure layer's offer to settle a failed send's outcome after its read-back (observer.ts). */
+function deferOf(opts: OwnerOptions): DeferOutcome | undefined {
+  return (opts as DeferringOptions).deferOutcome;
 }

@@ -8,10 +8,20 @@
 
 import type { Pointer, Resource } from '../omni-api/resource.js';
 
-export type Role = 'None' | 'InfraProvider' | 'Reader' | 'Operator' | 'Admin';
+export type Role = 'None' | 'InfraProvider' | 'Reader' | 'Auditor' | 'Operator' | 'Admin';
 
-/** Role order of docs/omni-wire.md 3.4: None < InfraProvider < Reader < (Auditor) < Operator < Admin. */
-export const ROLE_RANK: Record<Role, number> = { None: 0, InfraProvider: 1, Reader: 2, Operator: 4, Admin: 5 };
+/** Role order of docs/omni-wire.md 3.4: None < InfraProvider < Reader < Auditor (1.10.0+) < Operator < Admin. */
+export const ROLE_RANK: Record<Role, number> = {
+  None: 0,
+  InfraProvider: 1,
+  Reader: 2,
+  Auditor: 3,
+  Operator: 4,
+  Admin: 5,
+};
+
+/** Roles that an Omni release introduced: before it they do not exist (docs/omni-wire.md 3.4). */
+export const ROLE_SINCE: Partial<Record<Role, string>> = { Auditor: '1.10.0' };
 
 export interface Identity {
   /** The scenario name: `infra-provider:<id>` for providers, an e-mail for users. */

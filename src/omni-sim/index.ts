@@ -8,6 +8,7 @@ import { gatewayBehaviour } from './behaviour.js';
 import { type ControllerError } from './controllers/queue.js';
 import { type OmniControllers, startOmniControllers } from './controllers/controllers.js';
 import { createAuthenticate, IdentityRegistry } from './access/identities.js';
+import { roleMissingIn } from './access/roles.js';
 import { type FaultConfig, Faults } from './gateway/faults.js';
 import { generateKey, type GeneratedKey } from './scenario/keys.js';
 import { parseScenario, dumpScenario, type Scenario } from './scenario/scenario.js';
@@ -94,6 +95,8 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
   const generatedKeys: Record<string, GeneratedKey> = {};
   const keys: Record<string, string> = {};
   for (const id of sc.identities) {
+    const missing = roleMissingIn(id.role, sc.omniVersion);
+    if (missing) throw new Error(`identity ${id.name}: ${missing}, not ${sc.omniVersion}`);
     let publicKeys = id.publicKeys;
     if (publicKeys.length === 0) {
       // Dated an hour back so that a negative clock-offset fault does not make the key "not yet valid".

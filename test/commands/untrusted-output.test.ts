@@ -170,7 +170,19 @@ message`, async () => {
     for (const k of Object.keys(env)) if (/^(OMNI_ENDPOINT|STUB_PROVIDER_)/.test(k)) delete env[k];
     const child = spawn(
       process.execPath,
-      [MAIN, '--id', ID, '--omni-api-endpoint', proxy.endpoint, '--yes', '--log-level', 'silent'],
+      // Pretty logs: the error is a line of text (with JSON logs it is a JSON record, inert as every log line).
+      [
+        MAIN,
+        '--id',
+        ID,
+        '--omni-api-endpoint',
+        proxy.endpoint,
+        '--yes',
+        '--log-level',
+        'silent',
+        '--log-format',
+        'pretty',
+      ],
       { env, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let err = '';

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
 import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
-import { cleanEnv, requireBuiltCli, runCli, scratchDirEachTest } from '../helpers/cli-process.js';
+import { cleanEnv, errorLine, requireBuiltCli, runCli, scratchDirEachTest } from '../helpers/cli-process.js';
 
 requireBuiltCli();
 const dir = scratchDirEachTest('bounded-');
@@ -100,11 +100,11 @@ describe('input files', () => {
         const r = await runCli(input.args(path), { env: input.env(), limitMs: 30_000 });
         expect(r.code, `${path}: ${r.stderr}`).toBe(2);
         if (kind === 'a directory' && input.directory) {
-          expect(r.stderr).toMatch(input.directory);
+          expect(errorLine(r.stderr)).toMatch(input.directory);
           continue;
         }
-        expect(r.stderr).toMatch(message);
-        expect(r.stderr).toMatch(/\[STUB_INPUT_NOT_A_FILE\]/);
+        expect(errorLine(r.stderr)).toMatch(message);
+        expect(errorLine(r.stderr)).toMatch(/\[STUB_INPUT_NOT_A_FILE\]/);
       }
     },
   );
@@ -117,8 +117,8 @@ describe('input files', () => {
       const path = sparse(join(dir(), 'big'), bytes);
       const r = await runCli(input.args(path), { env: input.env(), limitMs: 30_000 });
       expect(r.code, r.stderr).toBe(2);
-      expect(r.stderr).toContain(`is larger than ${input.bound}, the most it may hold (${bytes} bytes)`);
-      expect(r.stderr).toMatch(/\[STUB_INPUT_TOO_LARGE\]/);
+      expect(errorLine(r.stderr)).toContain(`is larger than ${input.bound}, the most it may hold (${bytes} bytes)`);
+      expect(errorLine(r.stderr)).toMatch(/\[STUB_INPUT_TOO_LARGE\]/);
     },
   );
 
@@ -133,7 +133,7 @@ describe('input files', () => {
     );
     const r = await runCli(INPUTS[0]!.args(path), { env: cleanEnv({ NODE_OPTIONS: `--import ${hook}` }) });
     expect(r.code, r.stderr).toBe(2);
-    expect(r.stderr).toContain('is larger than 64 KiB');
+    expect(errorLine(r.stderr)).toContain('is larger than 64 KiB');
     const peakMb = Number(readFileSync(usage, 'utf8')) / 1024;
     expect(peakMb).toBeLessThan(100);
   });

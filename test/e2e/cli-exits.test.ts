@@ -122,8 +122,14 @@ function expectResult(o: Outcome, exit: number, code: string | undefined, messag
   }
   expect(o.stdout.error).toMatchObject({ code, message: expect.any(String) });
   if (message) expect((o.stdout.error as { message: string }).message).toMatch(message);
-  // The stderr line says the same, with the code in brackets.
-  expect(o.stderr).toContain(`[${code}]`);
+  // The logs are JSON: the error is their last record, with the code, and every line of stderr parses.
+  const lines = o.stderr.split('\n').filter((l) => l !== '');
+  for (const l of lines) expect(() => JSON.parse(l) as unknown, l).not.toThrow();
+  expect(JSON.parse(lines.at(-1)!)).toMatchObject({
+    code,
+    exitCode: exit,
+    msg: (o.stdout.error as { message: string }).message,
+  });
 }
 
 describe('run: every exit has its result, on stdout (--output json) and in --report', () => {

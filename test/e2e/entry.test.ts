@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
 import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
-import { cleanEnv, MAIN, requireBuiltCli, scratchDirEachTest } from '../helpers/cli-process.js';
+import { cleanEnv, errorLine, MAIN, requireBuiltCli, scratchDirEachTest } from '../helpers/cli-process.js';
 import { startTamperProxy } from '../helpers/tamper-proxy.js';
 import type { TamperProxy } from '../helpers/tamper-proxy.js';
 
@@ -124,7 +124,7 @@ describe('the entry', () => {
       };
       expect(JSON.parse(r.stdout)).toMatchObject(expected);
       expect(JSON.parse(readFileSync(report, 'utf8'))).toMatchObject(expected);
-      expect(r.stderr).toContain(`interrupted (${sig}) [STUB_INTERRUPTED]`);
+      expect(errorLine(r.stderr)).toContain(`interrupted (${sig}) [STUB_INTERRUPTED]`);
     },
   );
 

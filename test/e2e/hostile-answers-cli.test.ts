@@ -99,7 +99,7 @@ async function stub(extraEnv: Record<string, string> = {}): Promise<Ran> {
 /** The run failed with `code`, exit `exit`, wrote nothing to Omni (and, given a limit, stayed under it). */
 function expectRefused(r: Ran, exit: number, code: string): void {
   expect(r.code, r.stderr.slice(-3000)).toBe(exit);
-  expect(r.stderr).toContain(`[${code}]`);
+  expect(r.stderr).toContain(`"code":"${code}"`);
   expect(sim.store.all()).toEqual(before);
 }
 
@@ -211,7 +211,7 @@ memory`, async () => {
     );
     const r = await stub();
     expect(r.code, r.stderr.slice(-3000)).toBe(5);
-    expect(r.stderr).toMatch(/\[STUB_(LINE_TOO_LONG|ANSWER_TOO_LARGE)\]/);
+    expect(r.stderr).toMatch(/"code":"STUB_(LINE_TOO_LONG|ANSWER_TOO_LARGE)"/);
     expect(sim.store.all()).toEqual(before);
     expectBoundedMemory(r);
   });
@@ -243,7 +243,9 @@ memory`, async () => {
     }));
     const r = await stub();
     expectRefused(r, 2, 'STUB_REDIRECTED');
-    expect(r.stderr).toContain('redirecting to https://sso.example.com/login?next=\\x9b2J');
+    // The logs are JSON, so the message is in the last record's msg, escaped once by the client.
+    const last = JSON.parse(r.stderr.trim().split('\n').at(-1)!) as { msg: string };
+    expect(last.msg).toContain('redirecting to https://sso.example.com/login?next=\\x9b2J');
     expect(r.stderr).not.toContain('\x9b');
   });
 

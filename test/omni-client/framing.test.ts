@@ -155,16 +155,17 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
       try {
         gw.on('Update', (_q, s) => sendJson(s, httpStatusFromGrpcCode(code), { code, message: `omni says ${code}` }));
         // A back-pressure code leaves the Update's outcome unknown: it is read back (unchanged here),
-        // and with no retries left it ends as STUB_THROTTLED carrying Omni's error.
+        // and with no retries left it ends as STUB_THROTTLED carrying Omni's error. ResourceExhausted
+        // (larger than Omni's burst) is sent once and ends as STUB_WRITE_TOO_LARGE, without a read-back.
         gw.on('Get', (_q, s) => sendJson(s, 200, { resource: wireResource(res('m1')) }));
         let err = await c.state.update(res('m1')).catch((e: unknown) => e);
-        if (
-          code === GrpcCode.DeadlineExceeded ||
-          code === GrpcCode.ResourceExhausted ||
-          code === GrpcCode.Unavailable
-        ) {
+        if (code === GrpcCode.DeadlineExceeded || code === GrpcCode.Unavailable) {
           expect(err).toBeInstanceOf(clientErrors.ThrottledError);
           expect(gw.calls('Get')).toHaveLength(1);
+          err = (err as Error).cause;
+        } else if (code === GrpcCode.ResourceExhausted) {
+          expect(err).toBeInstanceOf(clientErrors.WriteTooLargeError);
+          expect(gw.calls('Get')).toHaveLength(0);
           err = (err as Error).cause;
         } else {
           expect(gw.calls('Get')).toHaveLength(0);

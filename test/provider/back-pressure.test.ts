@@ -114,6 +114,31 @@ reported`, async () => {
     );
   });
 
+  it(`outcomes say what Omni said: a write its budget refused (DeadlineExceeded) and a read-back showed not applied \
+is "refused" and sent again, never "unknown"; the report's writes have no unknown`, async () => {
+    sim = await stuckSim(10, 4);
+    const { rep, lines } = await releasedUnder(
+      sim,
+      { throttle: { infraProvider: { bytesPerSecond: 20_000, burst: 2_000 }, maxWaitMs: 40 } },
+      14,
+    );
+    expect(sim.faults.throttle!.stats().infraProvider.failedTimeout).toBeGreaterThan(0);
+    const outcomes = lines.filter((l) => l.event === 'outcome');
+    const throttled = outcomes.filter((l) => l.errorCode === 'OMNI_DEADLINE_EXCEEDED');
+    expect(throttled.length).toBeGreaterThan(0);
+    expect(throttled.filter((l) => l.result === 'unknown')).toEqual([]);
+    const key = (l: AuditEntry) => `${l.op} ${l.resource.type}/${l.resource.id}`;
+    for (const o of throttled.filter((l) => l.result === 'refused')) {
+      // Sent again later, as a write of its own.
+      expect(
+        lines.some((l) => l.event === 'intent' && l.seq > o.seq && key(l) === key(o)),
+        key(o),
+      ).toBe(true);
+    }
+    expect(Object.keys(rep.writes).filter((k) => k.endsWith(':unknown'))).toEqual([]);
+    expect(Object.keys(rep.writes).some((k) => k.endsWith(':refused'))).toBe(true);
+  });
+
   it(`a proxy answering 429 with Retry-After to every call over its rate: everything released, no item \
 failed`, async () => {
     sim = await stuckSim(4, 2);
@@ -178,7 +203,8 @@ describe('a write whose answer was lost', () => {
       (l) => l.resource.type === T.InfraMachine && l.resource.id === target && l.op === 'update',
     );
     expect(lines.map((l) => l.event)).toEqual(['intent', 'outcome']);
-    expect(lines[1]).toMatchObject({ result: 'unknown', errorCode: 'STUB_TRANSPORT' });
+    // Its outcome is what the read-back showed: applied.
+    expect(lines[1]).toMatchObject({ result: 'ok', evidence: 'read-back', errorCode: 'STUB_TRANSPORT' });
     expect(rep.failed).toEqual([]);
     expect(rep.result).toBe('done');
     expect(rep.released.filter((x) => x.id === target)).toEqual([{ kind: 'InfraMachine', id: target }]);

@@ -11,6 +11,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { escapeControl } from '../../omni-api/untrusted.js';
+import { onAbort } from './abort.js';
 import { errCtx, where, type CallContext } from './call.js';
 import { isSignatureRefusal, type SigningClock } from './clock.js';
 import type { Scope } from './deadline.js';
@@ -32,7 +33,28 @@ export function jitteredBackoff(attempt: number, b: BackoffOptions, random: () =
   return Math.round(d / 2 + (random() * d) / 2);
 }
 
-export const defaultDelay: DelayFn = (ms, signal) => sleep(ms, undefined, signal ? { signal } : {});
+/**
+ * Waits `ms`; rejects with the signal's reason when it aborts. Through abort.ts's one listener per signal: every write
+ * in backoff shares the run's signal, and a listener each would make Node warn (MaxListenersExceededWarning).
+ */
+export const defaultDelay: DelayFn = (ms, signal) => {
+  if (!signal) return sleep(ms);
+  if (signal.aborted) return Promise.reject(abortReason(signal));
+  return new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      unsubscribe();
+      resolve();
+    }, ms);
+    const unsubscribe = onAbort(signal, () => {
+      clearTimeout(timer);
+      reject(abortReason(signal));
+    });
+  });
+};
+
+function abortReason(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException('This operation was aborted', 'AbortError');
+}
 
 /** Node's and undici's codes of a connection that broke (or never opened) for reasons that pass. */
 const RETRIABLE_CAUSES = new Set([

@@ -1,7 +1,9 @@
 // A hook on every write a State sends to Omni (Create, Update, Destroy; the Updates of teardown and
 // removeFinalizers included), for the audit log: it hears of the write before it is sent and of its
-// outcome after. "Failed" is kept for an answer in which Omni refused the write; anything else that
-// ends a write that was (or may have been) sent is "unknown": it may have been applied.
+// outcome after. "Failed" is kept for an answer in which Omni refused the write. A back-pressure
+// answer or a lost one is settled by the read-back that follows it (pressure.ts): applied ("ok"),
+// "refused" or "not-applied"; anything else that ends a write that was (or may have been) sent is
+// "unknown": it may have been applied.
 
 import { CanceledError, GrpcCode, OmniError } from '../../omni-api/errors.js';
 import type { Phase, Pointer, Resource } from '../../omni-api/resource.js';
@@ -20,14 +22,37 @@ export interface WriteIntent {
 }
 
 export type WriteOutcome =
-  | { result: 'ok'; after?: Resource }
+  /**
+   * Applied: Omni's answer said so, or (`evidence: 'read-back'`) a Get by its ID after a back-pressure answer or a lost
+   * one (`error`) found what it set (pressure.ts).
+   */
+  | { result: 'ok'; after?: Resource; evidence?: 'read-back'; error?: unknown }
   /** Omni answered that it did not apply the write. */
   | { result: 'failed'; error: OmniError }
   /**
-   * No answer that says (cancelled, timed out, connection broken, unreadable answer, a refusal after a retry): it may
-   * have been applied.
+   * Omni answered with back-pressure (its write budget's DeadlineExceeded, Unavailable, a proxy's 429 or 503), and a
+   * Get by its ID then showed the write had not taken effect: refused, not applied; pressure.ts may send it again, as
+   * a new write.
+   */
+  | { result: 'refused'; error: unknown }
+  /** No answer came (the exchange broke), and a Get by its ID then showed the write had not taken effect. */
+  | { result: 'not-applied'; error: unknown }
+  /**
+   * No answer that says (cancelled, timed out, connection broken, unreadable answer, a refusal after a retry), and no
+   * read-back that settled it: it may have been applied.
    */
   | { result: 'unknown'; error: unknown };
+
+/**
+ * The caller's offer to settle the outcome of a failed send itself, after reading the resource back (pressure.ts):
+ * called with the error; returning true takes `settle` (to be called once), false leaves the outcome to outcomeOf.
+ */
+export type DeferOutcome = (err: unknown, settle: (outcome: WriteOutcome) => void) => boolean;
+
+/** Call options of a write that the back-pressure layer passes to the State below it (GatewayState). */
+export interface DeferringOptions {
+  deferOutcome?: DeferOutcome;
+}
 
 /**
  * Called synchronously before a write is sent (a throw stops the write); the function it returns gets the outcome,
@@ -74,6 +99,7 @@ export async function observeWrite<T>(
   send: (onRetry: () => void) => Promise<T>,
   after: (v: T) => Resource | undefined,
   signal?: AbortSignal,
+  defer?: DeferOutcome,
 ): Promise<T> {
   if (!observer) return send(() => undefined);
   if (signal?.aborted)
@@ -86,7 +112,7 @@ export async function observeWrite<T>(
       retried = true;
     });
   } catch (err) {
-    done(outcomeOf(err, retried));
+    if (!defer?.(err, done)) done(outcomeOf(err, retried));
     throw err;
   }
   done({ result: 'ok', after: after(v) });

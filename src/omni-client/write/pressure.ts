@@ -17,23 +17,34 @@
 //   - A write whose outcome is unknown is read back by its ID before anything is sent again
 //     (verdicts below): what took effect is never sent twice, what did not is sent again, and what
 //     someone else changed meanwhile goes back to the caller's conflict path, which re-plans it.
-//   - Bounded: a count of sends and a time per write; then STUB_THROTTLED names the resource.
+//   - Bounded: a count of sends and a time per write; then STUB_THROTTLED names the resource. A write
+//     larger than Omni's burst (ResourceExhausted) is sent once: STUB_WRITE_TOO_LARGE. A write is
+//     not started, nor sent again, after the caller's `notAfter` (STUB_DEADLINE, ending.ts).
+//   - Waiting writes take their place by rank (CallOptions.rank), then in arrival order.
+//   - The outcome of each send (the audit log's) is what its read-back shows (observer.ts).
 //
 // The transport sends no write twice by itself (retry.ts); this is the one place that does.
 
 import type { Logger } from 'pino';
 import { silentLogger } from '../../log.js';
-import { escapeControl } from '../../omni-api/untrusted.js';
-import { AlreadyExistsError, CanceledError, ApiError, FailedPreconditionError } from '../../omni-api/errors.js';
-import { ThrottledError } from '../errors.js';
+import { CanceledError, ApiError } from '../../omni-api/errors.js';
+import type { DeadlineReachedError, ThrottledError, WriteTooLargeError } from '../errors.js';
+import { late, throttled, tooLarge, type Tries, type WriteCall } from './ending.js';
 import type { Pointer, Resource } from '../../omni-api/resource.js';
 import { describePointer, pointerOf } from '../../omni-api/resource.js';
 import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from '../transport/retry.js';
 import type { CallOptions, CoreState, OwnerOptions, UpdateOptions } from '../../omni-api/state.js';
 import { DelegatingCore } from '../wrap.js';
-import { getIfExists } from '../read.js';
-import { WriteWindow } from './window.js';
-import { classifyWriteFailure, createVerdict, destroyVerdict, updateVerdict, type WriteFailure } from './verdict.js';
+import { WriteWindow, type Ticket } from './window.js';
+import type { DeferOutcome, DeferringOptions, WriteOutcome } from './observer.js';
+import {
+  classifyWriteFailure,
+  readBackCreate,
+  readBackDestroy,
+  readBackUpdate,
+  type ReadBack,
+  type WriteFailure,
+} from './verdict.js';
 
 // --- the decorator -------------------------------------------------------------------------------
 
@@ -66,8 +77,10 @@ export interface BackPressureOptions {
 
 /** How much a run was throttled (the report's `throttling`). */
 export interface ThrottlingStats {
-  /** Back-pressure answers to writes (DeadlineExceeded, ResourceExhausted, Unavailable, 429, 502-504). */
+  /** Back-pressure answers to writes (DeadlineExceeded, Unavailable, 429, 502-504). */
   signals: number;
+  /** Writes Omni refused as larger than its write burst (ResourceExhausted): sent once, never again. */
+  tooLarge: number;
   /** Writes whose answer was lost after they were sent (a broken connection). */
   lostAnswers: number;
   /** Wall time during which at least one write was held back (window, Retry-After, backoff), ms. */
@@ -96,13 +109,10 @@ export function withBackPressure(core: CoreState, opts: BackPressureOptions): Ba
   return new PressuredState(core, opts);
 }
 
-interface WriteCall {
-  method: 'Create' | 'Update' | 'Destroy';
-  resource: Pointer;
-  opts: CallOptions;
+/** Whether a failure leaves the write's outcome to a read-back (and the audit's outcome with it). */
+function readBackAfter(f: WriteFailure): f is 'pressure' | 'lost' {
+  return f === 'pressure' || f === 'lost';
 }
-
-type Reread<T> = { applied: T } | 'resend';
 
 class PressuredState extends DelegatingCore implements BackPressureState {
   readonly #window: WriteWindow;
@@ -120,6 +130,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
     retriedWrites: 0,
     foundApplied: 0,
     gaveUp: 0,
+    tooLarge: 0,
     firstSignalAt: undefined as number | undefined,
     lastSignalAt: undefined as number | undefined,
   };
@@ -150,6 +161,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
     const s = this.#stats;
     return {
       signals: s.signals,
+      tooLarge: s.tooLarge,
       lostAnswers: s.lostAnswers,
       waitedMs: Math.round(this.#waitedMs + (this.#held > 0 ? this.#now() - this.#heldSince : 0)),
       writesInFlight: this.#window.size,
@@ -164,176 +176,184 @@ class PressuredState extends DelegatingCore implements BackPressureState {
   }
 
   override create(r: Resource, opts: OwnerOptions = {}): Promise<Resource> {
-    const ptr = pointerOf(r);
     const owner = opts.owner ?? r.metadata.owner;
     return this.#write(
-      { method: 'Create', resource: ptr, opts },
-      () => this.core.create(r, opts),
-      async () => {
-        const cur = await getIfExists(this.core, ptr, readOpts(opts));
-        switch (createVerdict(r, owner, cur)) {
-          case 'applied':
-            return { applied: cur! };
-          case 'not-applied':
-            return 'resend';
-          case 'changed':
-            throw new AlreadyExistsError(
-              `${describePointer(ptr)} exists with other content than this Create sent, whose outcome was unknown`,
-              { method: '/cosi.resource.State/Create', resource: ptr },
-            );
-        }
-      },
+      { method: 'Create', resource: pointerOf(r), opts },
+      (o) => this.core.create(r, o),
+      () => readBackCreate(this.core, r, owner, opts),
     );
   }
 
   override update(r: Resource, opts: UpdateOptions = {}): Promise<Resource> {
-    const ptr = pointerOf(r);
     return this.#write(
-      { method: 'Update', resource: ptr, opts },
-      () => this.core.update(r, opts),
-      async () => {
-        // NotFound (a Get by this ID) is thrown as the Update's: the caller's rule 4 decides.
-        const cur = await this.core.get(ptr, readOpts(opts));
-        switch (updateVerdict(r, cur)) {
-          case 'applied':
-            return { applied: cur };
-          case 'not-applied':
-            return 'resend';
-          case 'changed':
-            throw changed('Update', ptr, r.metadata.version, cur);
-        }
-      },
+      { method: 'Update', resource: pointerOf(r), opts },
+      (o) => this.core.update(r, o),
+      () => readBackUpdate(this.core, r, opts),
     );
   }
 
   override destroy(p: Pointer, opts: OwnerOptions = {}): Promise<void> {
-    const ptr = pointerOf(p);
     return this.#write(
-      { method: 'Destroy', resource: ptr, opts },
-      () => this.core.destroy(p, opts),
-      async () => {
-        const cur = await getIfExists(this.core, ptr, readOpts(opts));
-        switch (destroyVerdict(opts.before, cur)) {
-          case 'applied':
-            return { applied: undefined };
-          case 'not-applied':
-            return 'resend';
-          case 'changed':
-            throw changed('Destroy', ptr, opts.before?.metadata.version ?? '', cur!);
-        }
-      },
+      { method: 'Destroy', resource: pointerOf(p), opts },
+      (o) => this.core.destroy(p, o),
+      () => readBackDestroy(this.core, p, opts),
     );
   }
 
   /**
-   * One write: sent within the window; on a signal or a lost answer read back, and sent again only if it did not take
-   * effect. Bounded.
+   * One write: sent within the window, in its rank's turn; on a signal or a lost answer read back, and sent again only
+   * if it did not take effect (the outcome of each send settled by that read-back, observer.ts). Bounded in sends and
+   * time, and never started after the caller's `notAfter`.
    */
-  async #write<T>(w: WriteCall, send: () => Promise<T>, reread: () => Promise<Reread<T>>): Promise<T> {
-    const signal = w.opts.signal;
-    let deadline = this.#now() + this.#queueWaitMs;
-    let sends = 0;
-    let signals = 0;
-    let lost = 0;
-    let firstFailureAt: number | undefined;
-    let last: unknown;
-    const giveUp = (why: string): ThrottledError => {
-      this.#stats.gaveUp++;
-      const spent =
-        firstFailureAt !== undefined ? ` within ${((this.#now() - firstFailureAt) / 1000).toFixed(1)} s` : '';
-      const history = [
-        signals ? `${signals} back-pressure answer${signals > 1 ? 's' : ''}` : '',
-        lost ? `${lost} lost answer${lost > 1 ? 's' : ''}` : '',
-      ]
-        .filter(Boolean)
-        .join(' and ');
-      const afterHistory = history ? ` after ${history}${spent}` : '';
-      const lastMessage = last instanceof Error ? ` (last: ${last.message})` : '';
-      return new ThrottledError(
-        `${w.method} ${escapeControl(describePointer(w.resource))}: throttled by Omni: ` +
-          `${why}${afterHistory}${lastMessage}; ` +
-          'nothing more was sent. Run again later (a run reads it again and carries on), or with a lower --concurrency',
-        {
-          resource: w.resource,
-          method: `/cosi.resource.State/${w.method}`,
-          ...(last !== undefined ? { cause: last } : {}),
-        },
-      );
-    };
+  async #write<T>(
+    w: WriteCall,
+    send: (opts: CallOptions & DeferringOptions) => Promise<T>,
+    reread: () => Promise<ReadBack<T>>,
+  ): Promise<T> {
+    const t: Tries = { sends: 0, signals: 0, lost: 0, deadline: this.#now() + this.#queueWaitMs };
     for (;;) {
-      // Room now and nobody waiting (every write of an unthrottled run): no promise, no timer.
-      const ticket =
-        this.#window.tryAcquire(signal) ??
-        (await this.#holding(
-          () =>
-            this.#window.acquire(signal, deadline, () =>
-              giveUp(
-                sends === 0
-                  ? `no room to send it for ${Math.round(this.#queueWaitMs / 1000)} s`
-                  : 'its time ran out waiting for room to send it again',
-              ),
-            ),
-          this.#window.wouldWait(),
-        ));
+      const ticket = await this.#place(w, t);
+      let settle: ((o: WriteOutcome) => void) | undefined;
+      // The outcome of a send that ends in back-pressure or a lost answer is what the read-back below shows.
+      const deferOutcome: DeferOutcome = (err, s) => {
+        if (!readBackAfter(classifyWriteFailure(err, w.opts.signal))) return false;
+        settle = s;
+        return true;
+      };
       let failure: WriteFailure;
+      let err: unknown;
       try {
-        sends++;
-        const v = await send();
+        t.sends++;
+        const v = await send({ ...w.opts, deferOutcome });
         this.#window.release(ticket, { kind: 'ok' });
         return v;
       } catch (e) {
-        failure = classifyWriteFailure(e, signal);
+        err = e;
+        failure = classifyWriteFailure(e, w.opts.signal);
         const retryAfterMs = e instanceof ApiError ? e.retryAfterMs : undefined;
         this.#window.release(ticket, failure === 'pressure' ? { kind: 'signal', retryAfterMs } : { kind: 'other' });
-        if (failure === 'final') throw e;
-        last = e;
       }
-      if (firstFailureAt === undefined) {
-        firstFailureAt = this.#now();
-        deadline = firstFailureAt + this.#maxWaitMs;
-      }
-      if (failure === 'pressure') {
-        signals++;
-        this.#stats.signals++;
-        this.#stats.firstSignalAt ??= Date.now();
-        this.#stats.lastSignalAt = Date.now();
-      } else {
-        lost++;
-        this.#stats.lostAnswers++;
-      }
-      this.#log.debug(
-        {
-          method: w.method,
-          resource: describePointer(w.resource),
-          failure,
-          writesInFlight: this.#window.size,
-          err: (last as Error).message,
-        },
-        'write of unknown outcome; reading it back before anything is sent again',
-      );
-      // The outcome is unknown: read it back first. A refusal found here (a conflict, NotFound) is the caller's.
-      const r = await reread();
-      if (r !== 'resend') {
-        this.#stats.foundApplied++;
-        this.#log.info(
-          { method: w.method, resource: describePointer(w.resource) },
-          'a write whose answer was lost had taken effect; not sending it again',
-        );
-        return r.applied;
-      }
-      if (sends > this.#retries) throw giveUp(`sent ${sends} times without an answer that says it took effect`);
-      const pause = jitteredBackoff(sends - 1, this.#backoff, this.#random);
-      if (this.#now() + pause >= deadline)
-        throw giveUp(`out of time (${Math.round(this.#maxWaitMs / 1000)} s for its retries)`);
-      await this.#holding(async () => {
-        try {
-          await this.#delay(pause, signal);
-        } catch {
-          throw new CanceledError('cancelled by the caller', { cause: signal?.reason, resource: w.resource });
-        }
-      }, true);
+      if (failure === 'final') throw err;
+      if (failure === 'permanent') throw this.#tooLarge(w, err);
+      this.#failed(w, t, failure, err);
+      const r = await this.#readBack(w, reread, settle, err);
+      if (r !== 'resend') return r.applied;
+      settle?.({ result: failure === 'pressure' ? 'refused' : 'not-applied', error: err });
+      await this.#pauseBeforeResend(w, t);
       this.#stats.retriedWrites++;
     }
+  }
+
+  /** A place in the window, in the write's rank; not after the caller's `notAfter`. */
+  async #place(w: WriteCall, t: Tries): Promise<Ticket> {
+    const { signal, notAfter = Infinity, rank = 0 } = w.opts;
+    if (this.#now() >= notAfter) throw this.#late(w, t);
+    // Room now and nobody waiting (every write of an unthrottled run): no promise, no timer.
+    return (
+      this.#window.tryAcquire(signal) ??
+      (await this.#holding(
+        () =>
+          this.#window.acquire(
+            signal,
+            Math.min(t.deadline, notAfter),
+            () =>
+              notAfter <= t.deadline
+                ? this.#late(w, t)
+                : this.#giveUp(
+                    w,
+                    t,
+                    t.sends === 0
+                      ? `no room to send it for ${Math.round(this.#queueWaitMs / 1000)} s`
+                      : 'its time ran out waiting for room to send it again',
+                  ),
+            rank,
+          ),
+        this.#window.wouldWait(),
+      ))
+    );
+  }
+
+  /** A signal or a lost answer: counted, and the write's time for retries starts at its first. */
+  #failed(w: WriteCall, t: Tries, failure: 'pressure' | 'lost', err: unknown): void {
+    t.last = err;
+    if (t.firstFailureAt === undefined) {
+      t.firstFailureAt = this.#now();
+      t.deadline = t.firstFailureAt + this.#maxWaitMs;
+    }
+    if (failure === 'pressure') {
+      t.signals++;
+      this.#stats.signals++;
+      this.#stats.firstSignalAt ??= Date.now();
+      this.#stats.lastSignalAt = Date.now();
+    } else {
+      t.lost++;
+      this.#stats.lostAnswers++;
+    }
+    this.#log.debug(
+      {
+        method: w.method,
+        resource: describePointer(w.resource),
+        failure,
+        writesInFlight: this.#window.size,
+        err: (err as Error).message,
+      },
+      'write of unknown outcome; reading it back before anything is sent again',
+    );
+  }
+
+  /** The outcome is unknown: read it back first. A refusal found here (a conflict, NotFound) is the caller's. */
+  async #readBack<T>(
+    w: WriteCall,
+    reread: () => Promise<ReadBack<T>>,
+    settle: ((o: WriteOutcome) => void) | undefined,
+    err: unknown,
+  ): Promise<ReadBack<T>> {
+    let r: ReadBack<T>;
+    try {
+      r = await reread();
+    } catch (e) {
+      settle?.({ result: 'unknown', error: err });
+      throw e;
+    }
+    if (r === 'resend') return r;
+    this.#stats.foundApplied++;
+    settle?.({ result: 'ok', evidence: 'read-back', error: err, ...(r.after ? { after: r.after } : {}) });
+    this.#log.info(
+      { method: w.method, resource: describePointer(w.resource) },
+      'a write whose answer was lost had taken effect; not sending it again',
+    );
+    return r;
+  }
+
+  /** The pause before a write is sent again; throws when its sends or its time (or the caller's) ran out. */
+  async #pauseBeforeResend(w: WriteCall, t: Tries): Promise<void> {
+    if (t.sends > this.#retries)
+      throw this.#giveUp(w, t, `sent ${t.sends} times without an answer that says it took effect`);
+    const pause = jitteredBackoff(t.sends - 1, this.#backoff, this.#random);
+    if (this.#now() + pause >= (w.opts.notAfter ?? Infinity)) throw this.#late(w, t);
+    if (this.#now() + pause >= t.deadline)
+      throw this.#giveUp(w, t, `out of time (${Math.round(this.#maxWaitMs / 1000)} s for its retries)`);
+    await this.#holding(async () => {
+      try {
+        await this.#delay(pause, w.opts.signal);
+      } catch {
+        throw new CanceledError('cancelled by the caller', { cause: w.opts.signal?.reason, resource: w.resource });
+      }
+    }, true);
+  }
+
+  #giveUp(w: WriteCall, t: Tries, why: string): ThrottledError {
+    this.#stats.gaveUp++;
+    return throttled(w, t, why, this.#now());
+  }
+
+  #late(w: WriteCall, t: Tries): DeadlineReachedError {
+    return late(w, t, this.#now());
+  }
+
+  #tooLarge(w: WriteCall, err: unknown): WriteTooLargeError {
+    this.#stats.tooLarge++;
+    return tooLarge(w, err);
   }
 
   /** Runs `fn`, counting the time as waited when `held` (some write is held back meanwhile). */
@@ -346,28 +366,4 @@ class PressuredState extends DelegatingCore implements BackPressureState {
       if (--this.#held === 0) this.#waitedMs += this.#now() - this.#heldSince;
     }
   }
-}
-
-function readOpts(opts: CallOptions): CallOptions {
-  return {
-    ...(opts.signal ? { signal: opts.signal } : {}),
-    ...(opts.timeoutMs !== undefined ? { timeoutMs: opts.timeoutMs } : {}),
-  };
-}
-
-/**
- * Someone else wrote the resource while our write's outcome was unknown: the caller's conflict path
- * (FailedPrecondition) reads it again.
- */
-function changed(
-  method: 'Update' | 'Destroy',
-  p: Pointer,
-  sentVersion: string,
-  cur: Resource,
-): FailedPreconditionError {
-  return new FailedPreconditionError(
-    `${describePointer(p)} changed while the outcome of this ${method} was unknown (sent at version ` +
-      `${sentVersion || '?'}, now ${cur.metadata.version}): read it again`,
-    { method: `/cosi.resource.State/${method}`, resource: p },
-  );
 }

@@ -1,9 +1,13 @@
 // The adaptive bound on writes in flight of back-pressure (pressure.ts; docs/design.md rule 14):
-// AIMD, halved on a signal once per round, grown by one per window's worth of successes, FIFO, and
-// a Retry-After (capped) that holds every new write until it has passed. Reads are never held here.
+// AIMD, halved on a signal once per round, grown by one per window's worth of successes, in order of
+// rank (CallOptions.rank: the steps of items under way before those of new ones), FIFO among equal
+// ranks, and a Retry-After (capped) that holds every new write until it has passed. Reads are never
+// held here.
 
 import { CanceledError } from '../../omni-api/errors.js';
+import { onAbort as onAbortOf } from '../transport/abort.js';
 import { RETRY_AFTER_CAP_MS } from '../transport/retry.js';
+import { RankQueue } from '../rank-queue.js';
 
 // --- the adaptive window ------------------------------------------------------------------------
 
@@ -24,7 +28,6 @@ export interface Ticket {
 
 interface Waiter {
   resolve(t: Ticket): void;
-  reject(e: unknown): void;
   cleanup(): void;
 }
 
@@ -32,8 +35,9 @@ interface Waiter {
 export type WriteEnd = { kind: 'ok' } | { kind: 'signal'; retryAfterMs?: number | undefined } | { kind: 'other' };
 
 /**
- * AIMD over writes in flight. FIFO: a write that waits is started before any that comes later. Every
- * wait ends: at the caller's signal, at its deadline, or when a write ends or a pause passes.
+ * AIMD over writes in flight. In order: a write that waits is started before any of a higher rank, and
+ * before any of its rank that comes later. Every wait ends: at the caller's signal, at its deadline, or
+ * when a write ends or a pause passes.
  */
 export class WriteWindow {
   readonly max: number;
@@ -45,7 +49,7 @@ export class WriteWindow {
   #inFlight = 0;
   #round = 0;
   #pausedUntil = 0;
-  #queue: Waiter[] = [];
+  #queue = new RankQueue<Waiter>();
   #timer: NodeJS.Timeout | undefined;
   #lowest: number;
 
@@ -76,7 +80,7 @@ export class WriteWindow {
 
   /** Whether a write asking now would wait (the window is full, or paused, or others wait). */
   wouldWait(): boolean {
-    return this.#queue.length > 0 || !this.#canStart();
+    return this.#queue.size > 0 || !this.#canStart();
   }
 
   /** Until when new writes are held (a Retry-After), in the clock of `now`. */
@@ -86,38 +90,35 @@ export class WriteWindow {
 
   /** A place for one write now, without a promise, when there is room and nobody waits; undefined otherwise. */
   tryAcquire(signal?: AbortSignal): Ticket | undefined {
-    return !signal?.aborted && this.#queue.length === 0 && this.#canStart() ? this.#start() : undefined;
+    return !signal?.aborted && this.#queue.size === 0 && this.#canStart() ? this.#start() : undefined;
   }
 
   /**
-   * A place for one write: at once when there is room, else in turn. Rejects at `deadline` (ms, `now`'s clock) or when
-   * `signal` aborts.
+   * A place for one write: at once when there is room, else in turn (`rank`, lowest first). Rejects at `deadline` (ms,
+   * `now`'s clock) or when `signal` aborts.
    */
   acquire(
     signal?: AbortSignal,
     deadline = Infinity,
     onTimeout: () => unknown = () => new Error('no room for the write in time'),
+    rank = 0,
   ): Promise<Ticket> {
     if (signal?.aborted) return Promise.reject(new CanceledError('cancelled by the caller', { cause: signal.reason }));
-    if (this.#queue.length === 0 && this.#canStart()) return Promise.resolve(this.#start());
+    if (this.#queue.size === 0 && this.#canStart()) return Promise.resolve(this.#start());
     return new Promise<Ticket>((resolve, reject) => {
       let timer: NodeJS.Timeout | undefined;
-      const onAbort = (): void => {
-        drop();
-        reject(new CanceledError('cancelled by the caller', { cause: signal?.reason }));
-      };
+      let unsubscribe: (() => void) | undefined;
       const w: Waiter = {
         resolve,
-        reject,
         cleanup: () => {
           clearTimeout(timer);
-          signal?.removeEventListener('abort', onAbort);
+          unsubscribe?.();
         },
       };
+      const place = this.#queue.push(w, rank);
       const drop = (): void => {
         w.cleanup();
-        const i = this.#queue.indexOf(w);
-        if (i >= 0) this.#queue.splice(i, 1);
+        place.remove();
         this.#pump();
       };
       if (Number.isFinite(deadline)) {
@@ -129,8 +130,13 @@ export class WriteWindow {
           Math.max(0, deadline - this.#now()),
         );
       }
-      signal?.addEventListener('abort', onAbort, { once: true });
-      this.#queue.push(w);
+      // One listener on the caller's signal however many writes wait (abort.ts): the run's signal is
+      // shared by every write, and Node warns from 11 listeners on (a line that is not JSON on stderr).
+      if (signal)
+        unsubscribe = onAbortOf(signal, () => {
+          drop();
+          reject(new CanceledError('cancelled by the caller', { cause: signal.reason }));
+        });
       this.#pump();
     });
   }
@@ -171,13 +177,13 @@ export class WriteWindow {
   }
 
   #pump(): void {
-    while (this.#queue.length > 0 && this.#canStart()) {
+    while (this.#queue.size > 0 && this.#canStart()) {
       const w = this.#queue.shift()!;
       w.cleanup();
       w.resolve(this.#start());
     }
     // Held by a pause only: wake up when it passes (one timer for the whole queue).
-    if (this.#queue.length > 0 && this.#inFlight < this.size && this.#timer === undefined) {
+    if (this.#queue.size > 0 && this.#inFlight < this.size && this.#timer === undefined) {
       this.#timer = setTimeout(
         () => {
           this.#timer = undefined;

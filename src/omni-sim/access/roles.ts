@@ -7,7 +7,7 @@
 import { errorFromStatus, GrpcCode, OmniError } from '../../omni-api/errors.js';
 import { T } from '../../omni-api/resource.js';
 import type { Identity, Role } from '../api.js';
-import { ROLE_RANK } from '../api.js';
+import { ROLE_RANK, ROLE_SINCE } from '../api.js';
 import { validationError } from './validations.js';
 import { goQuote as q } from '../store/backend.js';
 import type { OmniVersion } from '../version.js';
@@ -184,6 +184,12 @@ const USER_MANAGED = new Set<string>([
 const IDENTITY_TYPES = new Set<string>([omni('Identities'), omni('Users')]);
 const LINK_LIKE = new Set<string>([T.Link, omni('PendingMachines')]);
 const JOIN_TOKEN = omni('JoinTokens');
+
+/** Why `role` cannot be an account's at Omni `v` (it came later), or undefined. */
+export function roleMissingIn(role: Role, v: OmniVersion | string): string | undefined {
+  const since = ROLE_SINCE[role];
+  return since !== undefined && !atLeast(v, since) ? `role ${role} exists from Omni ${since} on` : undefined;
+}
 
 export function roleCheck(who: Identity, min: Role): void {
   if (ROLE_RANK[who.role] < ROLE_RANK[min])

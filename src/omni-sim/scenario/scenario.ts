@@ -25,6 +25,7 @@ import { SysVersionSpec } from '../../omni-api/specs/messages.js';
 import { ROLE_RANK, type Role } from '../api.js';
 import { type FaultConfig, faultConfigFromPlain, faultConfigToPlain } from '../gateway/faults.js';
 import { parseVersion } from '../version.js';
+import { roleMissingIn } from '../access/roles.js';
 
 /** Used when a file names no Omni version (e.g. a bare `omnictl get -o yaml` dump). */
 export const DEFAULT_OMNI_VERSION = '1.3.4';
@@ -321,6 +322,10 @@ export function parseScenario(text: string, source = 'scenario'): Scenario {
   }
   // No version in a header: a dump's SysVersion (`omnictl get sysversions -o yaml`) says which Omni it came from.
   omniVersion ??= resources.map(sysVersionOf).find((v) => v !== undefined) ?? DEFAULT_OMNI_VERSION;
+  identities?.forEach((x, i) => {
+    const missing = roleMissingIn(x.role, omniVersion);
+    if (missing) throw new ScenarioError(`${source}: identities[${i}].role: ${missing}, not ${omniVersion}`);
+  });
   const seen = new Set<string>();
   for (const r of resources) {
     const k = resourceKey(r);

@@ -171,3 +171,28 @@ export function immediateWrites(plan: Plan): number {
   }
   return n + plan.refusals.filter((r) => !r.done && r.op).length;
 }
+
+/** Whether a plan would change anything (so a confirmation is due). */
+export function hasWork(plan: Plan): boolean {
+  return immediateWrites(plan) > 0 || plan.announce || plan.deregistration.status === 'ready' || plan.items.length > 0;
+}
+
+/**
+ * What planning an item again needs of a pass's snapshot (its profile, its evidence), without its resources: a run
+ * keeps those in its caches, which drop each as it goes.
+ */
+export function withoutResources(snap: Snapshot): Snapshot {
+  return {
+    ...snap,
+    infraMachines: [],
+    infraMachineStatuses: [],
+    bmcConfigs: [],
+    machineRequests: [],
+    machineRequestStatuses: [],
+    configPatchRequests: [],
+    machines: [],
+    namespace: {},
+    missedByList: [],
+    foundById: new Set(),
+  };
+}

@@ -7,6 +7,7 @@ import { LABEL_MACHINE_REQUEST, NS_DEFAULT, NS_INFRA_PROVIDER, T } from '../../o
 import type { PlanItem } from '../plan/plan.js';
 import { statusMachineId } from '../plan/facts.js';
 import type { Snapshot } from '../plan/plan.js';
+import { withoutResources } from '../plan/plan.js';
 
 export type WaitOutcome = 'released' | 'gone' | 'timeout' | 'aborted';
 export type WaitUntil = 'no-finalizers' | 'gone';
@@ -56,19 +57,7 @@ export function itemSnapshot(
     return r ? [r] : [];
   };
   const ns = Object.fromEntries(pass.profile.namespaceTypes.map((t) => [t, [] as Resource[]]));
-  const out: Snapshot = {
-    ...pass,
-    infraMachines: [],
-    infraMachineStatuses: [],
-    bmcConfigs: [],
-    machineRequests: [],
-    machineRequestStatuses: [],
-    configPatchRequests: [],
-    machines: [],
-    namespace: ns,
-    missedByList: [],
-    foundById: new Set(),
-  };
+  const out: Snapshot = { ...withoutResources(pass), namespace: ns };
   const nsOf = pass.profile.namespaceTypes.length > 0 ? namespaceOf(pass) : undefined;
   const fill = (types: string[]) => {
     if (!nsOf) return;

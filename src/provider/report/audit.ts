@@ -1,9 +1,10 @@
 // The audit log (`--audit-log`): every write that may have reached Omni, as two NDJSON lines that
 // share `run` and `seq`: an intent, written before the call is sent, and its outcome (ok, failed,
-// unknown) after. The Audit is the client's write observer (omni-client/write/observer.ts), so no
-// call site can forget a write. Lines are written synchronously by the sink: a run stopped by a
-// signal loses none, and one killed outright leaves at most intents without outcomes, never a write
-// without its intent. Only metadata is recorded, never a spec, so no secret can reach the file.
+// refused, not-applied, unknown) after. The Audit is the client's write observer
+// (omni-client/write/observer.ts), so no call site can forget a write. Lines are written
+// synchronously by the sink: a run stopped by a signal loses none, and one killed outright leaves
+// at most intents without outcomes, never a write without its intent. Only metadata is recorded,
+// never a spec, so no secret can reach the file.
 // Every write that Omni applied also makes one log line naming the resource: info by default
 // (JSON logs for programs), debug where a person's terminal shows one short line per machine
 // instead (one line per write would drown the progress line: docs/operator-guide.md 'The audit log').
@@ -17,7 +18,7 @@ import type { WriteIntent, WriteObserver, WriteOutcome } from '../../omni-client
 import { inertJson } from '../../omni-api/untrusted.js';
 
 export type AuditOp = 'create' | 'update' | 'teardown' | 'destroy';
-export type AuditResult = 'ok' | 'failed' | 'unknown';
+export type AuditResult = 'ok' | 'failed' | 'refused' | 'not-applied' | 'unknown';
 
 /** The write itself: on its intent line, and again on its outcome line. */
 interface AuditWrite {
@@ -49,9 +50,14 @@ export interface AuditOutcome extends AuditWrite {
   versionAfter?: string;
   finalizersAfter?: string[];
   phaseAfter?: string;
-  /** failed: Omni's error code; unknown: the client's (e.g. OMNI_CANCELED, STUB_TRANSPORT). */
+  /**
+   * failed, refused: Omni's error code; not-applied, unknown: the client's (e.g. OMNI_CANCELED, STUB_TRANSPORT); ok
+   * with `evidence`: the answer that was lost or pushed back.
+   */
   errorCode?: string;
   error?: string;
+  /** ok: how it is known to be applied when the answer did not say so (a Get by its ID, `read-back`). */
+  evidence?: 'read-back';
 }
 
 export type AuditEntry = AuditIntent | AuditOutcome;
@@ -119,7 +125,10 @@ export class Audit {
     this.counts[k] = (this.counts[k] ?? 0) + 1;
     this.log(w, o);
     if (!this.sink) return;
-    const answered = o.result === 'ok' ? after(o.after) : failure(o.error);
+    const answered =
+      o.result === 'ok'
+        ? { ...after(o.after), ...(o.evidence ? { evidence: o.evidence, ...failure(o.error) } : {}) }
+        : failure(o.error);
     this.write({ ...this.head(w, 'outcome'), result: o.result, ...answered } satisfies AuditOutcome);
   }
 
@@ -149,6 +158,7 @@ export class Audit {
           ...fields,
           ...(removed.length > 0 ? { finalizersRemoved: removed } : {}),
           ...(o.after ? { version: o.after.metadata.version } : {}),
+          ...(o.evidence ? { evidence: o.evidence } : {}),
         },
         MESSAGES[w.op],
       );
@@ -158,11 +168,21 @@ export class Audit {
         'no answer from Omni to this write: it may have been applied (a run again reads it and carries on)',
       );
     } else {
-      // The caller decides what a refusal means (a conflict is retried, NotFound is done).
-      log.debug({ ...fields, err: o.error.message }, 'Omni refused a write');
+      // The caller decides what a refusal means (a conflict is retried, NotFound is done); one pushed back and read
+      // back as not applied is sent again.
+      log.debug(
+        { ...fields, result: o.result, err: (o.error as Error)?.message ?? String(o.error) },
+        NOT_APPLIED[o.result],
+      );
     }
   }
 }
+
+const NOT_APPLIED = {
+  failed: 'Omni refused a write',
+  refused: 'Omni pushed back on a write, and reading it back showed it was not applied',
+  'not-applied': 'the answer to a write was lost, and reading it back showed it was not applied',
+} as const;
 
 const MESSAGES: Record<AuditOp, string> = {
   create: 'created',

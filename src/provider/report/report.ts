@@ -73,6 +73,8 @@ export interface Report {
   running: ReportEntry[];
   leftBehind: ReportEntry[];
   failed: ReportEntry[];
+  /** run, with --wait: what was not done before --timeout passed (not started, or stopped before its next write). */
+  remaining: ReportEntry[];
   /** run: items under way when the run was interrupted (run again), and items it never started. */
   interruptedItems: ReportEntry[];
   notStarted: ReportEntry[];
@@ -114,6 +116,8 @@ export interface Report {
 
 export interface Throttling {
   signals: number;
+  /** Writes Omni refused as larger than its write burst (sent once, the run stopped: exit 6). */
+  tooLarge: number;
   lostAnswers: number;
   waitedMs: number;
   minWritesInFlight: number;
@@ -131,12 +135,13 @@ export function throttlingOf(
     | (Omit<Throttling, 'firstSignalAt' | 'lastSignalAt'> & { firstSignalAt?: number; lastSignalAt?: number })
     | undefined,
 ): Throttling | undefined {
-  if (!t || (t.signals === 0 && t.lostAnswers === 0)) return undefined;
+  if (!t || (t.signals === 0 && t.lostAnswers === 0 && t.tooLarge === 0)) return undefined;
   const at = (ms: number | undefined) => (ms !== undefined ? new Date(ms).toISOString() : undefined);
   const first = at(t.firstSignalAt);
   const last = at(t.lastSignalAt);
   return {
     signals: t.signals,
+    tooLarge: t.tooLarge,
     lostAnswers: t.lostAnswers,
     waitedMs: t.waitedMs,
     minWritesInFlight: t.minWritesInFlight,
@@ -260,6 +265,7 @@ export function planReport(plan: Plan, c: Common): Report {
     running: plan.running.map(entry),
     leftBehind: plan.leftBehind.map(entry),
     failed: [],
+    remaining: [],
     interruptedItems: [],
     notStarted: [],
     notFound: plan.notFound,
@@ -298,7 +304,10 @@ export function runReport(
       .filter((o) => o.status === status)
       .map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' }));
   const failedRefusals = r.refusals.filter((x) => x.result === 'failed');
-  const incomplete = r.timedOut || failed.length > 0 || failedRefusals.length > 0 || blocked.some((b) => b.counts);
+  // A timeout is incomplete when it left something: work not done, or (--wait) machines still in use. Everything
+  // released and deregistered within the grace after --timeout is done (deadline.ts).
+  const timedOutWith = r.timedOut && (r.remaining.length > 0 || plan.running.length > 0);
+  const incomplete = timedOutWith || failed.length > 0 || failedRefusals.length > 0 || blocked.some((b) => b.counts);
   const anything =
     released.length > 0 ||
     cleaned > 0 ||
@@ -364,6 +373,7 @@ export function runReport(
       ...failed.map((o) => ({ kind: o.kind, id: o.id, reason: o.reason ?? '', nextStep: o.nextStep ?? '' })),
       ...failedRefusals.map((x) => ({ kind: x.kind, id: x.id, reason: x.error ?? '', nextStep: 'run again' })),
     ],
+    remaining: r.remaining.map((x) => ({ ...x })),
     interruptedItems: byStatus('interrupted'),
     notStarted: byStatus('not-started'),
     notFound: r.firstPlan.notFound,
@@ -480,6 +490,7 @@ export function renderText(report: Report): string {
   }
   section('Blocked', rep.blocked, withNext);
   section('Failed', rep.failed, withNext);
+  section('Not done before --timeout', rep.remaining, withNext);
   section('Interrupted (under way when the signal came; run again)', rep.interruptedItems, (x) => `${x.kind} ${x.id}`);
   section('Not started (the signal came first; run again)', rep.notStarted, (x) => `${x.kind} ${x.id}`);
   section('Still running (untouched)', rep.running, withNext);

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { ExitCode, StubError } from '../../exit-codes.js';
 import type { Pointer, Resource } from '../../omni-api/resource.js';
 import { NS_INFRA_PROVIDER, T, describePointer } from '../../omni-api/resource.js';
-import type { State } from '../../omni-api/state.js';
+import type { CallOptions, State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
 import { hasCode } from '../../omni-client/errors.js';
 import { BMCConfigSpec, BMCConfigurationSpec } from '../../omni-api/specs/messages.js';
@@ -48,8 +48,15 @@ export interface ExecutorDeps {
   signal?: AbortSignal;
   /** How long a wait for Omni may last now. */
   waitMs: () => number;
-  /** Runs `fn` while the item waits for Omni or a wipe: it holds no place meanwhile, and progress counts it. */
-  outside: <T>(fn: () => Promise<T>, waitingForOmni: boolean) => Promise<T>;
+  /**
+   * Runs `fn` while the item waits for Omni or a wipe: it holds no place meanwhile (taken again in `rank`'s turn), and
+   * progress counts it.
+   */
+  outside: <T>(fn: () => Promise<T>, waitingForOmni: boolean, rank?: number) => Promise<T>;
+  /** The item's rank (CallOptions.rank): when it first started in the run; its calls go in that turn. */
+  rank?: number;
+  /** No write of the item starts at or after this time (Date.now's clock; CallOptions.notAfter): --timeout. */
+  notAfter?: number;
   /** Told each BMC password a wipe is given, before the wipe runs (the CLI's redaction: src/redact.ts). */
   onSecret?: (secret: string) => void;
   /** Right before a wipe starts: throws NotStartedError when the run may start nothing more. */
@@ -89,6 +96,25 @@ export class Executor {
     private readonly pass: Snapshot,
     private readonly planOptions: PlanOptions,
   ) {}
+
+  /** The same, for the calls of an item of this rank. */
+  ranked(rank: number): Executor {
+    return new Executor({ ...this.d, rank }, this.pass, this.planOptions);
+  }
+
+  /** A call to Omni in a place of the call limiter, in the item's turn. */
+  private call<T>(fn: () => Promise<T>): Promise<T> {
+    return this.d.limiter.run(fn, this.d.rank);
+  }
+
+  /** The options of the item's calls: the run's signal, the item's rank, the run's time for writes. */
+  private opts(): CallOptions {
+    return {
+      ...(this.d.signal ? { signal: this.d.signal } : {}),
+      ...(this.d.rank !== undefined ? { rank: this.d.rank } : {}),
+      ...(this.d.notAfter !== undefined ? { notAfter: this.d.notAfter } : {}),
+    };
+  }
 
   /** Runs the item's operations; throws when a call fails in a way no re-plan can help (the item failed). */
   async run(item: PlanItem): Promise<ItemEnd> {
@@ -150,7 +176,7 @@ export class Executor {
   private async knowMain(item: PlanItem): Promise<void> {
     const p = mainOf(item);
     if (!p || this.d.reads.current(p) || this.d.reads.isGone(p)) return;
-    const fresh = await this.d.limiter.run(() => getIfExists(this.d.state, p, { signal: this.d.signal }));
+    const fresh = await this.call(() => getIfExists(this.d.state, p, this.opts()));
     if (fresh) this.d.reads.observe(fresh);
     else
       this.notFound(
@@ -230,7 +256,7 @@ export class Executor {
 
   /** Reads the one resource again by its ID, then the item is planned again from it. */
   private async reread(op: { target: Pointer; foundById: boolean }): Promise<OpResult> {
-    const fresh = await this.d.limiter.run(() => getIfExists(this.d.state, op.target, { signal: this.d.signal }));
+    const fresh = await this.call(() => getIfExists(this.d.state, op.target, this.opts()));
     if (!fresh) return this.notFound(op, 'Get');
     this.d.reads.observe(fresh);
     return { replan: op.target };
@@ -263,6 +289,7 @@ export class Executor {
           return { res };
         }),
       false,
+      this.d.rank,
     );
     if ('taken' in done)
       return {
@@ -299,7 +326,8 @@ export class Executor {
         ...this.d.claim,
         state: this.d.state,
         limiter: this.d.limiter,
-        ...(this.d.signal ? { signal: this.d.signal } : {}),
+        options: this.opts(),
+        ...(this.d.rank !== undefined ? { rank: this.d.rank } : {}),
         observe: (r) => this.d.reads.observe(r),
       },
       target,
@@ -314,8 +342,8 @@ export class Executor {
     if (!cur) return this.d.reads.isGone(op.target) ? { replan: op.target } : this.reread(op);
     // Changed since it was planned: plan it again from what it is now.
     if (cur.metadata.version !== op.version) return { replan: op.target };
-    const res = await this.d.limiter.run(() =>
-      this.d.state.removeFinalizers(cur, [...op.finalizers], { signal: this.d.signal, requirePhase: op.phase }),
+    const res = await this.call(() =>
+      this.d.state.removeFinalizers(cur, [...op.finalizers], { ...this.opts(), requirePhase: op.phase }),
     );
     if (res.outcome !== 'removed')
       this.d.log.debug(
@@ -343,7 +371,7 @@ export class Executor {
   private async teardown(op: TeardownOp, run: RunState): Promise<OpResult> {
     let ready: boolean;
     try {
-      ready = await this.d.limiter.run(() => this.d.state.teardown(op.target, { signal: this.d.signal }));
+      ready = await this.call(() => this.d.state.teardown(op.target, this.opts()));
     } catch (err) {
       // Thrown only when its Get found nothing (the client's gateway-state.ts).
       if (hasCode(err, 'OMNI_NOT_FOUND')) return this.notFound(op, 'Get');
@@ -366,7 +394,11 @@ export class Executor {
     const minVersion =
       cur === undefined ? '0' : letGo ? cur.metadata.version : String(safeVersion(cur.metadata.version) + 1n);
     const ms = this.d.waitMs();
-    const w = await this.d.outside(() => this.d.reads.wait(op.target, 'no-finalizers', ms, minVersion), true);
+    const w = await this.d.outside(
+      () => this.d.reads.wait(op.target, 'no-finalizers', ms, minVersion),
+      true,
+      this.d.rank,
+    );
     if (w === 'released') return NEXT;
     // A DESTROYED event (the watch named it), or a Get of its ID answering NotFound.
     if (w === 'gone') return this.notFound(op, 'a Get while waiting for Omni');
@@ -385,8 +417,8 @@ export class Executor {
   private async destroy(op: DestroyOp): Promise<OpResult> {
     try {
       const before = this.d.reads.current(op.target);
-      await this.d.limiter.run(() =>
-        this.d.state.destroy(op.target, { owner: op.owner, signal: this.d.signal, ...(before ? { before } : {}) }),
+      await this.call(() =>
+        this.d.state.destroy(op.target, { owner: op.owner, ...this.opts(), ...(before ? { before } : {}) }),
       );
       this.d.reads.gone(op.target);
       return NEXT;

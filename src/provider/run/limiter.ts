@@ -1,11 +1,15 @@
-// The one concurrency limiter: a FIFO counting semaphore. It bounds the calls in flight to Omni
-// (`--concurrency`), the wipes at once, and the plan items under way at once (`forItems`), whatever
-// the number of machines; waiting for Omni does not hold a slot.
+// The one concurrency limiter: a counting semaphore whose waiters take their turn by rank (lowest
+// first), then in arrival order (RankQueue: with one rank, plain FIFO). It bounds the calls in flight
+// to Omni (`--concurrency`), the wipes at once, and the plan items under way at once (`forItems`),
+// whatever the number of machines; waiting for Omni does not hold a slot. A run ranks an item's
+// calls by when the item first started, so that the next step of an item under way goes before the
+// first step of a new one (depth first: machines are released at a steady rate under a write budget).
+
+import { RankQueue } from '../../omni-client/rank-queue.js';
 
 export class Limiter {
   private active = 0;
-  private readonly queue: (() => void)[] = [];
-  private head = 0;
+  private readonly queue = new RankQueue<() => void>();
 
   constructor(readonly width: number) {
     if (!(width >= 1)) throw new RangeError(`concurrency must be at least 1 (got ${width})`);
@@ -22,8 +26,9 @@ export class Limiter {
     return new Limiter(Math.max(MIN_ITEMS, ITEMS_PER_SLOT * concurrency));
   }
 
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    await this.acquire();
+  /** Runs `fn` in a slot, taken in `rank`'s turn (lowest first; absent: 0). */
+  async run<T>(fn: () => Promise<T>, rank = 0): Promise<T> {
+    await this.acquire(rank);
     try {
       return await fn();
     } finally {
@@ -31,25 +36,17 @@ export class Limiter {
     }
   }
 
-  /** Takes a slot, waiting in order for one. */
-  async acquire(): Promise<void> {
-    if (this.active >= this.width) await new Promise<void>((resolve) => this.queue.push(resolve));
+  /** Takes a slot, waiting for one in rank order, then in arrival order. */
+  async acquire(rank = 0): Promise<void> {
+    if (this.active >= this.width) await new Promise<void>((resolve) => this.queue.push(resolve, rank));
     else this.active++;
   }
 
   /** Gives a slot back: straight to the next waiter, if any. */
   release(): void {
-    if (this.head < this.queue.length) {
-      const next = this.queue[this.head]!;
-      this.queue[this.head++] = noop;
-      if (this.head > 1024 && this.head * 2 > this.queue.length) {
-        this.queue.splice(0, this.head);
-        this.head = 0;
-      }
-      next();
-    } else {
-      this.active--;
-    }
+    const next = this.queue.shift();
+    if (next) next();
+    else this.active--;
   }
 
   /**
@@ -57,12 +54,12 @@ export class Limiter {
    * resources never hold back the others; takes a slot again after. A soft bound: a caller without a
    * slot (deregistration) may pass through and briefly add one.
    */
-  async outside<T>(fn: () => Promise<T>): Promise<T> {
+  async outside<T>(fn: () => Promise<T>, rank = 0): Promise<T> {
     this.release();
     try {
       return await fn();
     } finally {
-      await this.acquire();
+      await this.acquire(rank);
     }
   }
 
@@ -72,11 +69,11 @@ export class Limiter {
    * suspended functions for the whole pass, and an item coming back from a wait queued behind every
    * item not yet started.
    */
-  async each<T>(items: T[], run: (item: T) => Promise<void>): Promise<void> {
+  async each<T>(items: T[], run: (item: T) => Promise<void>, rankOf: (item: T) => number = () => 0): Promise<void> {
     const running = new Set<Promise<void>>();
     let failure: { err: unknown } | undefined;
     for (const item of items) {
-      await this.acquire();
+      await this.acquire(rankOf(item));
       if (failure) {
         // An unexpected error (items catch their own): start nothing more, let the others finish.
         this.release();
@@ -99,5 +96,3 @@ export class Limiter {
 
 const ITEMS_PER_SLOT = 4;
 const MIN_ITEMS = 256;
-
-function noop(): void {}

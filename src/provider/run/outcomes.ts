@@ -67,7 +67,11 @@ export interface RefusalOutcome {
   kind: Refusal['kind'];
   id: string;
   reason: string;
-  result: 'refused' | 'already-refused' | 'no-finalizers' | 'failed';
+  /**
+   * refused: by this run; already-refused: by an earlier run (our marker on its status); no-finalizers: an InfraMachine
+   * left without ours; status-by-other: a status someone else wrote appeared before ours (left alone); failed.
+   */
+  result: 'refused' | 'already-refused' | 'no-finalizers' | 'status-by-other' | 'failed';
   error?: string;
 }
 
@@ -143,6 +147,8 @@ export class Outcomes {
   }
 
   refusal(key: string, r: RefusalOutcome, ended?: ItemEnded): void {
+    // What this run refused stays so: a later pass that finds its status reports it as ours.
+    if (this.refusals.get(key)?.result === 'refused') return;
     this.refusals.set(key, r);
     if (r.result === 'refused') this.others.refused++;
     if (r.result === 'failed') this.others.refusalsFailed++;

@@ -25,14 +25,23 @@ import type { Timers } from './announce.js';
 import { ProviderCache } from '../read/cache.js';
 import { deregister } from './deregister.js';
 import type { HoldFacts } from '../plan/explain.js';
-import { Executor, holdsNow, NotFoundUnconfirmedError, NotStartedError } from './executor.js';
+import { Executor, holdsNow, NotStartedError } from './executor.js';
 import type { ItemEnd } from './executor.js';
 import { Limiter } from './limiter.js';
+import {
+  Deadline,
+  DEREGISTER_GRACE_MS,
+  finishedWaiting,
+  onlyDeregistrationLeft,
+  remainingAt,
+  type Remaining,
+} from './deadline.js';
+import { isTooLarge, runItem } from './item-run.js';
 import { Outcomes, keyOf } from './outcomes.js';
 import type { ItemEnded, ItemOutcome, ReconcileProgress, RefusalOutcome } from './outcomes.js';
 import type { Plan, PlanItem, PlanOptions } from '../plan/plan.js';
 import { buildPlan } from '../plan/planner.js';
-import { immediateWrites } from '../plan/plan.js';
+import { hasWork, withoutResources } from '../plan/plan.js';
 import type { ProfileOption } from '../profile.js';
 import { refuse } from './refusals.js';
 import { confirmByGet } from './confirm.js';
@@ -115,6 +124,8 @@ export interface ReconcileResult {
   deregistered: boolean;
   declined: boolean;
   timedOut: boolean;
+  /** With --timeout: what the plan made when it passed still holds that no outcome reports (deadline.ts). */
+  remaining: Remaining[];
   interrupted: boolean;
   passes: number;
   settle: SettleSummary;
@@ -152,12 +163,16 @@ class Reconciler {
   private readonly reads: ProviderCache;
   private readonly monotonic: () => number;
   private readonly planOptions: PlanOptions;
-  /** --timeout's end; the time a person takes to answer the confirmation is added (run). */
-  private deadline: number;
+  /** --timeout's end (deadline.ts); the time a person takes to answer the confirmation is added (run). */
+  private readonly deadline: Deadline;
   private readonly outcomes: Outcomes;
   private readonly blockedKeys = new Set<string>();
   /** What the run released for Omni to destroy: read again by ID before a report says it is still there. */
   private readonly releasedParents = new Map<string, Pointer>();
+  /** The refusals this run wrote: never written again (refusals.ts). */
+  private readonly refusedKeys = new Set<string>();
+  /** Each item's rank, by key: 1, 2, 3 ... in the order the items first started in the run (limiter.ts). */
+  private readonly ranks = new Map<string, number>();
   /** Items released while finalizers of others stayed on them: what to watch after the last write. */
   private readonly heldAtRelease = new Map<string, { target: Pointer; facts: HoldFacts }>();
   private readonly settled: SettleSummary;
@@ -168,6 +183,13 @@ class Reconciler {
   private deregistered = false;
   /** Set when a heartbeat on the interval found that the real provider is back: the run stops. */
   private liveProvider: Error | undefined;
+  /** The first write Omni refused as larger than its burst: the run stops at once and throws it (exit 6). */
+  private fatal: Error | undefined;
+  /** The last plan made (an interruption reports its items never started as such). */
+  private latest: Plan | undefined;
+  private readonly halt = new AbortController();
+  /** What every call and wait of the run is cancelled by: the operator's signal, or the run's own halt. */
+  private readonly signal: AbortSignal;
   /** Set when a heartbeat found that another run took over: nothing more is started (design rule 7). */
   private takenOver: RunTakenOverError | undefined;
   private readonly runId: string;
@@ -181,6 +203,7 @@ class Reconciler {
     this.id = o.providerId;
     this.runId = deps.runId ?? randomUUID();
     this.whole = o.machines.length === 0;
+    this.signal = o.signal ? AbortSignal.any([o.signal, this.halt.signal]) : this.halt.signal;
     this.limiter = new Limiter(o.concurrency);
     this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
     this.items = Limiter.forItems(o.concurrency);
@@ -188,10 +211,10 @@ class Reconciler {
       providerId: this.id,
       live: true,
       limiter: this.limiter,
-      ...(o.signal ? { signal: o.signal } : {}),
+      signal: this.signal,
     });
     this.monotonic = deps.monotonic ?? (() => performance.now());
-    this.deadline = this.monotonic() + o.timeoutMs;
+    this.deadline = new Deadline(this.monotonic, o.timeoutMs);
     this.settled = { ms: o.settleMs ?? DEFAULT_SETTLE_MS, items: 0, gone: 0, held: 0 };
     this.planOptions = {
       providerId: this.id,
@@ -203,7 +226,7 @@ class Reconciler {
       log: this.log,
       ...(deps.progress ? { progress: deps.progress } : {}),
       ...(deps.itemLogLevel ? { itemLogLevel: deps.itemLogLevel } : {}),
-      ...(o.wait ? { timeLeftMs: () => Math.max(0, this.deadline - this.monotonic()) } : {}),
+      ...(o.wait ? { timeLeftMs: () => Math.max(0, this.deadline.leftMs()) } : {}),
     });
   }
 
@@ -212,7 +235,7 @@ class Reconciler {
       providerId: this.id,
       profile: this.o.profile,
       stateTypes: this.o.stateTypes,
-      signal: this.o.signal,
+      signal: this.signal,
       checkParents: this.whole,
       limiter: this.limiter,
       cache: this.reads,
@@ -220,22 +243,9 @@ class Reconciler {
     });
     this.stage('planning');
     const plan = buildPlan(snap, this.planOptions);
-    // What planning an item again needs of the pass (its profile, its evidence); its resources are
-    // in the caches, which drop each as it goes.
-    this.pass = {
-      ...snap,
-      infraMachines: [],
-      infraMachineStatuses: [],
-      bmcConfigs: [],
-      machineRequests: [],
-      machineRequestStatuses: [],
-      configPatchRequests: [],
-      machines: [],
-      namespace: {},
-      missedByList: [],
-      foundById: new Set(),
-    };
+    this.pass = withoutResources(snap);
     this.deps.planned?.(plan);
+    this.latest = plan;
     return plan;
   }
 
@@ -267,6 +277,7 @@ class Reconciler {
       deregistered: this.deregistered,
       declined: false,
       timedOut: false,
+      remaining: [],
       interrupted: false,
       passes,
       settle: this.settled,
@@ -277,107 +288,126 @@ class Reconciler {
       this.stage('confirming');
       const yes = await this.o.confirm(plan);
       // --timeout is for the run: a person who read the plan for ten minutes did not use it up.
-      this.deadline += this.monotonic() - asked;
+      this.deadline.extend(this.monotonic() - asked);
       if (!yes) return result({ declined: true }, 0);
     }
     let pass = 0;
     let timedOut = false;
+    let remaining: Remaining[] = [];
     try {
-      for (pass = 1; ; pass++) {
-        this.log.debug(
-          {
-            pass,
-            items: plan.items.length,
-            refusals: plan.refusals.length,
-            deregistration: plan.deregistration.status,
-          },
-          'pass',
-        );
-        if (this.liveProvider) throw this.liveProvider;
-        const announcing = this.whole && !this.announced && (plan.announce || this.waitsFor(plan));
-        if (announcing) await this.announce(plan);
-        // What the announcement wrote is not in this plan: its deregistration is planned again first.
-        const { parents, deferred } = await this.apply(plan, pass, announcing);
-        for (const p of parents) this.releasedParents.set(describePointer(p), p);
-        if (this.deregistered || this.takenOver) break;
-        if (deferred) {
-          plan = await this.planNow();
-          continue;
-        }
-        if (!this.o.wait) {
-          if (!(this.whole && this.o.deregister && parents.length > 0 && pass < 3)) break;
-          // Omni destroys what we released; then the leftovers and the deregistration can follow.
-          this.stage('waiting', { resources: parents.length, ms: this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS });
-          await Promise.all(parents.map((p) => this.reads.wait(p, 'gone', this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)));
-          plan = await this.planNow();
-          continue;
-        }
-        if (finishedWaiting(plan, this.whole, this.o.deregister)) break;
-        const left = this.deadline - this.monotonic();
-        if (left <= 0) {
-          timedOut = true;
-          break;
-        }
-        this.stage('waiting', { ms: Math.min(left, RECHECK_MS) });
-        await this.reads.changed(Math.min(left, RECHECK_MS));
-        if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
-        plan = await this.planNow();
-      }
-      if (this.o.wait && !timedOut && !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister))
-        timedOut = true;
-      ({ plan, pass } = await this.finish(plan, pass));
+      ({ plan, pass, timedOut } = await this.loop(plan));
+      if (timedOut) {
+        ({ plan, timedOut } = await this.afterDeadline(pass));
+        const scope = { whole: this.whole, deregister: this.o.deregister, deregistered: this.deregistered };
+        if (timedOut) remaining = remainingAt(plan, this.outcomes.items, this.outcomes.refusals, scope);
+      } else ({ plan, pass } = await this.confirmFacts(plan, pass));
+      if (this.o.wait) this.settled.ms = this.deadline.settleMs(this.settled.ms);
+      this.stage('settling', { items: this.heldAtRelease.size + plan.lettingGo.length, ms: this.settled.ms });
+      await settle(
+        {
+          reads: this.reads,
+          outcomes: this.outcomes,
+          log: this.log,
+          signal: this.signal,
+          holdsNow: (p, f) => holdsNow(this.reads, this.id, p, f),
+        },
+        this.settled,
+        this.heldAtRelease,
+        plan,
+      );
     } catch (err) {
+      if (this.fatal) throw this.fatal;
       if (!this.o.signal?.aborted) throw err;
-      this.interruptedIn(plan);
+      for (const oc of this.outcomes.items.values())
+        if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
+      // What the plan held and the interruption came before: not started, not failed.
+      for (const item of (this.latest ?? plan).items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
       return result({ interrupted: true }, pass);
     } finally {
-      // Not deregistered (that stops the heartbeat first): the next run need not wait for it.
-      await this.heartbeat?.stop({ ended: true });
+      // Not deregistered (that destroys the heartbeat): marked ended, so the next run need not wait for
+      // it; not after --timeout (no write then: the next run waits for it to go stale).
+      await this.heartbeat?.stop({ ended: !(this.o.wait && this.deadline.passed()) });
     }
     if (this.takenOver) return result({}, pass);
     this.stage('done');
-    return result({ timedOut }, pass);
+    return result({ timedOut, remaining }, pass);
+  }
+
+  /** The passes: until nothing is left to do, or (--wait) everything is released or --timeout passed. */
+  private async loop(first: Plan): Promise<{ plan: Plan; pass: number; timedOut: boolean }> {
+    let plan = first;
+    for (let pass = 1; ; pass++) {
+      this.log.debug(
+        { pass, items: plan.items.length, refusals: plan.refusals.length, deregistration: plan.deregistration.status },
+        'pass',
+      );
+      if (this.liveProvider) throw this.liveProvider;
+      const announcing = this.whole && !this.announced && (plan.announce || this.waitsFor(plan));
+      if (announcing) await this.announce(plan);
+      // What the announcement wrote is not in this plan: its deregistration is planned again first.
+      const { parents, deferred } = await this.apply(plan, pass, announcing, this.writesUntil());
+      for (const p of parents) this.releasedParents.set(describePointer(p), p);
+      const end = { plan, pass };
+      if (this.deregistered || this.takenOver) return { ...end, timedOut: false };
+      if (this.o.wait && this.deadline.passed())
+        return { ...end, timedOut: !finishedWaiting(plan, this.whole, this.o.deregister) };
+      if (deferred) {
+        plan = await this.planNow();
+        continue;
+      }
+      if (!this.o.wait) {
+        if (!(this.whole && this.o.deregister && parents.length > 0 && pass < 3)) return { ...end, timedOut: false };
+        // Omni destroys what we released; then the leftovers and the deregistration can follow.
+        this.stage('waiting', { resources: parents.length, ms: this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS });
+        await Promise.all(parents.map((p) => this.reads.wait(p, 'gone', this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)));
+        plan = await this.planNow();
+        continue;
+      }
+      if (finishedWaiting(plan, this.whole, this.o.deregister)) return { ...end, timedOut: false };
+      const ms = Math.min(this.deadline.leftMs(), RECHECK_MS);
+      this.stage('waiting', { ms });
+      await this.reads.changed(ms);
+      if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
+      if (this.deadline.passed()) return { ...end, timedOut: true };
+      plan = await this.planNow();
+    }
   }
 
   /**
-   * After the last pass. What the report would give as a reason (still there, still held) came from
-   * the caches: what the run released is read again by ID, and planned once more on what is true
-   * now (it may deregister). Then --settle.
+   * --timeout passed (deadline.ts): no write starts any more. What is true now, planned from the caches (reads only);
+   * if that leaves nothing but the deregistration, it runs within DEREGISTER_GRACE_MS. Timed out only when something
+   * is still left.
    */
-  private async finish(plan: Plan, pass: number): Promise<{ plan: Plan; pass: number }> {
-    if (
-      !this.deregistered &&
-      !this.takenOver &&
-      (await confirmByGet(
-        { state: this.state, reads: this.reads, limiter: this.limiter, log: this.log, signal: this.o.signal },
-        [...this.releasedParents.values(), ...[...this.heldAtRelease.values()].map((h) => h.target)],
-      ))
-    ) {
-      plan = await this.planNow();
-      const d = plan.deregistration;
-      if (this.whole && d.status === 'ready' && d.item) await this.apply(plan, ++pass, false);
+  private async afterDeadline(pass: number): Promise<{ plan: Plan; timedOut: boolean }> {
+    await this.heartbeat?.stop();
+    const plan = await this.planNow();
+    if (onlyDeregistrationLeft(plan, this.whole, this.o.deregister)) {
+      this.log.info({ graceMs: DEREGISTER_GRACE_MS }, '--timeout passed with everything released: deregistering');
+      await this.apply(plan, pass + 1, false, this.deadline.notAfter(DEREGISTER_GRACE_MS));
     }
-    this.stage('settling', { items: this.heldAtRelease.size + plan.lettingGo.length, ms: this.settled.ms });
-    await settle(
-      {
-        reads: this.reads,
-        outcomes: this.outcomes,
-        log: this.log,
-        signal: this.o.signal,
-        holdsNow: (p, f) => holdsNow(this.reads, this.id, p, f),
-      },
-      this.settled,
-      this.heldAtRelease,
-      plan,
-    );
+    return { plan, timedOut: !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister) };
+  }
+
+  /**
+   * After the last pass (design rule 10): what the report would give as a reason (still there, still
+   * held) came from the caches, and a kind's watch may have stopped following Omni. What the run
+   * released or left held is read again by its ID (confirm.ts); if any of it changed, the run plans
+   * once more on what is true now (it may deregister).
+   */
+  private async confirmFacts(plan: Plan, pass: number): Promise<{ plan: Plan; pass: number }> {
+    if (this.deregistered || this.takenOver) return { plan, pass };
+    const targets = [...this.releasedParents.values(), ...[...this.heldAtRelease.values()].map((h) => h.target)];
+    const d = { state: this.state, reads: this.reads, limiter: this.limiter, log: this.log, signal: this.signal };
+    if (!(await confirmByGet(d, targets))) return { plan, pass };
+    plan = await this.planNow();
+    const dereg = plan.deregistration;
+    if (this.whole && dereg.status === 'ready' && dereg.item) await this.apply(plan, ++pass, false, this.writesUntil());
     return { plan, pass };
   }
 
-  /** Interrupted: what was cancelled under way is interrupted; what the plan held and never started, not started. */
-  private interruptedIn(plan: Plan): void {
-    for (const oc of this.outcomes.items.values())
-      if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
-    for (const item of plan.items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
+  /** The time for writes (CallOptions.notAfter): --timeout's end with --wait; none without. */
+  private writesUntil(): number | undefined {
+    return this.o.wait ? this.deadline.notAfter() : undefined;
   }
 
   /**
@@ -400,7 +430,7 @@ class Reconciler {
       providerId: this.id,
       version: this.deps.version,
       logger: this.log,
-      signal: this.o.signal,
+      signal: this.signal,
     };
     // The heartbeat first: it is the run's lock (design rule 7). Of two runs, the one that did not
     // write it stops here (STUB_CONCURRENT_RUN), before its first side effect.
@@ -424,10 +454,13 @@ class Reconciler {
     const current = await getIfExists(
       this.state,
       { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id },
-      { signal: this.o.signal },
+      { signal: this.signal },
     );
     // The static label from the facts (InfraMachines exist, or --profile bare-metal), not from the profile flag alone.
     const wrote = await announceProviderStatus(ctx, current, plan.profile.staticLabel);
+    // No write after --timeout (deadline.ts): the beats stop then; a deregistration in its grace destroys it.
+    const left = this.deadline.leftMs();
+    if (this.o.wait && Number.isFinite(left)) setTimeout(() => void this.heartbeat?.stop(), Math.max(0, left)).unref();
     this.announced = true;
     this.log.info(
       { providerId: this.id, wroteProviderStatus: wrote },
@@ -435,18 +468,27 @@ class Reconciler {
     );
   }
 
-  /** Runs every item and refusal of the plan, then its deregistration (unless this pass announced). */
-  private async apply(plan: Plan, pass: number, announced: boolean): Promise<Applied> {
+  /**
+   * Runs every item and refusal of the plan, then its deregistration (unless this pass announced); no write after
+   * `notAfter`, no item started after --timeout.
+   */
+  private async apply(plan: Plan, pass: number, announced: boolean, notAfter: number | undefined): Promise<Applied> {
     const parents: Pointer[] = [];
     const items = plan.items.filter((it) => this.o.wait || pass === 1 || !this.blockedKeys.has(keyOf(it)));
     this.stage('releasing', { pass, items: items.length });
     this.outcomes.track(items, plan.running.length);
-    const executor = this.executor();
+    const executor = this.executor(notAfter);
     await Promise.all([
-      this.items.each(items, async (item) => {
-        const end = await this.runItem(executor, item);
-        if (end?.releasedParent) parents.push(end.releasedParent);
-      }),
+      this.items.each(
+        items,
+        async (item) => {
+          // Not started: the plan made after --timeout reports it as left (deadline.ts).
+          if (this.fatal || (this.o.wait && this.deadline.passed())) return;
+          const end = await this.runItem(executor.ranked(this.rankOf(item)), item);
+          if (end?.releasedParent) parents.push(end.releasedParent);
+        },
+        (item) => this.rankOf(item),
+      ),
       ...(this.whole
         ? plan.refusals.map((r) =>
             refuse(
@@ -456,13 +498,20 @@ class Reconciler {
                 limiter: this.limiter,
                 outcomes: this.outcomes,
                 log: this.log,
-                signal: this.o.signal,
+                signal: this.signal,
+                reads: this.reads,
+                refused: this.refusedKeys,
+                ...(notAfter !== undefined ? { notAfter } : {}),
               },
               r,
-            ),
+            ).catch((err: unknown) => {
+              if (!isTooLarge(err)) throw err;
+              this.stopRun(err);
+            }),
           )
         : []),
     ]);
+    if (this.fatal) throw this.fatal;
     if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
     const d = plan.deregistration;
     if (!this.whole || d.status !== 'ready' || !d.item || this.takenOver) return { parents, deferred: false };
@@ -470,7 +519,8 @@ class Reconciler {
     this.stage('deregistering');
     this.deregistered = await deregister(
       {
-        runItem: (item) => this.runItem(executor, item).then((end) => end?.status === 'released'),
+        runItem: (item) =>
+          this.runItem(executor.ranked(this.rankOf(item)), item).then((end) => end?.status === 'released'),
         record: (outcome) => this.outcomes.record(keyOf(d.item!), outcome),
         checkNoLiveProvider: () => this.checkNoLiveProvider(),
         stopHeartbeat: async () => {
@@ -483,7 +533,7 @@ class Reconciler {
     return { parents, deferred: false };
   }
 
-  private executor(): Executor {
+  private executor(notAfter: number | undefined): Executor {
     return new Executor(
       {
         state: this.state,
@@ -493,13 +543,13 @@ class Reconciler {
         wipeLimiter: this.wipeLimiter,
         reads: this.reads,
         ...(this.deps.wipe ? { wipe: this.deps.wipe } : {}),
-        ...(this.o.signal ? { signal: this.o.signal } : {}),
-        waitMs: () =>
-          this.o.wait ? Math.max(0, this.deadline - this.monotonic()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS),
-        outside: (fn, forOmni) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn())),
+        signal: this.signal,
+        ...(notAfter !== undefined ? { notAfter } : {}),
+        waitMs: () => (this.o.wait ? Math.max(0, this.deadline.leftMs()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)),
+        outside: (fn, forOmni, rank) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn()), rank),
         ...(this.deps.onSecret ? { onSecret: this.deps.onSecret } : {}),
         beforeWipe: () => {
-          if (this.takenOver || this.o.signal?.aborted) throw new NotStartedError();
+          if (this.takenOver || this.signal.aborted) throw new NotStartedError();
         },
         claim: {
           runId: this.runId,
@@ -512,67 +562,39 @@ class Reconciler {
     );
   }
 
-  /** Runs one item and records how it ended; undefined when it failed (its outcome says why). */
-  private async runItem(executor: Executor, item: PlanItem): Promise<ItemEnd | undefined> {
+  /** Runs one item and records how it ended (item-run.ts); undefined when it did not end released or blocked. */
+  private runItem(executor: Executor, item: PlanItem): Promise<ItemEnd | undefined> {
+    return runItem(
+      {
+        outcomes: this.outcomes,
+        blockedKeys: this.blockedKeys,
+        heldAtRelease: this.heldAtRelease,
+        signal: this.signal,
+        takenOver: () => this.takenOver !== undefined,
+        stopRun: (err) => this.stopRun(err),
+        notStarted: (it) => this.notStarted(it),
+      },
+      executor,
+      item,
+    );
+  }
+
+  /**
+   * An item's rank: when it first started in the run, kept through re-plans and passes. Its calls take their turn by
+   * it (the call limiter, the write window), so items under way finish before new ones start: under a write budget
+   * machines are released at a steady rate from the start, and an interrupted run has released some.
+   */
+  private rankOf(item: PlanItem): number {
     const key = keyOf(item);
-    // Interrupted or taken over: nothing more is started; the items in flight finish (or are cancelled).
-    if (this.o.signal?.aborted || this.takenOver) {
-      this.notStarted(item);
-      return undefined;
-    }
-    const outcome: ItemOutcome = { kind: item.kind, id: item.id, status: 'released', counts: true };
-    try {
-      const end = await executor.run(item);
-      if (end.wipe) outcome.wipe = end.wipe;
-      if (end.status === 'blocked') {
-        Object.assign(outcome, { status: 'blocked', reason: end.reason, nextStep: end.nextStep, counts: end.counts });
-        this.blockedKeys.add(key);
-        this.outcomes.record(key, outcome);
-        this.outcomes.itemLog(
-          'warn',
-          { kind: item.kind, id: item.id, reason: end.reason, nextStep: end.nextStep },
-          'blocked',
-        );
-        return end;
-      }
-      this.blockedKeys.delete(key);
-      if (end.heldAtRelease) {
-        // Released by us, but someone else's finalizer still holds it: say who and why, and watch it
-        // after the last write (settle).
-        Object.assign(outcome, {
-          heldBy: [...end.heldAtRelease.facts.remaining],
-          reason: end.reason,
-          nextStep: end.nextStep,
-        });
-        this.heldAtRelease.set(key, end.heldAtRelease);
-      }
-      this.outcomes.record(key, outcome);
-      this.outcomes.itemLog(
-        'info',
-        { kind: item.kind, id: item.id },
-        item.kind === 'leftover' ? 'cleaned up' : 'released',
-      );
-      return end;
-    } catch (err) {
-      if (err instanceof NotStartedError) {
-        this.notStarted(item);
-        return undefined;
-      }
-      const aborted = this.o.signal?.aborted === true;
-      const nextStep =
-        err instanceof NotFoundUnconfirmedError
-          ? err.nextStep
-          : "run again; if it keeps failing, check the error and Omni's logs";
-      Object.assign(outcome, {
-        status: aborted ? 'interrupted' : 'failed',
-        reason: aborted ? 'under way when the run was interrupted' : (err as Error).message,
-        nextStep: aborted ? 'run again: it carries on where this run stopped' : nextStep,
-      });
-      this.outcomes.record(key, outcome);
-      if (!aborted)
-        this.outcomes.itemLog('error', { kind: item.kind, id: item.id, err: (err as Error).message }, 'failed');
-      return undefined;
-    }
+    let rank = this.ranks.get(key);
+    if (rank === undefined) this.ranks.set(key, (rank = this.ranks.size + 1));
+    return rank;
+  }
+
+  /** Stops the run at once (in-flight calls cancelled, nothing new started): `reconcile` throws `err`. */
+  private stopRun(err: Error): void {
+    this.fatal ??= err;
+    this.halt.abort(err);
   }
 
   /** An item the run never started: the interruption (or another run's takeover) came first. */
@@ -603,24 +625,9 @@ class Reconciler {
     const current = await getIfExists(
       this.state,
       { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: this.id },
-      { signal: this.o.signal },
+      { signal: this.signal },
     );
     const live = liveProviderIn(current, this.id, (this.deps.now ?? Date.now)());
     if (live) throw live;
   }
-}
-
-/** Whether a plan would change anything (so a confirmation is due). */
-export function hasWork(plan: Plan): boolean {
-  return immediateWrites(plan) > 0 || plan.announce || plan.deregistration.status === 'ready' || plan.items.length > 0;
-}
-
-function finishedWaiting(plan: Plan, whole: boolean, deregister: boolean): boolean {
-  if (plan.items.length > 0 || plan.running.length > 0) return false;
-  if (!whole) return true;
-  if (deregister) return plan.deregistration.status === 'done';
-  return (
-    plan.refusals.every((r) => r.done) &&
-    !plan.deregistration.reasons.some((r) => /InfraMachine|MachineRequest|Machine /.test(r))
-  );
 }

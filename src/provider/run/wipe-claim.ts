@@ -8,7 +8,7 @@
 // whose run is gone (past `until`: the wipe's timeout and a margin) may be taken over.
 
 import type { Pointer, Resource } from '../../omni-api/resource.js';
-import type { State } from '../../omni-api/state.js';
+import type { CallOptions, State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
 import { hasCode } from '../../omni-client/errors.js';
 import type { Limiter } from './limiter.js';
@@ -35,7 +35,10 @@ export interface ClaimDeps {
   now: () => number;
   /** How long a claim holds: the wipe's timeout and a margin. */
   holdMs: number;
-  signal?: AbortSignal;
+  /** The item's call options: the run's signal, the item's rank, no write after --timeout (notAfter). */
+  options?: CallOptions;
+  /** The item's rank in the call limiter. */
+  rank?: number;
   /** What a Get or the Update answered, for the run's caches. */
   observe?: (r: Resource) => void;
 }
@@ -58,7 +61,7 @@ export function claimOf(r: Resource): WipeClaim | undefined {
 /** Claims the wipe of the machine on `target`; `ours` when this run may wipe it. */
 export async function claimWipe(d: ClaimDeps, target: Pointer, machineId: string): Promise<ClaimResult> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const cur = await d.limiter.run(() => getIfExists(d.state, target, { signal: d.signal }));
+    const cur = await d.limiter.run(() => getIfExists(d.state, target, d.options), d.rank);
     if (!cur)
       return {
         kind: 'taken',
@@ -89,8 +92,9 @@ export async function claimWipe(d: ClaimDeps, target: Pointer, machineId: string
       spec: cur.spec,
     };
     try {
-      const written = await d.limiter.run(() =>
-        d.state.update(next, { owner: cur.metadata.owner, signal: d.signal, before: cur }),
+      const written = await d.limiter.run(
+        () => d.state.update(next, { ...d.options, owner: cur.metadata.owner, before: cur }),
+        d.rank,
       );
       d.observe?.(written);
       return { kind: 'ours' };

@@ -13,7 +13,19 @@ import {
   ResourceExhaustedError,
   UnavailableError,
 } from '../../../src/omni-api/errors.js';
-import { ThrottledError, TransportError } from '../../../src/omni-client/errors.js';
+import {
+  DeadlineReachedError,
+  ThrottledError,
+  TransportError,
+  WriteTooLargeError,
+} from '../../../src/omni-client/errors.js';
+import { exitCodeFor } from '../../../src/exit-codes.js';
+import {
+  observeWrite,
+  type DeferringOptions,
+  type WriteIntent,
+  type WriteObserver,
+} from '../../../src/omni-client/write/observer.js';
 import {
   classifyWriteFailure,
   createVerdict,
@@ -23,7 +35,7 @@ import {
 import { withBackPressure } from '../../../src/omni-client/write/pressure.js';
 import { WriteWindow, type Ticket } from '../../../src/omni-client/write/window.js';
 import { cloneResource, newMetadata, type Pointer, type Resource } from '../../../src/omni-api/resource.js';
-import type { CoreState } from '../../../src/omni-api/state.js';
+import type { CallOptions, CoreState } from '../../../src/omni-api/state.js';
 import { wrapCore } from '../../../src/omni-client/wrap.js';
 
 const P: Pointer = { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: 'm1' };
@@ -133,6 +145,30 @@ fewest`, async () => {
     expect(w.inFlight).toBe(2);
   });
 
+  it(`a full window grants the lowest rank first (the next step of an item under way before a new item's first), \
+then in arrival order`, async () => {
+    const w = new WriteWindow({ max: 1 });
+    const [a] = await take(w, 1);
+    const order: string[] = [];
+    const queued = (
+      [
+        ['new item 7', 7],
+        ['item 2', 2],
+        ['unranked', undefined],
+        ['item 2 again', 2],
+        ['new item 5', 5],
+      ] as const
+    ).map(([name, rank]) =>
+      w.acquire(undefined, Infinity, undefined, rank).then((t) => {
+        order.push(name);
+        w.release(t, { kind: 'ok' });
+      }),
+    );
+    w.release(a!, { kind: 'ok' });
+    await Promise.all(queued);
+    expect(order).toEqual(['unranked', 'item 2', 'item 2 again', 'new item 5', 'new item 7']);
+  });
+
   it('honours Retry-After: no new write before it has passed, capped', async () => {
     vi.useFakeTimers({ now: 1_000_000 });
     const w = new WriteWindow({ max: 4, retryAfterCapMs: 60_000 });
@@ -175,11 +211,13 @@ fewest`, async () => {
 });
 
 describe('what a failed write is', () => {
-  it(`back-pressure: DeadlineExceeded (Omni's or the client's), ResourceExhausted, Unavailable, a proxy's \
-429/503`, () => {
+  it(`back-pressure: DeadlineExceeded (Omni's or the client's), Unavailable, a proxy's 429/503; ResourceExhausted \
+(larger than Omni's burst) is permanent`, () => {
+    expect(classifyWriteFailure(new ResourceExhaustedError('etcd write payload (327 bytes) exceeds the burst'))).toBe(
+      'permanent',
+    );
     for (const e of [
       new DeadlineExceededError('x'),
-      new ResourceExhaustedError('x'),
       new UnavailableError('x'),
       new TransportError('x', { retriable: true, httpStatus: 429, retryAfterMs: 1000 }),
       new TransportError('x', { retriable: true, httpStatus: 503 }),
@@ -243,14 +281,47 @@ else's`, () => {
       'changed',
     );
   });
+
+  it(`what Omni adds by itself is left out: the provider label it sets on a Create or an Update is ours; any other \
+label still makes it someone else's`, () => {
+    const withLabels = (r: Resource, labels: Record<string, string>): Resource => ({
+      ...r,
+      metadata: { ...r.metadata, labels },
+    });
+    const PROVIDER = { 'omni.sidero.dev/infra-provider-id': 'p' };
+    const sent = stored('undefined', { owner: '', finalizers: [], labels: {} });
+    const ours = stored('1', { owner: 'p.HealthStatusController', finalizers: [], labels: PROVIDER });
+    expect(createVerdict(sent, 'p.HealthStatusController', ours)).toBe('applied');
+    // Sent with another value: Omni forced its own.
+    expect(
+      createVerdict(withLabels(sent, { 'omni.sidero.dev/infra-provider-id': 'x' }), 'p.HealthStatusController', ours),
+    ).toBe('applied');
+    expect(createVerdict(sent, 'p.HealthStatusController', withLabels(ours, { ...PROVIDER, b: '1' }))).toBe('changed');
+    expect(updateVerdict(removal('5'), withLabels(applied('5'), { a: '1', ...PROVIDER }))).toBe('applied');
+    expect(updateVerdict(removal('5'), withLabels(applied('5'), { ...PROVIDER }))).toBe('changed');
+  });
 });
 
 /**
  * A backend whose writes answer `script` in turn (then ok) and whose Get answers `current()` (NotFound when undefined).
  */
-function scripted(script: Error[], current: () => Resource | undefined, o: { getMs?: number; retries?: number } = {}) {
+function scripted(
+  script: Error[],
+  current: () => Resource | undefined,
+  o: { getMs?: number; retries?: number; observer?: WriteObserver } = {},
+) {
   const log: string[] = [];
   let t = 0;
+  /** Each write between the observer's two calls, as GatewayState makes it (observer.ts). */
+  const observed = <T>(method: WriteIntent['method'], opts: CallOptions | undefined, send: () => Promise<T>) =>
+    observeWrite(
+      o.observer,
+      { method, resource: P, owner: '' },
+      send,
+      () => undefined,
+      opts?.signal,
+      (opts as DeferringOptions | undefined)?.deferOutcome,
+    );
   const core: CoreState = {
     get: async () => {
       log.push('Get');
@@ -259,23 +330,26 @@ function scripted(script: Error[], current: () => Resource | undefined, o: { get
       if (!r) throw new NotFoundError('gone');
       return r;
     },
-    update: async (r) => {
-      log.push('Update');
-      const e = script.shift();
-      if (e) throw e;
-      return { ...r, metadata: { ...r.metadata, version: String(Number(r.metadata.version) + 1) } };
-    },
-    create: async (r) => {
-      log.push('Create');
-      const e = script.shift();
-      if (e) throw e;
-      return { ...r, metadata: { ...r.metadata, version: '1' } };
-    },
-    destroy: async () => {
-      log.push('Destroy');
-      const e = script.shift();
-      if (e) throw e;
-    },
+    update: (r, opts) =>
+      observed('Update', opts, async () => {
+        log.push('Update');
+        const e = script.shift();
+        if (e) throw e;
+        return { ...r, metadata: { ...r.metadata, version: String(Number(r.metadata.version) + 1) } };
+      }),
+    create: (r, opts) =>
+      observed('Create', opts, async () => {
+        log.push('Create');
+        const e = script.shift();
+        if (e) throw e;
+        return { ...r, metadata: { ...r.metadata, version: '1' } };
+      }),
+    destroy: (_p, opts) =>
+      observed('Destroy', opts, async () => {
+        log.push('Destroy');
+        const e = script.shift();
+        if (e) throw e;
+      }),
     list: () => Promise.reject(new Error('not used')),
     watchKind: () => {
       throw new Error('not used');
@@ -334,7 +408,7 @@ describe('a write of unknown outcome is read back before anything is sent again'
   });
 
   it('a Destroy is done once a Get by its ID answers NotFound; resent while found at the version read', async () => {
-    const gone = scripted([new ResourceExhaustedError('over budget')], () => undefined);
+    const gone = scripted([deadline()], () => undefined);
     await gone.state.destroy(P, { before: stored('5') });
     expect(gone.log).toEqual(['Destroy', 'Get']);
     expect(gone.state.throttling().foundApplied).toBe(1);
@@ -387,6 +461,68 @@ describe('a write of unknown outcome is read back before anything is sent again'
       'out of time (10 s for its retries) after 2 back-pressure answers within 12.1 s',
     );
     expect(s.log).toEqual(['Update', 'Get', 'Update', 'Get']);
+  });
+
+  it(`larger than Omni's burst (ResourceExhausted): sent once, never read back or sent again; STUB_WRITE_TOO_LARGE \
+names the resource and the setting an Omni admin must raise`, async () => {
+    const s = scripted(
+      [new ResourceExhaustedError('etcd write payload (327 bytes) exceeds the configured burst (300)')],
+      () => stored('5'),
+    );
+    const err = await s.state.update(removal('5')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WriteTooLargeError);
+    expect(exitCodeFor(err)).toBe(6);
+    const message = (err as Error).message;
+    expect(message).toMatch(
+      /^Update infra-provider\/InfraMachines\.omni\.sidero\.dev\/m1: Omni refused this write as /,
+    );
+    expect(message).toContain('327 bytes');
+    expect(message).toContain('storage.rateLimits.etcd.infraProvider.writeBytesBurst');
+    expect(message).toContain('--storage-rate-limits-etcd-infra-provider-write-bytes-burst');
+    expect(s.log).toEqual(['Update']);
+    expect(s.state.throttling()).toMatchObject({ signals: 0, tooLarge: 1, gaveUp: 0, retriedWrites: 0 });
+  });
+
+  it(`notAfter: a write is not started at or after it, nor sent again when its pause would pass it \
+(STUB_DEADLINE, nothing sent)`, async () => {
+    const s = scripted(Array.from({ length: 20 }, deadline), () => stored('5'), { getMs: 1_000, retries: 100 });
+    // The scripted clock starts at 0: the time for writes is over.
+    await expect(s.state.update(removal('5'), { notAfter: 0 })).rejects.toBeInstanceOf(DeadlineReachedError);
+    expect(s.log).toEqual([]);
+    // Each read-back takes 1 s: after the send at 0 s and at ~1.05 s, the next would come after 2 s.
+    const err = await s.state.update(removal('5'), { notAfter: 2_000 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(DeadlineReachedError);
+    expect((err as Error).message).toMatch(
+      /^Update .*: not sent again: the time for writes \(--timeout\) had passed after 2 back-pressure answers/,
+    );
+    expect(s.log).toEqual(['Update', 'Get', 'Update', 'Get']);
+  });
+
+  it(`the outcome of a pushed-back or lost send is what its read-back shows: refused or not-applied and sent again, \
+ok by read-back, unknown when someone else changed it`, async () => {
+    const outcomes = (script: Error[], current: () => Resource | undefined) => {
+      const seen: string[] = [];
+      const s = scripted(script, current, {
+        observer: () => (o) => seen.push(`${o.result}${o.result === 'ok' && o.evidence ? ` (${o.evidence})` : ''}`),
+      });
+      return { s, seen };
+    };
+    const refused = outcomes([deadline()], () => stored('5'));
+    await refused.s.state.update(removal('5'));
+    expect(refused.seen).toEqual(['refused', 'ok']);
+    const notApplied = outcomes([lost()], () => stored('5'));
+    await notApplied.s.state.update(removal('5'));
+    expect(notApplied.seen).toEqual(['not-applied', 'ok']);
+    const found = outcomes([deadline()], () => applied('5'));
+    await found.s.state.update(removal('5'));
+    expect(found.seen).toEqual(['ok (read-back)']);
+    const changedMeanwhile = outcomes([lost()], () => stored('7'));
+    await expect(changedMeanwhile.s.state.update(removal('5'))).rejects.toBeInstanceOf(FailedPreconditionError);
+    expect(changedMeanwhile.seen).toEqual(['unknown']);
+    // Omni's refusal and its burst's are the answer's own.
+    const tooLarge = outcomes([new ResourceExhaustedError('too large')], () => stored('5'));
+    await expect(tooLarge.s.state.update(removal('5'))).rejects.toBeInstanceOf(WriteTooLargeError);
+    expect(tooLarge.seen).toEqual(['failed']);
   });
 
   it('reads are never held by the window', async () => {

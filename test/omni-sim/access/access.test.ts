@@ -424,6 +424,25 @@ MachineRequests`, () => {
     expect(v17.teardown(OPERATOR, req.metadata, '')).toBe(true);
   });
 
+  it(`an Auditor (1.10.0+, between Reader and Operator) reads the infra namespaces and is refused what needs an \
+Operator`, () => {
+    const AUDITOR: Identity = { name: 'au@example.org', email: 'au@example.org', role: 'Auditor' };
+    const { api } = setup('1.10.4');
+    expect(api.list(AUDITOR, 'infra-provider', T.InfraMachine, EMPTY_QUERY)).toHaveLength(2);
+    expectError(
+      () => api.create(AUDITOR, res('infra-provider', T.MachineRequest, 'req'), ''),
+      PD,
+      'only operators and admins are allowed to modify "MachineRequests.omni.sidero.dev" resources',
+    );
+    const link = { namespace: 'default', type: T.Link, id: 'm-own' };
+    expect(api.get(AUDITOR, link).metadata.id).toBe('m-own');
+    expectError(
+      () => api.teardown(AUDITOR, link, ''),
+      PD,
+      roleRefusal('unauthorized: access denied: insufficient role: "Auditor"'),
+    );
+  });
+
   it('update Links up to 1.8; from 1.9 only read and delete, teardown authorised as a destroy', () => {
     const link = { namespace: 'default', type: T.Link, id: 'm-own' };
     const v18 = setup('1.8').api;

@@ -174,6 +174,15 @@ resources:
       'identities:\n  - { name: infra-provider:x }\n  - { name: infra-provider:x }',
       /identities\[1\]\.name: duplicate/,
     );
+    // Auditor exists from Omni 1.10.0 on.
+    bad(
+      'omni: { version: "1.9.3" }\nidentities:\n  - { name: audit@example.org, role: Auditor }',
+      /identities\[0\]\.role: role Auditor exists from Omni 1\.10\.0 on, not 1\.9\.3/,
+    );
+    expect(
+      parseScenario('omni: { version: "1.10.4" }\nidentities:\n  - { name: audit@example.org, role: Auditor }')
+        .identities,
+    ).toEqual([{ name: 'audit@example.org', role: 'Auditor', publicKeys: [] }]);
     bad('faults: { latency: 5 }', /document 0: faults.*latency: unknown fault/);
     bad('faults: { conflict_storm: { type: T } }', /type and count are required/);
     bad('omni: {}\n---\nomni: {}', /document 1: .*second scenario header/);

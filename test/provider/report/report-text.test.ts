@@ -189,6 +189,7 @@ function runOf(plan: Plan, r: Partial<ReconcileResult> = {}): { rep: Report; tex
     heartbeats: 0,
     deregistered: false,
     declined: false,
+    remaining: [],
     timedOut: false,
     interrupted: false,
     passes: 1,
@@ -233,7 +234,10 @@ describe('the last step only once the provider was deregistered (issue 14 item 1
         { kind: 'InfraMachine', id: U1, status: 'failed', reason: 'Omni said no', nextStep: 'run again', counts: true },
       ],
     });
-    const timedOut = runOf(plan, { timedOut: true });
+    const timedOut = runOf(plan, {
+      timedOut: true,
+      remaining: [{ kind: 'InfraMachine', id: U1, reason: 'not released before --timeout', nextStep: 'run again' }],
+    });
     for (const { rep, text } of [failed, timedOut]) {
       expect(rep.result).toBe('incomplete');
       expect(rep.deregistration.lastStep).toBeUndefined();
@@ -245,11 +249,21 @@ describe('the last step only once the provider was deregistered (issue 14 item 1
     }
     expect(failed.text).toMatch(/^Failed \(1\):\n {2}- InfraMachine 1{8}-.*: Omni said no$/m);
     expect(timedOut.text).toContain('Timed out before everything was released (--timeout).');
+    expect(timedOut.text).toMatch(
+      /^Not done before --timeout \(1\):\n {2}- InfraMachine 1{8}-.*: not released before/m,
+    );
+    // A timeout that left nothing (everything released and deregistered in its grace) is not incomplete.
+    expect(runOf(plan, { timedOut: true }).rep.result).not.toBe('incomplete');
   });
 
   it(`an incomplete run that did deregister still gives no last step: the next run, finding nothing left, \
 does`, async () => {
-    const { rep, text } = runOf(await ready(), { deregistered: true, timedOut: true });
+    const { rep, text } = runOf(await ready(), {
+      deregistered: true,
+      outcomes: [
+        { kind: 'InfraMachine', id: U1, status: 'failed', reason: 'Omni said no', nextStep: 'run again', counts: true },
+      ],
+    });
     expect(rep.result).toBe('incomplete');
     expect(rep.deregistration.status).toBe('deregistered');
     expect(rep.deregistration.lastStep).toBeUndefined();
@@ -437,6 +451,7 @@ describe('the run report: the settle after the last write, and the header', () =
     deregistered: false,
     declined: false,
     timedOut: false,
+    remaining: [],
     interrupted: false,
     passes: 2,
     settle: { ms: 5000, items: 0, gone: 0, held: 0 },

@@ -41,11 +41,19 @@ function countListeners(signal: AbortSignal): { now: () => number; max: () => nu
   return { now: () => now, max: () => max };
 }
 
-it.each([false, true])(
-  "a run (--wait %s) over 150 machines (1,050 resources) keeps at most 3 abort listeners on the caller's signal, " +
-    'leaves none behind and emits no MaxListenersExceededWarning',
-  async (wait) => {
-    sim = await createSim(generateScenario({ providerId: 'bare-metal', machines: 150, omniVersion: '1.3.4' }));
+/** Omni 1.9's write budget, tight enough that most writes wait in the write window (and in backoff). */
+const THROTTLE = { throttle: { infraProvider: { bytesPerSecond: 40_000, burst: 4_000 }, maxWaitMs: 40 } };
+
+it.each([
+  [false, '1.3.4', {}],
+  [true, '1.3.4', {}],
+  [false, '1.9.3', THROTTLE],
+  [true, '1.9.3', THROTTLE],
+] as const)(
+  "a run (--wait %s, Omni %s, faults %j) over 150 machines (1,050 resources) keeps at most 3 abort listeners on the \
+caller's signal, leaves none behind and emits no MaxListenersExceededWarning",
+  async (wait, omniVersion, faults) => {
+    sim = await createSim(generateScenario({ providerId: 'bare-metal', machines: 150, omniVersion, faults }));
     client = await createOmniClient({
       endpoint: sim.endpoint,
       key: sim.keys['infra-provider:bare-metal']!,
@@ -83,5 +91,8 @@ it.each([false, true])(
     expect(count.now(), "abort listeners still on the caller's signal after the run").toBe(0);
     expect(count.max(), "abort listeners on the caller's signal at once").toBeLessThanOrEqual(3);
     expect(warnings.map((w) => w.message)).toEqual([]);
+    // Under the budget the writes really waited (in the window and in backoff).
+    if (faults === THROTTLE) expect(client.throttling().signals).toBeGreaterThan(0);
   },
+  60_000,
 );

@@ -1,0 +1,87 @@
+// Finish what is started first (the rank of an item's calls, limiter.ts and the write window): under Omni 1.9's
+// write budget, the next step of an item under way goes before the first step of a new one, so requests are released
+// from the start of the run, and a run interrupted a quarter of the way has released some. Count-based: positions in
+// the order of the writes the client sent, never wall-clock times.
+
+import { afterEach, expect, it } from 'vitest';
+import { silentLogger } from '../../../src/log.js';
+import { T } from '../../../src/omni-api/resource.js';
+import { createOmniClient, type OmniClient } from '../../../src/omni-client/client.js';
+import { createSim, type Sim } from '../../../src/omni-sim/index.js';
+import { generateScenario } from '../../../src/omni-sim/scenario/generate.js';
+import { reconcile } from '../../../src/provider/run/reconcile.js';
+import { reconcileOptions } from '../../helpers/provider-fixtures.js';
+
+const ID = 'kubevirt';
+const REQUESTS = 60;
+/** Items go in steps of --concurrency: the first release comes after about 3 x CONCURRENCY writes. */
+const CONCURRENCY = 4;
+/** Tight enough that the window shrinks and most writes wait for their turn: ~5 s of bytes. */
+const BUDGET = { throttle: { infraProvider: { bytesPerSecond: 20_000, burst: 800 }, maxWaitMs: 10 } };
+
+let sim: Sim | undefined;
+let client: OmniClient | undefined;
+afterEach(async () => {
+  await client?.close();
+  await sim?.close();
+  client = undefined;
+  sim = undefined;
+});
+
+/** A run over REQUESTS held requests under the budget; `abortAfter`: abort its signal once that many were applied. */
+async function throttledRun(abortAfter?: number) {
+  sim = await createSim(
+    generateScenario({ providerId: ID, machines: 0, requests: REQUESTS, omniVersion: '1.9.3', faults: BUDGET }),
+  );
+  await sim.controllers?.idle();
+  const writes: string[] = [];
+  let applied = 0;
+  const ac = new AbortController();
+  client = await createOmniClient({
+    endpoint: sim.endpoint,
+    key: sim.keys[`infra-provider:${ID}`]!,
+    connections: CONCURRENCY,
+    onWrite: (w) => {
+      writes.push(`${w.method} ${w.resource.type}`);
+      return (o) => {
+        // The budget is spent by the writes Omni applies (what it refused cost it nothing).
+        if (o.result === 'ok' && ++applied === abortAfter) ac.abort(new Error('SIGTERM'));
+      };
+    },
+  });
+  const r = await reconcile(
+    { state: client.state, logger: silentLogger(), version: 'test' },
+    reconcileOptions(ID, {
+      concurrency: CONCURRENCY,
+      omniWaitMs: 20_000,
+      settleMs: 0,
+      deregister: false,
+      signal: ac.signal,
+    }),
+  );
+  await sim.controllers?.idle();
+  const releasedInSim =
+    REQUESTS -
+    sim.store.all().filter((x) => x.metadata.type === T.MachineRequest && x.metadata.finalizers.length > 0).length;
+  return { r, writes, releasedInSim, throttled: client.throttling() };
+}
+
+it(`under a write budget the first request is released within the first tenth of the run's writes (items \
+under way first)`, async () => {
+  const { r, writes, throttled } = await throttledRun();
+  expect(throttled.signals, 'the budget pushed back').toBeGreaterThan(0);
+  expect(r.outcomes.filter((o) => o.kind === 'MachineRequest' && o.status === 'released')).toHaveLength(REQUESTS);
+  const firstRelease = writes.indexOf(`Update ${T.MachineRequest}`);
+  expect(firstRelease).toBeGreaterThanOrEqual(0);
+  expect(firstRelease / writes.length, `first release at write ${firstRelease + 1} of ${writes.length}`).toBeLessThan(
+    0.1,
+  );
+}, 60_000);
+
+it(`a run interrupted when a quarter of the budget is spent (a quarter of its writes applied) has released at least \
+15 % of the requests`, async () => {
+  // Each request takes 4 writes (status teardown and destroy, state destroy, release).
+  const { r, releasedInSim } = await throttledRun(REQUESTS);
+  expect(r.interrupted).toBe(true);
+  expect(releasedInSim, `${releasedInSim} of ${REQUESTS} released`).toBeGreaterThanOrEqual(Math.ceil(REQUESTS * 0.15));
+}, 60_000);
