@@ -30,7 +30,7 @@ export interface AllFlags {
 }
 
 /** Flags that are not settings (yargs' own). */
-const NOT_FROM_ENV = new Set(['help', 'version', 'get-yargs-completions']);
+const NOT_FROM_ENV = new Set(['help', 'version']);
 
 const kebab = (s: string) => s.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`);
 const camel = (s: string) => s.replace(/-([a-z0-9])/g, (_, c: string) => c.toUpperCase());
@@ -145,9 +145,14 @@ function parseBoolean(v: string): boolean | undefined {
 
 /**
  * Words that are not a command (`stub-provider plna`) or that follow one that takes none (`stub-provider
- * plan bare-metal`): none of our commands takes positional arguments, and a stray word is a typo.
+ * plan bare-metal`): a stray word is a typo. A `takesOneWord` command (completion: its shell) has had
+ * that word taken out by yargs; any other is refused as well.
  */
-export function checkWords(words: readonly unknown[], commands: readonly string[]): void {
+export function checkWords(
+  words: readonly unknown[],
+  commands: readonly string[],
+  takesOneWord: ReadonlySet<string> = new Set(),
+): void {
   const w = words.map(String);
   if (w.length === 0) return;
   const command = commands.includes(w[0]!) ? w[0] : undefined;
@@ -161,6 +166,8 @@ export function checkWords(words: readonly unknown[], commands: readonly string[
         `${commands.join(', ')}; flags start with --)`,
     );
   }
+  if (takesOneWord.has(command))
+    throw new CliUsageError(`stub-provider ${command} takes one word, not also ${JSON.stringify(word)}`);
   throw new CliUsageError(
     `stub-provider ${command} takes no argument ${JSON.stringify(word)}: values go after their flag, e.g. --id ${word}`,
   );
@@ -208,6 +215,69 @@ export function unknownFlagsMessage(
     parts.push(`unknown flag ${dash}${flag}${near ? `: did you mean --${near}?` : ''}`);
   }
   return parts.join('; ');
+}
+
+/**
+ * The one-line message of a command line that yargs refused (its fail handler): unknown flags with
+ * suggestions, invalid choices, and otherwise yargs' own words on one line. An unknown flag is named
+ * before a missing required one: `--idd bare-metal` is a typo of --id, not a missing --id.
+ */
+export function usageMessage(
+  msg: string,
+  args: readonly string[],
+  current: { command: string | undefined; options: KnownOptions } | undefined,
+  all: AllFlags,
+): string {
+  const o = current?.options;
+  if (o && msg.startsWith('Missing required argument')) {
+    const unknown = unknownOnCommandLine(args, o);
+    if (unknown.length > 0) msg = `Unknown arguments: ${unknown.join(', ')}`;
+  }
+  return (
+    unknownFlagsMessage(msg, o, current?.command, all) ??
+    invalidChoicesMessage(msg, args, o) ??
+    msg
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean)
+      .join(' ')
+  );
+}
+
+/** The flags of `args` (before `--`) that name no option of `o`, by the names they were given as. */
+export function unknownOnCommandLine(args: readonly string[], o: KnownOptions): string[] {
+  const { canonical } = namesOf(o);
+  const known = (n: string) =>
+    NOT_FROM_ENV.has(n) || canonical.has(n) || (n.startsWith('no-') && canonical.has(n.slice(3)));
+  const unknown: string[] = [];
+  for (const a of args) {
+    if (a === '--') break;
+    if (a.startsWith('--')) {
+      const name = kebab(a.slice(2).split('=')[0]!);
+      if (name !== '' && !known(name)) unknown.push(name);
+    } else if (/^-[A-Za-z]/.test(a)) {
+      for (const ch of a.slice(1).split('=')[0]!) if (!known(ch)) unknown.push(ch);
+    }
+  }
+  return [...new Set(unknown)];
+}
+
+/**
+ * yargs' "Invalid values:" (a line per flag, each `Argument: output, Given: "jsn", Choices: "text",
+ * ...`) as one line: `--output "jsn": expected text, json or yaml`, or the variable that gave it.
+ */
+function invalidChoicesMessage(msg: string, args: readonly string[], o: KnownOptions | undefined): string | undefined {
+  if (!msg.startsWith('Invalid values:')) return undefined;
+  const given = o ? givenOnCommandLine(args, o) : undefined;
+  const parts: string[] = [];
+  for (const m of msg.matchAll(/Argument: ([^,]+), Given: (.*), Choices: (.*)$/gm)) {
+    const flag = kebab(m[1]!);
+    const choices = [...m[3]!.matchAll(/"((?:[^"\\]|\\.)*)"/g)].map((c) => c[1]!);
+    const list = choices.length > 1 ? `${choices.slice(0, -1).join(', ')} or ${choices.at(-1)!}` : choices.join('');
+    const from = given && !given.has(flag) ? `environment variable ${envName(flag)}=` : `--${flag} `;
+    parts.push(`${from}${m[2]!}: expected ${list}`);
+  }
+  return parts.length > 0 ? parts.join('; ') : undefined;
 }
 
 /** The candidate nearest to `word` by edit distance, if it is near enough to be a typo of it. */

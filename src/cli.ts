@@ -3,8 +3,9 @@
 
 import yargs from 'yargs';
 import type { Argv } from 'yargs';
-import { applyEnvironment, checkWords, CliUsageError, unknownFlagsMessage } from './cli-args.js';
+import { applyEnvironment, checkWords, CliUsageError, usageMessage } from './cli-args.js';
 import type { KnownOptions } from './cli-args.js';
+import { COMPLETION_COMMAND, completionScript } from './commands/completion.js';
 import { allFlags, COMMANDS, commands } from './commands/index.js';
 import { globalOptions } from './commands/options.js';
 import type { AnyCommand, CommandName, ConfigOf } from './commands/index.js';
@@ -15,7 +16,7 @@ import { escapeControl } from './omni-api/untrusted.js';
 import { addSecretsOf, redact } from './redact.js';
 import { VERSION } from './version.js';
 
-const COMPLETION = 'completion';
+const COMPLETION = COMPLETION_COMMAND.name;
 
 /**
  * The one parser of the command line, for main() and configFrom(): strict flags (an unknown flag is
@@ -47,7 +48,6 @@ function commandLineParser(
     .help()
     .alias('h', 'help')
     .options(globalOptions)
-    .completion(COMPLETION, 'Print a completion script for bash or zsh: stub-provider completion >> ~/.bashrc')
     .wrap(Math.min(110, process.stdout.columns || 110))
     // Before validation, so that a stray word is named before "Missing required argument", and the
     // environment's values are checked like the command line's. (@types/yargs 17 knows neither the
@@ -57,7 +57,7 @@ function commandLineParser(
         const options = y.getOptions() as KnownOptions;
         const words = (a._ ?? []).map(String);
         current = { command: names.includes(words[0] ?? '') ? words[0] : 'run', options };
-        checkWords(words, names);
+        checkWords(words, names, new Set([COMPLETION]));
         applyEnvironment(a as Record<string, unknown>, options, argv, env, flags);
       }) as never,
       true,
@@ -66,7 +66,7 @@ function commandLineParser(
     // an unknown or mistyped flag (say --machines for --machine) would be ignored, not refused.
     .fail((msg, err) => {
       if (err) throw err;
-      throw new CliUsageError(unknownFlagsMessage(msg, current?.options, current?.command, flags) ?? msg);
+      throw new CliUsageError(usageMessage(msg, argv, current, flags));
     });
   for (const c of commands) {
     parser.command({
@@ -82,6 +82,20 @@ function commandLineParser(
       handler: (a) => onCommand(c, a as unknown as Given<OptionTable>),
     });
   }
+  parser.command({
+    command: `${COMPLETION} [shell]`,
+    describe: COMPLETION_COMMAND.describe,
+    builder: (y: Argv) =>
+      y
+        .positional('shell', { type: 'string', describe: 'bash, zsh or fish' })
+        .strictOptions()
+        .example('$0 completion bash >> ~/.bashrc', 'Complete stub-provider (and npx stub-provider) in bash')
+        .example('$0 completion zsh >> ~/.zshrc', 'The same in zsh')
+        .example('$0 completion fish > ~/.config/fish/completions/stub-provider.fish', 'The same in fish'),
+    handler: (a: { shell?: unknown }) => {
+      process.stdout.write(completionScript(a.shell));
+    },
+  });
   return parser;
 }
 

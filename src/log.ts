@@ -1,4 +1,5 @@
-// Logging: pino, JSON to stderr when not a TTY (containers), pino-pretty in-process on a TTY.
+// Logging: pino, JSON to stderr when not a TTY (containers: level names, ISO 8601 times),
+// pino-pretty in-process on a TTY.
 // Secrets are redacted by path at construction, so a careless `log.info({ key })` cannot leak them,
 // and by value in every line written (redact.ts: a key or a password quoted in a message).
 // Log lines carry what Omni, a BMC or a command said (IDs, error messages, output): design rule 13 is
@@ -59,7 +60,13 @@ export function createLogger(opts: LoggerOptions = {}): Logger {
     return pino({ ...base, hooks: { streamWrite: escapeForPretty } }, prettyStream(dest, opts.color ?? colorWanted()));
   }
   // JSON stays JSON for the programs that read it; what a terminal would act on is \uXXXX in it.
-  const json = { ...base, hooks: { streamWrite: (line: string) => inertJson(redact(line)) } };
+  // Level names and ISO 8601 times, as log collectors and people reading `kubectl logs` expect them.
+  const json = {
+    ...base,
+    hooks: { streamWrite: (line: string) => inertJson(redact(line)) },
+    formatters: { level: (label: string) => ({ level: label }) },
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
   // A real file descriptor gets pino's synchronous writer (nothing lost when the process exits at
   // once); any other stream (a test's, an embedding program's) is written to as given.
   const fd = (dest as { fd?: unknown }).fd;

@@ -11,6 +11,8 @@ import {
   closest,
   givenOnCommandLine,
   unknownFlagsMessage,
+  unknownOnCommandLine,
+  usageMessage,
 } from '../src/cli-args.js';
 import type { AllFlags, KnownOptions } from '../src/cli-args.js';
 import { allFlags } from '../src/commands/index.js';
@@ -138,6 +140,10 @@ describe('checkWords and unknownFlagsMessage', () => {
     expect(() => checkWords(['frobnicate'], commands)).toThrow(/unknown command "frobnicate" \(commands: run, plan/);
     expect(() => checkWords(['plan', 'x'], commands)).toThrow(/takes no argument "x"/);
     expect(() => checkWords(['plan'], commands)).not.toThrow();
+    // completion's shell was taken out by yargs; a second word is refused as such.
+    expect(() => checkWords(['completion', 'x'], commands, new Set(['completion']))).toThrow(
+      /stub-provider completion takes one word, not also "x"/,
+    );
     expect(() => checkWords([], commands)).not.toThrow();
   });
 
@@ -151,6 +157,32 @@ describe('checkWords and unknownFlagsMessage', () => {
     );
     expect(unknownFlagsMessage('Unknown argument: zzzzzz', OPTIONS, 'run', ALL)).toBe('unknown flag --zzzzzz');
     expect(unknownFlagsMessage('Missing required argument: id', OPTIONS, 'run', ALL)).toBeUndefined();
+  });
+
+  it('usageMessage: an unknown flag before a missing required one, invalid choices on one line', () => {
+    const current = { command: 'run', options: OPTIONS };
+    expect(usageMessage('Missing required argument: id', ['--idd', 'bare-metal'], current, ALL)).toBe(
+      'unknown flag --idd: did you mean --id?',
+    );
+    expect(usageMessage('Missing required argument: id', ['--yes'], current, ALL)).toBe(
+      'Missing required argument: id',
+    );
+    const invalid =
+      'Invalid values:\n  Argument: output, Given: "jsn", Choices: "text", "json", "yaml"\n' +
+      '  Argument: log-level, Given: "x y", Choices: "info", "debug"';
+    expect(usageMessage(invalid, ['-o', 'jsn', '--log-level', 'x y'], current, ALL)).toBe(
+      '--output "jsn": expected text, json or yaml; --log-level "x y": expected info or debug',
+    );
+    expect(usageMessage(invalid, ['--log-level', 'x y'], current, ALL)).toMatch(
+      /^environment variable STUB_PROVIDER_OUTPUT="jsn": expected text, json or yaml; --log-level/,
+    );
+    expect(usageMessage('Not enough\n  arguments', [], current, ALL)).toBe('Not enough arguments');
+  });
+
+  it('unknownOnCommandLine: long and short flags that name no option, negations and values ignored', () => {
+    expect(
+      unknownOnCommandLine(['--idd', 'x', '--no-yes', '-y', '-q', '--output=json', '--', '--zz'], OPTIONS),
+    ).toEqual(['idd', 'q']);
   });
 
   it('closest: a typo within a third of the word, never a wild guess', () => {

@@ -1,8 +1,11 @@
 // Every command's own --help is complete: it lists the command's options and shows examples, so an
 // operator who types `stub-provider sim --help` learns how to use it without the top-level help.
 
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { commands } from '../src/commands/index.js';
+import { keyFromEnv } from '../src/omni-client/transport/auth.js';
 import { helpOf } from './helpers/cli-help.js';
 
 const names = commands.map((c) => [c.command].flat()[0]!.split(/\s+/)[0]!);
@@ -26,5 +29,25 @@ describe('--help of every command', () => {
 
   it('stub-provider --help (the default command) shows examples too', async () => {
     expect(await helpOf([])).toMatch(/^Examples:$/m);
+  });
+});
+
+describe('what is right as it is, and documented where an operator looks', () => {
+  const guide = readFileSync(fileURLToPath(new URL('../docs/operator-guide.md', import.meta.url)), 'utf8');
+  const flat = (s: string) => s.replace(/\s+/g, ' ');
+
+  it('SIDERO_SERVICE_ACCOUNT_KEY comes before OMNI_SERVICE_ACCOUNT_KEY: the code, --help and the guide', async () => {
+    expect(keyFromEnv({ SIDERO_SERVICE_ACCOUNT_KEY: 'a', OMNI_SERVICE_ACCOUNT_KEY: 'b' })?.source).toBe(
+      'SIDERO_SERVICE_ACCOUNT_KEY',
+    );
+    for (const command of [[], ['plan']]) {
+      expect(flat(await helpOf(command))).toMatch(/SIDERO_SERVICE_ACCOUNT_KEY, when set, comes first/);
+    }
+    expect(flat(guide)).toMatch(/`SIDERO_SERVICE_ACCOUNT_KEY` when it is set \(and not empty\), before `OMNI_SERVICE/);
+  });
+
+  it("sim --keys-dir names the users' key files too (admin@example.org.key), in --help and the guide", async () => {
+    expect(flat(await helpOf(['sim']))).toMatch(/DIR\/<name>\.key for each of the scenario's users/);
+    expect(flat(guide)).toMatch(/`<name>\.key` for each user of the scenario/);
   });
 });

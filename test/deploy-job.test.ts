@@ -35,7 +35,7 @@ interface Job {
         automountServiceAccountToken: boolean;
         securityContext: Record<string, unknown>;
         containers: Container[];
-        volumes: { name: string; emptyDir?: object }[];
+        volumes: { name: string; emptyDir?: { sizeLimit?: string } }[];
       };
     };
   };
@@ -129,6 +129,56 @@ token`, () => {
   it('runs as the uid the Dockerfile sets', () => {
     const user = /^USER\s+(\d+)/m.exec(load('Dockerfile'))?.[1];
     expect(pod.securityContext.runAsUser).toBe(Number(user));
+  });
+});
+
+/** A Kubernetes quantity (`128Mi`, `1Gi`, `90M`) in bytes. */
+function bytesOf(q: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi|K|M|G)?$/.exec(q);
+  expect(m, `quantity ${q}`).not.toBeNull();
+  const unit = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, K: 1e3, M: 1e6, G: 1e9 }[m![2] ?? ''] ?? 1;
+  return Number(m![1]) * unit;
+}
+
+/** docs/performance.md's measured figure: the most a run writes per machine, audit log and report. */
+function perMachine(): number {
+  const figure = /per machine at most (\d+) bytes of audit log and\s+(\d+) bytes of report/;
+  const m = figure.exec(load('docs/performance.md'));
+  expect(m, 'the figure in docs/performance.md "What a run writes"').not.toBeNull();
+  return Number(m![1]) + Number(m![2]);
+}
+
+describe('where the report and the audit log go (sized from the measured figure)', () => {
+  const FLEET = 10_000;
+  const arg = (flag: string) => container.args[container.args.indexOf(flag) + 1] ?? '';
+
+  it('the Job writes both to the results volume, which holds a 10 000-machine run', () => {
+    const mount = container.volumeMounts.find((m) => m.name === 'results')!;
+    expect(mount).toBeDefined();
+    for (const flag of ['--report', '--audit-log'])
+      expect(arg(flag).startsWith(`${mount.mountPath}/`), flag).toBe(true);
+    const volume = pod.volumes.find((v) => v.name === 'results')!;
+    expect(bytesOf(volume.emptyDir!.sizeLimit!)).toBeGreaterThanOrEqual(FLEET * perMachine());
+    // The figure is what was measured (8.0 KB of audit log per bare-metal machine), not a guess below it.
+    expect(perMachine()).toBeGreaterThanOrEqual(8000);
+  });
+
+  it('a claim that keeps them after the pod ends: the example, its name in the Job, writable by the pod', () => {
+    const docs = parseAllDocuments(load('deploy/results-pvc.example.yaml')).map(
+      (d) =>
+        d.toJS() as {
+          kind: string;
+          metadata: { name: string };
+          spec: { resources: { requests: { storage: string } } };
+        },
+    );
+    expect(docs.map((d) => d.kind)).toEqual(['PersistentVolumeClaim']);
+    const claim = docs[0]!;
+    expect(bytesOf(claim.spec.resources.requests.storage)).toBeGreaterThanOrEqual(FLEET * perMachine());
+    expect(load('deploy/job.yaml')).toMatch(
+      new RegExp(`#\\s+persistentVolumeClaim:\\n\\s+#\\s+claimName: ${claim.metadata.name}\\n`),
+    );
+    expect(pod.securityContext.fsGroup).toBe(pod.securityContext.runAsGroup);
   });
 });
 

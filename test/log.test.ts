@@ -36,6 +36,22 @@ describe('createLogger', () => {
   });
 });
 
+describe('JSON lines a log collector reads', () => {
+  it("pino's level names and ISO 8601 times, not numbers and epoch milliseconds", async () => {
+    const c = capture();
+    const log = createLogger({ format: 'json', destination: c.stream, level: 'debug' });
+    log.info('one');
+    log.warn('two');
+    log.debug('three');
+    await new Promise((r) => setImmediate(r));
+    expect(c.lines().map((l) => l['level'])).toEqual(['info', 'warn', 'debug']);
+    for (const l of c.lines()) {
+      expect(l['time']).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      expect(Math.abs(Date.parse(l['time'] as string) - Date.now())).toBeLessThan(60_000);
+    }
+  });
+});
+
 describe('log lines carry untrusted text inertly (design rule 13)', () => {
   const HOSTILE = 'm-1\x1b[2J\x1b[H\x1b]0;pwned\x07\r\nstub-provider: done, nothing to do [OK]\u202e\u009b';
   /** pino-pretty's own colours, the only escape sequences allowed on the stream. */

@@ -14,6 +14,7 @@ import {
   T,
 } from '../omni-api/resource.js';
 import { VERSION } from '../version.js';
+import { wipeCliOptions } from '../wipe/index.js';
 import { preflight } from '../provider/run/preflight.js';
 import type { PreflightResult } from '../provider/run/preflight.js';
 import { buildPlan } from '../provider/plan/planner.js';
@@ -24,6 +25,7 @@ import { defineCommand, nonEmpty, once } from './options.js';
 import type { Given, OptionTable } from './options.js';
 import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
+import { progressFor, showStages } from './progress.js';
 import { commandLine, withOutputs } from './run-io.js';
 import type { StageTracker } from '../provider/run/stage.js';
 import type { OfflineNote, Result, Signals } from './run-io.js';
@@ -39,6 +41,7 @@ export const planOptions = {
   },
   wipe: {
     type: 'string',
+    choices: wipeCliOptions.wipe.choices,
     default: 'none',
     describe: "Show a wipe step first in each machine's chain (any strategy but none; see run --help)",
     group: 'Run:',
@@ -89,19 +92,30 @@ export function executePlan(c: PlanConfig, io: Io): Promise<Result> {
 }
 
 async function makePlan(c: PlanConfig, io: Io, sig: Signals, stages: StageTracker): Promise<Result> {
-  const log = loggerFor(c, io);
-  stages.enter('preflight');
-  if (c.fromDump) return planFromDump(c, c.fromDump, log, sig, stages);
-  const client = await connect(c, io, log);
+  // On a terminal, what it is doing shows on a progress line on stderr (erased before the result on
+  // stdout); elsewhere one log line per phase.
+  const progress = progressFor(c, io);
+  const log = progress
+    ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream })
+    : loggerFor(c, io);
+  const unsubscribe = showStages(stages, progress, log);
   try {
-    const now = () => Date.now() + client.serverClockOffsetMs();
-    return await planOn(client.state, c, log, sig, stages, {
-      keyProviderId: client.providerId,
-      keyName: client.identity.name,
-      now,
-    });
+    stages.enter('preflight');
+    if (c.fromDump) return await planFromDump(c, c.fromDump, log, sig, stages);
+    const client = await connect(c, io, log);
+    try {
+      const now = () => Date.now() + client.serverClockOffsetMs();
+      return await planOn(client.state, c, log, sig, stages, {
+        keyProviderId: client.providerId,
+        keyName: client.identity.name,
+        now,
+      });
+    } finally {
+      await client.close();
+    }
   } finally {
-    await client.close();
+    unsubscribe();
+    progress?.done();
   }
 }
 
@@ -209,24 +223,27 @@ async function planFromDump(
           `if the registration was deleted, see "not registered in the system" in the operator guide`),
     );
   }
-  if (c.profile === 'auto' && !summary.has(NS_INFRA_PROVIDER, T.InfraProviderStatus)) {
-    throw new UsageError(
-      `--from-dump ${value}: the dump holds no InfraProviderStatuses, which tell a static (bare-metal) provider from ` +
-        `a provisioning one. ` +
-        'Add them (omnictl get infraproviderstatuses -o yaml), or give --profile bare-metal or --profile provisioning',
-    );
-  }
   const state = dumpState(scenario, c.id);
   const rep = await planOn(state, c, log, sig, stages, {
     keyProviderId: c.id,
     keyName: `infra-provider:${c.id}`,
     now: () => Date.now(),
   });
+  // The profile is read as against Omni; an InfraProviderStatus matters only through its static label,
+  // and only for a provider with MachineRequests and no InfraMachines (provider/profile.ts).
+  if (c.profile === 'auto' && !summary.has(NS_INFRA_PROVIDER, T.InfraProviderStatus) && !rep.profile.static) {
+    throw new UsageError(
+      `--from-dump ${value}: the dump holds no InfraProviderStatuses, and ${c.id} has MachineRequests but no ` +
+        "InfraMachines: only its status's static label tells whether it is a static (bare-metal) provider too. " +
+        'Add them (omnictl get infraproviderstatuses -o yaml), or give --profile bare-metal or --profile provisioning',
+    );
+  }
   return { ...rep, offline: offlineNote(value, rep, summary) };
 }
 
 /** The kinds a plan reads in the shared namespaces, in the order the operator guide dumps them. */
 const SHARED_KINDS = [
+  [T.InfraProviderStatus, NS_INFRA_PROVIDER],
   [T.InfraMachine, NS_INFRA_PROVIDER],
   [T.InfraMachineStatus, NS_INFRA_PROVIDER],
   [T.BMCConfig, NS_INFRA_PROVIDER],
@@ -245,7 +262,9 @@ function offlineNote(
 ): OfflineNote {
   const ns = providerNamespace(rep.providerId);
   const notSeen = summary.hasNamespace(ns) ? [] : rep.profile.namespaceTypes;
-  const emptyInDump = SHARED_KINDS.filter(([type, n]) => !summary.has(n, type)).map(([type]) => type);
+  // A sim's dump names Omni's version in its header, which stands for its SysVersion (dump-state.ts).
+  const known = (type: string) => type === T.SysVersion && rep.omniVersion !== undefined;
+  const emptyInDump = SHARED_KINDS.filter(([type, n]) => !summary.has(n, type) && !known(type)).map(([type]) => type);
   const short = (t: string) => t.split('.')[0]!;
   const notes: string[] = [];
   if (notSeen.length > 0) {
@@ -262,7 +281,7 @@ function offlineNote(
       `Nothing in the dump of: ${emptyInDump.map(short).join(', ')} (none in that Omni, or not dumped: omnictl ` +
         `prints nothing for an empty list).`,
     );
-  if (emptyInDump.includes(T.SysVersion))
+  if (rep.omniVersion === undefined)
     notes.push(
       "Omni's version is unknown (no SysVersion in the dump): the deregistration's warning assumes it may be 1.4 or " +
         'later.',

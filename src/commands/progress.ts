@@ -1,26 +1,26 @@
-// What a person sees on stderr while a run works (issues 4 item 8, 14 item 2): one short line per
-// machine as it ends (released, refused, blocked, failed), and below them one progress line, redrawn
-// in place ("\r" + erase line), at most every 200 ms when the counts change and every second when
-// they do not (elapsed time and, with --wait, the time left move on while the run waits).
-// Only on a TTY with pretty logs: JSON logs and pipes get no control characters. Where this line is
-// shown, the per-write and per-item log lines are written at debug (run.ts): the machine lines say it
-// shortly, the audit log and `--log-level debug` in full.
+// What a person sees on stderr while a run or a plan works (issues 4 item 8, 14 item 2, 24 items 1
+// and 2): one short line per machine as it ends (released, refused, blocked, failed), and below them
+// one progress line, redrawn in place ("\r" + erase line): what the command is doing from its first
+// second (reading Omni, planning, waiting for Omni, ...; stage.ts), then the counts of the run,
+// fitted to the terminal's width (progress-text.ts); at most every 200 ms when something changes
+// and every second when nothing does (the elapsed time and, with --wait, the time left move on).
+// Only on a TTY with pretty logs: JSON logs and pipes get no control characters, and one log line
+// per phase instead (showStages). Where this line is shown, the per-item log lines are written at
+// debug (run.ts): the machine lines say it shortly, the audit log and `--log-level debug` in full.
 //
 // No progress-bar library: what is needed is one line of counts and keeping it out of the way of
 // pino-pretty's lines on the same stream, which a bar library would not do for us; this is a few lines.
 
 import { Writable } from 'node:stream';
+import type { Logger } from 'pino';
 import type { ItemEnded, ReconcileProgress } from '../provider/run/outcomes.js';
-import { describeThrottling } from '../provider/report/report.js';
+import type { StageEvent, StageTracker } from '../provider/run/stage.js';
 import { escapeControl } from '../omni-api/untrusted.js';
+import { phaseText, progressText } from './progress-text.js';
+import type { Throttled } from './progress-text.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 
 export type ProgressCounts = ReconcileProgress;
-/** What the progress line says of back-pressure (omni-client/write/pressure.ts ThrottlingStats). */
-export interface Throttled {
-  signals: number;
-  waitedMs: number;
-}
 
 export interface ProgressTimers {
   now(): number;
@@ -45,9 +45,13 @@ export const PROGRESS_TICK_MS = 1000;
 
 export class ProgressLine {
   private latest: ProgressCounts | undefined;
-  /** When `latest` arrived and when the first counts did (elapsed time counts from the run's start). */
+  /** When `latest` arrived, and what the elapsed time counts from (the start, or the answer to the prompt). */
   private latestAt = 0;
-  private startedAt: number | undefined;
+  private startedAt: number;
+  /** The stage the command is in (what phaseText says of it, when the counts do not say it). */
+  private current: Pick<StageEvent, 'stage' | 'detail'> | undefined;
+  /** At the confirmation prompt: nothing is drawn until the next stage. */
+  private paused = false;
   private shown = false;
   /** Counts or text above changed since the last draw. */
   private dirty = false;
@@ -68,6 +72,7 @@ export class ProgressLine {
     o: { intervalMs?: number; tickMs?: number; timers?: ProgressTimers } = {},
   ) {
     this.timers = o.timers ?? realTimers;
+    this.startedAt = this.timers.now();
     this.intervalMs = o.intervalMs ?? PROGRESS_INTERVAL_MS;
     this.tickMs = o.tickMs ?? PROGRESS_TICK_MS;
     this.logStream = new Writable({
@@ -81,7 +86,6 @@ export class ProgressLine {
   /** The reconcile progress callback: the latest counts, and the line of an item that ended. */
   update(counts: ProgressCounts, ended?: ItemEnded): void {
     const now = this.timers.now();
-    this.startedAt ??= now;
     this.latest = { ...counts };
     this.latestAt = now;
     // Interrupted items are not listed: Ctrl-C would print one line for each of the up to a few
@@ -91,30 +95,58 @@ export class ProgressLine {
     this.plan();
   }
 
+  /**
+   * Erases the line and draws nothing until the next stage (the confirmation prompt is being shown);
+   * the elapsed time then counts from the answer.
+   */
+  pause(): void {
+    this.paused = true;
+    this.cancelTimer();
+    this.erase();
+  }
+
+  /** The stage the command entered, or how far it got within it (stage.ts): shown from the first second. */
+  stage(e: StageEvent): void {
+    if (this.closed) return;
+    if (this.paused && e.stage === 'confirming') return;
+    if (this.paused) {
+      this.paused = false;
+      this.startedAt = this.timers.now();
+    }
+    this.current = { stage: e.stage, detail: e.detail };
+    this.dirty = true;
+    this.plan();
+  }
+
   /** Erases the line for good (before the summary). */
   done(): void {
     this.closed = true;
     this.cancelTimer();
+    this.erase();
+  }
+
+  private erase(): void {
     if (this.shown) this.out.write(CLEAR);
     this.shown = false;
   }
 
   /** Writes whole lines above the progress line: erases it first; it is redrawn after (throttled). */
   private above(text: Buffer | string): void {
-    if (this.shown) {
-      this.out.write(CLEAR);
-      this.shown = false;
-    }
+    this.erase();
     this.out.write(text);
-    if (this.latest && !this.closed) {
+    if (!this.closed) {
       this.dirty = true;
       this.plan();
     }
   }
 
+  private get drawable(): boolean {
+    return !this.closed && !this.paused && (this.latest !== undefined || this.current !== undefined);
+  }
+
   /** Arms the one timer for the next draw: soon (throttled) after a change, a tick later otherwise. */
   private plan(): void {
-    if (this.closed || !this.latest) return;
+    if (!this.drawable) return;
     const at = this.lastDraw + (this.dirty ? this.intervalMs : this.tickMs);
     if (this.timer !== undefined && this.timerAt <= at) return;
     this.cancelTimer();
@@ -138,35 +170,40 @@ export class ProgressLine {
   }
 
   private draw(): void {
+    if (!this.drawable) return;
     const c = this.latest;
-    if (!c || this.closed) return;
     const now = this.timers.now();
     this.lastDraw = now;
     this.dirty = false;
-    const left = c.timeLeftMs === undefined ? undefined : c.timeLeftMs - (now - this.latestAt);
-    this.out.write(`${CLEAR}${this.fit(progressText(c, now - (this.startedAt ?? now), left, this.throttling?.()))}`);
+    const left = c?.timeLeftMs === undefined ? undefined : c.timeLeftMs - (now - this.latestAt);
+    const throttled = this.throttling?.();
+    const phase = this.current && phaseText(this.current.stage, this.current.detail, { counted: c !== undefined });
+    const text = progressText(
+      {
+        ...(c ? { counts: c } : {}),
+        ...(phase ? { phase } : {}),
+        elapsedMs: now - this.startedAt,
+        ...(left !== undefined ? { leftMs: left } : {}),
+        ...(throttled ? { throttled } : {}),
+      },
+      this.columns() ?? Number.POSITIVE_INFINITY,
+    );
+    this.out.write(`${CLEAR}${text}`);
     this.shown = true;
     this.plan();
   }
 
+  /** The terminal's width, read at every draw: a resize changes what the next line holds. */
+  private columns(): number | undefined {
+    const columns = (this.out as { columns?: number }).columns;
+    return columns && columns > 1 ? columns : undefined;
+  }
+
   /** Never wider than the terminal: a wrapped line cannot be erased with one "\r". */
   private fit(text: string): string {
-    const columns = (this.out as { columns?: number }).columns;
-    return columns && columns > 1 && text.length > columns - 1 ? `${text.slice(0, columns - 2)}…` : text;
+    const columns = this.columns();
+    return columns && text.length > columns - 1 ? `${text.slice(0, columns - 2)}…` : text;
   }
-}
-
-/**
- * The progress line's text. Counts only, and the clock, but escaped all the same, so that nothing
- * added to this line can break it (design rule 13).
- */
-export function progressText(c: ProgressCounts, elapsedMs: number, leftMs?: number, throttled?: Throttled): string {
-  const ended = `${c.released} released, ${c.refused} refused, ${c.blocked} blocked, ${c.failed} failed`;
-  const open = `${c.running} running, ${c.waiting} waiting, ${c.remaining} remaining`;
-  const clock = `${formatClock(elapsedMs)} elapsed${leftMs === undefined ? '' : `, ${formatClock(leftMs, true)} left`}`;
-  // Only once Omni has pushed back: a run that is not throttled keeps its line as it was.
-  const pressure = throttled && throttled.signals > 0 ? ` · ${describeThrottling(throttled)}` : '';
-  return escapeControl(`stub-provider: ${ended} · ${open} · ${clock}${pressure}`);
 }
 
 const STATUS_WORD: Record<ItemEnded['status'], string> = {
@@ -187,18 +224,22 @@ export function itemLine(e: ItemEnded): string {
   return escapeControl(`${word} ${e.kind} ${e.id}${why}`);
 }
 
-/** `42s`, `3m05s`, `1h02m`; rounded down, or up for a time left (never "0s left" before it is). */
-export function formatClock(ms: number, up = false): string {
-  const s = Math.max(0, up ? Math.ceil(ms / 1000) : Math.floor(ms / 1000));
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m${String(s % 60).padStart(2, '0')}s`;
-  return `${Math.floor(m / 60)}h${String(m % 60).padStart(2, '0')}m`;
-}
-
 /** A progress line when stderr is a terminal and the logs are pretty (the default there); else none. */
 export function progressFor(c: ConnectionConfig, io: Io): ProgressLine | undefined {
   const tty = (io.stderr as { isTTY?: boolean }).isTTY === true;
   if (!tty || (c.logFormat ?? 'pretty') !== 'pretty') return undefined;
   return new ProgressLine(io.stderr);
+}
+
+/**
+ * What a person or a log collector sees of the stages (stage.ts): on a terminal the progress line
+ * shows them; elsewhere each stage entered is one info log line (`{"stage":"reading","msg":"reading
+ * Omni"}`). Returns the unsubscribe.
+ */
+export function showStages(stages: StageTracker, progress: ProgressLine | undefined, log: Logger): () => void {
+  return stages.subscribe((e) => {
+    if (progress) progress.stage(e);
+    else if (e.entered && e.stage !== 'done')
+      log.info({ stage: e.stage, ...e.detail }, phaseText(e.stage, e.detail) ?? e.stage);
+  });
 }

@@ -37,7 +37,8 @@ export const connectionOptions = {
     type: 'string',
     describe:
       "File holding the provider's service account key (default: env OMNI_SERVICE_ACCOUNT_KEY, as printed by " +
-      '`omnictl infraprovider create <id>`)',
+      "`omnictl infraprovider create <id>`; SIDERO_SERVICE_ACCOUNT_KEY, when set, comes first, as in Omni's own " +
+      'library)',
     group: 'Omni:',
   },
   'ca-file': { type: 'string', describe: "PEM file of the CA that signed Omni's certificate", group: 'Omni:' },

@@ -11,6 +11,7 @@ import type { Report, Throttling } from '../provider/report/report.js';
 import { StageTracker } from '../provider/run/stage.js';
 import type { Stage } from '../provider/run/stage.js';
 import { renderText } from '../provider/report/report.js';
+import { wrapText } from '../provider/report/wrap.js';
 import { escapeControl, inertJson } from '../omni-api/untrusted.js';
 import { redact, redactDeep } from '../redact.js';
 import { takeEarlySignal } from '../early-signal.js';
@@ -103,6 +104,9 @@ export interface FailedResult {
   /** How far it got: the stage it was in when it stopped. */
   stage: Stage;
   error: ResultError;
+  startedAt?: string;
+  endedAt?: string;
+  durationMs?: number;
   /** run, once it had a client: its writes by op and outcome, and how it was throttled (as a report has them). */
   writes?: Record<string, number>;
   throttling?: Throttling;
@@ -187,8 +191,9 @@ function errorForExit(code: number): StubError {
  * The report as JSON: programs read it, a person may print it, so C1 and bidi controls are \uXXXX; no
  * secret in it (redact.ts: a value it quotes may be the key given by mistake).
  */
-function reportJson(rep: AnyResult): string {
-  return `${inertJson(JSON.stringify(redactDeep(rep), null, 2))}\n`;
+function reportJson(rep: AnyResult, o: { oneLine?: boolean } = {}): string {
+  const safe = redactDeep(rep);
+  return `${inertJson(o.oneLine ? JSON.stringify(safe) : JSON.stringify(safe, null, 2))}\n`;
 }
 
 /**
@@ -196,9 +201,20 @@ function reportJson(rep: AnyResult): string {
  * form: the error line on stderr says it all.
  */
 export async function emitResult(rep: AnyResult, format: OutputFormat, io: Io): Promise<void> {
-  if (format === 'json') io.stdout.write(reportJson(rep));
+  // Off a terminal one line, the last of stdout: `kubectl logs job/x | tail -1 | jq` reads it.
+  if (format === 'json')
+    io.stdout.write(reportJson(rep, { oneLine: (io.stdout as { isTTY?: boolean }).isTTY !== true }));
   else if (format === 'yaml') io.stdout.write((await import('./yaml-output.js')).inertYaml(redactDeep(rep)));
-  else if ('released' in rep) io.stdout.write(redact(`${renderText(rep)}${offlineText(rep.offline)}`));
+  else if ('released' in rep) {
+    const width = terminalWidth(io.stdout);
+    io.stdout.write(terminalText(`${renderText(rep, { width, wrap: false })}${offlineText(rep.offline)}`, width));
+  }
+}
+
+/** The columns of a terminal, to wrap text at; undefined when the stream is not one (nothing is wrapped). */
+export function terminalWidth(s: NodeJS.WritableStream): number | undefined {
+  const t = s as { isTTY?: boolean; columns?: number };
+  return t.isTTY === true && t.columns !== undefined && t.columns > 0 ? t.columns : undefined;
 }
 
 function offlineText(o: OfflineNote | undefined): string {
@@ -206,6 +222,15 @@ function offlineText(o: OfflineNote | undefined): string {
   const lines = ['', `Offline plan from ${escapeControl(o.dump)}: nothing was asked of Omni.`];
   for (const n of o.notes) lines.push(`  - ${escapeControl(n)}`);
   return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Text for a person: without a secret (redact.ts), then wrapped at the terminal's width when it goes
+ * to one (in this order: wrapping must not split what redaction looks for).
+ */
+export function terminalText(text: string, width: number | undefined): string {
+  const safe = redact(text);
+  return width ? wrapText(safe, width) : safe;
 }
 
 /**
@@ -225,7 +250,8 @@ export async function handleResult(
   try {
     rep = await work(stages);
   } catch (err) {
-    if (format !== 'text') await emitResult(failedResult(command, target, err, stages.current), format, io);
+    if (format !== 'text')
+      await emitResult(resultOfError(err) ?? failedResult(command, target, err, stages.current), format, io);
     throw err;
   }
   await emitResult(rep, format, io);
@@ -247,13 +273,14 @@ export async function withOutputs(
   stages: StageTracker = new StageTracker(),
 ): Promise<Result> {
   const sig = trapSignals(io);
+  const took = stopwatch();
   try {
     const outputs = openOutputs({ report: target.reportFile, auditLog: target.auditLog, inputs: target.inputs });
     try {
       // A signal that came while the CLI was loading: the result says so, and nothing is asked of Omni.
       if (sig.signal.aborted) throw sig.signal.reason;
       const rep = withError(await work(outputs, sig, stages));
-      const staged = { ...rep, stage: stages.current };
+      const staged = { ...rep, stage: stages.current, ...took() };
       outputs.writeReport(staged, io);
       return staged;
     } catch (err) {
@@ -261,7 +288,9 @@ export async function withOutputs(
       const e: unknown = sig.code() && sig.signal.aborted ? sig.signal.reason : err;
       const facts = runFactsOf(err);
       if (facts && e !== err) withRunFacts(e, facts);
-      outputs.writeReport(failedResult(command, target, e, stages.current), io);
+      const failed = { ...failedResult(command, target, e, stages.current), ...took() };
+      if (typeof e === 'object' && e !== null) failedResults.set(e, failed);
+      outputs.writeReport(failed, io);
       throw e;
     } finally {
       outputs.close();
@@ -269,6 +298,24 @@ export async function withOutputs(
   } finally {
     sig.release();
   }
+}
+
+/** The result withOutputs wrote to `--report` for an error, so that stdout gets the same one. */
+const failedResults = new WeakMap<object, FailedResult>();
+
+function resultOfError(err: unknown): FailedResult | undefined {
+  return typeof err === 'object' && err !== null ? failedResults.get(err) : undefined;
+}
+
+/** When a command's work started and ended (wall clock, ISO 8601 UTC) and how long it took (monotonic). */
+function stopwatch(): () => { startedAt: string; endedAt: string; durationMs: number } {
+  const startedAt = new Date();
+  const t0 = performance.now();
+  return () => ({
+    startedAt: startedAt.toISOString(),
+    endedAt: new Date().toISOString(),
+    durationMs: Math.round(performance.now() - t0),
+  });
 }
 
 /**

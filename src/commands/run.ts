@@ -3,7 +3,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { ExitCode, UsageError } from '../exit-codes.js';
-import { addSecret, redact } from '../redact.js';
+import { addSecret } from '../redact.js';
 import { VERSION } from '../version.js';
 import { createWipeStrategy, wipeCliOptions, wipeOptionsFrom } from '../wipe/index.js';
 import type { WipeOptions } from '../wipe/index.js';
@@ -18,8 +18,8 @@ import { defineCommand, once } from './options.js';
 import type { Given, OptionTable } from './options.js';
 import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
-import { progressFor } from './progress.js';
-import { commandLine, withOutputs, withRunFacts } from './run-io.js';
+import { progressFor, showStages } from './progress.js';
+import { commandLine, terminalText, terminalWidth, withOutputs, withRunFacts } from './run-io.js';
 import type { Outputs, Result, Signals } from './run-io.js';
 import type { StageTracker } from '../provider/run/stage.js';
 
@@ -115,7 +115,7 @@ export function parseRun(given: Given<typeof runOptions>, env: NodeJS.ProcessEnv
     deregister: a.deregister,
     yes: a.yes,
     force: a.force,
-    wipe: wipeOptionsFrom(a),
+    wipe: wipeOptionsFrom(a, parseDuration),
   };
 }
 
@@ -134,13 +134,21 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
   const log = progress
     ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream })
     : loggerFor(c, io);
+  // What it is doing, from the first second: on the progress line, or one log line per phase.
+  const unsubscribe = showStages(stages, progress, log);
   stages.enter('preflight');
   // One ID for the run: its heartbeat, its wipe claims, its audit log lines and its report name it.
   const runId = randomUUID();
-  const audit = new Audit(outputs.auditSink, Date.now, log, runId, progress ? { writeLogLevel: 'debug' } : {});
+  // Every write is a debug line, on a terminal or not: `--audit-log` records each one, and a Job's log
+  // at the default level stays one line per machine (26 000 lines for 2 700 machines otherwise).
+  const audit = new Audit(outputs.auditSink, Date.now, log, runId, { writeLogLevel: 'debug' });
   // A write throttled by Omni is retried for --step-timeout at most (what --timeout allows with --wait).
   const client = await connect(c, io, log, audit.observer, {
     maxWaitMs: c.wait && Number.isFinite(c.timeoutMs) ? c.timeoutMs : c.stepTimeoutMs,
+  }).catch((err: unknown) => {
+    unsubscribe();
+    progress?.done();
+    throw err;
   });
   if (progress) progress.throttling = () => client.throttling();
   let failed: { err: unknown } | undefined;
@@ -213,7 +221,14 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
               'this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); ' +
                 '`stub-provider plan` shows what would change',
             );
-          io.stderr.write(redact(renderText(planReport(plan, { version: VERSION, preflight: pre }))));
+          progress?.pause();
+          const width = terminalWidth(io.stderr);
+          io.stderr.write(
+            terminalText(
+              renderText(planReport(plan, { version: VERSION, preflight: pre }), { width, wrap: false }),
+              width,
+            ),
+          );
           return io.ask(`Make these changes${c.wait ? ' and keep watching' : ''}? [y/N] `);
         },
       },
@@ -221,6 +236,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
   } catch (err) {
     failed = { err };
   } finally {
+    unsubscribe();
     progress?.done();
     // Closing the client cancels what is still in flight; the audit log then gives each write
     // still unanswered its outcome (unknown) before the report counts them.
@@ -279,7 +295,8 @@ export const runCommand = defineCommand({
   epilogue:
     'Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider, another ' +
     "run); 4 authentication; 5 incomplete (retry); 6 a write larger than Omni's write burst (an Omni admin must " +
-    'raise it; do not retry); 130/143 interrupted. ' +
+    'raise it; do not retry); 10 declined at the prompt (nothing was written; the changes the plan showed are still pending, as ' +
+    'plan exits 10); 130/143 interrupted. ' +
     "With --output json or yaml, and in --report, every exit has its result, with the error's code and message. " +
     'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).',
   parse: parseRun,

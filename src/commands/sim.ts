@@ -41,8 +41,9 @@ export const simOptions = {
   'keys-dir': {
     type: 'string',
     describe:
-      'Also write DIR/endpoint and each generated key to its own file (DIR/<provider-id>.key for ' +
-      'infra-provider:<id>), before the ready line; for OMNI_SERVICE_ACCOUNT_KEY=$(cat DIR/<id>.key) or ' +
+      'Also write DIR/endpoint and each generated key to its own file, before the ready line: DIR/<provider-id>.key ' +
+      "for infra-provider:<id>, DIR/<name>.key for each of the scenario's users (e.g. admin@example.org.key, an " +
+      'Admin: not a key the stub can use); for OMNI_SERVICE_ACCOUNT_KEY=$(cat DIR/<id>.key) or ' +
       '--service-account-key-file',
   },
 } as const satisfies OptionTable;

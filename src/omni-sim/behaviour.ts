@@ -3,7 +3,10 @@
 // 1.9.3), or Omni's and COSI's sources at the release tags (for the version where it changed).
 
 import { stringify } from 'yaml';
-import { decodeSpec } from '../omni-api/specs/codec.js';
+import type { Resource } from '../omni-api/resource.js';
+import { newMetadata, NS_EPHEMERAL, T } from '../omni-api/resource.js';
+import { decodeSpec, encodeSpec } from '../omni-api/specs/codec.js';
+import { SysVersionSpec } from '../omni-api/specs/messages.js';
 import { specSchemaForType } from '../omni-api/specs/specs.js';
 import { specToPlain } from './scenario/plain.js';
 import { type FieldSchema, type MessageSchema } from '../omni-api/specs/schema.js';
@@ -92,4 +95,30 @@ export function renderYamlSpec(type: string, bytes: Uint8Array, version?: OmniVe
   if (!full) return undefined;
   const schema = version ? specSchemaAt(full, version) : full;
   return stringify(specToPlain(schema, decodeSpec(schema, bytes).value, 'omnictl'), { indent: 4, indentSeq: true });
+}
+
+/** The ID of Omni's one SysVersion. */
+export const SYS_VERSION_ID = 'current';
+
+/**
+ * Omni's `SysVersions.system.sidero.dev` `ephemeral/current`, as that version serves it: field 1 is
+ * the build's git tag (`git describe --tag`, so `v1.3.4`), whatever spelling the scenario used.
+ */
+export function sysVersionResource(omniVersion: string, nowMs: number): Resource {
+  const v = parseVersion(omniVersion);
+  const tag = `v${v.major}.${v.minor}.${v.patch}${v.prerelease ? `-${v.prerelease}` : ''}`;
+  const at = new Date(nowMs).toISOString();
+  return {
+    metadata: newMetadata(
+      { namespace: NS_EPHEMERAL, type: T.SysVersion, id: SYS_VERSION_ID },
+      { version: '1', created: at, updated: at },
+    ),
+    spec: {
+      protoSpec: encodeSpec(SysVersionSpec, {
+        backend_version: tag,
+        instance_name: 'omni-sim',
+        backend_api_version: gatewayBehaviour(v).backendApiVersion,
+      }),
+    },
+  };
 }

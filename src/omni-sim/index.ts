@@ -4,7 +4,7 @@
 
 import type { SimClock, StateApi } from './api.js';
 import { createAccessApi } from './access/access.js';
-import { gatewayBehaviour } from './behaviour.js';
+import { SYS_VERSION_ID, sysVersionResource } from './behaviour.js';
 import { type ControllerError } from './controllers/queue.js';
 import { type OmniControllers, startOmniControllers } from './controllers/controllers.js';
 import { createAuthenticate, IdentityRegistry } from './access/identities.js';
@@ -14,13 +14,8 @@ import { generateKey, type GeneratedKey } from './scenario/keys.js';
 import { parseScenario, dumpScenario, type Scenario } from './scenario/scenario.js';
 import { type Authenticator, Gateway, listen } from './gateway/server.js';
 import { SimStore } from './store/store.js';
-import { parseVersion } from './version.js';
-import type { Pointer, Resource } from '../omni-api/resource.js';
-import { newMetadata, NS_EPHEMERAL, T } from '../omni-api/resource.js';
-import { encodeSpec } from '../omni-api/specs/codec.js';
-import { SysVersionSpec } from '../omni-api/specs/messages.js';
-
-const SYS_VERSION_ID = 'current';
+import type { Pointer } from '../omni-api/resource.js';
+import { NS_EPHEMERAL, T } from '../omni-api/resource.js';
 
 export interface SimContext {
   store: SimStore;
@@ -169,27 +164,4 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
 
 function isSysVersion(p: Pointer): boolean {
   return p.namespace === NS_EPHEMERAL && p.type === T.SysVersion && p.id === SYS_VERSION_ID;
-}
-
-/**
- * Omni's `SysVersions.system.sidero.dev` `ephemeral/current`: field 1 is the build's git tag
- * (`git describe --tag`, so `v1.3.4`), whatever spelling the scenario used for the version.
- */
-export function sysVersionResource(omniVersion: string, nowMs: number): Resource {
-  const v = parseVersion(omniVersion);
-  const tag = `v${v.major}.${v.minor}.${v.patch}${v.prerelease ? `-${v.prerelease}` : ''}`;
-  const at = new Date(nowMs).toISOString();
-  return {
-    metadata: newMetadata(
-      { namespace: NS_EPHEMERAL, type: T.SysVersion, id: SYS_VERSION_ID },
-      { version: '1', created: at, updated: at },
-    ),
-    spec: {
-      protoSpec: encodeSpec(SysVersionSpec, {
-        backend_version: tag,
-        instance_name: 'omni-sim',
-        backend_api_version: gatewayBehaviour(v).backendApiVersion,
-      }),
-    },
-  };
 }

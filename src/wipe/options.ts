@@ -32,10 +32,12 @@ export const wipeCliOptions = {
         '= success'),
   },
   'wipe-timeout': {
-    type: 'number',
-    default: DEFAULT_WIPE_TIMEOUT_S,
+    type: 'string',
+    default: `${DEFAULT_WIPE_TIMEOUT_S}s`,
     group: 'Wipe:',
-    describe: 'Seconds a wipe of one machine may take; then it is abandoned (a command is killed)',
+    describe:
+      'How long a wipe of one machine may take (e.g. 30s, 2m; a bare number is seconds; at most 1h); then it is ' +
+      'abandoned (a command is killed)',
   },
   'wipe-concurrency': {
     type: 'number',
@@ -86,8 +88,11 @@ export const wipeCliOptions = {
 /** The wipe flags as yargs parsed them (the types their table declares; yargs checked the choices). */
 export type WipeFlags = InferredOptionTypes<typeof wipeCliOptions>;
 
-/** The wipe flags, checked: a UsageError names a value or a combination that cannot be used. */
-export function wipeOptionsFrom(a: WipeFlags): WipeOptions {
+/**
+ * The wipe flags, checked: a UsageError names a value or a combination that cannot be used.
+ * `duration` reads `--wipe-timeout` as the CLI reads every duration flag (commands/durations.ts).
+ */
+export function wipeOptionsFrom(a: WipeFlags, duration: (value: string, flag: string) => number): WipeOptions {
   const strategy = a.wipe;
   const command = a['wipe-command'];
   if (strategy === 'command') {
@@ -105,12 +110,12 @@ export function wipeOptionsFrom(a: WipeFlags): WipeOptions {
   if (requireWipe && strategy === 'none') {
     throw new UsageError('--require-wipe with --wipe none would block every machine: choose a wipe strategy');
   }
-  const timeoutS = numberFlag('wipe-timeout', a['wipe-timeout']);
-  if (!(timeoutS > 0 && timeoutS <= MAX_WIPE_TIMEOUT_S))
-    throw new UsageError(`--wipe-timeout must be between 0 and ${MAX_WIPE_TIMEOUT_S} seconds (got ${timeoutS})`);
+  const timeoutMs = duration(a['wipe-timeout'], '--wipe-timeout');
+  if (timeoutMs > MAX_WIPE_TIMEOUT_S * 1000)
+    throw new UsageError(`--wipe-timeout must be at most ${MAX_WIPE_TIMEOUT_S / 3600}h (got ${a['wipe-timeout']})`);
   const opts: WipeOptions = {
     strategy,
-    timeoutMs: Math.round(timeoutS * 1000),
+    timeoutMs,
     requireWipe,
     concurrency: integerFlag('wipe-concurrency', a['wipe-concurrency'], 1, 256),
     redfishPort: integerFlag('redfish-port', a['redfish-port'], 1, 65535),

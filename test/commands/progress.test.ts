@@ -4,8 +4,10 @@
 
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ProgressLine, formatClock, itemLine, progressFor, progressText } from '../../src/commands/progress.js';
+import { ProgressLine, itemLine, progressFor } from '../../src/commands/progress.js';
 import type { ProgressCounts, ProgressTimers } from '../../src/commands/progress.js';
+import { formatClock, phaseText, progressText } from '../../src/commands/progress-text.js';
+import { StageTracker } from '../../src/provider/run/stage.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import type { Sim } from '../../src/omni-sim/index.js';
 import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
@@ -56,11 +58,11 @@ const counts = (released: number, remaining: number, o: Partial<ProgressCounts> 
   running: 0,
   waiting: 0,
   remaining,
+  total: released + remaining + (o.blocked ?? 0) + (o.failed ?? 0),
   ...o,
 });
-const line = (released: number, remaining: number, clock = '0s elapsed') =>
-  `stub-provider: ${released} released, 0 refused, 0 blocked, 0 failed · 0 running, 0 waiting, ${remaining} ` +
-  `remaining · ${clock}`;
+const line = (released: number, remaining: number, clock = '0s') =>
+  `${released}/${released + remaining} released · ${clock}`;
 const flush = () => new Promise((r) => setImmediate(r));
 
 describe('ProgressLine', () => {
@@ -86,7 +88,7 @@ end`, async () => {
     t.advance(1000);
     await flush();
     expect(tty.text().endsWith(CLEAR)).toBe(true);
-    expect(tty.text()).not.toContain('3 released');
+    expect(tty.text()).not.toContain('3/3 released');
   });
 
   it('every second while nothing changes, so that the elapsed time and the time left (--wait) move on', async () => {
@@ -99,12 +101,9 @@ end`, async () => {
     await flush();
     const draws = tty.text().split(CLEAR).filter(Boolean);
     expect(draws).toEqual([
-      'stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 500 running, 0 waiting, 0 remaining · 0s elapsed, ' +
-        '10m00s left',
-      'stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 500 running, 0 waiting, 0 remaining · 1s elapsed, ' +
-        '9m59s left',
-      'stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 500 running, 0 waiting, 0 remaining · 2s elapsed, ' +
-        '9m58s left',
+      '0/0 released · 0s · 10m00s left · 500 running',
+      '0/0 released · 1s · 9m59s left · 500 running',
+      '0/0 released · 2s · 9m58s left · 500 running',
     ]);
     p.done();
   });
@@ -141,7 +140,7 @@ terminal`, async () => {
     p.update(counts(1, 0, { blocked: 1, refused: 1 }), { kind: 'deregistration', id: 'bm', status: 'released' });
     t.advance(200);
     const before = screen(tty.text());
-    expect(before.at(-1)).toMatch(/^stub-provider: 1 released, 1 refused, 1 blocked/);
+    expect(before.at(-1)).toMatch(/^1\/2 released · 1 blocked · 1 refused · 0s$/);
     p.done();
     expect(screen(tty.text())).toEqual([
       'released InfraMachine m-1',
@@ -152,37 +151,136 @@ terminal`, async () => {
     expect(before.every((l) => l.length <= 59)).toBe(true);
   });
 
-  it('never wider than the terminal', async () => {
+  it('never wider than the terminal: a part that does not fit is left out; the first cut when too wide', async () => {
     const tty = fakeTty(20);
-    new ProgressLine(tty, { timers: fakeTimers() }).update(counts(1234, 5678));
+    new ProgressLine(tty, { timers: fakeTimers() }).update(counts(1234, 5678, { failed: 3 }));
     await flush();
-    expect(tty.text()).toBe(`${CLEAR}stub-provider: 123…`);
+    expect(tty.text()).toBe(`${CLEAR}1234/6915 released`);
+    const narrow = fakeTty(10);
+    new ProgressLine(narrow, { timers: fakeTimers() }).update(counts(1234, 5678));
+    await flush();
+    expect(narrow.text()).toBe(`${CLEAR}1234/691…`);
+  });
+
+  it('follows a resize: the next draw fits the new width', async () => {
+    const tty = fakeTty(160);
+    const t = fakeTimers();
+    const p = new ProgressLine(tty, { timers: t });
+    p.update(counts(10, 90, { running: 3, waiting: 2, timeLeftMs: 60_000 }));
+    await flush();
+    tty.columns = 36;
+    t.advance(1000);
+    await flush();
+    expect(tty.text().split(CLEAR).filter(Boolean)).toEqual([
+      '10/100 released · 0s · 1m00s left · 3 running · 2 waiting for Omni',
+      '10/100 released · 1s · 59s left',
+    ]);
+    p.done();
+  });
+
+  it(`shows what the command is doing from the first second: the stage, then the counts; erased at the prompt, \
+the clock counting from the answer`, async () => {
+    const tty = fakeTty(80);
+    const t = fakeTimers();
+    const stages = new StageTracker(() => t.now());
+    const p = new ProgressLine(tty, { timers: t });
+    stages.subscribe((e) => p.stage(e));
+    stages.enter('preflight');
+    t.advance(1000);
+    stages.enter('reading');
+    stages.enter('reading', { kind: 'InfraMachines.omni.sidero.dev', count: 4000 });
+    t.advance(200);
+    stages.enter('planning');
+    t.advance(200);
+    stages.enter('confirming');
+    p.pause();
+    t.advance(5000);
+    const atPrompt = tty.text();
+    stages.enter('announcing');
+    t.advance(200);
+    stages.enter('releasing', { pass: 1, items: 100 });
+    p.update(counts(0, 100));
+    t.advance(200);
+    stages.enter('waiting', { resources: 700, ms: 60_000 });
+    t.advance(200);
+    p.done();
+    expect(screen(atPrompt)).toEqual([]);
+    expect(tty.text().split(CLEAR).filter(Boolean)).toEqual([
+      'checking the key, the provider and its heartbeat · 0s',
+      'checking the key, the provider and its heartbeat · 1s',
+      'reading Omni: 4000 InfraMachines · 1s',
+      'planning · 1s',
+      'announcing stub mode · 0s',
+      'releasing 100 item(s) · 0s',
+      '0/100 released · 0s',
+      '0/100 released · waiting for Omni to destroy 700 resource(s) · 0s',
+    ]);
   });
 });
 
 describe('progress text', () => {
-  it('counts what ended, what is open, and the clock', () => {
-    expect(
-      progressText(
-        { released: 3, refused: 1, blocked: 2, failed: 1, running: 500, waiting: 4, remaining: 10, timeLeftMs: 1 },
-        65_000,
-        1,
-      ),
-    ).toBe(
-      'stub-provider: 3 released, 1 refused, 2 blocked, 1 failed · 500 running, 4 waiting, 10 remaining · 1m05s ' +
-        'elapsed, 1s left',
+  const c = (o: Partial<ProgressCounts>): ProgressCounts => ({ ...counts(0, 0), ...o });
+  const full = c({ released: 4096, remaining: 2204, total: 6300, running: 3, waiting: 12 });
+
+  it('at 80 columns: done of planned, elapsed, with --wait the time left; no counter that is zero', () => {
+    const text = progressText({ counts: full, elapsedMs: 41_000, leftMs: 19 * 60_000 }, 80);
+    expect(text).toBe('4096/6300 released · 41s · 19m00s left · 3 running · 12 waiting for Omni');
+    expect(progressText({ counts: c({ released: 4096, total: 6300 }), elapsedMs: 41_000 }, 80)).toBe(
+      '4096/6300 released · 41s',
     );
+    expect(progressText({ counts: c({ released: 4096, total: 6300 }), elapsedMs: 41_000 }, 80)).not.toMatch(/ 0 /);
+  });
+
+  it('failures, blocked and refused come right after the count, before the clock', () => {
+    expect(
+      progressText({
+        counts: c({ released: 3, failed: 1, blocked: 2, refused: 1, total: 10 }),
+        elapsedMs: 65_000,
+        leftMs: 1,
+      }),
+    ).toBe('3/10 released · 1 failed · 2 blocked · 1 refused · 1m05s · 1s left');
+  });
+
+  it.each([40, 80, 100, 160])('never wider than %i columns, the parts in the same order', (columns) => {
+    const order = ['released', 'failed', 'blocked', 'refused', 'waiting for Omni to', 'elapsed', 'left', 'running'];
+    const text = progressText(
+      {
+        counts: c({ released: 4096, failed: 12, blocked: 3, refused: 2, total: 6300, running: 3, waiting: 12 }),
+        phase: 'waiting for Omni to destroy 2100 resource(s)',
+        elapsedMs: 41_000,
+        leftMs: 1_140_000,
+        throttled: { signals: 12, waitedMs: 3450 },
+      },
+      columns,
+    );
+    expect(text.length).toBeLessThan(columns);
+    const shown = text.replace(/ \d+(m\d+)?s left/, ' left').replace(/ · \d+s( ·|$)/, ' · elapsed$1');
+    const idx = order.map((w) => shown.indexOf(w)).filter((i) => i >= 0);
+    expect(idx).toEqual([...idx].sort((a, b) => a - b));
+    expect(text.startsWith('4096/6300 released')).toBe(true);
+    if (columns >= 80) expect(text).toMatch(/^4096\/6300 released · 12 failed · 3 blocked · 2 refused · /);
   });
 
   it('says how much Omni throttled the writes, once it has', () => {
-    const c = { released: 3, refused: 0, blocked: 0, failed: 0, running: 8, waiting: 0, remaining: 2 };
-    expect(progressText(c, 5_000, undefined, { signals: 0, waitedMs: 0 })).toBe(
-      'stub-provider: 3 released, 0 refused, 0 blocked, 0 failed · 8 running, 0 waiting, 2 remaining · 5s elapsed',
+    const x = c({ released: 3, total: 5, running: 8 });
+    expect(progressText({ counts: x, elapsedMs: 5_000, throttled: { signals: 0, waitedMs: 0 } })).toBe(
+      '3/5 released · 5s · 8 running',
     );
-    expect(progressText(c, 5_000, undefined, { signals: 12, waitedMs: 3_450 })).toBe(
-      'stub-provider: 3 released, 0 refused, 0 blocked, 0 failed · 8 running, 0 waiting, 2 remaining · 5s elapsed · ' +
-        'throttled: 12 signals, waited 3.5 s',
+    expect(progressText({ counts: x, elapsedMs: 5_000, throttled: { signals: 12, waitedMs: 3_450 } })).toBe(
+      '3/5 released · 5s · 8 running · throttled: 12 signals, waited 3.5 s',
     );
+  });
+
+  it('names each phase in a few words; nothing for releasing once counted, nor for done', () => {
+    expect(phaseText('reading', {})).toBe('reading Omni');
+    expect(phaseText('reading', { kind: 'MachineStatus.bare-metal.infraprovider.sidero.dev', count: 7 })).toBe(
+      'reading Omni: 7 MachineStatus',
+    );
+    expect(phaseText('releasing', { items: 4 })).toBe('releasing 4 item(s)');
+    expect(phaseText('releasing', { items: 4 }, { counted: true })).toBeUndefined();
+    expect(phaseText('waiting', { ms: 30_000 })).toBe('waiting for a change (--wait)');
+    expect(phaseText('settling', { items: 2, ms: 5000 })).toBe('settling: 2 item(s) others still hold');
+    expect(phaseText('done', {})).toBeUndefined();
   });
 
   it("the progress line reads the client's throttling at every draw", async () => {
@@ -248,10 +346,12 @@ the end`, async () => {
     const rep = await run(sim, tty);
     expect(rep.exitCode).toBe(0);
     const text = tty.text();
-    expect(text).toContain(
-      `${CLEAR}stub-provider: 0 released, 0 refused, 0 blocked, 0 failed · 0 running, 0 waiting, 12 remaining · 0s ` +
-        `elapsed`,
-    );
+    // What it is doing from the start, then the counts (the clock's seconds depend on the machine's load).
+    /* eslint-disable no-control-regex */
+    expect(text).toMatch(/\r\x1b\[2Kchecking the key, the provider and its heartbeat · \d+s/);
+    expect(text).toMatch(/\r\x1b\[2Kreading Omni(: \d+ \w+)? · \d+s/);
+    expect(text).toMatch(/\r\x1b\[2K0\/12 released · \d+s/);
+    /* eslint-enable no-control-regex */
     const shown = screen(text);
     expect(shown.filter((l) => l.startsWith('released '))).toEqual(
       rep.released.map((r) => `released InfraMachine ${r.id}`),
@@ -269,9 +369,9 @@ the end`, async () => {
     ]);
     expect(shown).toHaveLength(12 + 1 + 2);
     // Each log line starts on a fresh line: after a newline or after the erase of the progress line.
-    expect(text).not.toMatch(/remaining[^\r\n]*\n/);
+    expect(text).not.toMatch(/released · [^\r\n]*\n/);
     expect(text.endsWith('\n') || text.endsWith(CLEAR)).toBe(true);
-  });
+  }, 60_000);
 
   it('--log-level debug on a terminal: the per-write and per-item log lines too, one line each', async () => {
     sim = await createSim(generateScenario({ providerId: 'bm', machines: 2 }));
@@ -287,26 +387,35 @@ the end`, async () => {
     expect(shown.filter((l) => l.startsWith('released InfraMachine '))).toHaveLength(2);
   });
 
-  it('off a terminal the JSON logs are as they were: a line per write and per machine, at info', async () => {
+  it(`off a terminal the JSON logs have a line per machine at info; the writes only at debug (the audit log has \
+them)`, async () => {
     sim = await createSim(generateScenario({ providerId: 'bm', machines: 3 }));
-    const stderr = new PassThrough();
-    let out = '';
-    stderr.on('data', (d: Buffer) => {
-      out += d.toString();
-    });
-    const rep = await run(sim, stderr);
-    expect(rep.exitCode).toBe(0);
-    expect(out).not.toContain('\r');
-    const lines = out
-      .trimEnd()
-      .split('\n')
-      .map((l) => JSON.parse(l) as Record<string, unknown>);
-    const writes = lines.filter((l) => typeof l['op'] === 'string');
+    const lines = async (flags: string[]) => {
+      const stderr = new PassThrough();
+      let out = '';
+      stderr.on('data', (d: Buffer) => {
+        out += d.toString();
+      });
+      const rep = await run(sim!, stderr, flags);
+      expect(rep.exitCode).toBe(0);
+      expect(out).not.toContain('\r');
+      return out
+        .trimEnd()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+    };
+    const info = await lines(['--log-level', 'info']);
+    expect(info.filter((l) => typeof l['op'] === 'string')).toEqual([]);
+    expect(info.filter((l) => l['msg'] === 'released' && l['kind'] === 'InfraMachine').map((l) => l['level'])).toEqual([
+      'info',
+      'info',
+      'info',
+    ]);
+    await sim.close();
+    sim = await createSim(generateScenario({ providerId: 'bm', machines: 3 }));
+    const writes = (await lines(['--log-level', 'debug'])).filter((l) => typeof l['op'] === 'string');
     expect(writes.length).toBeGreaterThanOrEqual(3 * 7);
-    expect(writes.every((l) => l['level'] === 30)).toBe(true);
-    expect(lines.filter((l) => l['msg'] === 'released' && l['kind'] === 'InfraMachine').map((l) => l['level'])).toEqual(
-      [30, 30, 30],
-    );
+    expect(writes.every((l) => l['level'] === 'debug')).toBe(true);
   });
 
   it('nothing of it with --log-format json on a terminal', async () => {

@@ -112,6 +112,17 @@ const planArgs = (s: Sim | string, extra: string[] = []) => [
 ];
 const envFor = (s: Sim, extra: NodeJS.ProcessEnv = {}) => cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: keyOf(s), ...extra });
 
+/** A result without its clock (start, end, duration: each run has its own), to compare two runs' results. */
+function untimed(r: unknown): unknown {
+  expect(r).toMatchObject({
+    startedAt: expect.any(String),
+    endedAt: expect.any(String),
+    durationMs: expect.any(Number),
+  });
+  const { startedAt: _s, endedAt: _e, durationMs: _d, ...rest } = r as Record<string, unknown>;
+  return rest;
+}
+
 function expectResult(o: Outcome, exit: number, code: string | undefined, message?: RegExp): void {
   expect(o.code, o.stderr).toBe(exit);
   expect(o.report, 'the report file holds what stdout shows').toEqual(o.stdout);
@@ -245,7 +256,7 @@ result`, async () => {
     });
     const y = await runCli([...runArgs(s), '-o', 'yaml', '--log-format', 'json'], { env: envFor(s) });
     expect(y.code).toBe(3);
-    expect(parseYaml(y.stdout)).toEqual(JSON.parse(await readFile(file, 'utf8')));
+    expect(untimed(parseYaml(y.stdout))).toEqual(untimed(JSON.parse(await readFile(file, 'utf8'))));
   }, 60_000);
 
   it('a report file that cannot be opened: exit 2, the result on stdout only', async () => {
@@ -271,7 +282,7 @@ describe('plan: its exit code predicts run', () => {
     expect(pending.stderr).not.toMatch(/stub-provider: /);
     const yaml = await runCli([...planArgs(s), '-o', 'yaml', '--log-format', 'json'], { env: envFor(s) });
     expect(yaml.code).toBe(10);
-    expect(parseYaml(yaml.stdout)).toEqual(pending.stdout);
+    expect(untimed(parseYaml(yaml.stdout))).toEqual(untimed(pending.stdout));
     expect((await runCli(runArgs(s, ['--log-format', 'json']), { env: envFor(s) })).code).toBe(0);
     expectResult(await withResults(planArgs(s), envFor(s)), 0, undefined);
   }, 60_000);

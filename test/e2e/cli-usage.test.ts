@@ -1,4 +1,5 @@
-// Issue 14 item 7, the small things, with the built CLI: `completion`, "did you mean" for commands
+// Issue 14 item 7, the small things, with the built CLI: `completion` (the shells run its scripts in
+// test/commands/completion.test.ts), "did you mean" for commands
 // and flags, --dry-run pointing to plan, the environment as flags (STUB_PROVIDER_NO_<FLAG>, an
 // unknown variable named as one, the command line winning), and colour (NO_COLOR, --no-color).
 
@@ -24,20 +25,32 @@ async function sim(): Promise<Sim> {
 const ESC = '\x1b[';
 
 describe('completion', () => {
-  it('`stub-provider completion` prints a bash/zsh completion script, not a run', async () => {
-    const r = await runCli(['completion']);
-    expect(r.code, r.stderr).toBe(0);
-    expect(r.stderr).toBe('');
-    expect(r.stdout).toMatch(/###-begin-stub-provider-completions-###/);
-    expect(r.stdout).toMatch(/stub-provider --get-yargs-completions/);
+  it('`stub-provider completion bash|zsh|fish` prints a script for that shell, never calling it', async () => {
+    const marks = {
+      bash: /^complete -F _stub_provider stub-provider$/m,
+      zsh: /^compdef _stub_provider stub-provider$/m,
+    };
+    for (const sh of ['bash', 'zsh', 'fish'] as const) {
+      const r = await runCli(['completion', sh]);
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stderr).toBe('');
+      expect(r.stdout).toMatch(sh === 'fish' ? /^complete -c stub-provider /m : marks[sh]);
+      expect(r.stdout).not.toMatch(/get-yargs-completions/);
+    }
   });
 
-  it("the script's call completes commands and a command's flags", async () => {
-    const cmds = await runCli(['--get-yargs-completions', 'stub-provider', 'pl']);
-    expect(cmds.code).toBe(0);
-    expect(cmds.stdout.split('\n')).toContain('plan');
-    const flags = await runCli(['--get-yargs-completions', 'stub-provider', 'plan', '--for']);
-    expect(flags.stdout.split('\n')).toContain('--force');
+  it('the shell is required (exit 2 naming the three), an unknown one too; --help is help', async () => {
+    for (const args of [['completion'], ['completion', 'tcsh']]) {
+      const r = await runCli(args);
+      expect(r.code).toBe(2);
+      expect(r.stdout).toBe('');
+      expect(r.stderr).toMatch(/bash.*zsh.*fish/);
+    }
+    const help = await runCli(['completion', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/stub-provider completion \[shell\]/);
+    expect(help.stdout).not.toMatch(/^complete /m);
+    expect((await runCli(['completion', 'bash', 'extra'])).code).toBe(2);
   });
 });
 
@@ -55,11 +68,37 @@ describe('did you mean', () => {
       /stub-provider plan takes no argument "bare-metal": values go after their flag, e.g. --id bare-metal/,
     ],
     [['--id', 'a', '--id', 'b', '--omni-api-endpoint', 'http://127.0.0.1:1'], /--id is given 2 times \(a, b\)/],
+    [['--idd', 'bare-metal'], /unknown flag --idd: did you mean --id\?/],
   ])('%j', async (args, message) => {
     const r = await runCli(args);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(message);
     expect(r.stderr).not.toMatch(/Missing required argument/);
+  });
+});
+
+describe('a refused value', () => {
+  it('an invalid choice is one line naming the flag, the value and the choices (no literal \\n)', async () => {
+    const r = await runCli(['--id', ID, '-o', 'jsn']);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split('\n')[0]).toBe('stub-provider: --output "jsn": expected text, json or yaml');
+    expect(r.stderr).not.toContain('\\n');
+  });
+
+  it('plan --wipe takes the strategies of run --wipe only', async () => {
+    const r = await runCli(['plan', '--id', ID, '--from-dump', 'bare-metal-stuck', '--wipe', 'bogus']);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^stub-provider: --wipe "bogus": expected none, command, redfish-power-off/);
+    const ok = await runCli([
+      'plan',
+      '--id',
+      'bare-metal',
+      '--from-dump',
+      'bare-metal-stuck',
+      '--wipe',
+      'ipmi-power-off',
+    ]);
+    expect(ok.code, ok.stderr).toBe(10);
   });
 });
 

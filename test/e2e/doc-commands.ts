@@ -3,18 +3,18 @@
 // from the tarball" (issue 14). The blocks run in order as one bash script in a folder of their own.
 // What is not ours is stood in for by shell functions: `omnictl get <type> -o yaml` prints the
 // documents of that type from a fixture (what omnictl would print of the walkthroughs scenario),
-// any other omnictl, docker, kubectl and npm call prints that it was not run. `npx stub-provider` and
-// `stub-provider` run the installed bin and record each call (exit code, stderr); `sim` is started in
-// the background and awaited (the guide says "leave it running"). The operator's environment is
-// what the document sets, except the placeholders: an endpoint left at https://omni.example.com (or
-// none) is the walkthroughs sim, and the key is the one of --id for the sim the endpoint names (the
-// guide's "get a key" steps, done).
+// any other omnictl, docker, kubectl, git and npm call prints that it was not run. `npx stub-provider`,
+// `stub-provider` and `node dist/src/main.js` (a clone's) run the installed bin and record each call
+// (exit code, stderr); `sim` is started in the background and awaited (the guide says "leave it
+// running"). The operator's environment is what the document sets, except the placeholders: an
+// endpoint left at https://omni.example.com (or none) is the walkthroughs sim, and the key is the one
+// of --id for the sim the endpoint names (the guide's "get a key" steps, done).
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parse as parseYaml, stringify } from 'yaml';
 import { T } from '../../src/omni-api/resource.js';
-import { sysVersionResource } from '../../src/omni-sim/index.js';
+import { sysVersionResource } from '../../src/omni-sim/behaviour.js';
 import { dumpScenario, parseScenario } from '../../src/omni-sim/scenario/scenario.js';
 
 /** The shell blocks (```sh, ```bash, ```shell) of a Markdown text, indentation of list items removed. */
@@ -126,6 +126,13 @@ npx() {
   if [ "$1" = stub-provider ]; then shift; stub_provider "$@"; return; fi
   echo "npx $*: not run here" >&2
 }
+git() { echo "git $*: not run here" >&2; }
+# From a clone (README "Before it is published"): the built entry in place, or on PATH after npm link.
+node() {
+  if [ "$1" = dist/src/main.js ]; then shift; stub_provider "$@"; return; fi
+  command node "$@"
+}
+stub-provider() { stub_provider "$@"; }
 # ---- the document's blocks, in order
 ${blocks.join('\n# ----\n')}
 `;

@@ -28,6 +28,7 @@ interface Manifest {
   version: string;
   bin?: Record<string, string>;
   engines?: { node?: string };
+  license?: string;
   scripts?: Record<string, string>;
   dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
@@ -94,6 +95,15 @@ describe('npm package', () => {
     );
     expect(files.filter((f) => f.endsWith('.ts') || f.endsWith('.map'))).toEqual([]);
     expect(files.filter((f) => /^(test|src|bench|scripts)\//.test(f))).toEqual([]);
+  });
+
+  it('is under an OSI licence: Apache-2.0 in package.json, its full text in LICENSE', () => {
+    const pkg = JSON.parse(readFileSync(path.join(installed, 'package.json'), 'utf8')) as Manifest;
+    expect(pkg.license).toBe('Apache-2.0');
+    const text = readFileSync(path.join(installed, 'LICENSE'), 'utf8');
+    expect(text).toContain('Apache License');
+    expect(text).toContain('Version 2.0, January 2004');
+    expect(text).toContain('END OF TERMS AND CONDITIONS');
   });
 
   it('declares a bin, Node >= 20.19, and no install scripts', () => {

@@ -65,6 +65,7 @@ export const SOURCE_ENTRIES = [
   'package.json',
   'package-lock.json',
   'README.md',
+  'LICENSE',
   'docs',
   'src',
   'scripts',

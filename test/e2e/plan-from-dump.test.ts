@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { loadScenarioFile } from '../../src/omni-sim/scenario/scenario.js';
+import { dumpScenario, loadScenarioFile, parseScenario } from '../../src/omni-sim/scenario/scenario.js';
 import { cleanEnv, requireBuiltCli, runCli, scratchDirEachTest, startCli } from '../helpers/cli-process.js';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -77,11 +77,13 @@ planned`, async () => {
       /omnictl cannot dump them\. A plan against Omni also destroys each machine's resources there before its release/,
     );
     expect(r.stdout).toMatch(/Nothing in the dump of: BMCConfigs, MachineRequests/);
-    // The machine's chain, wrapped under it (the Gets it rests on first); a step on the machine's
-    // own ID names only the type.
+    // The machine's chain, on its line (not a terminal: nothing is wrapped), the Gets it rests on
+    // first; a step on the machine's own ID names only the type.
     expect(r.stdout).toMatch(
       new RegExp(
-        `InfraMachine ${UUID}: InfraMachine being deleted:\\n(\\s+.*\\n)*?\\s+.*remove-finalizers InfraMachines\\n`,
+        `^  - InfraMachine ${UUID}: InfraMachine being deleted: get BMCConfiguration .* ` +
+          '→ remove-finalizers InfraMachines$',
+        'm',
       ),
     );
     const j = await planJson(['--from-dump', file]);
@@ -97,7 +99,7 @@ planned`, async () => {
   }, 60_000);
 
   it(`missing what the plan needs: no InfraProviders (exit 2), not this ID (exit 3, as run), no InfraProviderStatus \
-(exit 2 unless --profile)`, async () => {
+where only its static label tells the kind (exit 2 unless --profile)`, async () => {
     const noProviders = await planJson([
       '--from-dump',
       await dumpWithout((d) => d.includes('type: InfraProviders.omni.sidero.dev'), 'a.yaml'),
@@ -113,15 +115,31 @@ planned`, async () => {
       code: 'STUB_NOT_REGISTERED',
       message: expect.stringMatching(/do not include "BareMetal" \(it has "bare-metal"\)/),
     });
+    // InfraMachines say "static" without a status: planned as against Omni, the missing kind named.
     const noStatus = await dumpWithout((d) => d.includes('type: InfraProviderStatuses.omni.sidero.dev'), 'b.yaml');
-    const refused = await planJson(['--from-dump', noStatus]);
+    const planned = await planJson(['--from-dump', noStatus]);
+    expect(planned.code, planned.stderr).toBe(10);
+    expect(planned.json.offline).toMatchObject({
+      emptyInDump: expect.arrayContaining(['InfraProviderStatuses.omni.sidero.dev']),
+    });
+    // MachineRequests and no InfraMachines: only the status's static label would tell.
+    const requests = parseScenario(await readFile(join(ROOT, 'scenarios/machine-request-stuck.yaml'), 'utf8'));
+    requests.resources = requests.resources.filter((r) => r.metadata.type !== 'InfraProviderStatuses.omni.sidero.dev');
+    const noRequestStatus = join(dir(), 'c.yaml');
+    await writeFile(noRequestStatus, dumpScenario(requests));
+    const refused = await planJson(['--from-dump', noRequestStatus], cleanEnv(), 'kubevirt');
     expect(refused.code).toBe(2);
     expect(refused.json.error).toMatchObject({
       message: expect.stringMatching(
-        /no InfraProviderStatuses.*omnictl get infraproviderstatuses -o yaml.*--profile bare-metal/,
+        new RegExp(
+          'no InfraProviderStatuses, and kubevirt has MachineRequests but no InfraMachines.*' +
+            'omnictl get infraproviderstatuses -o yaml.*--profile bare-metal',
+        ),
       ),
     });
-    expect((await planJson(['--from-dump', noStatus, '--profile', 'bare-metal'])).code).toBe(10);
+    expect(
+      (await planJson(['--from-dump', noRequestStatus, '--profile', 'provisioning'], cleanEnv(), 'kubevirt')).code,
+    ).toBe(10);
   }, 60_000);
 
   it('refuses an endpoint on the command line; a missing file or example name lists the shipped examples', async () => {

@@ -2,7 +2,7 @@
 // on stdout, real calls (over HTTPS with the generated CA), SIGTERM, the dump, exit 0.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -52,6 +52,15 @@ function keyFrom(serviceAccountKey: string) {
 }
 
 describe('stub-provider sim', () => {
+  it('--keys-dir writes the endpoint and a key per identity: <id>.key per provider, <name>.key per user', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'sim-e2e-'));
+    const keys = join(dir, 'keys');
+    const sim = await startSim(['--scenario', BARE, '--keys-dir', keys]);
+    expect((await readdir(keys)).sort()).toEqual(['admin@example.org.key', 'bare-metal.key', 'endpoint']);
+    expect(Object.keys(sim.ready.keys).sort()).toEqual(['admin@example.org', 'infra-provider:bare-metal']);
+    sim.child.kill('SIGTERM');
+  });
+
   it('serves HTTPS with its generated CA, and dumps the changed state on SIGTERM, exit 0', async () => {
     dir = await mkdtemp(join(tmpdir(), 'sim-e2e-'));
     const dump = join(dir, 'dump.yaml');

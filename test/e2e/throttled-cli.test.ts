@@ -87,7 +87,7 @@ MaxListenersExceededWarning), exit 0`, async () => {
     expect(r.code).toBe(3);
     expect(notJson(r.stderr)).toEqual([]);
     const last = JSON.parse(r.stderr.trim().split('\n').at(-1)!) as Record<string, unknown>;
-    expect(last).toMatchObject({ level: 50, code: 'STUB_NOT_REGISTERED', exitCode: 3, msg: expect.any(String) });
+    expect(last).toMatchObject({ level: 'error', code: 'STUB_NOT_REGISTERED', exitCode: 3, msg: expect.any(String) });
     // With pretty logs the error stays a line for a person.
     const pretty = await runCli(args(s, ['--log-format', 'pretty']), { env: envFor(s) });
     expect(pretty.code).toBe(3);

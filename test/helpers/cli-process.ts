@@ -116,14 +116,14 @@ export function runCli(
 
 /**
  * The error a failed command printed, as its line of text `stub-provider: <msg> [<code>]`: with JSON logs (the
- * default off a terminal) it is one JSON record (level 50, msg, code), which this turns back into that line.
+ * default off a terminal) it is one JSON record (level "error", msg, code), which this turns back into that line.
  */
 export function errorLine(stderr: string): string {
   const lines = stderr.split('\n').filter((l) => l !== '');
   for (const line of lines.reverse()) {
     if (!line.startsWith('{')) continue;
-    const rec = JSON.parse(line) as { level?: number; msg?: string; code?: string };
-    if (rec.level === 50 && rec.code) return `stub-provider: ${rec.msg} [${rec.code}]`;
+    const rec = JSON.parse(line) as { level?: unknown; msg?: string; code?: string };
+    if (rec.level === 'error' && rec.code) return `stub-provider: ${rec.msg} [${rec.code}]`;
   }
   return stderr;
 }

@@ -59,6 +59,13 @@ describe('wipe flags', () => {
     });
   });
 
+  it('--wipe-timeout is a duration like every other: 30s, 1m, 1m30s, 250ms; a bare number is seconds', () => {
+    expect(['30s', '1m', '1m30s', '250ms', '30', '1h'].map((v) => parse(['--wipe-timeout', v]).timeoutMs)).toEqual([
+      30_000, 60_000, 90_000, 250, 30_000, 3_600_000,
+    ]);
+    expect(parse([], { STUB_PROVIDER_WIPE_TIMEOUT: '2m' }).timeoutMs).toBe(120_000);
+  });
+
   it('--wipe command takes its command', () => {
     expect(parse(['--wipe', 'command', '--wipe-command', '/usr/local/bin/off --hard'])).toMatchObject({
       strategy: 'command',
@@ -72,8 +79,9 @@ describe('wipe flags', () => {
     [['--wipe', 'command', '--wipe-command', 'off "unterminated'], /--wipe-command: unterminated double quote/],
     [['--wipe', 'ipmi-power-off', '--wipe-command', 'off'], /--wipe-command is only used with --wipe command/],
     [['--require-wipe'], /--require-wipe with --wipe none would block every machine/],
-    [['--wipe-timeout', '0'], /--wipe-timeout must be between/],
-    [['--wipe-timeout', 'soon'], /--wipe-timeout must be a number/],
+    [['--wipe-timeout', '0'], /--wipe-timeout must be more than zero/],
+    [['--wipe-timeout', 'soon'], /--wipe-timeout must be a duration like 90s/],
+    [['--wipe-timeout', '61m'], /--wipe-timeout must be at most 1h/],
     [['--redfish-port', '70000'], /--redfish-port must be a whole number from 1 to 65535/],
     [['--ipmi-cipher-suite', '18'], /--ipmi-cipher-suite must be a whole number from 0 to 17/],
     [['--wipe-concurrency', '0'], /--wipe-concurrency must be a whole number/],
@@ -90,8 +98,10 @@ describe('wipe flags', () => {
   });
 
   it('yargs itself refuses an unknown strategy', () => {
-    expect(() => parse(['--wipe', 'shred'])).toThrow(/Invalid values/);
-    expect(() => parse([], { STUB_PROVIDER_WIPE: 'shred' })).toThrow(/Invalid values/);
+    expect(() => parse(['--wipe', 'shred'])).toThrow(/^--wipe "shred": expected none, command, redfish-power-off/);
+    expect(() => parse([], { STUB_PROVIDER_WIPE: 'shred' })).toThrow(
+      /^environment variable STUB_PROVIDER_WIPE="shred": expected none, command/,
+    );
   });
 
   it('every flag has a description', () => {

@@ -10,6 +10,7 @@ import type { CliContext, Flags, Given, OptionTable } from '../options.js';
 import { colorOption, OUTPUT_FORMATS } from '../provider-options.js';
 import type { OutputFormat } from '../provider-options.js';
 import { untilSignal } from '../sim.js';
+import { terminalWidth } from '../run-io.js';
 
 export const demoOptions = {
   'omni-version': {
@@ -88,6 +89,7 @@ async function demo(c: DemoConfig, cli: CliContext): Promise<void> {
   const json = c.output !== 'text';
   // Loaded here, not with every command: the demo brings the simulated Omni (see sim.ts loadSim).
   const { runDemo } = await import('./flow.js');
+  const width = terminalWidth(process.stdout);
   const { result, sim } = await runDemo({
     omniVersion: c.omniVersion,
     cli,
@@ -100,6 +102,7 @@ async function demo(c: DemoConfig, cli: CliContext): Promise<void> {
         },
     stderr: cli.stderr,
     signals: process,
+    ...(width ? { width } : {}),
   });
   try {
     if (c.output === 'json') cli.stdout.write(`${inertJson(JSON.stringify(result, null, 2))}\n`);

@@ -30,6 +30,8 @@ export interface DemoOptions {
   color?: boolean;
   /** Receives the narration (text mode); nothing in JSON mode. */
   say: (text: string) => void;
+  /** The terminal's columns, when the narration goes to one: the reports are wrapped to fit. */
+  width?: number;
   stderr: NodeJS.WritableStream;
   /** Where SIGINT/SIGTERM reach the runs (the process in the CLI). */
   signals?: NodeJS.EventEmitter;
@@ -158,7 +160,8 @@ async function story(sim: Sim, o: DemoOptions): Promise<DemoResult> {
   const planConfig = (id: string) => o.cli.configOf(planCommand, ['--id', id, ...logFlags], env(id));
   const showReport = (s: DemoStep, rep: Report) => {
     s.report = rep;
-    say(indent(renderText(rep)));
+    // Indented by four: wrapped at what is left of the terminal.
+    say(indent(renderText(rep, o.width ? { width: o.width - 4 } : {})));
   };
   const run = async (title: string, id: string) => {
     const s = step(

@@ -12,10 +12,11 @@
 
 import { errorFromStatus, GrpcCode } from '../../omni-api/errors.js';
 import type { Pointer, Resource } from '../../omni-api/resource.js';
-import { LABEL_INFRA_PROVIDER_ID, NS_INFRA_PROVIDER, T } from '../../omni-api/resource.js';
+import { LABEL_INFRA_PROVIDER_ID, NS_EPHEMERAL, NS_INFRA_PROVIDER, T } from '../../omni-api/resource.js';
 import type { CallOptions, QueryOptions, RemoveFinalizersResult, State, WatchEvent } from '../../omni-api/state.js';
 import type { Identity, Query } from '../api.js';
 import { createAccessApi } from '../access/access.js';
+import { sysVersionResource } from '../behaviour.js';
 import { emailForIdentityName } from './keys.js';
 import type { Scenario } from './scenario.js';
 import { SimStore } from '../store/store.js';
@@ -67,12 +68,19 @@ export class ReadOnlyDumpError extends Error {
 /**
  * A read-only State over the dump, answering as Omni answers `infra-provider:<providerId>`: its
  * access rules (registration, label filtering) at the dump's Omni version (a header's, its
- * SysVersion's, else scenario.ts's default), the store's NotFound for what the dump does not hold.
+ * SysVersion's, else scenario.ts's default), the store's NotFound for what the dump does not hold;
+ * the SysVersion of a header's version when the dump has none (a sim's dump).
  * Writes and watches throw.
  */
 export function dumpState(sc: Scenario, providerId: string): State {
   const store = new SimStore({ clock: { now: () => Date.now() } });
   store.seed(sc.resources);
+  // A sim's dump names its Omni's version in its header and leaves out the SysVersion that sim served
+  // (it made it itself): serve it again, as that sim did. Never made up when the file did not say.
+  const hasSysVersion = sc.resources.some(
+    (r) => r.metadata.namespace === NS_EPHEMERAL && r.metadata.type === T.SysVersion,
+  );
+  if (sc.omniVersionFromHeader && !hasSysVersion) store.seed([sysVersionResource(sc.omniVersion, Date.now())]);
   const api = createAccessApi(store, { version: sc.omniVersion });
   const name = `${PROVIDER_NS_PREFIX}${providerId}`;
   const who: Identity = { name, email: emailForIdentityName(name), role: 'InfraProvider', providerId };

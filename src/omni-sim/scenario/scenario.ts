@@ -39,6 +39,11 @@ export interface ScenarioIdentity {
 
 export interface Scenario {
   omniVersion: string;
+  /**
+   * The file's header named the version (`omni: {version}`; a sim's dump always does), rather than
+   * a SysVersion or the default: what `plan --from-dump` may serve as the dump's SysVersion.
+   */
+  omniVersionFromHeader?: boolean;
   identities: ScenarioIdentity[];
   /** Sorted by namespace, type, ID. */
   resources: Resource[];
@@ -320,6 +325,7 @@ export function parseScenario(text: string, source = 'scenario'): Scenario {
       ctx.fail('faults', (e as Error).message.replace(/^faults[.:]\s*/, ''));
     }
   }
+  const fromHeader = omniVersion !== undefined;
   // No version in a header: a dump's SysVersion (`omnictl get sysversions -o yaml`) says which Omni it came from.
   omniVersion ??= resources.map(sysVersionOf).find((v) => v !== undefined) ?? DEFAULT_OMNI_VERSION;
   identities?.forEach((x, i) => {
@@ -340,7 +346,7 @@ export function parseScenario(text: string, source = 'scenario'): Scenario {
   identities ??= resources
     .filter((r) => r.metadata.type === T.InfraProvider)
     .map((r) => ({ name: `${PROVIDER_PREFIX}${r.metadata.id}`, role: 'InfraProvider' as Role, publicKeys: [] }));
-  return { omniVersion, identities, resources, faults };
+  return { omniVersion, ...(fromHeader ? { omniVersionFromHeader: true } : {}), identities, resources, faults };
 }
 
 /** The Omni version a SysVersion resource (`ephemeral/current`) names, e.g. `v1.9.3`; undefined for anything else. */

@@ -16,6 +16,7 @@ import type { PreflightResult } from '../run/preflight.js';
 import type { ItemOutcome } from '../run/outcomes.js';
 import type { ReconcileResult } from '../run/reconcile.js';
 import { describeDuration } from '../plan/explain.js';
+import { wrapText } from './wrap.js';
 
 export interface ReportEntry {
   kind: string;
@@ -112,6 +113,10 @@ export interface Report {
   interrupted: boolean;
   result: ReportResult;
   exitCode: number;
+  /** When the command's work started and ended (ISO 8601, UTC), and how long it took; set by the CLI (run-io.ts). */
+  startedAt?: string;
+  endedAt?: string;
+  durationMs?: number;
 }
 
 export interface Throttling {
@@ -318,7 +323,8 @@ export function runReport(
   let exitCode: number;
   if (r.interrupted) [result, exitCode] = ['interrupted', c.interruptCode ?? ExitCode.SigInt];
   else if (r.takenOver) [result, exitCode] = ['incomplete', ExitCode.Incomplete];
-  else if (r.declined) [result, exitCode] = ['declined', ExitCode.OK];
+  // Declined: nothing was written, and the changes the plan showed are still pending (plan's 10).
+  else if (r.declined) [result, exitCode] = ['declined', ExitCode.ChangesPending];
   else if (incomplete) [result, exitCode] = ['incomplete', ExitCode.Incomplete];
   else [result, exitCode] = [anything ? 'done' : 'nothing-to-do', ExitCode.OK];
   // Blockers of the last plan that the run did not already report (Omni's own, Machines in use).
@@ -425,11 +431,13 @@ function dedupe(xs: ReportEntry[]): ReportEntry[] {
 const LIST_LIMIT = 20;
 
 /**
- * The human summary for a terminal. Every string of the report is escaped first (design rule 13):
- * IDs, finalizers, reasons and Omni's messages come from the server, and a control character in one
- * of them could clear the screen or forge a line of this summary.
+ * The human summary. Every string of the report is escaped first (design rule 13): IDs, finalizers,
+ * reasons and Omni's messages come from the server, and a control character in one of them could
+ * clear the screen or forge a line of this summary. `width`: the terminal's columns, to wrap at
+ * (between words); absent off a terminal, where nothing is wrapped. `wrap: false`: laid out for that
+ * width (the step chains) but left for the caller to wrap (after redaction, run-io.ts terminalText).
  */
-export function renderText(report: Report): string {
+export function renderText(report: Report, o: { width?: number; wrap?: boolean } = {}): string {
   const rep = escapeControlIn(report);
   const out: string[] = [];
   const head = rep.command === 'plan' ? 'Plan (nothing was changed)' : `Result: ${rep.result}`;
@@ -455,7 +463,7 @@ export function renderText(report: Report): string {
     );
     section(
       'Would release or clean',
-      rep.planned.items.map((i) => ({ kind: i.kind, id: i.id, reason: chain(i) })),
+      rep.planned.items.map((i) => ({ kind: i.kind, id: i.id, reason: chain(i, o.width) })),
       (x) => `${x.kind} ${x.id}: ${x.reason}`,
     );
     section('Will wait for Omni', rep.waits, withNext);
@@ -506,8 +514,11 @@ export function renderText(report: Report): string {
   if (d.warning && (d.lastStep || d.lastStepAfterRun)) out.push(`Warning: ${d.warning}`);
   if (rep.timedOut) out.push('', 'Timed out before everything was released (--timeout).');
   if (rep.interrupted) out.push('', 'Interrupted: calls in flight were cancelled; run again to finish.');
+  if (rep.durationMs !== undefined) out.push('', `Took ${describeDuration(rep.durationMs)}.`);
   out.push(...whatNext(rep));
-  return `${out.join('\n')}\n`;
+  // On a terminal, wrapped at its width between words; elsewhere one item per line (o.width absent).
+  const text = `${out.join('\n')}\n`;
+  return o.width && o.wrap !== false ? wrapText(text, o.width) : text;
 }
 
 /**
@@ -530,23 +541,21 @@ function whatNext(rep: Report): string[] {
   if (rep.mode === 'whole' && st !== 'disabled' && st !== 'done') {
     out.push(
       `Keep the registration until a run reports "Deregistration: deregistered": \`omnictl infraprovider delete ` +
-        `${rep.providerId}\` deletes`,
-      "the provider's service account and keys, so the stub could not log in again to finish (and before Omni 1.4 " +
-        'nothing else releases its machines).',
+        `${rep.providerId}\` deletes the provider's service account and keys, so the stub could not log in again ` +
+        'to finish (and before Omni 1.4 nothing else releases its machines).',
     );
   }
   return out;
 }
 
-/** A plan line is one line up to this width; a longer step chain is wrapped below its item, indented. */
-const CHAIN_WIDTH = 120;
 const CHAIN_INDENT = '      ';
 
 /**
  * A planned item's reason and its steps in order; a step on a resource of the item's own ID names
- * only the type. A bare-metal machine's chain was one line of over 400 characters.
+ * only the type. On a terminal (`width`), a chain that does not fit on the item's row goes below it,
+ * indented, broken between steps; elsewhere it stays on the item's line.
  */
-function chain(i: NonNullable<Report['planned']>['items'][number]): string {
+function chain(i: NonNullable<Report['planned']>['items'][number], width: number | undefined): string {
   const steps = i.steps.map((s) => {
     const name = s.resource ? shortName(s.resource, i.id) : '';
     const detail =
@@ -554,12 +563,12 @@ function chain(i: NonNullable<Report['planned']>['items'][number]): string {
     return `${s.op}${name ? ` ${name}` : ''}${detail}`;
   });
   const one = `${i.reason}: ${steps.join(' → ')}`;
-  if (`  - ${i.kind} ${i.id}: ${one}`.length <= CHAIN_WIDTH) return one;
+  if (width === undefined || `  - ${i.kind} ${i.id}: ${one}`.length <= width) return one;
   const lines: string[] = [];
   for (const [n, st] of steps.entries()) {
     const piece = n === 0 ? st : `→ ${st}`;
     const last = lines.at(-1);
-    if (last !== undefined && CHAIN_INDENT.length + last.length + 1 + piece.length <= CHAIN_WIDTH)
+    if (last !== undefined && CHAIN_INDENT.length + last.length + 1 + piece.length <= width)
       lines[lines.length - 1] = `${last} ${piece}`;
     else lines.push(piece);
   }

@@ -19,6 +19,8 @@ export interface ReconcileProgress {
   /** Items under way that wait for Omni to clear its own finalizers. */
   waiting: number;
   remaining: number;
+  /** Machine-level items planned so far (released, blocked, failed and remaining); grows with --wait. */
+  total: number;
   /** With --wait: how long until --timeout, when this was reported. */
   timeLeftMs?: number;
 }
@@ -189,6 +191,7 @@ export class Outcomes {
         running,
         waiting,
         remaining: this.tracked.size - released - blocked - failed,
+        total: this.tracked.size,
         ...(left !== undefined ? { timeLeftMs: left } : {}),
       },
       ended,

@@ -23,6 +23,25 @@ describe('normalizeEndpoint (like the Go client)', () => {
   );
 });
 
+describe('an endpoint with a path', () => {
+  it.each([
+    ['https://omni.example.com/some/path', '/some/path'],
+    ['https://admin:pw@omni.example.com/api', '/api'],
+    ['http://127.0.0.1:8080/?x=1', '?x=1'],
+    ['grpc://10.0.0.5:8090/omni#top', '/omni#top'],
+  ])('%s is refused, naming %s (Omni is at the root; nothing is dropped silently)', (raw, part) => {
+    let err: unknown;
+    try {
+      normalizeEndpoint(raw);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toMatchObject({ code: 'STUB_CONFIG' });
+    expect((err as Error).message).toContain(JSON.stringify(part));
+    expect((err as Error).message).not.toContain('pw');
+  });
+});
+
 describe('jitteredBackoff', () => {
   it('doubles, caps, and stays within [d/2, d]', () => {
     const b = { baseMs: 100, capMs: 1000 };

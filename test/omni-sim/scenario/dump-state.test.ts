@@ -8,6 +8,8 @@ import { NotFoundError, PermissionDeniedError } from '../../../src/omni-api/erro
 import { NS_EPHEMERAL, NS_INFRA_PROVIDER, T } from '../../../src/omni-api/resource.js';
 import { dumpState, ReadOnlyDumpError, summarizeDump } from '../../../src/omni-sim/scenario/dump-state.js';
 import { parseScenario } from '../../../src/omni-sim/scenario/scenario.js';
+import { decodeSpec } from '../../../src/omni-api/specs/codec.js';
+import { SysVersionSpec } from '../../../src/omni-api/specs/messages.js';
 
 const EXAMPLE = readFileSync(
   fileURLToPath(new URL('../../../scenarios/bare-metal-stuck.omnictl.yaml', import.meta.url)),
@@ -79,5 +81,25 @@ default`, () => {
     expect(parseScenario(`omni: { version: "1.4.2" }\n---\n${EXAMPLE}\n---\n${doc}`).omniVersion).toBe('1.4.2');
     expect(parseScenario(EXAMPLE).omniVersion).toBe('1.3.4');
     expect(parseScenario(EXAMPLE).resources.some((r) => r.metadata.namespace === NS_EPHEMERAL)).toBe(false);
+  });
+});
+
+describe('the SysVersion a dump is served with', () => {
+  const sysVersion = async (text: string): Promise<unknown> => {
+    try {
+      const r = await dumpState(parseScenario(text), 'bare-metal').get({
+        namespace: NS_EPHEMERAL,
+        type: T.SysVersion,
+        id: 'current',
+      });
+      return decodeSpec(SysVersionSpec, r.spec.protoSpec).value.backend_version;
+    } catch (e) {
+      return e;
+    }
+  };
+
+  it("a header's version (a sim's dump) is served as the SysVersion that sim served; none is made up", async () => {
+    expect(await sysVersion(`omni: { version: "1.9.3" }\n---\n${EXAMPLE}`)).toBe('v1.9.3');
+    expect(await sysVersion(EXAMPLE)).toBeInstanceOf(NotFoundError);
   });
 });

@@ -210,11 +210,22 @@ const withMachines = () =>
   planOf([sysVersion('v1.3.4'), providerStatus(ID, true), ...bareMetalMachine(ID, U1), ...bareMetalMachine(ID, U2)]);
 const nothingLeft = () => planOf([sysVersion('v1.3.4')]);
 
+describe('the time a command took', () => {
+  it('the text summary says how long it took when the report knows (the CLI sets it), else nothing', async () => {
+    const { rep, text } = runOf(await ready());
+    expect(text).not.toMatch(/^Took /m);
+    expect(renderText({ ...rep, durationMs: 41_300 })).toMatch(/^Took 41\.3 s\.$/m);
+    expect(renderText({ ...rep, durationMs: 754_000 })).toMatch(/^Took 12\.6 min\.$/m);
+  });
+});
+
 describe('the last step only once the provider was deregistered (issue 14 item 1)', () => {
   it('a declined run: no last step; nothing was changed, run again and answer y, keep the registration', async () => {
     for (const plan of [await ready(), await withMachines()]) {
       const { rep, text } = runOf(plan, { declined: true, passes: 0 });
       expect(rep.result).toBe('declined');
+      // Nothing was written; what the plan showed is still pending, as plan's 10 says.
+      expect(rep.exitCode).toBe(10);
       expect(rep.deregistration.lastStep).toBeUndefined();
       expect(rep.deregistration.lastStepAfterRun).toBeUndefined();
       expect(text).not.toContain('Last step');
@@ -349,10 +360,10 @@ would`, async () => {
 });
 
 describe('step chains in the plan text (issue 14 item 2)', () => {
-  it(`a bare-metal machine's chain is wrapped below it, in order, no line over 120 columns; its own ID is not \
-repeated`, async () => {
+  it(`on a terminal of 120 columns, a bare-metal machine's chain is wrapped below it, in order, no line over 120 \
+columns; its own ID is not repeated`, async () => {
     const rep = planReport(await withMachines(), { version: 'test' });
-    const text = renderText(rep);
+    const text = renderText(rep, { width: 120 });
     const section = text.slice(text.indexOf('Would release or clean'), text.indexOf('\nDeregistration:'));
     expect(
       section.split('\n').every((l) => l.length <= 120),
@@ -372,6 +383,33 @@ repeated`, async () => {
     expect(steps.map((s) => s.split(' ')[0])).toEqual(planned.map((s) => s.op));
     expect(block![2]).not.toContain(U1);
   });
+
+  it("off a terminal nothing is wrapped: each machine's chain on its item's line", async () => {
+    const rep = planReport(await withMachines(), { version: 'test' });
+    const text = renderText(rep);
+    for (const id of [U1, U2]) {
+      const line = text.split('\n').find((l) => l.startsWith(`  - InfraMachine ${id}: `))!;
+      expect(line).toMatch(/→ remove-finalizers InfraMachines$/);
+      expect(line.length).toBeGreaterThan(200);
+    }
+    expect(text).not.toMatch(/^ {6}\S/m);
+  });
+
+  it.each([60, 80, 100])(
+    'on a terminal of %i columns every row fits, rows break only between words, and they join into the text',
+    async (width) => {
+      const rep = planReport(await withMachines(), { version: 'test' });
+      const flat = renderText(rep);
+      const wrapped = renderText(rep, { width });
+      const rows = wrapped.split('\n');
+      // A row is wider only when it is one word (a resource path longer than the terminal).
+      expect(rows.filter((r) => r.length > width && r.trim().includes(' '))).toEqual([]);
+      const words = (t: string) => t.split(/\s+/).filter(Boolean);
+      expect(words(wrapped)).toEqual(words(flat));
+      // No word was cut: every word of the wrapped text is a word of the flat one.
+      expect(rows.length).toBeGreaterThan(flat.split('\n').length);
+    },
+  );
 
   it("a short chain stays on its item's line; a step on another ID names it", async () => {
     const rep = planReport(await ready(), { version: 'test' });
