@@ -295,8 +295,8 @@ export const runCommand = defineCommand({
   epilogue:
     'Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider, another ' +
     "run); 4 authentication; 5 incomplete (retry); 6 a write larger than Omni's write burst (an Omni admin must " +
-    'raise it; do not retry); 10 declined at the prompt (nothing was written; the changes the plan showed are still pending, as ' +
-    'plan exits 10); 130/143 interrupted. ' +
+    'raise it; do not retry); 10 declined at the prompt (nothing was written; the changes the plan showed are ' +
+    'still pending, as plan exits 10); 130/143 interrupted. ' +
     "With --output json or yaml, and in --report, every exit has its result, with the error's code and message. " +
     'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).',
   parse: parseRun,
