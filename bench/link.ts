@@ -5,8 +5,11 @@
 //
 // The model, per direction: a chunk of n bytes starts when the link is free (or now), occupies it
 // for n / rate, and arrives one-way-delay after it has left. Delivery times only grow, so every
-// connection's bytes stay in order. A connection with more than a megabyte queued stops reading its
-// source until the queue drains, like TCP's window (so a large List does not sit in the relay's memory).
+// connection's bytes stay in order. A connection with more than half a second of the link's bytes
+// queued (at least 64 KiB) stops reading its source until a quarter of that is left, like TCP's
+// window: connections share the link about evenly, and a large List does not sit in the relay's
+// memory. (With a megabyte per connection, 8 s at 1 Mbit/s, a call's first byte waited behind every
+// other connection's megabyte, tens of seconds with a few Lists at once: a queue no router keeps.)
 
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -28,17 +31,22 @@ export interface Link {
 
 /** Pieces the link carries one at a time: small enough that a large answer trickles in. */
 const PIECE = 16 * 1024;
-const HIGH_WATER = 1024 * 1024;
-const LOW_WATER = 256 * 1024;
+/** Bytes queued per connection before it stops reading: half a second of the link, at least 64 KiB. */
+const WINDOW_MS = 500;
+const MIN_WINDOW = 64 * 1024;
 
 /** One direction of the link, shared by every connection. */
 class Direction {
   private freeAt = 0;
   bytes = 0;
+  /** Bytes one connection may have queued in this direction (see the header). */
+  readonly window: number;
   constructor(
     private readonly bytesPerMs: number,
     private readonly delayMs: number,
-  ) {}
+  ) {
+    this.window = Math.max(MIN_WINDOW, Math.round(bytesPerMs * WINDOW_MS));
+  }
 
   /** When a piece of n bytes handed over now arrives at the other end. */
   arrival(n: number, now: number): number {
@@ -77,7 +85,7 @@ class Lane {
         this.queue.push({ at: this.dir.arrival(data.length, now), data });
         this.queued += data.length;
       }
-      if (this.queued > HIGH_WATER) this.from.pause();
+      if (this.queued > this.dir.window) this.from.pause();
     }
     this.schedule();
   }
@@ -97,7 +105,7 @@ class Lane {
       if (data.length > 0) this.to.write(data);
       else if (this.ended && this.queue.length === 0) this.to.end();
     }
-    if (this.queued < LOW_WATER && this.from.isPaused()) this.from.resume();
+    if (this.queued < this.dir.window / 4 && this.from.isPaused()) this.from.resume();
     this.schedule();
   }
 

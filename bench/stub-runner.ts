@@ -45,7 +45,7 @@ async function main(): Promise<void> {
     endpoint,
     key,
     logger,
-    connections: args.mode === 'naive' ? 1 : args.concurrency,
+    concurrency: args.mode === 'naive' ? 1 : args.concurrency,
     timeoutMs: 120_000,
     ...(args.compression ? { gzip: args.compression } : {}),
   });

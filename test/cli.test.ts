@@ -23,6 +23,7 @@ describe('run', () => {
       profile: 'auto',
       stateTypes: [],
       concurrency: 16,
+      streamIdleMs: 30_000,
       maxListItems: expect.any(Number),
       logLevel: 'info',
       target: { providerId: 'bare-metal', output: 'text', inputs: expect.any(Array) },
@@ -99,6 +100,11 @@ describe('run', () => {
 
   it('a value yargs cannot refuse is refused by the parse, before anything runs', () => {
     expect(() => runConfigFrom([...base, '--settle', 'soon'])).toThrow(/--settle must be a duration like 90s/);
+    expect(runConfigFrom([...base, '--stream-idle-timeout', '2m']).streamIdleMs).toBe(120_000);
+    expect(runConfigFrom(base, { STUB_PROVIDER_STREAM_IDLE_TIMEOUT: '45s' }).streamIdleMs).toBe(45_000);
+    expect(() => runConfigFrom([...base, '--stream-idle-timeout', '0'])).toThrow(
+      /--stream-idle-timeout must be more than zero/,
+    );
     expect(() => runConfigFrom([...base, '--concurrency', '0'])).toThrow(
       /--concurrency must be an integer from 1 to 1024 \(got 0\)/,
     );

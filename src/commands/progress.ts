@@ -130,14 +130,19 @@ export class ProgressLine {
     this.shown = false;
   }
 
-  /** Writes whole lines above the progress line: erases it first; it is redrawn after (throttled). */
+  /**
+   * Writes whole lines above the progress line: erases it first, and puts it back at once after a
+   * whole line (machines that end a few milliseconds apart would otherwise keep it erased: a
+   * throttled redraw is erased again by the next line before anyone sees it).
+   */
   private above(text: Buffer | string): void {
+    const wasShown = this.shown;
     this.erase();
     this.out.write(text);
-    if (!this.closed) {
-      this.dirty = true;
-      this.plan();
-    }
+    if (this.closed) return;
+    this.dirty = true;
+    if (wasShown && this.drawable && String(text).endsWith('\n')) this.draw();
+    else this.plan();
   }
 
   private get drawable(): boolean {

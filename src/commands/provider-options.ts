@@ -14,6 +14,7 @@ import type { Logger } from 'pino';
 import type { LogFormat } from '../log.js';
 import { stateTypeProblem } from '../provider/profile.js';
 import type { ProfileOption } from '../provider/profile.js';
+import { parseDuration } from './durations.js';
 import { nonEmpty } from './options.js';
 import type { Flags, Given, OptionTable } from './options.js';
 
@@ -74,6 +75,14 @@ export const connectionOptions = {
     group: 'Provider:',
   },
   concurrency: { type: 'number', default: 16, describe: 'Calls to Omni in flight at most', group: 'Run:' },
+  'stream-idle-timeout': {
+    type: 'string',
+    default: '30s',
+    describe:
+      'How long a List (or the opening of a Watch) may go without receiving anything before it fails ' +
+      '(STUB_STREAM_STALLED); a slow one that keeps delivering is not cut (e.g. 30s, 2m)',
+    group: 'Omni:',
+  },
   'max-list-items': {
     type: 'number',
     default: DEFAULT_READ_LIMITS.listItems,
@@ -156,6 +165,8 @@ export interface ConnectionConfig {
   profile: ProfileOption;
   stateTypes: string[];
   concurrency: number;
+  /** `--stream-idle-timeout`: how long a List may go without receiving anything. */
+  streamIdleMs: number;
   maxListItems: number;
   logLevel: LogLevel;
   logFormat?: LogFormat;
@@ -211,6 +222,7 @@ export function connectionConfig(
     profile: a.profile,
     stateTypes,
     concurrency,
+    streamIdleMs: parseDuration(a['stream-idle-timeout'], '--stream-idle-timeout'),
     maxListItems,
     logLevel: a['log-level'],
     ...(a['log-format'] ? { logFormat: a['log-format'] } : {}),
@@ -275,10 +287,11 @@ export async function connect(
     ...(c.caFile ? { caFile: c.caFile } : {}),
     insecureSkipTlsVerify: c.insecureSkipTlsVerify,
     logger,
-    connections: c.concurrency,
+    // The one limit on calls in flight; writes adapt to back-pressure below it (omni-client/client.ts).
+    concurrency: c.concurrency,
+    streamIdleMs: c.streamIdleMs,
     limits: { listItems: c.maxListItems },
-    // Writes in flight adapt to back-pressure between 1 and --concurrency (omni-client/write/pressure.ts).
-    backPressure: { maxWritesInFlight: c.concurrency, ...backPressure },
+    ...(backPressure ? { backPressure } : {}),
     ...(onWrite ? { onWrite } : {}),
   });
 }

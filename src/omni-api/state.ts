@@ -12,9 +12,9 @@ export interface CallOptions {
   /** Per-call timeout in milliseconds; the client's default applies when absent. */
   timeoutMs?: number;
   /**
-   * Where the call queues when calls wait for a place (the client's write window): lowest first, in arrival order
-   * among equals. Absent: 0, ahead of every ranked call. A run ranks an item's calls by when the item started, so that
-   * items under way finish before new ones start (depth first).
+   * Where the call queues when calls wait for a place (the client's call limit and write window): lowest first,
+   * in arrival order among equals. Absent: 0, ahead of every ranked call. A run ranks an item's calls by when the
+   * item started, so that items under way finish before new ones start (depth first).
    */
   rank?: number;
   /**
@@ -58,6 +58,19 @@ export interface WatchKindOptions extends QueryOptions {
   bootstrapContents?: boolean;
   /** Called when the watch restarted from scratch (bookmark refused): the consumer should drop its cache. */
   onReset?: () => void;
+  /**
+   * Asked before each message is read: true leaves it unread (not decoded, not yielded; a backend may
+   * read it anyway) and calls `onSkipped`. A consumer that skips no longer follows the kind: it must read
+   * the kind again before it trusts what it holds. Its bookmark is not taken from a skipped message.
+   */
+  skip?: () => boolean;
+  onSkipped?: () => void;
+  /**
+   * Called when a stream broke, before the watch reconnects: `inARow` counts the streams in a row that
+   * broke without delivering anything within their first minutes (0 after one that did). A consumer
+   * may stop watching (abort) and read the kind otherwise.
+   */
+  onBreak?: (inARow: number) => void;
 }
 
 export interface OwnerOptions extends CallOptions {

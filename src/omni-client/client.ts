@@ -1,5 +1,7 @@
-// The Omni API client: one transport (one shared undici dispatcher), one signer, one State (the
-// gateway's CoreState, its writes under back-pressure control (pressure.ts), wrapped by wrap.ts).
+// The Omni API client: one transport (one shared undici dispatcher), one signer, one State: the
+// gateway's CoreState under the one limit on calls in flight (call-limit.ts), its writes under
+// back-pressure control (pressure.ts), wrapped by wrap.ts. `concurrency` is that limit; the write
+// window's maximum and the connections for calls are the same number.
 
 import { silentLogger } from '../log.js';
 import { parseServiceAccountKey, Signer, type ServiceAccountKey } from './transport/auth.js';
@@ -10,17 +12,20 @@ import { Transport, type TransportOptions } from './transport/transport.js';
 import type { State } from '../omni-api/state.js';
 import type { WriteObserver } from './write/observer.js';
 import { wrapCore } from './wrap.js';
+import { CALL_LIMIT_DEFAULTS, CallGate, withCallLimit } from './call-limit.js';
 
 /** The transport's options (transport.ts), with the key in place of a signer. */
-export interface OmniClientOptions extends Omit<TransportOptions, 'endpoint' | 'signer' | 'backoff'> {
+export interface OmniClientOptions extends Omit<TransportOptions, 'endpoint' | 'signer' | 'backoff' | 'connections'> {
   /** `https://host[:port]`, `http://host[:port]` or `grpc://host:port`. */
   endpoint: string;
   /** The OMNI_SERVICE_ACCOUNT_KEY value, or a key already loaded (see auth.ts loadServiceAccountKey). */
   key: string | ServiceAccountKey;
   /** Told of every write before it is sent and of its outcome (gateway-state.ts); the audit log. */
   onWrite?: WriteObserver;
-  /** How writes ride out back-pressure (pressure.ts); the most in flight defaults to `connections`. */
-  backPressure?: Partial<Omit<BackPressureOptions, 'logger' | 'now' | 'delay' | 'random'>>;
+  /** Calls to Omni in flight at most (`--concurrency`; default CALL_LIMIT_DEFAULTS.max). */
+  concurrency?: number;
+  /** How writes ride out back-pressure (pressure.ts); the most in flight is `concurrency`. */
+  backPressure?: Partial<Omit<BackPressureOptions, 'maxWritesInFlight' | 'logger' | 'now' | 'delay' | 'random'>>;
 }
 
 export interface OmniClient {
@@ -46,8 +51,9 @@ export async function createOmniClient(opts: OmniClientOptions): Promise<OmniCli
   const logger = opts.logger ?? silentLogger();
   const key = typeof opts.key === 'string' ? await parseServiceAccountKey(opts.key, { now }) : opts.key;
   const signer = new Signer(key);
-  const { key: _key, onWrite, backPressure, ...transportOpts } = opts;
-  const transport = new Transport({ ...transportOpts, signer, logger, now });
+  const { key: _key, onWrite, backPressure, concurrency: _c, ...transportOpts } = opts;
+  const gate = new CallGate(opts.concurrency ?? CALL_LIMIT_DEFAULTS.max);
+  const transport = new Transport({ ...transportOpts, connections: gate.max, signer, logger, now });
   if (opts.insecureSkipTlsVerify)
     logger.warn(
       { endpoint: transport.endpoint.origin },
@@ -58,9 +64,10 @@ export async function createOmniClient(opts: OmniClientOptions): Promise<OmniCli
     ...(opts.delay ? { delay: opts.delay } : {}),
     ...(opts.random ? { random: opts.random } : {}),
   };
-  const pressured = withBackPressure(new GatewayState(transport, { ...timing, ...(onWrite ? { onWrite } : {}) }), {
-    maxWritesInFlight: opts.connections ?? 16,
+  const gateway = new GatewayState(transport, { ...timing, ...(onWrite ? { onWrite } : {}) });
+  const pressured = withBackPressure(withCallLimit(gateway, gate), {
     ...backPressure,
+    maxWritesInFlight: gate.max,
     ...timing,
   });
   const state = wrapCore(pressured, timing);

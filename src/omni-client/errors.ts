@@ -30,6 +30,13 @@ export class KeyError extends fixedCode('STUB_KEY_INVALID') {}
  */
 export class TransportError extends fixedCode('STUB_TRANSPORT') {}
 
+/**
+ * A List or a Watch's opening that stopped delivering: no line for the stream idle deadline
+ * (`--stream-idle-timeout`), or slower on average than the pace limit (transport/deadline.ts). A slow
+ * stream that keeps delivering is not this. Exit 5.
+ */
+export class StreamStalledError extends fixedCode('STUB_STREAM_STALLED') {}
+
 const PROTOCOL_HINT: Record<ProtocolCode, string> = {
   STUB_PROTOCOL:
     "nothing was concluded from it; check that the endpoint is Omni's API and that no proxy in between changes " +
@@ -92,6 +99,7 @@ export class SpecOmittedError extends fixedCode('CLIENT_SPEC_OMITTED') {}
  */
 const BROKEN_IN_TRANSIT = new Set<string>([
   'STUB_TRANSPORT',
+  'STUB_STREAM_STALLED',
   'OMNI_UNAVAILABLE',
   'OMNI_DEADLINE_EXCEEDED',
   'OMNI_ABORTED',
@@ -108,6 +116,7 @@ type CodedError =
   | ConfigError
   | KeyError
   | TransportError
+  | StreamStalledError
   | ProtocolError
   | RedirectError
   | ClockSkewError

@@ -15,6 +15,7 @@ import { VERSION_UNDEFINED, describePointer, pointerOf } from '../omni-api/resou
 import type { CallContext } from './transport/call.js';
 import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from './transport/retry.js';
 import type { OpenStream, Transport } from './transport/transport.js';
+import { SKIPPED } from './transport/ndjson.js';
 import { observeWrite, type DeferOutcome, type DeferringOptions, type WriteObserver } from './write/observer.js';
 import type {
   CallOptions,
@@ -53,13 +54,22 @@ export interface GatewayStateOptions {
   logger?: Logger;
   delay?: DelayFn;
   random?: () => number;
-  /** Backoff between watch reconnects. Default 250 ms .. 15 s. */
+  /** Backoff between watch reconnects. */
   watchBackoff?: BackoffOptions;
-  /** Consecutive failed watch reconnects (no message in between) before giving up. Default 10. */
+  /** Consecutive failed watch reconnects (no message in between) before giving up. */
   watchMaxReconnects?: number;
+  /** A stream that lived this long (ms) before it broke counts as established (`onBreak`). */
+  watchStableMs?: number;
   /** Told of every Create, Update and Destroy before it is sent and of its outcome (the audit log). */
   onWrite?: WriteObserver;
 }
+
+/** The watches' retries and their backoff, in one place (docs/architecture.md, "A write, layer by layer"). */
+export const WATCH_DEFAULTS = {
+  watchBackoff: { baseMs: 250, capMs: 15_000 },
+  watchMaxReconnects: 10,
+  watchStableMs: 30_000,
+} as const satisfies GatewayStateOptions;
 
 const DECODE = { strict: false } as const;
 const EVENT_TYPES: WatchEventType[] = ['created', 'updated', 'destroyed', 'bootstrapped', 'errored', 'noop'];
@@ -71,6 +81,7 @@ export class GatewayState implements CoreState {
   #random: () => number;
   #watchBackoff: BackoffOptions;
   #watchMaxReconnects: number;
+  #watchStableMs: number;
   #onWrite: WriteObserver | undefined;
 
   constructor(transport: StateTransport, opts: GatewayStateOptions = {}) {
@@ -78,8 +89,9 @@ export class GatewayState implements CoreState {
     this.#log = opts.logger ?? silentLogger();
     this.#delay = opts.delay ?? defaultDelay;
     this.#random = opts.random ?? Math.random;
-    this.#watchBackoff = opts.watchBackoff ?? { baseMs: 250, capMs: 15_000 };
-    this.#watchMaxReconnects = opts.watchMaxReconnects ?? 10;
+    this.#watchBackoff = opts.watchBackoff ?? WATCH_DEFAULTS.watchBackoff;
+    this.#watchMaxReconnects = opts.watchMaxReconnects ?? WATCH_DEFAULTS.watchMaxReconnects;
+    this.#watchStableMs = opts.watchStableMs ?? WATCH_DEFAULTS.watchStableMs;
     this.#onWrite = opts.onWrite;
   }
 
@@ -168,6 +180,7 @@ export class GatewayState implements CoreState {
     let bookmark: Uint8Array | undefined;
     let deliveredSinceStart = false;
     let failures = 0;
+    let quickBreaks = 0;
     for (;;) {
       if (signal?.aborted) return;
       const options: Record<string, unknown> = { ...query, aggregated: true };
@@ -177,18 +190,32 @@ export class GatewayState implements CoreState {
       if (bookmark) options['start_from_bookmark'] = bookmark;
       else Object.assign(options, { bootstrap_contents: opts.bootstrapContents ?? true, bootstrap_bookmark: true });
       const body = encode(WatchRequestSchema, { namespace, type, options, api_version: 1 });
+      // A resumed stream's first message is always read: it may be the ERRORED event of a refused bookmark.
+      let readOnStream = !resumed;
+      const skip = opts.skip && ((): boolean => readOnStream && opts.skip!());
       let stream: OpenStream<WatchEvent[]> | undefined;
       let failure: unknown;
+      let openedAt: number | undefined;
       try {
         // Every message is decoded as it arrives: a malformed one ends the watch with a ProtocolError
         // (not a broken stream: reconnecting would only read it again).
-        stream = await this.#t.openStream('Watch', body, { signal, timeoutMs: opts.timeoutMs, resource: kind }, (msg) =>
-          decodeEvents(msg, { namespace, type }),
+        stream = await this.#t.openStream(
+          'Watch',
+          body,
+          { signal, timeoutMs: opts.timeoutMs, resource: kind },
+          (msg) => decodeEvents(msg, { namespace, type }),
+          skip,
         );
+        openedAt = performance.now();
         // The first message only says that the watch is established (docs/cosi-semantics.md, "Watches"); dropped.
-        const batches: AsyncIterable<WatchEvent[]> = stream;
-        for await (const events of batches) {
+        for await (const events of stream) {
           failures = 0;
+          if (events === SKIPPED) {
+            eventsOnStream++;
+            opts.onSkipped?.();
+            continue;
+          }
+          readOnStream = true;
           const erroredAt = events.findIndex((e) => e.type === 'errored');
           if (erroredAt === 0 && resumed && eventsOnStream === 0) {
             // Omni's etcd refuses a revision it has compacted away only once the watch is established,
@@ -239,6 +266,11 @@ export class GatewayState implements CoreState {
       } else {
         throw failure;
       }
+      const stayed =
+        eventsOnStream > 0 || (openedAt !== undefined && performance.now() - openedAt >= this.#watchStableMs);
+      quickBreaks = stayed ? 0 : quickBreaks + 1;
+      opts.onBreak?.(quickBreaks);
+      if (signal?.aborted) return;
       failures++;
       if (failures > this.#watchMaxReconnects) throw failure;
       const ms = jitteredBackoff(failures - 1, this.#watchBackoff, this.#random);

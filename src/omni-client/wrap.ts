@@ -35,14 +35,20 @@ import type {
 } from '../omni-api/state.js';
 
 export interface ConflictPolicy {
-  /** Update attempts of one update-with-conflicts before giving up. Default 8. */
+  /** Update attempts of one update-with-conflicts before giving up. */
   attempts?: number;
-  /** Backoff between attempts. Default 20 ms .. 1 s. */
+  /** Backoff between attempts. */
   backoff?: BackoffOptions;
   delay?: DelayFn;
   random?: () => number;
   logger?: Logger;
 }
+
+/** The conflicts' retries and their backoff, in one place (docs/architecture.md, "A write, layer by layer"). */
+export const CONFLICT_DEFAULTS = {
+  attempts: 8,
+  backoff: { baseMs: 20, capMs: 1_000 },
+} as const satisfies ConflictPolicy;
 
 /** The State of a backend: its own calls, and teardown, removeFinalizers and update-with-conflicts from here. */
 export function wrapCore(core: CoreState, policy: ConflictPolicy = {}): State {
@@ -90,8 +96,8 @@ class WrappedState extends DelegatingCore implements State {
 
   constructor(core: CoreState, policy: ConflictPolicy) {
     super(core);
-    this.#attempts = policy.attempts ?? 8;
-    this.#backoff = policy.backoff ?? { baseMs: 20, capMs: 1_000 };
+    this.#attempts = policy.attempts ?? CONFLICT_DEFAULTS.attempts;
+    this.#backoff = policy.backoff ?? CONFLICT_DEFAULTS.backoff;
     this.#delay = policy.delay ?? defaultDelay;
     this.#random = policy.random ?? Math.random;
     this.#log = policy.logger ?? silentLogger();

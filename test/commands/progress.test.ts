@@ -108,17 +108,26 @@ end`, async () => {
     p.done();
   });
 
-  it('keeps log lines whole: erases the line before one and redraws it after', async () => {
+  it(`keeps log lines whole: erases the line before one and puts it back at once after it (lines a few ms \
+apart would otherwise keep it erased)`, async () => {
     const tty = fakeTty(200);
     const t = fakeTimers();
     const p = new ProgressLine(tty, { timers: t });
     p.update(counts(0, 1));
     p.logStream.write('12:00:00 INFO: released\n');
+    p.logStream.write('12:00:00 INFO: released\n');
     await flush();
-    expect(tty.text()).toBe(`${CLEAR}${line(0, 1)}${CLEAR}12:00:00 INFO: released\n`);
+    expect(tty.text()).toBe(
+      `${CLEAR}${line(0, 1)}` + `${CLEAR}12:00:00 INFO: released\n${CLEAR}${line(0, 1)}`.repeat(2),
+    );
+    // Part of a line: the line is put back once the rest has come (throttled).
+    p.logStream.write('12:00:01 INFO: rel');
+    await flush();
+    expect(tty.text().endsWith(`${CLEAR}12:00:01 INFO: rel`)).toBe(true);
+    p.logStream.write('eased\n');
     t.advance(200);
     await flush();
-    expect(tty.text().endsWith(`12:00:00 INFO: released\n${CLEAR}${line(0, 1)}`)).toBe(true);
+    expect(tty.text().endsWith(`12:00:01 INFO: released\n${CLEAR}${line(0, 1)}`)).toBe(true);
     p.done();
   });
 
@@ -346,11 +355,11 @@ the end`, async () => {
     const rep = await run(sim, tty);
     expect(rep.exitCode).toBe(0);
     const text = tty.text();
-    // What it is doing from the start, then the counts (the clock's seconds depend on the machine's load).
+    // What it is doing from the start, then the counts (the clock's seconds depend on the machine's load;
+    // the phases in between, reading Omni..., show when they last, as against the slow Omni of the pty test).
     /* eslint-disable no-control-regex */
     expect(text).toMatch(/\r\x1b\[2Kchecking the key, the provider and its heartbeat · \d+s/);
-    expect(text).toMatch(/\r\x1b\[2Kreading Omni(: \d+ \w+)? · \d+s/);
-    expect(text).toMatch(/\r\x1b\[2K0\/12 released · \d+s/);
+    expect(text).toMatch(/\r\x1b\[2K\d+\/12 released · \d+s/);
     /* eslint-enable no-control-regex */
     const shown = screen(text);
     expect(shown.filter((l) => l.startsWith('released '))).toEqual(

@@ -29,9 +29,14 @@ export type Tamper =
   | { kind: 'pass' }
   /**
    * Forward, then rewrite the upstream answer line by line as it streams (asked for uncompressed):
-   * return the replacement line(s), or null to drop the line. Status and headers are kept.
+   * return the replacement line(s), null to drop the line, or CUT to break the connection there
+   * (what went before it delivered). Status and headers are kept.
    */
-  | { kind: 'lines'; map: (line: string, index: number) => string | string[] | null; status?: number }
+  | {
+      kind: 'lines';
+      map: (line: string, index: number) => string | string[] | null | typeof CUT;
+      status?: number;
+    }
   /**
    * Forward, read the upstream answer to its end (the server has done what was asked), then break the
    * connection without answering: a write whose answer was lost.
@@ -41,6 +46,9 @@ export type Tamper =
   | { kind: 'respond'; write: (res: ServerResponse, req: IncomingMessage) => void | Promise<void> };
 
 export type TamperRule = (r: TamperRequest) => Tamper | undefined;
+
+/** What a `lines` map returns to break the connection before that line. */
+export const CUT: unique symbol = Symbol('cut the connection');
 
 export interface TamperProxy {
   endpoint: string;
@@ -118,24 +126,34 @@ export async function startTamperProxy(upstream: string, rule: TamperRule = () =
       const src = upRes.headers['content-encoding'] === 'gzip' ? upRes.pipe(createGunzip()) : upRes;
       let buf = '';
       let index = 0;
+      let cut = false;
       const emit = (line: string): void => {
         const out = t.map(line, index++);
         if (out === null) return;
+        if (out === CUT) {
+          cut = true;
+          // What was written before goes out first, then the connection breaks without an end.
+          res.write('', () => res.socket?.destroy());
+          upRes.destroy();
+          return;
+        }
         for (const l of Array.isArray(out) ? out : [out]) res.write(`${l}\n`);
       };
       src.setEncoding('utf8');
       src.on('data', (c: string) => {
+        if (cut) return;
         buf += c;
         let nl: number;
-        while ((nl = buf.indexOf('\n')) >= 0) {
+        while (!cut && (nl = buf.indexOf('\n')) >= 0) {
           const line = buf.slice(0, nl);
           buf = buf.slice(nl + 1);
           if (line.trim() !== '') emit(line);
         }
       });
       src.on('end', () => {
+        if (cut) return;
         if (buf.trim() !== '') emit(buf);
-        res.end();
+        if (!cut) res.end();
       });
       src.on('error', (e) => res.destroy(e));
     });

@@ -173,7 +173,7 @@ touched`, () => {
             const client = await createOmniClient({
               endpoint: proxy.endpoint,
               key: key.serviceAccountKey,
-              connections: 16,
+              concurrency: 16,
               env: {},
             });
             let deregistered = false;

@@ -67,7 +67,7 @@ async function runStub(s: Sim): Promise<ReconcileResult> {
   const client = await createOmniClient({
     endpoint: s.endpoint,
     key: s.keys[`infra-provider:${ID}`]!,
-    connections: 8,
+    concurrency: 8,
     retries: 8,
   });
   try {

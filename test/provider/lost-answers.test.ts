@@ -71,7 +71,7 @@ async function runWith(fleet: Fleet, lose?: { method: WriteIntent['method']; typ
     const client = await createOmniClient({
       endpoint: sim.endpoint,
       key: sim.keys[`infra-provider:${fleet.id}`]!,
-      connections: 4,
+      concurrency: 4,
       onWrite: (intent) => {
         writes.push(`${intent.method} ${intent.resource.type}`);
         return audit.observer(intent);

@@ -70,7 +70,7 @@ afterEach(async () => {
 });
 
 async function runThrough(endpoint: string, key: string, id = ID): Promise<ReconcileResult> {
-  const client = await createOmniClient({ endpoint, key, connections: 16, env: {} });
+  const client = await createOmniClient({ endpoint, key, concurrency: 16, env: {} });
   try {
     return await reconcile(
       { state: client.state, logger: silentLogger(), version: 'test' },

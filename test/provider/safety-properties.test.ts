@@ -139,7 +139,7 @@ async function runStub(sim: Sim, id: string, machines: string[]): Promise<Reconc
   const client = await createOmniClient({
     endpoint: sim.endpoint,
     key: keys.get(id)!.serviceAccountKey,
-    connections: 4,
+    concurrency: 4,
   });
   try {
     return await reconcile(

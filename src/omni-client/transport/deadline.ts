@@ -4,13 +4,19 @@
 // AbortController and one timer instead of one per call. Per-call controllers and timers live across
 // the round trip, survive young-generation collections and are promoted to the old space as garbage
 // (bench: about a third of what a call promoted), which is what grew the heap. A slot is
-// timeoutMs/16 wide, at most 1 s: a deadline fires up to that late. A Watch has a slot of its own:
-// its deadline covers only its opening, and is stopped once the first message arrived.
+// timeoutMs/16 wide, at most 1 s: a deadline fires up to that late.
+//
+// A stream (a List, a Watch's opening) has a slot of its own and an idle deadline instead: it fails
+// for time only when nothing has arrived for `idleMs`, or once it has taken longer than `idleMs` plus
+// one second per `minBytesPerSecond` bytes it has read (a stream slower than that on average), so a
+// slow stream that keeps delivering is never cut (docs/design.md rule 12: every loop a time limit).
+// A Watch's deadline is stopped once its first message arrived: an open watch may be quiet for hours.
 
 import { setMaxListeners } from 'node:events';
 import { onAbort } from './abort.js';
-import { errCtx, type CallContext } from './call.js';
-import { CanceledError, DeadlineExceededError, type OmniError } from '../../omni-api/errors.js';
+import { errCtx, where, type CallContext } from './call.js';
+import { CanceledError, DeadlineExceededError, type ApiError } from '../../omni-api/errors.js';
+import { StreamStalledError } from '../errors.js';
 import type { MethodName } from '../../omni-api/wire.js';
 
 /** One call's cancellation: the caller's signal, the deadline, and close(). */
@@ -20,13 +26,24 @@ export interface Scope {
   stopTimer(): void;
   dispose(): void;
   /** The error to throw once `signal` has aborted: why it aborted decides which. */
-  abortError(): OmniError;
+  abortError(): ApiError;
+}
+
+/** A stream's scope: told of every chunk it reads, which restarts its idle deadline. */
+export interface StreamScope extends Scope {
+  progress(bytes: number): void;
+}
+
+/** How long a stream may be quiet, and how slow it may be on average. */
+export interface StreamLimits {
+  idleMs: number;
+  minBytesPerSecond: number;
 }
 
 /** Calls that share one slot at most. */
 const SLOT_SHARING = 8;
 
-type Why = 'caller' | 'timeout' | 'closed';
+type Why = 'caller' | 'timeout' | 'idle' | 'slow' | 'closed';
 type Slots = Map<AbortSignal | undefined, Map<number, DeadlineSlot>>;
 
 interface Cancellable {
@@ -36,6 +53,8 @@ interface Cancellable {
 class DeadlineSlot implements Cancellable {
   readonly ac = new AbortController();
   why: Why | undefined;
+  /** A stream's limits and progress (`Deadlines.stream`). */
+  stall: StallState | undefined;
   refs = 0;
   timer: NodeJS.Timeout | undefined;
   unsubscribe: (() => void) | undefined;
@@ -92,7 +111,9 @@ class SlotScope implements Scope {
 
   stopTimer(): void {
     // A shared slot's timer serves other calls too; only openStream stops one, on a slot of its own.
-    if (!this.slot.owner) clearTimeout(this.slot.timer);
+    if (this.slot.owner) return;
+    clearTimeout(this.slot.timer);
+    this.slot.timer = undefined;
   }
 
   dispose(): void {
@@ -102,15 +123,48 @@ class SlotScope implements Scope {
     this.inflight.delete(slot);
   }
 
-  abortError(): OmniError {
+  abortError(): ApiError {
     const c = errCtx(this.method, this.ctx);
     const why = this.slot.why;
     if (why === 'timeout')
       return new DeadlineExceededError(`no answer within ${this.timeoutMs} ms (client deadline)`, c);
+    if (why === 'idle' || why === 'slow') return stalled(this.method, this.ctx, this.slot.stall, why);
     if (why === 'caller' || why === undefined)
       return new CanceledError('cancelled by the caller', { ...c, cause: this.ctx.signal?.reason });
     return new CanceledError('the client was closed', c);
   }
+}
+
+interface StallState extends StreamLimits {
+  startedAt: number;
+  bytes: number;
+}
+
+/** One stream's view of its own slot: every chunk restarts the idle timer and is checked against the pace. */
+class StreamSlotScope extends SlotScope implements StreamScope {
+  progress(bytes: number): void {
+    const slot = this.slot;
+    const st = slot.stall;
+    // A Watch past its opening: no deadline any more.
+    if (!st || slot.timer === undefined) return;
+    st.bytes += bytes;
+    if (slot.ac.signal.aborted) return;
+    const elapsed = performance.now() - st.startedAt;
+    if (elapsed > st.idleMs + (st.bytes * 1000) / st.minBytesPerSecond) {
+      slot.abort('slow', new Error('stream too slow'));
+      return;
+    }
+    slot.timer?.refresh();
+  }
+}
+
+function stalled(method: MethodName, ctx: CallContext, st: StallState | undefined, why: 'idle' | 'slow'): ApiError {
+  const read = `after ${st?.bytes ?? 0} bytes in ${Math.round(performance.now() - (st?.startedAt ?? 0))} ms`;
+  const text =
+    why === 'idle'
+      ? `nothing received for ${st?.idleMs ?? 0} ms, ${read} (stream idle deadline)`
+      : `slower than ${st?.minBytesPerSecond ?? 0} bytes/s on average, ${read} (stream pace limit)`;
+  return new StreamStalledError(`${where(method, ctx)}: ${text}`, errCtx(method, ctx));
 }
 
 /** The deadlines of one transport, and every call's cancellation on close(). */
@@ -145,12 +199,21 @@ export class Deadlines {
     return new SlotScope(slot, method, ctx, timeoutMs, this.#inflight);
   }
 
-  /** A scope of its own (Watch): its deadline is stopped after the first message, so it is not shared. */
-  own(method: MethodName, ctx: CallContext): Scope {
-    const timeoutMs = ctx.timeoutMs ?? this.defaultTimeoutMs;
-    const slot = this.#newSlot(undefined, 0, timeoutMs > 0 ? timeoutMs : undefined, ctx.signal);
+  /**
+   * A stream's scope (a List, a Watch's opening): an idle deadline that every line restarts, and a pace
+   * limit (see the file's header). `ctx.timeoutMs`, when given, is the idle deadline.
+   */
+  stream(method: MethodName, ctx: CallContext, limits: StreamLimits): StreamScope {
+    const idleMs = ctx.timeoutMs ?? limits.idleMs;
+    const slot = new DeadlineSlot(undefined, 0);
+    slot.callerSignal = ctx.signal;
+    slot.stall = { ...limits, idleMs, startedAt: performance.now(), bytes: 0 };
+    this.#inflight.add(slot);
+    if (idleMs > 0) slot.timer = setTimeout(() => slot.abort('idle', new Error('stream idle')), idleMs);
+    if (ctx.signal) slot.unsubscribe = onAbort(ctx.signal, () => slot.abort('caller', ctx.signal!.reason));
+    if (this.#closed) slot.closeAbort();
     slot.refs = 1;
-    return new SlotScope(slot, method, ctx, timeoutMs, this.#inflight);
+    return new StreamSlotScope(slot, method, ctx, idleMs, this.#inflight);
   }
 
   /** Cancels every call in flight; calls made afterwards are cancelled at once. */

@@ -22,9 +22,20 @@ import { isObject, statusOf } from './status.js';
 import { WireError } from '../../omni-api/wire.js';
 import { type MethodName } from '../../omni-api/wire.js';
 
+/** A line a stream's reader did not want: counted by the reader, never parsed (it is not data). */
+export const SKIPPED: unique symbol = Symbol('skipped stream line');
+
+export interface ResultsOptions {
+  /** Told of every chunk read (bytes, decoded): the stream is delivering. */
+  onBytes?: ((bytes: number) => void) | undefined;
+  /** Asked before each line is parsed: true skips it (SKIPPED is yielded instead of its result). */
+  skip?: (() => boolean) | undefined;
+}
+
 /**
  * The `result` of each line of a stream answer; an `{"error":..}` line becomes the typed error (with
- * a gRPC status, else a WireError), anything else that is not a message a WireError.
+ * a gRPC status, else a WireError), anything else that is not a message a WireError. A line that
+ * `skip` declines is SKIPPED: checked for its size and UTF-8 only, not read.
  */
 export async function* results(
   method: MethodName,
@@ -32,9 +43,15 @@ export async function* results(
   res: Dispatcher.ResponseData,
   limits: ReadLimits,
   budget: ReadBudget,
+  o: ResultsOptions = {},
 ): AsyncGenerator<unknown> {
   const { src, meter } = streamOf(res.body, encodingOfAnswer(res), limits);
-  for await (const line of ndjsonLines(src, { maxLineBytes: limits.lineBytes, budget, meter })) {
+  const lineOpts = { maxLineBytes: limits.lineBytes, budget, meter, onBytes: o.onBytes, skip: o.skip };
+  for await (const line of ndjsonLines(src, lineOpts)) {
+    if (line === SKIPPED_TEXT) {
+      yield SKIPPED;
+      continue;
+    }
     const msg = parseJsonText(line, 'a stream line');
     if (!isObject(msg)) throw new WireError(`a stream line that is not a JSON object: ${snippet(line)}`);
     const o = msg as { result?: unknown; error?: unknown };
@@ -92,7 +109,17 @@ export interface LineOptions {
   budget?: ReadBudget;
   /** Told of every line (the compressed meter starts counting again). */
   meter?: CompressedMeter | undefined;
+  /** Told of the bytes of every chunk read (decoded): the stream is delivering. */
+  onBytes?: ((bytes: number) => void) | undefined;
+  /**
+   * Asked for each line within the limit: true yields SKIPPED_TEXT instead of the line's text, whose
+   * bytes are then neither checked as UTF-8 nor copied into a string.
+   */
+  skip?: (() => boolean) | undefined;
 }
+
+/** What ndjsonLines yields for a line that `skip` declined: never a line's text (blank lines are not yielded). */
+const SKIPPED_TEXT = '';
 
 /**
  * Splits a byte stream into lines, whatever the chunking (multi-byte characters included). Each line
@@ -108,6 +135,10 @@ export async function* ndjsonLines(
   const cap = opts.maxLineBytes ?? DEFAULT_READ_LIMITS.lineBytes;
   const budget = opts.budget;
   const meter = opts.meter;
+  const onBytes = opts.onBytes;
+  const skip = opts.skip;
+  const text = (buf: Buffer, start: number, end: number): string | undefined =>
+    skip && end > start && skip() ? SKIPPED_TEXT : lineText(buf, start, end);
   // The start of the line being read, from earlier chunks.
   let pending: Buffer[] = [];
   let pendingLen = 0;
@@ -115,6 +146,7 @@ export async function* ndjsonLines(
   try {
     for await (const c of src) {
       const chunk = typeof c === 'string' ? Buffer.from(c, 'utf8') : c;
+      onBytes?.(chunk.length);
       let start = 0;
       let nl = chunk.indexOf(10);
       if (nl >= 0 && pendingLen > 0) {
@@ -125,7 +157,7 @@ export async function* ndjsonLines(
         pendingLen = 0;
         budget?.give(held);
         held = 0;
-        const s = lineText(line, 0, line.length);
+        const s = text(line, 0, line.length);
         if (meter) meter.sinceLine = 0;
         if (s !== undefined) yield s;
         start = nl + 1;
@@ -133,7 +165,7 @@ export async function* ndjsonLines(
       }
       for (; nl >= 0; nl = chunk.indexOf(10, start)) {
         if (nl - start > cap) throw lineTooLong(cap, 'inflated');
-        const s = lineText(chunk, start, nl);
+        const s = text(chunk, start, nl);
         start = nl + 1;
         if (meter) meter.sinceLine = 0;
         if (s !== undefined) yield s;
@@ -151,7 +183,7 @@ export async function* ndjsonLines(
       const line = Buffer.concat(pending, pendingLen);
       budget?.give(held);
       held = 0;
-      const s = lineText(line, 0, line.length);
+      const s = text(line, 0, line.length);
       if (s !== undefined) yield s;
     }
   } finally {

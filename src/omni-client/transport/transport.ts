@@ -23,12 +23,12 @@ import { DEFAULT_READ_LIMITS, ReadBudget, discard, parseJson, readAnswer, type R
 import { where, type CallContext } from './call.js';
 import { SigningClock } from './clock.js';
 import { DEFAULT_COMPRESSION_POLICY, gzipChoice, type CompressionPolicy } from './compression.js';
-import { Deadlines } from './deadline.js';
+import { Deadlines, type StreamLimits } from './deadline.js';
 import { createDispatchers, type DispatcherKind, type Dispatchers } from './dispatcher.js';
 import { normalizeEndpoint, type Endpoint } from './endpoint.js';
 import { TransportError } from '../errors.js';
 import { type ApiError } from '../../omni-api/errors.js';
-import { results } from './ndjson.js';
+import { SKIPPED, results } from './ndjson.js';
 import { Retrier, defaultDelay, type BackoffOptions, type DelayFn } from './retry.js';
 import { RequestHeaders, type RequestSigner } from './signing.js';
 import { errorOfAnswer } from './status.js';
@@ -43,9 +43,13 @@ export interface TransportOptions {
   insecureSkipTlsVerify?: boolean;
   /** Upper bound of connections to Omni (per origin). Default 16. */
   connections?: number;
-  /** Default per-call deadline in ms (0 = none). Default 30 s. */
+  /** Default per-call deadline of a unary call in ms (0 = none). */
   timeoutMs?: number;
-  /** Extra attempts on Unavailable and broken connections. Default 4. */
+  /** How long a List or a Watch's opening may go without receiving anything (ms; 0 = no limit). */
+  streamIdleMs?: number;
+  /** The slowest average pace of a List or a Watch's opening (bytes/s) beyond its idle deadline. */
+  streamMinBytesPerSecond?: number;
+  /** Extra attempts on Unavailable and broken connections. */
   retries?: number;
   backoff?: BackoffOptions;
   logger?: Logger;
@@ -60,8 +64,21 @@ export interface TransportOptions {
   limits?: Partial<ReadLimits>;
 }
 
-/** An open NDJSON stream whose first message has arrived. Iterate for the rest; `close` to stop. */
-export interface OpenStream<T = unknown> extends AsyncIterable<T> {
+/** The transport's defaults, deadlines and retries, in one place (docs/architecture.md, "A write, layer by layer"). */
+export const TRANSPORT_DEFAULTS = {
+  connections: 16,
+  timeoutMs: 30_000,
+  streamIdleMs: 30_000,
+  streamMinBytesPerSecond: 1024,
+  retries: 4,
+  backoff: { baseMs: 100, capMs: 5_000 },
+} as const satisfies Partial<TransportOptions>;
+
+/**
+ * An open NDJSON stream whose first message has arrived. Iterate for the rest (SKIPPED for a line that
+ * `skip` declined); `close` to stop.
+ */
+export interface OpenStream<T = unknown> extends AsyncIterable<T | typeof SKIPPED> {
   first: T;
   close(): void;
 }
@@ -79,6 +96,7 @@ export class Transport {
   #deadlines: Deadlines;
   #retrier: Retrier;
   #limits: ReadLimits;
+  #streams: StreamLimits;
   #budget: ReadBudget;
   #calls: Record<string, number> = {};
 
@@ -88,11 +106,15 @@ export class Transport {
     this.#limits = { ...DEFAULT_READ_LIMITS, ...definedOnly(opts.limits ?? {}) };
     this.#budget = new ReadBudget(this.#limits.bufferedBytes);
     this.#clock = new SigningClock(opts.now ?? Date.now, this.endpoint.origin, log);
-    this.#deadlines = new Deadlines(opts.timeoutMs ?? 30_000);
+    this.#deadlines = new Deadlines(opts.timeoutMs ?? TRANSPORT_DEFAULTS.timeoutMs);
+    this.#streams = {
+      idleMs: opts.streamIdleMs ?? TRANSPORT_DEFAULTS.streamIdleMs,
+      minBytesPerSecond: opts.streamMinBytesPerSecond ?? TRANSPORT_DEFAULTS.streamMinBytesPerSecond,
+    };
     this.#retrier = new Retrier(
       {
-        retries: opts.retries ?? 4,
-        backoff: opts.backoff ?? { baseMs: 100, capMs: 5_000 },
+        retries: opts.retries ?? TRANSPORT_DEFAULTS.retries,
+        backoff: opts.backoff ?? TRANSPORT_DEFAULTS.backoff,
         delay: opts.delay ?? defaultDelay,
         random: opts.random ?? Math.random,
         log,
@@ -102,7 +124,7 @@ export class Transport {
       (method, ctx, e) => this.#headers.refused(method, ctx, e),
     );
     this.#dispatchers = createDispatchers(this.endpoint, {
-      connections: opts.connections ?? 16,
+      connections: opts.connections ?? TRANSPORT_DEFAULTS.connections,
       env: opts.env ?? process.env,
       tls: tlsOptions(opts),
       log,
@@ -152,7 +174,8 @@ export class Transport {
    * A server stream read to the end (List): the `result` of every line, each passed through `map` as
    * it arrives (so that a large List never holds its raw JSON and its decoded form at once).
    * At most `limits.listItems` results. Retried as a whole: `reader` makes the `map` of each attempt,
-   * so that what it remembers (the IDs seen) starts over with the answer.
+   * so that what it remembers (the IDs seen) starts over with the answer. No deadline for the whole
+   * List: an idle deadline and a pace limit (deadline.ts), however long it takes to deliver.
    */
   async collect<T = unknown>(
     method: MethodName,
@@ -160,15 +183,16 @@ export class Transport {
     ctx: CallContext = {},
     reader: () => (result: unknown) => T = () => (r) => r as T,
   ): Promise<T[]> {
-    const scope = this.#deadlines.shared(method, ctx);
+    const scope = this.#deadlines.stream(method, ctx, this.#streams);
+    const progress = (bytes: number): void => scope.progress(bytes);
     const max = this.#limits.listItems;
     try {
       return await this.#retrier.run(method, ctx, scope, async () => {
-        const res = await this.#send(method, body, scope.signal);
+        const res = await this.#send(method, body, scope.signal, { bodyTimeout: 0 });
         if (res.statusCode !== 200) throw await this.#errorOf(method, ctx, res);
         const out: T[] = [];
         const map = reader();
-        for await (const r of results(method, ctx, res, this.#limits, this.#budget)) {
+        for await (const r of results(method, ctx, res, this.#limits, this.#budget, { onBytes: progress })) {
           if (out.length >= max) throw new WireError(`more than ${max} items in one ${method}`, 'STUB_LIST_TOO_LONG');
           out.push(map(r));
         }
@@ -180,7 +204,8 @@ export class Transport {
   }
 
   /**
-   * Opens a server stream (Watch) and waits for its first message; the deadline covers only that.
+   * Opens a server stream (Watch) and waits for its first message; the stream's idle deadline covers
+   * only that (an open watch may be quiet for hours).
    * Every message, the first included, is passed through `map` (which may throw a WireError).
    * Failures before the first message are retried; later ones are thrown to the reader.
    */
@@ -189,14 +214,22 @@ export class Transport {
     body: unknown,
     ctx: CallContext = {},
     map: (result: unknown) => T = (r) => r as T,
+    skip?: () => boolean,
   ): Promise<OpenStream<T>> {
-    const scope = this.#deadlines.own(method, ctx);
+    const scope = this.#deadlines.stream(method, ctx, this.#streams);
+    const progress = (bytes: number): void => scope.progress(bytes);
     let opened: { first: T; it: AsyncIterator<unknown>; res: Dispatcher.ResponseData };
     try {
       opened = await this.#retrier.run(method, ctx, scope, async () => {
         const res = await this.#send(method, body, scope.signal, { bodyTimeout: 0 });
         if (res.statusCode !== 200) throw await this.#errorOf(method, ctx, res);
-        const it = results(method, ctx, res, this.#limits, this.#budget)[Symbol.asyncIterator]();
+        // The first message is always read (it says that the stream is open).
+        let opening = true;
+        const skipAfterFirst = skip && ((): boolean => !opening && skip());
+        const it = results(method, ctx, res, this.#limits, this.#budget, {
+          onBytes: progress,
+          skip: skipAfterFirst,
+        })[Symbol.asyncIterator]();
         let r: IteratorResult<unknown>;
         try {
           r = await it.next();
@@ -204,6 +237,7 @@ export class Transport {
           discard(res.body);
           throw e;
         }
+        opening = false;
         if (r.done)
           throw new TransportError(`${where(method, ctx)}: the stream ended before its first message`, {
             retriable: true,
@@ -230,14 +264,14 @@ export class Transport {
       first,
       close,
       [Symbol.asyncIterator]: () => ({
-        next: async (): Promise<IteratorResult<T>> => {
+        next: async (): Promise<IteratorResult<T | typeof SKIPPED>> => {
           try {
             const r = await it.next();
             if (r.done) {
               close();
               return { done: true, value: undefined };
             }
-            return { done: false, value: map(r.value) };
+            return { done: false, value: r.value === SKIPPED ? SKIPPED : map(r.value) };
           } catch (e) {
             close();
             throw failure(e);

@@ -53,6 +53,9 @@ export function encodingFor(req: IncomingMessage): 'gzip' | 'deflate' | undefine
  */
 export const OMNI_GZIP_LEVEL = 6;
 
+/** Stream messages written between two turns of the event loop (other calls are served in between). */
+const ITEMS_PER_TURN = 64;
+
 /**
  * Writes a body, gzip/deflate-compressed when asked, flushing after every write: grpc-gateway flushes
  * after every stream message, and Omni's compress handler turns each flush into a sync flush of its
@@ -74,12 +77,47 @@ export class Body {
       this.z.pipe(res);
     }
   }
-  write(s: string): void {
-    if (this.res.destroyed) return;
+  /** Writes one message; false when the body's buffer is full (wait for `drained` before the next). */
+  write(s: string): boolean {
+    if (this.res.destroyed) return true;
     if (this.z) {
-      this.z.write(s);
+      const room = this.z.write(s);
       this.z.flush(zlib.constants.Z_SYNC_FLUSH);
-    } else this.res.write(s);
+      return room;
+    }
+    return this.res.write(s);
+  }
+  /**
+   * Writes one message per item, waiting for a slow reader and yielding to other calls every few
+   * items: a 100 000-item List must not hold the event loop for the seconds it takes. Stops when the
+   * connection is gone.
+   */
+  async writeAll<T>(items: Iterable<T>, message: (item: T) => string): Promise<void> {
+    let sinceYield = 0;
+    for (const item of items) {
+      if (this.res.destroyed) return;
+      if (!this.write(message(item))) {
+        await this.drained();
+        sinceYield = 0;
+      } else if (++sinceYield >= ITEMS_PER_TURN) {
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        sinceYield = 0;
+      }
+    }
+  }
+  /** Resolves once the body can take more (or the connection is gone). */
+  drained(): Promise<void> {
+    const w = this.z ?? this.res;
+    if (this.res.destroyed || !w.writableNeedDrain) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        w.off('drain', done);
+        this.res.off('close', done);
+        resolve();
+      };
+      w.on('drain', done);
+      this.res.on('close', done);
+    });
   }
   /** Cuts the connection like a proxy would (FIN mid-body), after what was written has left. */
   async cut(): Promise<void> {

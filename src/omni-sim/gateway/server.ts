@@ -246,7 +246,12 @@ export class Gateway {
     }
   }
 
-  private list(req: IncomingMessage, res: ServerResponse, who: Identity, msg: Record<string, unknown>): void {
+  private async list(
+    req: IncomingMessage,
+    res: ServerResponse,
+    who: Identity,
+    msg: Record<string, unknown>,
+  ): Promise<void> {
     const opts = (msg['options'] ?? {}) as Record<string, unknown>;
     let items: Resource[];
     try {
@@ -263,8 +268,9 @@ export class Gateway {
     const body = this.startStream(req, res);
     // One message (and one flush) per item, as Omni sends a List: a client pays an inflate step per
     // item of a gzip List, and the benchmark should see that cost.
-    for (const r of items)
-      body.write(line({ result: encodeMessage(Methods.List.response, { resource: this.resources.out(r) }) }));
+    await body.writeAll(items, (r) =>
+      line({ result: encodeMessage(Methods.List.response, { resource: this.resources.out(r) }) }),
+    );
     this.streams.delete(res);
     body.end();
   }

@@ -172,6 +172,26 @@ export function immediateWrites(plan: Plan): number {
   return n + plan.refusals.filter((r) => !r.done && r.op).length;
 }
 
+/**
+ * The kinds whose changes the plan's items act on as they come (a run reads their watches' events as
+ * they arrive; the caches leave the other kinds' events unread and list them again when asked):
+ * what an item waits for, and the resource its last step releases (waited for as it goes, and
+ * watched by --settle).
+ */
+export function followedKinds(plan: Plan): Pick<Pointer, 'namespace' | 'type'>[] {
+  const out = new Map<string, Pick<Pointer, 'namespace' | 'type'>>();
+  const add = (p: Pointer): void => {
+    out.set(`${p.namespace}\u0000${p.type}`, { namespace: p.namespace, type: p.type });
+  };
+  const d = plan.deregistration.item;
+  for (const item of [...plan.items, ...(d ? [...d.cleanup, d] : [])]) {
+    for (const op of item.ops) if (op.op === 'wait') add(op.target);
+    const last = item.ops.at(-1);
+    if (last?.op === 'remove-finalizers') add(last.target);
+  }
+  return [...out.values()];
+}
+
 /** Whether a plan would change anything (so a confirmation is due). */
 export function hasWork(plan: Plan): boolean {
   return immediateWrites(plan) > 0 || plan.announce || plan.deregistration.status === 'ready' || plan.items.length > 0;

@@ -29,6 +29,8 @@ import { Slimmer } from './slim.js';
  */
 export class ProviderCache implements Reads, ItemSource, KindHost {
   private readonly kinds = new Map<string, KindCache>();
+  /** The same, by namespace then type: looked up for every answer and step without building a key. */
+  private readonly byNamespace = new Map<string, Map<string, KindCache>>();
   /** Resources of kinds not cached (the provider's records), as the last Get or write of this run left them. */
   private readonly records = new Map<string, Resource | null>();
   private readonly ac = new AbortController();
@@ -67,7 +69,7 @@ export class ProviderCache implements Reads, ItemSource, KindHost {
   }
 
   private kind(p: Pick<Pointer, 'namespace' | 'type'>): KindCache {
-    const key = `${p.namespace}\u0000${p.type}`;
+    const key = kindKey(p);
     let k = this.kinds.get(key);
     if (!k) {
       const id = this.o.providerId;
@@ -77,12 +79,33 @@ export class ProviderCache implements Reads, ItemSource, KindHost {
           : (r: Resource) => isOurResource(r.metadata, id);
       k = new KindCache(this, p.namespace, p.type, keep);
       this.kinds.set(key, k);
+      let types = this.byNamespace.get(p.namespace);
+      if (!types) this.byNamespace.set(p.namespace, (types = new Map()));
+      types.set(p.type, k);
     }
     return k;
   }
 
   private cached(p: Pick<Pointer, 'namespace' | 'type'>): KindCache | undefined {
-    return this.kinds.get(`${p.namespace}\u0000${p.type}`);
+    return this.byNamespace.get(p.namespace)?.get(p.type);
+  }
+
+  /**
+   * The kinds the run follows from now on: their events are read as they come. The others' are
+   * counted and left unread while nobody waits on them (most of a run's events are the echo of its
+   * own writes, which their answers already told the caches), and such a kind is listed again before
+   * a query reads it. 'all' (the default, and --wait, which plans again on every change): every kind.
+   */
+  follow(kinds: 'all' | Iterable<Pick<Pointer, 'namespace' | 'type'>>): void {
+    const keys = kinds === 'all' ? undefined : new Set([...kinds].map((k) => kindKey(k)));
+    for (const [key, k] of this.kinds) k.followed = keys === undefined || keys.has(key);
+  }
+
+  /** Events left unread so far, all kinds together. */
+  skippedEvents(): number {
+    let n = 0;
+    for (const k of this.kinds.values()) n += k.skipped;
+    return n;
   }
 
   /** What the cache holds of a kind once it is listed (ours only: labelled with the ID or in its namespace). */
@@ -226,6 +249,14 @@ export class ProviderCache implements Reads, ItemSource, KindHost {
   slim(r: Resource, listed = false): Resource {
     return this.slimmer.slim(r, listed);
   }
+
+  intern(s: string): string {
+    return this.slimmer.intern(s);
+  }
+}
+
+function kindKey(p: Pick<Pointer, 'namespace' | 'type'>): string {
+  return `${p.namespace}\u0000${p.type}`;
 }
 
 function recordKey(p: Pointer): string {

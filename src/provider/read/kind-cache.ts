@@ -1,6 +1,11 @@
 // One kind's informer-like cache (cache.ts keeps one per kind): a Watch without bootstrap contents,
 // one List once Omni says the watch is established, the events that came meanwhile applied over it
 // in order, every later one as it comes; listed again when the client's bookmark is refused.
+// A kind the run does not follow (no wait on it, not in the plan's kinds: cache.ts `follow`) has its
+// events counted, not read; it is then stale, and listed again before anything is read from it by a
+// query (a snapshot, a wait). A kind whose watch cannot stay established (CACHE_DEFAULTS.unstableBreaks streams
+// in a row broke before they delivered anything) is read with Lists instead: one per query, and one every
+// so often while someone waits on it (docs/design.md rule 10's waits then rest on Lists and Gets).
 // What it knows by ID and what it knows gone are kept apart from what it holds: an absence from it
 // is never evidence (design rules 4 and 10).
 
@@ -9,11 +14,13 @@ import { versionNumber } from '../../omni-api/resource.js';
 import type { State, WatchEvent } from '../../omni-api/state.js';
 import { hasCode } from '../../omni-client/errors.js';
 import { ExitCode, StubError } from '../../exit-codes.js';
-import type { Limiter } from '../run/limiter.js';
 import type { WaitOutcome, WaitUntil } from './reads.js';
+import type { Logger } from 'pino';
 
 export interface CacheOptions {
   providerId: string;
+  /** Told when a kind's watch is given up for Lists. */
+  logger?: Logger;
   /** Keep every kind up to date with a Watch (a run); false: one List per kind, nothing after (`plan`). */
   live: boolean;
   signal?: AbortSignal;
@@ -24,15 +31,22 @@ export interface CacheOptions {
   establishMs?: number;
   /** Resources kept of one kind at most, and events held while its List is read (design rule 12). */
   maxPerKind?: number;
-  /** The run's call limiter, for the Gets of a wait (a watch holds no slot). */
-  limiter?: Limiter;
 }
 
-export const ESTABLISH_FALLBACK_MS = 1_000;
-/** As many as one List may hold (`--max-list-items`' default). */
-const DEFAULT_MAX_PER_KIND = 250_000;
-/** Times a kind whose watch or List failed is started again, on the next query, before the failure stays. */
-const MAX_RESTARTS = 3;
+/** The caches' bounds, retries and timings, in one place (docs/architecture.md, "A write, layer by layer"). */
+export const CACHE_DEFAULTS = {
+  /** How long a new watch may take to say it is established before its List goes anyway. */
+  establishMs: 1_000,
+  /** As many as one List may hold (`--max-list-items`' default). */
+  maxPerKind: 250_000,
+  /** Times a kind whose watch or List failed is started again, on the next query, before the failure stays. */
+  restarts: 3,
+  /** Streams in a row that broke before delivering anything, after which a kind is read with Lists instead. */
+  unstableBreaks: 3,
+  /** Between two Lists of a kind read without a watch while someone waits: at least this, twice the last List. */
+  pollMinMs: 1_000,
+  pollMaxMs: 30_000,
+} as const;
 
 export interface Waiter {
   until: WaitUntil;
@@ -49,6 +63,8 @@ export interface KindHost {
   linkAbort(ac: AbortController): void;
   /** What is kept of a resource (slim.ts). */
   slim(r: Resource, listed?: boolean): Resource;
+  /** The one copy of an ID (slim.ts), for what is remembered of it. */
+  intern(s: string): string;
   /** What the caches hold changed (--wait plans again). */
   markChanged(): void;
 }
@@ -85,6 +101,17 @@ export class KindCache {
   private settle!: { resolve: () => void; reject: (e: unknown) => void };
   private ac: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Whether the run follows this kind (cache.ts `follow`): its events are read even when nobody waits. */
+  followed = true;
+  /** Events were left unread since the last List: what it holds may be out of date. */
+  private stale = false;
+  /** Events left unread, in all. */
+  skipped = 0;
+  /** Read with Lists, its watch given up (CACHE_DEFAULTS.unstableBreaks). */
+  polling = false;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private listStartedAt = 0;
+  private lastListMs = 0;
 
   constructor(
     private readonly c: KindHost,
@@ -102,7 +129,7 @@ export class KindCache {
       this.settle = { resolve, reject };
     });
     this.ready.catch(() => undefined);
-    if (!this.c.o.live) {
+    if (!this.c.o.live || this.polling) {
       this.gen++;
       this.buffer = [];
       this.listing = false;
@@ -118,6 +145,15 @@ export class KindCache {
         bootstrapContents: false,
         signal,
         onReset: () => this.relist(),
+        // Read while listing, while someone waits, or while the run follows the kind.
+        skip: () => !this.followed && this.buffer === undefined && this.waiters.size === 0,
+        onSkipped: () => {
+          this.stale = true;
+          this.skipped++;
+        },
+        onBreak: (inARow) => {
+          if (inARow >= CACHE_DEFAULTS.unstableBreaks) this.toPolling(inARow);
+        },
       }),
       signal,
     );
@@ -129,7 +165,7 @@ export class KindCache {
     this.buffer = [];
     this.listing = false;
     clearTimeout(this.timer);
-    this.timer = setTimeout(() => this.list(), this.c.o.establishMs ?? ESTABLISH_FALLBACK_MS);
+    this.timer = setTimeout(() => this.list(), this.c.o.establishMs ?? CACHE_DEFAULTS.establishMs);
     this.timer.unref();
   }
 
@@ -164,19 +200,57 @@ export class KindCache {
     }
   }
 
+  /**
+   * The watch broke `inARow` times before delivering anything: it is given up, and the kind is read
+   * with Lists from now on (a query lists it; so does a timer while someone waits on it).
+   */
+  private toPolling(inARow: number): void {
+    if (this.polling) return;
+    this.polling = true;
+    this.ac?.abort();
+    this.c.o.logger?.warn(
+      { namespace: this.namespace, type: this.type, breaks: inARow },
+      'the watch of this kind breaks before it delivers anything: reading it with Lists instead',
+    );
+    this.stale = true;
+    const stop = new AbortController();
+    this.c.linkAbort(stop);
+    const poll = (): void => {
+      if (stop.signal.aborted) return;
+      if (this.waiters.size > 0) this.refresh();
+      const ms = Math.min(CACHE_DEFAULTS.pollMaxMs, Math.max(CACHE_DEFAULTS.pollMinMs, 2 * this.lastListMs));
+      this.pollTimer = setTimeout(poll, ms);
+      this.pollTimer.unref();
+    };
+    stop.signal.addEventListener('abort', () => clearTimeout(this.pollTimer), { once: true });
+    // Until the watch's List: no List of its own yet.
+    if (this.synced) poll();
+    else {
+      this.pollTimer = setTimeout(poll, CACHE_DEFAULTS.pollMinMs);
+      this.pollTimer.unref();
+    }
+  }
+
   private list(): void {
     if (this.listing) return;
     this.listing = true;
     clearTimeout(this.timer);
+    this.listStartedAt = performance.now();
     const gen = this.gen;
     this.c.state
       .list(this.namespace, this.type, { signal: this.c.o.signal })
       .then((rs) => {
         if (gen !== this.gen) return;
+        this.lastListMs = performance.now() - this.listStartedAt;
+        // A kind read with Lists is out of date again as soon as it is read.
+        if (this.polling) this.stale = true;
         const fresh = new Map<string, Resource>();
         for (const r of rs) {
           this.missed.delete(r.metadata.id);
-          if (this.keep(r)) fresh.set(r.metadata.id, this.c.slim(r, true));
+          if (!this.keep(r)) continue;
+          // Keyed by the slimmed resource's ID: the string shared by all kinds, not the List's copy.
+          const kept = this.c.slim(r, true);
+          fresh.set(kept.metadata.id, kept);
         }
         this.bound(fresh.size);
         this.entries = fresh;
@@ -204,14 +278,34 @@ export class KindCache {
     this.c.markChanged();
   }
 
-  /** Resolves once the kind is listed; a kind whose watch or List failed is started again (a few times). */
+  /**
+   * Resolves once the kind is listed; a kind whose watch or List failed is started again (a few times),
+   * one whose events were left unread is listed again.
+   */
   async whenReady(): Promise<void> {
     if (this.failure !== undefined) {
-      if (this.restarts >= MAX_RESTARTS || this.c.o.signal?.aborted) throw this.failure;
+      if (this.restarts >= CACHE_DEFAULTS.restarts || this.c.o.signal?.aborted) throw this.failure;
       this.restarts++;
       this.start();
-    }
+    } else if (this.stale) this.refresh();
     await this.ready;
+  }
+
+  /** Lists a stale kind again (its watch is up): what comes meanwhile is applied over the List. */
+  private refresh(): void {
+    if (!this.stale || !this.synced) return;
+    this.stale = false;
+    // Followed until the run says otherwise: what comes before its next `follow` is read.
+    this.followed = true;
+    this.ready = new Promise<void>((resolve, reject) => {
+      this.settle = { resolve, reject };
+    });
+    this.ready.catch(() => undefined);
+    this.synced = false;
+    this.gen++;
+    this.buffer = [];
+    this.listing = false;
+    this.list();
   }
 
   get failed(): unknown {
@@ -230,7 +324,7 @@ export class KindCache {
 
   /** Applies a live event; whether what the cache holds changed. */
   private apply(e: WatchEvent): boolean {
-    const id = e.resource.metadata.id;
+    const id = this.c.intern(e.resource.metadata.id);
     this.remember(id);
     if (e.type === 'destroyed') {
       this.destroyedByUs.delete(id);
@@ -260,17 +354,18 @@ export class KindCache {
     this.goneIds.delete(id);
     if (!this.keep(r)) return cur !== undefined && this.entries.delete(id);
     if (cur && safeVersion(cur.metadata.version) >= safeVersion(r.metadata.version)) return false;
-    this.entries.set(id, this.c.slim(r));
+    const kept = this.c.slim(r);
+    this.entries.set(kept.metadata.id, kept);
     this.bound(this.entries.size);
     return true;
   }
 
   private remember(id: string): void {
-    if (this.named.size < 4 * this.max()) this.named.add(id);
+    if (this.named.size < 4 * this.max()) this.named.add(this.c.intern(id));
   }
 
   private max(): number {
-    return this.c.o.maxPerKind ?? DEFAULT_MAX_PER_KIND;
+    return this.c.o.maxPerKind ?? CACHE_DEFAULTS.maxPerKind;
   }
 
   private bound(n: number): void {
@@ -311,7 +406,7 @@ export class KindCache {
   /** A Get of this run answered NotFound. Not evidence that the ID ever named anything. */
   observeNotFound(id: string): void {
     this.entries.delete(id);
-    this.goneIds.add(id);
+    this.goneIds.add(this.c.intern(id));
     this.check(id);
   }
 
@@ -323,6 +418,7 @@ export class KindCache {
   destroyed(id: string): void {
     this.remember(id);
     this.entries.delete(id);
+    id = this.c.intern(id);
     this.goneIds.add(id);
     this.destroyedByUs.add(id);
     this.check(id);
@@ -348,6 +444,8 @@ export class KindCache {
       w.reject(this.failure);
       return;
     }
+    // A kind read with Lists is listed again for its waiters by its timer, not once per wait.
+    if (!this.polling) this.refresh();
     let set = this.waiters.get(id);
     if (!set) this.waiters.set(id, (set = new Set()));
     set.add(w);
@@ -399,8 +497,7 @@ export class KindCache {
   private read(id: string): void {
     if (this.reading.has(id) || this.c.o.signal?.aborted) return;
     this.reading.add(id);
-    const get = () => this.c.state.get({ namespace: this.namespace, type: this.type, id }, { signal: this.c.o.signal });
-    (this.c.o.limiter ? this.c.o.limiter.run(get) : get()).then(
+    this.c.state.get({ namespace: this.namespace, type: this.type, id }, { signal: this.c.o.signal }).then(
       (r) => {
         this.reading.delete(id);
         this.observe(r);

@@ -2,12 +2,15 @@
 // where it may write them back or reads them.
 
 import type { Resource } from '../../omni-api/resource.js';
-import { T, providerType } from '../../omni-api/resource.js';
+import { PHASE_RUNNING, PHASE_TEARING_DOWN, T, providerType } from '../../omni-api/resource.js';
 import { OMNI_SPEC_SCHEMAS } from '../../omni-api/specs/specs.js';
 import { ourFinalizers } from '../ownership.js';
 
 export class Slimmer {
   private readonly pool = new Map<string, string>();
+  /** Label sets, annotation sets and finalizer lists seen, each shared (frozen) by every resource that has it. */
+  private readonly records = new Map<string, Readonly<Record<string, string>>>();
+  private readonly lists = new Map<string, readonly string[]>();
 
   constructor(private readonly providerId: string) {}
 
@@ -27,12 +30,7 @@ export class Slimmer {
   slim(r: Resource, listed = false): Resource {
     const id = this.providerId;
     const md = r.metadata;
-    const one = (v: string): string => {
-      const seen = this.pool.get(v);
-      if (seen !== undefined) return seen;
-      if (this.pool.size < MAX_POOLED) this.pool.set(v, v);
-      return v;
-    };
+    const one = this.intern;
     const values = (o: Record<string, string>): void => {
       for (const k of Object.keys(o)) o[k] = one(o[k]!);
     };
@@ -41,12 +39,16 @@ export class Slimmer {
     md.id = one(md.id);
     md.owner = one(md.owner);
     md.version = one(md.version);
+    md.phase = md.phase === PHASE_TEARING_DOWN ? PHASE_TEARING_DOWN : PHASE_RUNNING;
     // Timestamps repeat across what one List holds; every event brings new ones.
     if (listed && md.created !== undefined) md.created = one(md.created);
     if (listed && md.updated !== undefined) md.updated = one(md.updated);
-    for (let i = 0; i < md.finalizers.length; i++) md.finalizers[i] = one(md.finalizers[i]!);
-    values(md.labels);
-    values(md.annotations);
+    // Most resources of a kind carry the same labels, none or the same annotations and the same
+    // finalizers: one frozen object each, shared (nothing writes them in place: a write starts from
+    // a copy, cloneResource or a spread).
+    md.finalizers = this.list(md.finalizers, one);
+    md.labels = this.record(md.labels, values);
+    md.annotations = this.record(md.annotations, values);
     if (
       !SPEC_READ.has(md.type) &&
       md.type !== providerType('BMCConfiguration', id) &&
@@ -60,10 +62,49 @@ export class Slimmer {
     if (OMNI_SPEC_SCHEMAS.has(md.type)) delete r.spec.yamlSpec;
     return r;
   }
+
+  /** The one copy of a string that repeats across the fleet (an ID, an owner, a finalizer, ...). */
+  readonly intern = (v: string): string => {
+    const seen = this.pool.get(v);
+    if (seen !== undefined) return seen;
+    if (this.pool.size < MAX_POOLED) this.pool.set(v, v);
+    return v;
+  };
+
+  /** One shared frozen copy of a label or annotation set (values pooled first). */
+  private record(o: Record<string, string>, values: (o: Record<string, string>) => void): Record<string, string> {
+    // Already shared (a resource slimmed before, observed again).
+    if (Object.isFrozen(o)) return o;
+    const keys = Object.keys(o);
+    if (keys.length === 0) return EMPTY_RECORD as Record<string, string>;
+    values(o);
+    let key = '';
+    for (const k of keys) key += `${k}\u0000${o[k]}\u0001`;
+    const seen = this.records.get(key);
+    if (seen) return seen as Record<string, string>;
+    if (this.records.size < MAX_SETS) this.records.set(key, Object.freeze(o));
+    return o;
+  }
+
+  /** One shared frozen copy of a finalizer list (its strings pooled). */
+  private list(a: string[], one: (v: string) => string): string[] {
+    if (Object.isFrozen(a)) return a;
+    if (a.length === 0) return EMPTY_LIST as string[];
+    const key = a.join('\u0000');
+    const seen = this.lists.get(key);
+    if (seen) return seen as string[];
+    for (let i = 0; i < a.length; i++) a[i] = one(a[i]!);
+    if (this.lists.size < MAX_SETS) this.lists.set(key, Object.freeze(a));
+    return a;
+  }
 }
 
 /** Strings shared at most (IDs, owners, versions, finalizers, label values): beyond, a string is kept as it came. */
 const MAX_POOLED = 1 << 18;
+/** Label sets and finalizer lists shared at most: beyond, each is kept as it came. */
+const MAX_SETS = 1 << 12;
+const EMPTY_RECORD: Readonly<Record<string, string>> = Object.freeze({});
+const EMPTY_LIST: readonly string[] = Object.freeze([]);
 
 const EMPTY_BYTES = new Uint8Array(0);
 /** Shared by every resource whose spec was not kept; frozen so that nobody fills it in. */

@@ -21,7 +21,6 @@ import { getIfExists } from '../../omni-client/read.js';
 import { hasCode } from '../../omni-client/errors.js';
 import { ProviderCache } from './cache.js';
 import { isOurResource, ourFinalizers } from '../ownership.js';
-import { Limiter } from '../run/limiter.js';
 import type { OnStage } from '../run/stage.js';
 import type { ProfileOption } from '../profile.js';
 import { resolveProfile } from '../profile.js';
@@ -43,17 +42,11 @@ export interface SnapshotOptions {
    * (The children of what is released are checked in both modes.)
    */
   checkParents?: boolean;
-  /** Gets of missing resources in flight at most (default 8), unless `limiter` bounds them. */
-  concurrency?: number;
-  /** The run's call limiter. */
-  limiter?: Limiter;
   /** The run's caches; without, one List per type (and nothing watched), as `plan` reads. */
   cache?: ProviderCache;
   /** Told `reading` first, then each kind as its List is in (stage.ts). */
   stage?: OnStage;
 }
-
-const DEFAULT_ABSENCE_GETS = 8;
 
 /** The types read in the shared namespaces, in a fixed order. */
 const SHARED_LISTS = [
@@ -179,14 +172,13 @@ async function readSnapshot(state: State, cache: ProviderCache, opts: SnapshotOp
         return (namespace[p.type] ??= []);
     }
   };
-  const limiter = opts.limiter ?? new Limiter(opts.concurrency ?? DEFAULT_ABSENCE_GETS);
   /** Gets what `ps` names and no List held; merges what they find (ours) into the lists. */
   const readMissing = async (ps: Iterable<Pointer>): Promise<Resource[]> => {
     const wanted = new Map<string, Pointer>();
     for (const p of ps) if (!idsOf(p).has(p.id)) wanted.set(describePointer(p), p);
     // In the order asked, whatever order the answers come in: the plan is the same for the same Omni.
     const answers = await Promise.all(
-      [...wanted].map(([key, p]) => limiter.run(() => getIfExists(state, p, call)).then((r) => [key, p, r] as const)),
+      [...wanted].map(([key, p]) => getIfExists(state, p, call).then((r) => [key, p, r] as const)),
     );
     const found: Resource[] = [];
     for (const [key, p, r] of answers) {

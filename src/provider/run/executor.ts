@@ -1,5 +1,5 @@
 // Performs a planned item's operations (operations.ts), exactly those and in their order, one call
-// each, through the call limiter. When an answer is not the one the plan rests on (a version
+// each (the client bounds the calls in flight). When an answer is not the one the plan rests on (a version
 // conflict, finalizers or an owner changed, something destroyed meanwhile), it reads that one
 // resource again and asks the same planner for the item's operations (`replanItem`), so a re-plan
 // can never do more than a plan. A NotFound is done only for a resource read by exactly that ID
@@ -39,8 +39,6 @@ export interface ExecutorDeps {
   state: State;
   log: Logger;
   providerId: string;
-  /** Every call to Omni goes through it (`--concurrency`). */
-  limiter: Limiter;
   /** Wipes at once at most (the wipe's own concurrency). */
   wipeLimiter: Limiter;
   wipe?: { strategy: WipeStrategy; options: WipeOptions };
@@ -102,12 +100,10 @@ export class Executor {
     return new Executor({ ...this.d, rank }, this.pass, this.planOptions);
   }
 
-  /** A call to Omni in a place of the call limiter, in the item's turn. */
-  private call<T>(fn: () => Promise<T>): Promise<T> {
-    return this.d.limiter.run(fn, this.d.rank);
-  }
-
-  /** The options of the item's calls: the run's signal, the item's rank, the run's time for writes. */
+  /**
+   * The options of the item's calls: the run's signal, the item's rank (its turn in the client's call limit and
+   * write window), the run's time for writes.
+   */
   private opts(): CallOptions {
     return {
       ...(this.d.signal ? { signal: this.d.signal } : {}),
@@ -176,7 +172,7 @@ export class Executor {
   private async knowMain(item: PlanItem): Promise<void> {
     const p = mainOf(item);
     if (!p || this.d.reads.current(p) || this.d.reads.isGone(p)) return;
-    const fresh = await this.call(() => getIfExists(this.d.state, p, this.opts()));
+    const fresh = await getIfExists(this.d.state, p, this.opts());
     if (fresh) this.d.reads.observe(fresh);
     else
       this.notFound(
@@ -256,7 +252,7 @@ export class Executor {
 
   /** Reads the one resource again by its ID, then the item is planned again from it. */
   private async reread(op: { target: Pointer; foundById: boolean }): Promise<OpResult> {
-    const fresh = await this.call(() => getIfExists(this.d.state, op.target, this.opts()));
+    const fresh = await getIfExists(this.d.state, op.target, this.opts());
     if (!fresh) return this.notFound(op, 'Get');
     this.d.reads.observe(fresh);
     return { replan: op.target };
@@ -342,9 +338,10 @@ export class Executor {
     if (!cur) return this.d.reads.isGone(op.target) ? { replan: op.target } : this.reread(op);
     // Changed since it was planned: plan it again from what it is now.
     if (cur.metadata.version !== op.version) return { replan: op.target };
-    const res = await this.call(() =>
-      this.d.state.removeFinalizers(cur, [...op.finalizers], { ...this.opts(), requirePhase: op.phase }),
-    );
+    const res = await this.d.state.removeFinalizers(cur, [...op.finalizers], {
+      ...this.opts(),
+      requirePhase: op.phase,
+    });
     if (res.outcome !== 'removed')
       this.d.log.debug(
         { resource: describePointer(op.target), finalizers: op.finalizers, outcome: res.outcome },
@@ -371,7 +368,7 @@ export class Executor {
   private async teardown(op: TeardownOp, run: RunState): Promise<OpResult> {
     let ready: boolean;
     try {
-      ready = await this.call(() => this.d.state.teardown(op.target, this.opts()));
+      ready = await this.d.state.teardown(op.target, this.opts());
     } catch (err) {
       // Thrown only when its Get found nothing (the client's gateway-state.ts).
       if (hasCode(err, 'OMNI_NOT_FOUND')) return this.notFound(op, 'Get');
@@ -417,9 +414,7 @@ export class Executor {
   private async destroy(op: DestroyOp): Promise<OpResult> {
     try {
       const before = this.d.reads.current(op.target);
-      await this.call(() =>
-        this.d.state.destroy(op.target, { owner: op.owner, ...this.opts(), ...(before ? { before } : {}) }),
-      );
+      await this.d.state.destroy(op.target, { owner: op.owner, ...this.opts(), ...(before ? { before } : {}) });
       this.d.reads.gone(op.target);
       return NEXT;
     } catch (err) {

@@ -1,9 +1,10 @@
-// The one concurrency limiter: a counting semaphore whose waiters take their turn by rank (lowest
-// first), then in arrival order (RankQueue: with one rank, plain FIFO). It bounds the calls in flight
-// to Omni (`--concurrency`), the wipes at once, and the plan items under way at once (`forItems`),
-// whatever the number of machines; waiting for Omni does not hold a slot. A run ranks an item's
-// calls by when the item first started, so that the next step of an item under way goes before the
-// first step of a new one (depth first: machines are released at a steady rate under a write budget).
+// The provider's limiter: a counting semaphore whose waiters take their turn by rank (lowest first),
+// then in arrival order (RankQueue: with one rank, plain FIFO). It bounds the plan items under way at
+// once (`forItems`) and the wipes at once, whatever the number of machines; waiting for Omni does not
+// hold a slot. The calls in flight to Omni are bounded by the client (omni-client/call-limit.ts),
+// which takes the same ranks from the calls' options. A run ranks an item by when it first started,
+// so that the next step of an item under way goes before the first step of a new one (depth first:
+// machines are released at a steady rate under a write budget).
 
 import { RankQueue } from '../../omni-client/rank-queue.js';
 
@@ -16,11 +17,9 @@ export class Limiter {
   }
 
   /**
-   * A limiter of plan items for `concurrency` call slots: enough items to keep every slot busy, few
-   * enough that a step's results are not held through a queue of every machine of the fleet. With
-   * all 11 000 items of a 10 000-machine run in the call limiter's queue at once, each step waited
-   * seconds for the next, what it had read went to V8's old space, and the heap grew by ~25 MB/s of
-   * such garbage (485 MB peak for a 130 MB live set).
+   * A limiter of plan items for `concurrency` calls in flight: enough items to keep every call's place
+   * busy, few enough that a step's results are not held through a queue of every machine of the fleet
+   * (docs/performance.md, "Changes made for performance").
    */
   static forItems(concurrency: number): Limiter {
     return new Limiter(Math.max(MIN_ITEMS, ITEMS_PER_SLOT * concurrency));
@@ -94,5 +93,5 @@ export class Limiter {
   }
 }
 
-const ITEMS_PER_SLOT = 4;
+const ITEMS_PER_SLOT = 2;
 const MIN_ITEMS = 256;

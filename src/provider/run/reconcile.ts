@@ -1,10 +1,11 @@
 // src/provider/run: a run's effects: its passes (this file), an item's operations performed
 // (executor.ts), refusals (refusals.ts), deregistration (deregister.ts), --settle (settle.ts), outcomes
-// and progress (outcomes.ts), the limiter (limiter.ts), stub mode announced (announce.ts) and the
+// and progress (outcomes.ts), the limiter of items and wipes (limiter.ts), stub mode announced (announce.ts) and the
 // checks before any write (preflight.ts).
 //
 // A run: plans (snapshot.ts, plan.ts) and applies them (executor.ts), per machine in the order of
-// docs/design.md rule 5, all machines at once with at most `concurrency` calls in flight; waits for
+// docs/design.md rule 5, all machines at once with at most `--concurrency` calls in flight (the client's
+// limit, omni-client/call-limit.ts); waits for
 // Omni through the run's caches; refuses new registrations (refusals.ts) and announces stub mode
 // (announce.ts) in whole-provider mode only; deregisters once nothing of the ID is left
 // (deregister.ts); after the last write, watches what others still held for --settle (settle.ts).
@@ -41,7 +42,7 @@ import { Outcomes, keyOf } from './outcomes.js';
 import type { ItemEnded, ItemOutcome, ReconcileProgress, RefusalOutcome } from './outcomes.js';
 import type { Plan, PlanItem, PlanOptions } from '../plan/plan.js';
 import { buildPlan } from '../plan/planner.js';
-import { hasWork, withoutResources } from '../plan/plan.js';
+import { followedKinds, hasWork, withoutResources } from '../plan/plan.js';
 import type { ProfileOption } from '../profile.js';
 import { refuse } from './refusals.js';
 import { confirmByGet } from './confirm.js';
@@ -68,6 +69,7 @@ export interface ReconcileOptions {
    * it, for Omni's own controllers to let go (default DEFAULT_SETTLE_MS); 0: not watched.
    */
   settleMs?: number;
+  /** `--concurrency`: the client's limit on calls in flight; the plan items under way follow from it (limiter.ts). */
   concurrency: number;
   signal?: AbortSignal;
   /** --force: a live provider's heartbeat showing up during the run does not stop it (design rule 7). */
@@ -155,7 +157,6 @@ class Reconciler {
   private readonly log: Logger;
   private readonly id: string;
   private readonly whole: boolean;
-  private readonly limiter: Limiter;
   private readonly wipeLimiter: Limiter;
   /** Plan items under way at once. */
   private readonly items: Limiter;
@@ -204,13 +205,12 @@ class Reconciler {
     this.runId = deps.runId ?? randomUUID();
     this.whole = o.machines.length === 0;
     this.signal = o.signal ? AbortSignal.any([o.signal, this.halt.signal]) : this.halt.signal;
-    this.limiter = new Limiter(o.concurrency);
     this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
     this.items = Limiter.forItems(o.concurrency);
     this.reads = new ProviderCache(this.state, {
       providerId: this.id,
       live: true,
-      limiter: this.limiter,
+      logger: this.log,
       signal: this.signal,
     });
     this.monotonic = deps.monotonic ?? (() => performance.now());
@@ -237,12 +237,13 @@ class Reconciler {
       stateTypes: this.o.stateTypes,
       signal: this.signal,
       checkParents: this.whole,
-      limiter: this.limiter,
       cache: this.reads,
       ...(this.deps.stage ? { stage: this.deps.stage } : {}),
     });
     this.stage('planning');
     const plan = buildPlan(snap, this.planOptions);
+    // Without --wait, the events of the kinds the items do not act on are left unread (cache.ts).
+    this.reads.follow(this.o.wait ? 'all' : followedKinds(plan));
     this.pass = withoutResources(snap);
     this.deps.planned?.(plan);
     this.latest = plan;
@@ -495,7 +496,6 @@ class Reconciler {
               {
                 state: this.state,
                 providerId: this.id,
-                limiter: this.limiter,
                 outcomes: this.outcomes,
                 log: this.log,
                 signal: this.signal,
@@ -539,7 +539,6 @@ class Reconciler {
         state: this.state,
         log: this.log,
         providerId: this.id,
-        limiter: this.limiter,
         wipeLimiter: this.wipeLimiter,
         reads: this.reads,
         ...(this.deps.wipe ? { wipe: this.deps.wipe } : {}),

@@ -13,7 +13,6 @@ import type { State } from '../../omni-api/state.js';
 import { hasCode } from '../../omni-client/errors.js';
 import { MachineRequestStage, MachineRequestStatusSpec } from '../../omni-api/specs/messages.js';
 import { encodeSpec } from '../../omni-api/specs/codec.js';
-import type { Limiter } from './limiter.js';
 import type { Outcomes } from './outcomes.js';
 import type { Refusal } from '../plan/plan.js';
 import { isStubRefusal, STUB_MARKER } from '../plan/facts.js';
@@ -29,7 +28,6 @@ export function refusalError(providerId: string, requestId: string): string {
 export interface RefuseDeps {
   state: State;
   providerId: string;
-  limiter: Limiter;
   outcomes: Outcomes;
   log: Logger;
   signal?: AbortSignal;
@@ -65,11 +63,9 @@ export async function refuse(d: RefuseDeps, r: Refusal): Promise<void> {
     status: `refused by ${STUB_MARKER}`,
   });
   try {
-    const created = await d.limiter.run(() =>
-      d.state.create(
-        { metadata: md, spec: { protoSpec: spec } },
-        { owner: op.owner, ...(d.signal ? { signal: d.signal } : {}), ...(d.notAfter ? { notAfter: d.notAfter } : {}) },
-      ),
+    const created = await d.state.create(
+      { metadata: md, spec: { protoSpec: spec } },
+      { owner: op.owner, ...(d.signal ? { signal: d.signal } : {}), ...(d.notAfter ? { notAfter: d.notAfter } : {}) },
     );
     d.refused.add(key);
     // Omni's answer is what it now holds (a write of this run that succeeded: positive evidence).
@@ -108,7 +104,7 @@ function failed(d: RefuseDeps, r: Refusal, key: string, message: string): void {
  * content: ours (our marker: this run's, or an earlier run's), or someone else's (the provider may be back).
  */
 async function attribute(d: RefuseDeps, r: Refusal, key: string, target: Pointer): Promise<void> {
-  const status = await d.limiter.run(() => getIfExists(d.state, target, { signal: d.signal }));
+  const status = await getIfExists(d.state, target, { signal: d.signal });
   if (!status) {
     failed(d, r, key, 'a status appeared meanwhile and was destroyed before it could be read; run again');
     return;

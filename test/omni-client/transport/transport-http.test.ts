@@ -214,7 +214,7 @@ it`, async () => {
     gw.on('Get', (_q, s) => {
       setTimeout(() => sendJson(s, 200, { resource: wireResource(res('m1')) }), 100);
     });
-    const c = await mk({ timeoutMs: 60_000, connections: 32 });
+    const c = await mk({ timeoutMs: 60_000, concurrency: 32 });
     const ac = new AbortController();
     const cancelled = Array.from({ length: 30 }, () =>
       c.state.get(ptr, { signal: ac.signal }).then(

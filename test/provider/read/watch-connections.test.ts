@@ -37,7 +37,7 @@ describe('connections for watches', () => {
     const client = await createOmniClient({
       endpoint: sim.endpoint,
       key: sim.keys[`infra-provider:${ID}`]!,
-      connections: 2,
+      concurrency: 2,
       env: {},
     });
     try {

@@ -57,7 +57,7 @@ caller's signal, leaves none behind and emits no MaxListenersExceededWarning",
     client = await createOmniClient({
       endpoint: sim.endpoint,
       key: sim.keys['infra-provider:bare-metal']!,
-      connections: 16,
+      concurrency: 16,
     });
     const warnings: Error[] = [];
     const onWarning = (w: Error) => {

@@ -50,7 +50,7 @@ async function waitRun(
   client = await createOmniClient({
     endpoint: s.endpoint,
     key: s.keys[`infra-provider:${ID}`]!,
-    connections: 8,
+    concurrency: 8,
     onWrite: (intent) => {
       sent.push({ intent, at: Date.now() });
       return (out) => {

@@ -40,7 +40,7 @@ async function throttledRun(abortAfter?: number) {
   client = await createOmniClient({
     endpoint: sim.endpoint,
     key: sim.keys[`infra-provider:${ID}`]!,
-    connections: CONCURRENCY,
+    concurrency: CONCURRENCY,
     onWrite: (w) => {
       writes.push(`${w.method} ${w.resource.type}`);
       return (o) => {

@@ -1,5 +1,6 @@
-// The limiter of calls, wipes and items (limiter.ts): slots are given in rank order, then in arrival order, so that
-// the next step of an item under way goes before the first step of a new one; with one rank it is FIFO.
+// The limiter of items and wipes (limiter.ts; calls: the client's call-limit.ts, by the same ranks): slots
+// are given in rank order, then in arrival order, so that the next step of an item under way goes before the first
+// step of a new one; with one rank it is FIFO.
 
 import { describe, expect, it } from 'vitest';
 import { Limiter } from '../../../src/provider/run/limiter.js';

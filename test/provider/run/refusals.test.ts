@@ -13,7 +13,6 @@ import { createOmniClient, type OmniClient } from '../../../src/omni-client/clie
 import { INTERNAL } from '../../../src/omni-sim/api.js';
 import { createSim, type Sim } from '../../../src/omni-sim/index.js';
 import { generateScenario, provisionedRequest } from '../../../src/omni-sim/scenario/generate.js';
-import { Limiter } from '../../../src/provider/run/limiter.js';
 import { Outcomes } from '../../../src/provider/run/outcomes.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
 import { refuse, refusalError } from '../../../src/provider/run/refusals.js';
@@ -115,7 +114,6 @@ describe('a status found in its place is read and attributed by its content', ()
       {
         state,
         providerId: ID,
-        limiter: new Limiter(1),
         outcomes,
         log: silentLogger(),
         reads: { observe: (r) => observed.push(r) },
