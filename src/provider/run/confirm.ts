@@ -7,7 +7,6 @@ import type { Pointer } from '../../omni-api/resource.js';
 import type { State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
 import type { ProviderCache } from '../read/cache.js';
-import type { Limiter } from './limiter.js';
 
 /** At most this many resources are read again (one Get each). */
 export const MAX_CONFIRM_GETS = 1_000;
@@ -15,13 +14,12 @@ export const MAX_CONFIRM_GETS = 1_000;
 export interface ConfirmDeps {
   state: State;
   reads: Pick<ProviderCache, 'current' | 'observe' | 'observeNotFound'>;
-  limiter: Limiter;
   log: Logger;
   signal?: AbortSignal;
 }
 
 /**
- * Reads by ID (at most MAX_CONFIRM_GETS, bounded by the limiter) those of `targets` the caches still
+ * Reads by ID (at most MAX_CONFIRM_GETS; the client's call limit bounds those in flight) those of `targets` the caches still
  * hold, and tells the caches what each Get answered. Returns whether any turned out gone or changed.
  */
 export async function confirmByGet(d: ConfirmDeps, targets: Pointer[]): Promise<boolean> {
@@ -30,7 +28,7 @@ export async function confirmByGet(d: ConfirmDeps, targets: Pointer[]): Promise<
   await Promise.all(
     held.map(async (p) => {
       const before = d.reads.current(p);
-      const fresh = await d.limiter.run(() => getIfExists(d.state, p, { signal: d.signal }));
+      const fresh = await getIfExists(d.state, p, { signal: d.signal });
       if (!fresh) d.reads.observeNotFound(p);
       else d.reads.observe(fresh);
       if (!fresh || fresh.metadata.version !== before?.metadata.version) changed++;

@@ -321,9 +321,7 @@ export class Executor {
       {
         ...this.d.claim,
         state: this.d.state,
-        limiter: this.d.limiter,
         options: this.opts(),
-        ...(this.d.rank !== undefined ? { rank: this.d.rank } : {}),
         observe: (r) => this.d.reads.observe(r),
       },
       target,

@@ -398,7 +398,7 @@ class Reconciler {
   private async confirmFacts(plan: Plan, pass: number): Promise<{ plan: Plan; pass: number }> {
     if (this.deregistered || this.takenOver) return { plan, pass };
     const targets = [...this.releasedParents.values(), ...[...this.heldAtRelease.values()].map((h) => h.target)];
-    const d = { state: this.state, reads: this.reads, limiter: this.limiter, log: this.log, signal: this.signal };
+    const d = { state: this.state, reads: this.reads, log: this.log, signal: this.signal };
     if (!(await confirmByGet(d, targets))) return { plan, pass };
     plan = await this.planNow();
     const dereg = plan.deregistration;

@@ -11,7 +11,6 @@ import type { Pointer, Resource } from '../../omni-api/resource.js';
 import type { CallOptions, State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
 import { hasCode } from '../../omni-client/errors.js';
-import type { Limiter } from './limiter.js';
 
 export const ANNOTATION_WIPE_CLAIM = 'stub-provider.sidero.dev/wipe-claim';
 
@@ -29,7 +28,6 @@ export type ClaimResult =
 
 export interface ClaimDeps {
   state: State;
-  limiter: Limiter;
   runId: string;
   /** Wall clock as Omni sees it. */
   now: () => number;
@@ -37,8 +35,6 @@ export interface ClaimDeps {
   holdMs: number;
   /** The item's call options: the run's signal, the item's rank, no write after --timeout (notAfter). */
   options?: CallOptions;
-  /** The item's rank in the call limiter. */
-  rank?: number;
   /** What a Get or the Update answered, for the run's caches. */
   observe?: (r: Resource) => void;
 }
@@ -61,7 +57,7 @@ export function claimOf(r: Resource): WipeClaim | undefined {
 /** Claims the wipe of the machine on `target`; `ours` when this run may wipe it. */
 export async function claimWipe(d: ClaimDeps, target: Pointer, machineId: string): Promise<ClaimResult> {
   for (let attempt = 1; attempt <= MAX_ATTEMPTS; attempt++) {
-    const cur = await d.limiter.run(() => getIfExists(d.state, target, d.options), d.rank);
+    const cur = await getIfExists(d.state, target, d.options);
     if (!cur)
       return {
         kind: 'taken',
@@ -92,10 +88,7 @@ export async function claimWipe(d: ClaimDeps, target: Pointer, machineId: string
       spec: cur.spec,
     };
     try {
-      const written = await d.limiter.run(
-        () => d.state.update(next, { ...d.options, owner: cur.metadata.owner, before: cur }),
-        d.rank,
-      );
+      const written = await d.state.update(next, { ...d.options, owner: cur.metadata.owner, before: cur });
       d.observe?.(written);
       return { kind: 'ours' };
     } catch (err) {
