@@ -19,8 +19,9 @@ export interface ConfirmDeps {
 }
 
 /**
- * Reads by ID (at most MAX_CONFIRM_GETS; the client's call limit bounds those in flight) those of `targets` the caches still
- * hold, and tells the caches what each Get answered. Returns whether any turned out gone or changed.
+ * Reads by ID (at most MAX_CONFIRM_GETS; the client's call limit bounds those in flight) those of `targets`
+ * the caches still hold, and tells the caches what each Get answered. Returns whether any turned out gone or
+ * changed.
  */
 export async function confirmByGet(d: ConfirmDeps, targets: Pointer[]): Promise<boolean> {
   const held = targets.filter((p) => d.reads.current(p) !== undefined).slice(0, MAX_CONFIRM_GETS);
