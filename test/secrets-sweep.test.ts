@@ -70,6 +70,18 @@ function baseArgs(command: string, flag: string, files: { report: string; audit:
   return [command, ...out];
 }
 
+/**
+ * `sim` prints the keys of its own identities by design. They are not the key under test, but two keys
+ * share their fixed structure (packet headers, the signature's preferences): a 24-character slice of
+ * one is found in the other in about 1 pair of 20. They are taken out before the search.
+ */
+function withoutSimKeys(out: string): string {
+  let text = out;
+  for (const m of out.matchAll(/"keys":(\{[^}]*\})/g))
+    for (const v of Object.values(JSON.parse(m[1]!) as Record<string, string>)) text = text.split(v).join('<sim key>');
+  return text;
+}
+
 /** Runs main() with captured streams; a sim that came up is stopped as a signal would stop it. */
 async function runMain(c: Case): Promise<{ code: number; out: string }> {
   const stdout = new PassThrough();
@@ -156,7 +168,7 @@ describe('no secret is ever echoed', () => {
       process.chdir(cwd);
       try {
         const { code, out } = await runMain(c);
-        const where: [string, string][] = [['stdout and stderr', out]];
+        const where: [string, string][] = [['stdout and stderr', c.command === 'sim' ? withoutSimKeys(out) : out]];
         for (const f of c.argv.filter((a) => a.startsWith(dir) && existsSync(a))) {
           where.push([f, readFileSync(f, 'utf8')]);
           const mode = statSync(f).mode & 0o777;

@@ -1,6 +1,7 @@
 // `stub-provider [run]` (the default command): release what is being deleted, refuse new machines,
 // deregister. See docs/design.md; the work is in src/provider.
 
+import { randomUUID } from 'node:crypto';
 import { ExitCode, UsageError } from '../exit-codes.js';
 import { addSecret } from '../redact.js';
 import { VERSION } from '../version.js';
@@ -71,7 +72,9 @@ export const runOptions = {
   force: {
     type: 'boolean',
     default: false,
-    describe: 'Run although a live provider with this ID sent a heartbeat in the last 60 s',
+    describe:
+      'Run although a live provider with this ID sent a heartbeat in the last 60 s, or take over from another ' +
+      'stub-provider run (without waiting for its heartbeat to go stale)',
     group: 'Run:',
   },
   'audit-log': {
@@ -134,9 +137,11 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
   // What it is doing, from the first second: on the progress line, or one log line per phase.
   const unsubscribe = showStages(stages, progress, log);
   stages.enter('preflight');
+  // One ID for the run: its heartbeat, its wipe claims, its audit log lines and its report name it.
+  const runId = randomUUID();
   // Every write is a debug line, on a terminal or not: `--audit-log` records each one, and a Job's log
   // at the default level stays one line per machine (26 000 lines for 2 700 machines otherwise).
-  const audit = new Audit(outputs.auditSink, Date.now, log, undefined, { writeLogLevel: 'debug' });
+  const audit = new Audit(outputs.auditSink, Date.now, log, runId, { writeLogLevel: 'debug' });
   // A write throttled by Omni is retried for --step-timeout at most (what --timeout allows with --wait).
   const client = await connect(c, io, log, audit.observer, {
     maxWaitMs: c.wait && Number.isFinite(c.timeoutMs) ? c.timeoutMs : c.stepTimeoutMs,
@@ -159,7 +164,19 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
       force: c.force,
       now,
       signal: sig.signal,
+      // Whole-provider runs write a heartbeat, and wait for another run's (design rule 7).
+      ...(c.machines.length === 0 ? { waitForOtherRun: { log } } : {}),
     });
+    if (pre.concurrentRun?.forced)
+      log.warn(
+        { providerId: c.id, otherRun: pre.concurrentRun.runId },
+        'another stub-provider run sent a heartbeat in the last 60 s; taking over from it (--force)',
+      );
+    else if (pre.concurrentRun)
+      log.info(
+        { providerId: c.id, otherRun: pre.concurrentRun.runId, waitedMs: pre.concurrentRun.waitedMs },
+        "the other run's heartbeat went stale: going on",
+      );
     if (pre.forced)
       log.warn({ providerId: c.id }, 'a live provider with this ID was detected; running anyway (--force)');
     log.info(
@@ -181,6 +198,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
         wipe: { strategy, options: c.wipe },
         stage: stages.enter,
         onSecret: addSecret,
+        runId,
         ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}),
       },
       {
@@ -238,13 +256,15 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
     throw withRunFacts(failed?.err, { writes: audit.counts, throttling: throttlingOf(client.throttling()) });
   const interruptCode = sig.code();
   if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
-  return runReport(result, {
+  const rep = runReport(result, {
     version: VERSION,
     preflight: pre,
     writes: audit.counts,
     throttling: throttlingOf(client.throttling()),
     ...(interruptCode ? { interruptCode } : {}),
   });
+  const over = result.takenOver;
+  return over && !result.interrupted ? { ...rep, error: { code: over.code, message: over.message } } : rep;
 }
 
 export const runCommand = defineCommand({
@@ -273,10 +293,10 @@ export const runCommand = defineCommand({
     ['$0 plan --id bare-metal', 'Show what a run would change, without changing anything'],
   ],
   epilogue:
-    'Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider); 4 ' +
-    "authentication; 5 incomplete (retry); 6 a write larger than Omni's write burst (an Omni admin must raise it; do " +
-    'not retry); 10 declined at the prompt (nothing was written; the changes the plan showed are still pending, as ' +
-    'plan exits 10); 130/143 interrupted. ' +
+    'Exit codes: 0 done or nothing to do; 2 usage; 3 preflight refused (not registered, live provider, another ' +
+    "run); 4 authentication; 5 incomplete (retry); 6 a write larger than Omni's write burst (an Omni admin must " +
+    'raise it; do not retry); 10 declined at the prompt (nothing was written; the changes the plan showed are ' +
+    'still pending, as plan exits 10); 130/143 interrupted. ' +
     "With --output json or yaml, and in --report, every exit has its result, with the error's code and message. " +
     'Every flag can also be set as STUB_PROVIDER_<FLAG> (e.g. STUB_PROVIDER_ID, STUB_PROVIDER_NO_DEREGISTER=true).',
   parse: parseRun,

@@ -54,19 +54,21 @@ export function readBoundedFile(path: string, bound: FileBound): string {
       );
     if (st.size > bound.maxBytes) throw tooLarge();
     // One byte more than the bound tells a file that grew past it.
-    const buf = Buffer.allocUnsafe(Math.min(bound.maxBytes, Math.max(st.size, 64 * 1024)) + 1);
-    let chunks: Buffer[] = [];
+    // Read in place (no chunk copies, no concatenation): the buffer and the text are all it holds.
+    let buf = Buffer.allocUnsafe(Math.min(bound.maxBytes, Math.max(st.size, 64 * 1024)) + 1);
     let total = 0;
     for (;;) {
-      const n = readSync(fd, buf, 0, buf.length, null);
+      if (total === buf.length) {
+        const grown = Buffer.allocUnsafe(Math.min(bound.maxBytes + 1, buf.length * 2));
+        buf.copy(grown, 0, 0, total);
+        buf = grown;
+      }
+      const n = readSync(fd, buf, total, buf.length - total, null);
       if (n === 0) break;
       total += n;
       if (total > bound.maxBytes) throw tooLarge();
-      chunks.push(Buffer.from(buf.subarray(0, n)));
     }
-    const text = Buffer.concat(chunks, total).toString('utf8');
-    chunks = [];
-    return text;
+    return buf.toString('utf8', 0, total);
   } finally {
     closeSync(fd);
   }

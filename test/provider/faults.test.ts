@@ -282,8 +282,10 @@ deregistered`, async () => {
       expect(signal).toBe('SIGKILL');
       expect(code).toBeNull();
 
-      // Second run: finishes the work, deregisters, exits 0.
-      const second = spawn(process.execPath, argv, { env, stdio: ['ignore', 'pipe', 'ignore'] });
+      // Second run: finishes the work, deregisters, exits 0. The killed run's heartbeat is still live:
+      // without --force the second run would wait up to 60 s for it to go stale (design rule 7;
+      // test/provider/run/one-run.test.ts), as a Job's retry does.
+      const second = spawn(process.execPath, [...argv, '--force'], { env, stdio: ['ignore', 'pipe', 'ignore'] });
       let out = '';
       second.stdout.on('data', (d: Buffer) => {
         out += d.toString();

@@ -61,6 +61,11 @@ export interface DestroyOp {
 export interface WipeOp {
   op: 'wipe';
   machineId: string;
+  /**
+   * Where the wipe is claimed (run/wipe-claim.ts): a resource of the machine the stub owns and
+   * destroys later in the item, its InfraMachineStatus or else one in `infra-provider:<id>`.
+   */
+  claim?: Pointer;
   bmcConfiguration?: Resource;
   bmcConfig?: Resource;
 }

@@ -333,9 +333,11 @@ export class Planner {
         nextStep: "check the earlier run's report or the hardware if you need to know the wipe's result",
       });
     } else if (this.o.wipe && mine.length > 0) {
+      const claimOn = this.imsById.get(uuid) ?? outputs[0];
       ops.push({
         op: 'wipe',
         machineId: uuid,
+        ...(claimOn ? { claim: pointerOf(claimOn) } : {}),
         ...(bmcConfiguration ? { bmcConfiguration } : {}),
         ...(bmcConfig ? { bmcConfig } : {}),
       });

@@ -53,7 +53,18 @@ export interface Report {
   machines: string[];
   omniVersion?: string;
   profile: { static: boolean; provisioning: boolean; reason: string; namespaceTypes: string[] };
-  preflight?: { heartbeatAgeMs?: number; heartbeatOurs?: boolean; forced: boolean };
+  /** run: this run's ID, as its heartbeat, its wipe claims and its audit log lines name it. */
+  runId?: string;
+  /**
+   * `heartbeatOurs`: written by stub-provider (any run); `concurrentRun`: another run's live
+   * heartbeat, waited for until it went stale (`waitedMs`) or overridden (`forced`; design rule 7).
+   */
+  preflight?: {
+    heartbeatAgeMs?: number;
+    heartbeatOurs?: boolean;
+    forced: boolean;
+    concurrentRun?: { runId: string; ageMs: number; waitedMs?: number; forced?: boolean };
+  };
   /** Leftovers destroyed (statuses and provider state whose machine or request was already gone). */
   cleaned: number;
   released: (ReportEntry & { wipe?: { strategy: string; outcome: string; reason?: string } })[];
@@ -184,6 +195,7 @@ function base(plan: Plan, c: Common, command: 'run' | 'plan') {
               ? { heartbeatAgeMs: Math.round(c.preflight.heartbeat.ageMs), heartbeatOurs: c.preflight.heartbeat.ours }
               : {}),
             forced: c.preflight.forced,
+            ...(c.preflight.concurrentRun ? { concurrentRun: c.preflight.concurrentRun } : {}),
           },
         }
       : {}),
@@ -310,6 +322,7 @@ export function runReport(
   let result: ReportResult;
   let exitCode: number;
   if (r.interrupted) [result, exitCode] = ['interrupted', c.interruptCode ?? ExitCode.SigInt];
+  else if (r.takenOver) [result, exitCode] = ['incomplete', ExitCode.Incomplete];
   // Declined: nothing was written, and the changes the plan showed are still pending (plan's 10).
   else if (r.declined) [result, exitCode] = ['declined', ExitCode.ChangesPending];
   else if (incomplete) [result, exitCode] = ['incomplete', ExitCode.Incomplete];
@@ -320,6 +333,7 @@ export function runReport(
   return {
     // The header's profile is what the first pass found: later passes no longer see what it released.
     ...base(r.firstPlan, c, 'run'),
+    runId: r.runId,
     cleaned,
     released: released.map((o) => ({
       kind: o.kind,

@@ -16,6 +16,8 @@ import { BMCConfigSpec, BMCConfigurationSpec } from '../../omni-api/specs/messag
 import { decodeSpec } from '../../omni-api/specs/codec.js';
 import type { MessageSchema } from '../../omni-api/specs/schema.js';
 import { machineFactsFromBmc, runWipes, wipeBlocksRelease } from '../../wipe/index.js';
+import { claimWipe } from './wipe-claim.js';
+import type { ClaimDeps } from './wipe-claim.js';
 import type { WipeOptions, WipeResult, WipeStrategy } from '../../wipe/index.js';
 import { describeDuration, describeHolds, nextStepsOf, predictHolds, stillHolding } from '../plan/explain.js';
 import type { Hold, HoldFacts } from '../plan/explain.js';
@@ -55,6 +57,18 @@ export interface ExecutorDeps {
   notAfter?: number;
   /** Told each BMC password a wipe is given, before the wipe runs (the CLI's redaction: src/redact.ts). */
   onSecret?: (secret: string) => void;
+  /** Right before a wipe starts: throws NotStartedError when the run may start nothing more. */
+  beforeWipe?: () => void;
+  /** This run's wipe claims (wipe-claim.ts): a wipe at most once among overlapping runs. */
+  claim?: Pick<ClaimDeps, 'runId' | 'now' | 'holdMs'>;
+}
+
+/** The item was not started: the run was interrupted, or another run took over, before its first step. */
+export class NotStartedError extends Error {
+  constructor() {
+    super('not started');
+    this.name = 'NotStartedError';
+  }
 }
 
 /** How an item ended. */
@@ -254,19 +268,35 @@ export class Executor {
       decodeOrUndefined(BMCConfigSpec, op.bmcConfig),
     );
     if (facts.bmc?.password) this.d.onSecret?.(facts.bmc.password);
-    const [res] = await this.d.outside(
+    // Once it has a wipe slot: whether the run may still start one, then the claim (a claim made
+    // while queued could run out before its wipe starts), then the wipe.
+    const done = await this.d.outside(
       () =>
-        this.d.wipeLimiter.run(() =>
-          runWipes(w.strategy, [facts], {
+        this.d.wipeLimiter.run(async () => {
+          this.d.beforeWipe?.();
+          const taken = op.claim && w.strategy.name !== 'none' ? await this.claim(op.claim, op.machineId) : undefined;
+          if (taken) return { taken };
+          const [res] = await runWipes(w.strategy, [facts], {
             concurrency: 1,
             timeoutMs: w.options.timeoutMs,
             logger: this.d.log,
             ...(this.d.signal ? { signal: this.d.signal } : {}),
-          }),
-        ),
+          });
+          return { res };
+        }),
       false,
       this.d.rank,
     );
+    if ('taken' in done)
+      return {
+        end: {
+          status: 'blocked',
+          reason: `${done.taken}; not wiped by this run`,
+          nextStep: 'run again once that run has ended: it finishes where that run stopped',
+          counts: true,
+        },
+      };
+    const res = done.res;
     if (!res) return NEXT;
     run.wipe = res;
     if (wipeBlocksRelease(res, w.options)) {
@@ -282,6 +312,22 @@ export class Executor {
       };
     }
     return NEXT;
+  }
+
+  /** Claims the machine's wipe for this run (wipe-claim.ts); why not, when another run holds it. */
+  private async claim(target: Pointer, machineId: string): Promise<string | undefined> {
+    if (!this.d.claim) return undefined;
+    const claimed = await claimWipe(
+      {
+        ...this.d.claim,
+        state: this.d.state,
+        options: this.opts(),
+        observe: (r) => this.d.reads.observe(r),
+      },
+      target,
+      machineId,
+    );
+    return claimed.kind === 'taken' ? claimed.reason : undefined;
   }
 
   /** One Update, from the resource at the planned version, in the planned phase only. */

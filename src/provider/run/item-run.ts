@@ -7,7 +7,7 @@ import type { Pointer } from '../../omni-api/resource.js';
 import { hasCode, type WriteTooLargeError } from '../../omni-client/errors.js';
 import type { HoldFacts } from '../plan/explain.js';
 import type { PlanItem } from '../plan/plan.js';
-import { NotFoundUnconfirmedError } from './executor.js';
+import { NotFoundUnconfirmedError, NotStartedError } from './executor.js';
 import type { Executor, ItemEnd } from './executor.js';
 import { keyOf } from './outcomes.js';
 import type { ItemOutcome, Outcomes } from './outcomes.js';
@@ -20,6 +20,8 @@ export interface ItemRunContext {
   heldAtRelease: Map<string, { target: Pointer; facts: HoldFacts }>;
   /** The run's signal: aborted, an item that fails was interrupted. */
   signal: AbortSignal;
+  /** Another run took over (design rule 7): nothing more is started. */
+  takenOver?: () => boolean;
   /** Stops the run at once (a write no run can get past). */
   stopRun: (err: Error) => void;
   /** Records an item the run never started: the interruption came first. */
@@ -34,8 +36,8 @@ export function isTooLarge(err: unknown): err is WriteTooLargeError {
 /** Runs one item and records how it ended; undefined when it did not end released or blocked. */
 export async function runItem(c: ItemRunContext, executor: Executor, item: PlanItem): Promise<ItemEnd | undefined> {
   const key = keyOf(item);
-  // Interrupted: nothing more is started; the items in flight finish or are cancelled.
-  if (c.signal.aborted) {
+  // Interrupted or taken over: nothing more is started; the items in flight finish (or are cancelled).
+  if (c.signal.aborted || c.takenOver?.()) {
     c.notStarted(item);
     return undefined;
   }
@@ -69,6 +71,11 @@ export async function runItem(c: ItemRunContext, executor: Executor, item: PlanI
     c.outcomes.itemLog('info', { kind: item.kind, id: item.id }, item.kind === 'leftover' ? 'cleaned up' : 'released');
     return end;
   } catch (err) {
+    // Stopped before its first step (its wipe): the run may start nothing more.
+    if (err instanceof NotStartedError) {
+      c.notStarted(item);
+      return undefined;
+    }
     if (isTooLarge(err)) c.stopRun(err);
     // Its next write would have started after --timeout: not an outcome; the plan made then reports it as left.
     if (hasCode(err, 'STUB_DEADLINE')) return undefined;

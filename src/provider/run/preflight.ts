@@ -15,6 +15,34 @@ import { backendVersionOf } from '../read/snapshot.js';
 
 /** A heartbeat younger than this, not written by us, means the provider is alive (design rule 7). */
 export const LIVE_HEARTBEAT_MS = 60_000;
+/** How often a run reads the heartbeat of another run it waits for (that run beats every 30 s). */
+const OTHER_RUN_POLL_MS = 5_000;
+
+/** The run that wrote a heartbeat (stub-provider's, design rule 7), and that it ended. */
+export const ANNOTATION_RUN = 'stub-provider.sidero.dev/run';
+export const ANNOTATION_RUN_ENDED = 'stub-provider.sidero.dev/run-ended';
+
+/** What preflight found of another stub-provider run of the same provider, and what this run did about it. */
+export interface ConcurrentRun {
+  runId: string;
+  /** Its heartbeat's age when first read. */
+  ageMs: number;
+  /** How long this run waited for that heartbeat to go stale (it did). */
+  waitedMs?: number;
+  /** --force: not waited for. */
+  forced?: boolean;
+}
+
+/** A heartbeat as read: its age by Omni's clock, whether stub-provider wrote it, which run, whether it ended. */
+export interface HeartbeatSeen {
+  ageMs: number;
+  /** Its timestamp (Omni's clock, ms); NaN when it has none. */
+  atMs: number;
+  ours: boolean;
+  error: string;
+  runId?: string;
+  ended?: boolean;
+}
 
 export interface PreflightOptions {
   state: State;
@@ -28,14 +56,26 @@ export interface PreflightOptions {
   /** Wall clock as Omni sees it. */
   now: () => number;
   signal?: AbortSignal;
+  /**
+   * A run of the whole provider: another run's live heartbeat is waited for (until it goes stale:
+   * go on; refreshed: STUB_CONCURRENT_RUN), unless --force. Without it (`plan`, `--machine`) it is reported.
+   */
+  waitForOtherRun?: {
+    log?: { info(o: object, msg: string): void };
+    pollMs?: number;
+    liveMs?: number;
+    sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+  };
 }
 
 export interface PreflightResult {
   omniVersion?: string;
   /** The heartbeat found, and whose it is. */
-  heartbeat?: { ageMs: number; ours: boolean; error: string };
+  heartbeat?: HeartbeatSeen;
   /** A live provider was detected and --force overrode the refusal. */
   forced: boolean;
+  /** Another stub-provider run's live heartbeat was found (design rule 7). */
+  concurrentRun?: ConcurrentRun;
 }
 
 export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
@@ -85,6 +125,11 @@ export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
     return result;
   }
   result.heartbeat = hb;
+  if (hb.ours && !hb.ended && hb.ageMs < (o.waitForOtherRun?.liveMs ?? LIVE_HEARTBEAT_MS)) {
+    result.concurrentRun = { runId: hb.runId ?? 'unknown', ageMs: Math.round(hb.ageMs) };
+    if (o.force) result.concurrentRun.forced = true;
+    else if (o.waitForOtherRun) result.concurrentRun.waitedMs = await waitForOtherRun(o, hb, o.waitForOtherRun);
+  }
   if (!hb.ours && hb.ageMs < LIVE_HEARTBEAT_MS) {
     if (!o.force) {
       throw new PreflightError(
@@ -101,20 +146,88 @@ export async function preflight(o: PreflightOptions): Promise<PreflightResult> {
   return result;
 }
 
-/** The heartbeat's age (by Omni's clock) and whether stub-provider wrote it. */
-export function heartbeatOf(
-  health: Resource,
-  nowMs: number,
-): { ageMs: number; ours: boolean; error: string } | undefined {
+/**
+ * The heartbeat's age (by Omni's clock), whether stub-provider wrote it (the marker of its error
+ * text: a returning provider's library rewrites the spec and keeps the annotations), by which run
+ * and whether that run ended.
+ */
+export function heartbeatOf(health: Resource, nowMs: number): HeartbeatSeen | undefined {
   try {
     const spec = decodeSpec(InfraProviderHealthStatusSpec, health.spec.protoSpec).value;
     const at = spec.last_heartbeat_timestamp ? Date.parse(spec.last_heartbeat_timestamp) : NaN;
-    if (!Number.isFinite(at))
-      return { ageMs: Number.POSITIVE_INFINITY, ours: spec.error.startsWith(STUB_MARKER), error: spec.error };
-    return { ageMs: Math.max(0, nowMs - at), ours: spec.error.startsWith(STUB_MARKER), error: spec.error };
+    const ours = spec.error.startsWith(STUB_MARKER);
+    const runId = ours ? health.metadata.annotations[ANNOTATION_RUN] : undefined;
+    return {
+      ageMs: Number.isFinite(at) ? Math.max(0, nowMs - at) : Number.POSITIVE_INFINITY,
+      atMs: at,
+      ours,
+      error: spec.error,
+      ...(runId !== undefined ? { runId } : {}),
+      ...(ours && Object.hasOwn(health.metadata.annotations, ANNOTATION_RUN_ENDED) ? { ended: true } : {}),
+    };
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Design rule 7, another run of the stub: nothing is written while its heartbeat is live. It is read
+ * again every few seconds until it is older than the live window (that run crashed or was killed:
+ * go on, returning how long this took), ends or goes (go on), or shows a newer beat (that run is
+ * alive: STUB_CONCURRENT_RUN, exit 3). Bounded by the live window and one poll.
+ */
+async function waitForOtherRun(
+  o: PreflightOptions,
+  first: HeartbeatSeen,
+  w: NonNullable<PreflightOptions['waitForOtherRun']>,
+): Promise<number> {
+  const liveMs = w.liveMs ?? LIVE_HEARTBEAT_MS;
+  const sleep = w.sleep ?? sleepFor;
+  const startedAt = o.now();
+  const beatAt = Number.isFinite(first.atMs) ? first.atMs : startedAt - liveMs;
+  const runId = first.runId ?? 'unknown';
+  w.log?.info(
+    { providerId: o.providerId, otherRun: runId, heartbeatAgeMs: Math.round(first.ageMs) },
+    `another stub-provider run (${runId}) sent a heartbeat ${Math.round(first.ageMs / 1000)} s ago: waiting up to ` +
+      `${Math.ceil((liveMs - first.ageMs) / 1000)} s for it to go stale before writing anything`,
+  );
+  const p = { namespace: NS_INFRA_PROVIDER_EPHEMERAL, type: T.InfraProviderHealthStatus, id: o.providerId };
+  for (;;) {
+    const left = beatAt + liveMs - o.now();
+    if (left <= 0) return Math.round(o.now() - startedAt);
+    await sleep(Math.min(w.pollMs ?? OTHER_RUN_POLL_MS, left), o.signal);
+    const cur = await getIfExists(o.state, p, { signal: o.signal });
+    const hb = cur && heartbeatOf(cur, o.now());
+    if (!hb || hb.ended) return Math.round(o.now() - startedAt);
+    if (hb.atMs > first.atMs) throw concurrentRun(o.providerId, hb, o.now() - startedAt);
+  }
+}
+
+/** Another run of the stub is alive: it sent a heartbeat while this run waited, or wrote its heartbeat first. */
+export function concurrentRun(providerId: string, hb: HeartbeatSeen, waitedMs?: number): PreflightError {
+  const waited = waitedMs !== undefined ? ` (this run waited ${Math.round(waitedMs / 1000)} s)` : '';
+  return new PreflightError(
+    'STUB_CONCURRENT_RUN',
+    `another stub-provider run (${hb.runId ?? 'unknown'}) of provider ${providerId} is under way: it sent a ` +
+      `heartbeat ${Math.round(hb.ageMs / 1000)} s ago${waited}. Two runs at once would each wipe and release the ` +
+      `same machines. Nothing was written. Let it finish (or stop it) and run again; --force takes over from it ` +
+      `(it then stops starting anything at its next heartbeat)`,
+  );
+}
+
+function sleepFor(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason as Error);
+    const t = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(t);
+      reject(signal!.reason as Error);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
 }
 
 function isNotRegistered(err: unknown): boolean {

@@ -13,18 +13,20 @@
 // Watch per kind). Without --wait a run plans again only after Omni destroyed what it released;
 // with --wait, on every change its caches see, until everything is released or --timeout passed.
 
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Pointer } from '../../omni-api/resource.js';
-import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../omni-api/resource.js';
+import { describePointer, NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../omni-api/resource.js';
 import type { State } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
 import type { WipeOptions, WipeStrategy } from '../../wipe/index.js';
 import { announceProviderStatus, Heartbeat, liveProviderIn } from './announce.js';
+import type { RunTakenOverError } from './announce.js';
 import type { Timers } from './announce.js';
 import { ProviderCache } from '../read/cache.js';
 import { deregister } from './deregister.js';
 import type { HoldFacts } from '../plan/explain.js';
-import { Executor, holdsNow } from './executor.js';
+import { Executor, holdsNow, NotStartedError } from './executor.js';
 import type { ItemEnd } from './executor.js';
 import { Limiter } from './limiter.js';
 import {
@@ -44,6 +46,7 @@ import { buildPlan } from '../plan/planner.js';
 import { followedKinds, hasWork, withoutResources } from '../plan/plan.js';
 import type { ProfileOption } from '../profile.js';
 import { refuse } from './refusals.js';
+import { confirmByGet } from './confirm.js';
 import { settle } from './settle.js';
 import type { SettleSummary } from './settle.js';
 import { takeSnapshot } from '../read/snapshot.js';
@@ -106,9 +109,14 @@ export interface ReconcileDeps {
   stage?: OnStage;
   /** Told each secret the run reads from Omni (a BMC password for a wipe), so that no output shows it. */
   onSecret?: (secret: string) => void;
+  /** This run's ID (the audit log's `run`): its heartbeat and its wipe claims name it. Default: a new one. */
+  runId?: string;
 }
 
 export interface ReconcileResult {
+  runId: string;
+  /** Another run took the heartbeat over during this one (design rule 7): this run stopped starting anything. */
+  takenOver?: RunTakenOverError;
   /** The plans as read. */
   firstPlan: Plan;
   lastPlan: Plan;
@@ -130,6 +138,8 @@ const DEFAULT_OMNI_WAIT_MS = 60_000;
 /** Omni's controllers let go within the same second when nothing holds them (docs/omni-behaviour.md): a few seconds. */
 export const DEFAULT_SETTLE_MS = 5_000;
 const RECHECK_MS = 30_000;
+/** A wipe claim holds for the wipe's timeout and this much more (wipe-claim.ts). */
+const WIPE_CLAIM_MARGIN_MS = 60_000;
 
 export async function reconcile(deps: ReconcileDeps, o: ReconcileOptions): Promise<ReconcileResult> {
   return new Reconciler(deps, o).run();
@@ -159,6 +169,8 @@ class Reconciler {
   private readonly deadline: Deadline;
   private readonly outcomes: Outcomes;
   private readonly blockedKeys = new Set<string>();
+  /** What the run released for Omni to destroy: read again by ID before a report says it is still there. */
+  private readonly releasedParents = new Map<string, Pointer>();
   /** The refusals this run wrote: never written again (refusals.ts). */
   private readonly refusedKeys = new Set<string>();
   /** Each item's rank, by key: 1, 2, 3 ... in the order the items first started in the run (limiter.ts). */
@@ -180,6 +192,9 @@ class Reconciler {
   private readonly halt = new AbortController();
   /** What every call and wait of the run is cancelled by: the operator's signal, or the run's own halt. */
   private readonly signal: AbortSignal;
+  /** Set when a heartbeat found that another run took over: nothing more is started (design rule 7). */
+  private takenOver: RunTakenOverError | undefined;
+  private readonly runId: string;
 
   constructor(
     private readonly deps: ReconcileDeps,
@@ -188,6 +203,7 @@ class Reconciler {
     this.state = deps.state;
     this.log = deps.logger;
     this.id = o.providerId;
+    this.runId = deps.runId ?? randomUUID();
     this.whole = o.machines.length === 0;
     this.signal = o.signal ? AbortSignal.any([o.signal, this.halt.signal]) : this.halt.signal;
     this.wipeLimiter = new Limiter(deps.wipe?.options.concurrency ?? 1);
@@ -252,6 +268,8 @@ class Reconciler {
     let plan = await this.planNow();
     const firstPlan = plan;
     const result = (extra: Partial<ReconcileResult>, passes: number): ReconcileResult => ({
+      runId: this.runId,
+      ...(this.takenOver ? { takenOver: this.takenOver } : {}),
       firstPlan,
       lastPlan: plan,
       outcomes: [...this.outcomes.items.values()],
@@ -284,7 +302,7 @@ class Reconciler {
         ({ plan, timedOut } = await this.afterDeadline(pass));
         const scope = { whole: this.whole, deregister: this.o.deregister, deregistered: this.deregistered };
         if (timedOut) remaining = remainingAt(plan, this.outcomes.items, this.outcomes.refusals, scope);
-      }
+      } else ({ plan, pass } = await this.confirmFacts(plan, pass));
       if (this.o.wait) this.settled.ms = this.deadline.settleMs(this.settled.ms);
       this.stage('settling', { items: this.heldAtRelease.size + plan.lettingGo.length, ms: this.settled.ms });
       await settle(
@@ -308,8 +326,11 @@ class Reconciler {
       for (const item of (this.latest ?? plan).items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
       return result({ interrupted: true }, pass);
     } finally {
-      await this.heartbeat?.stop();
+      // Not deregistered (that destroys the heartbeat): marked ended, so the next run need not wait for
+      // it; not after --timeout (no write then: the next run waits for it to go stale).
+      await this.heartbeat?.stop({ ended: !(this.o.wait && this.deadline.passed()) });
     }
+    if (this.takenOver) return result({}, pass);
     this.stage('done');
     return result({ timedOut, remaining }, pass);
   }
@@ -327,8 +348,9 @@ class Reconciler {
       if (announcing) await this.announce(plan);
       // What the announcement wrote is not in this plan: its deregistration is planned again first.
       const { parents, deferred } = await this.apply(plan, pass, announcing, this.writesUntil());
+      for (const p of parents) this.releasedParents.set(describePointer(p), p);
       const end = { plan, pass };
-      if (this.deregistered) return { ...end, timedOut: false };
+      if (this.deregistered || this.takenOver) return { ...end, timedOut: false };
       if (this.o.wait && this.deadline.passed())
         return { ...end, timedOut: !finishedWaiting(plan, this.whole, this.o.deregister) };
       if (deferred) {
@@ -376,6 +398,23 @@ class Reconciler {
     return { plan, timedOut: !this.deregistered && !finishedWaiting(plan, this.whole, this.o.deregister) };
   }
 
+  /**
+   * After the last pass (design rule 10): what the report would give as a reason (still there, still
+   * held) came from the caches, and a kind's watch may have stopped following Omni. What the run
+   * released or left held is read again by its ID (confirm.ts); if any of it changed, the run plans
+   * once more on what is true now (it may deregister).
+   */
+  private async confirmFacts(plan: Plan, pass: number): Promise<{ plan: Plan; pass: number }> {
+    if (this.deregistered || this.takenOver) return { plan, pass };
+    const targets = [...this.releasedParents.values(), ...[...this.heldAtRelease.values()].map((h) => h.target)];
+    const d = { state: this.state, reads: this.reads, log: this.log, signal: this.signal };
+    if (!(await confirmByGet(d, targets))) return { plan, pass };
+    plan = await this.planNow();
+    const dereg = plan.deregistration;
+    if (this.whole && dereg.status === 'ready' && dereg.item) await this.apply(plan, ++pass, false, this.writesUntil());
+    return { plan, pass };
+  }
+
   /** The time for writes (CallOptions.notAfter): --timeout's end with --wait; none without. */
   private writesUntil(): number | undefined {
     return this.o.wait ? this.deadline.notAfter() : undefined;
@@ -403,6 +442,25 @@ class Reconciler {
       logger: this.log,
       signal: this.signal,
     };
+    // The heartbeat first: it is the run's lock (design rule 7). Of two runs, the one that did not
+    // write it stops here (STUB_CONCURRENT_RUN), before its first side effect.
+    const heartbeat = new Heartbeat({
+      ...ctx,
+      runId: this.runId,
+      now: this.deps.now ?? Date.now,
+      force: this.o.force === true,
+      onLiveProvider: (err) => {
+        this.liveProvider = err;
+      },
+      onTakenOver: (err) => {
+        this.takenOver = err;
+        this.log.warn({ providerId: this.id, otherRun: err.otherRun }, err.message);
+      },
+      ...(this.deps.timers ? { timers: this.deps.timers } : {}),
+      ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}),
+    });
+    await heartbeat.start();
+    this.heartbeat = heartbeat;
     const current = await getIfExists(
       this.state,
       { namespace: NS_INFRA_PROVIDER, type: T.InfraProviderStatus, id: this.id },
@@ -410,17 +468,6 @@ class Reconciler {
     );
     // The static label from the facts (InfraMachines exist, or --profile bare-metal), not from the profile flag alone.
     const wrote = await announceProviderStatus(ctx, current, plan.profile.staticLabel);
-    this.heartbeat = new Heartbeat({
-      ...ctx,
-      now: this.deps.now ?? Date.now,
-      force: this.o.force === true,
-      onLiveProvider: (err) => {
-        this.liveProvider = err;
-      },
-      ...(this.deps.timers ? { timers: this.deps.timers } : {}),
-      ...(this.deps.heartbeatMs ? { intervalMs: this.deps.heartbeatMs } : {}),
-    });
-    await this.heartbeat.start();
     // No write after --timeout (deadline.ts): the beats stop then; a deregistration in its grace destroys it.
     const left = this.deadline.leftMs();
     if (this.o.wait && Number.isFinite(left)) setTimeout(() => void this.heartbeat?.stop(), Math.max(0, left)).unref();
@@ -476,7 +523,7 @@ class Reconciler {
     if (this.fatal) throw this.fatal;
     if (this.o.signal?.aborted) throw this.o.signal.reason ?? new Error('aborted');
     const d = plan.deregistration;
-    if (!this.whole || d.status !== 'ready' || !d.item) return { parents, deferred: false };
+    if (!this.whole || d.status !== 'ready' || !d.item || this.takenOver) return { parents, deferred: false };
     if (announced) return { parents, deferred: true };
     this.stage('deregistering');
     this.deregistered = await deregister(
@@ -509,6 +556,14 @@ class Reconciler {
         waitMs: () => (this.o.wait ? Math.max(0, this.deadline.leftMs()) : (this.o.omniWaitMs ?? DEFAULT_OMNI_WAIT_MS)),
         outside: (fn, forOmni, rank) => this.items.outside(() => (forOmni ? this.outcomes.waiting(fn) : fn()), rank),
         ...(this.deps.onSecret ? { onSecret: this.deps.onSecret } : {}),
+        beforeWipe: () => {
+          if (this.takenOver || this.signal.aborted) throw new NotStartedError();
+        },
+        claim: {
+          runId: this.runId,
+          now: this.deps.now ?? Date.now,
+          holdMs: (this.deps.wipe?.options.timeoutMs ?? 0) + WIPE_CLAIM_MARGIN_MS,
+        },
       },
       this.pass!,
       this.planOptions,
@@ -523,6 +578,7 @@ class Reconciler {
         blockedKeys: this.blockedKeys,
         heldAtRelease: this.heldAtRelease,
         signal: this.signal,
+        takenOver: () => this.takenOver !== undefined,
         stopRun: (err) => this.stopRun(err),
         notStarted: (it) => this.notStarted(it),
       },
@@ -549,14 +605,16 @@ class Reconciler {
     this.halt.abort(err);
   }
 
-  /** An item the run never started: the interruption came first. */
+  /** An item the run never started: the interruption (or another run's takeover) came first. */
   private notStarted(item: PlanItem): void {
     this.outcomes.record(keyOf(item), {
       kind: item.kind,
       id: item.id,
       status: 'not-started',
-      reason: 'not started: the run was interrupted first',
-      nextStep: 'run again',
+      reason: this.takenOver
+        ? `not started: another run (${this.takenOver.otherRun}) took over`
+        : 'not started: the run was interrupted first',
+      nextStep: this.takenOver ? 'the run that took over releases it' : 'run again',
       counts: true,
     });
   }

@@ -180,6 +180,7 @@ async function planOf(resources: Resource[], o: { machines?: string[]; deregiste
 
 function runOf(plan: Plan, r: Partial<ReconcileResult> = {}): { rep: Report; text: string } {
   const result: ReconcileResult = {
+    runId: 'run-1',
     firstPlan: plan,
     lastPlan: plan,
     outcomes: [],
@@ -478,6 +479,7 @@ describe('the run report: the settle after the last write, and the header', () =
     return buildPlan(snap, { providerId: KV, machines: [], deregister: true, wipe: false });
   }
   const result = (over: Partial<ReconcileResult>, first: Plan, last: Plan): ReconcileResult => ({
+    runId: 'run-1',
     firstPlan: first,
     lastPlan: last,
     outcomes: [],

@@ -288,9 +288,12 @@ one`, async () => {
       { state: fake, logger: silentLogger(), version: '0.1.0', wipe: { strategy, options: wipeOpts } },
       opts({ machines: [U1] }),
     );
-    expect(seen).toEqual([`${U1} 10.0.0.9 0`]);
+    // Before the wipe, only its claim (wipe-claim.ts): an annotation on the machine's InfraMachineStatus.
+    expect(seen).toEqual([`${U1} 10.0.0.9 1`]);
     expect(r.outcomes[0]).toMatchObject({ status: 'blocked', counts: true });
-    expect(fake.writes).toEqual([]);
+    expect(fake.writes.map((w) => `${w.method} ${w.pointer.type} ${w.pointer.id}`)).toEqual([
+      `update ${T.InfraMachineStatus} ${U1}`,
+    ]);
     const none = createWipeStrategy(
       { strategy: 'none', timeoutMs: 1000, requireWipe: false, concurrency: 1 },
       { logger: silentLogger() },
