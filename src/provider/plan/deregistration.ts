@@ -40,9 +40,15 @@ export function planDeregistration(p: PlanSoFar): Deregistration {
     return {
       status: 'per-machine',
       reasons: ['per-machine mode: the provider stays registered for when it comes back'],
+      blockedBy: [],
       ...base,
     };
   const reasons: string[] = [];
+  const blockedBy = new Set<string>();
+  const block = (type: string, reason: string) => {
+    reasons.push(reason);
+    blockedBy.add(type);
+  };
   // What this plan releases and nobody else holds, Omni destroys right after: it does not block.
   const releasing = new Set(p.items.filter(releasesCompletely).map((i) => `${i.kind}/${i.id}`));
   const count = (kind: string, rs: Resource[]) => {
@@ -51,25 +57,27 @@ export function planDeregistration(p: PlanSoFar): Deregistration {
   };
   const ims = count('InfraMachine', p.s.infraMachines);
   const mrs = count('MachineRequest', p.s.machineRequests);
-  if (ims.other > 0) reasons.push(`${ims.other} InfraMachine(s) of ${p.id} still exist`);
-  if (mrs.other > 0) reasons.push(`${mrs.other} MachineRequest(s) of ${p.id} still exist`);
-  for (const u of p.s.unreadable) reasons.push(`cannot read ${u.type} to check that no machine is left: ${u.error}`);
+  if (ims.other > 0) block(T.InfraMachine, `${ims.other} InfraMachine(s) of ${p.id} still exist`);
+  if (mrs.other > 0) block(T.MachineRequest, `${mrs.other} MachineRequest(s) of ${p.id} still exist`);
+  for (const u of p.s.unreadable) block(u.type, `cannot read ${u.type} to check that no machine is left: ${u.error}`);
   // Positive evidence (design rule 10): a List that left out what a Get then found is not complete,
   // and what is left in our namespace may be destroyed only once each parent it names is gone.
   for (const r of p.s.missedByList) {
-    reasons.push(
+    block(
+      r.metadata.type,
       `${kindOf(r)} ${r.metadata.id} was not in its List, but a Get of its ID found it: the Lists of this pass are ` +
         `not complete`,
     );
   }
-  reasons.push(...unconfirmedParents(p));
+  for (const [type, reason] of unconfirmedParents(p)) block(type, reason);
   for (const m of p.s.machines) {
     const note = machineNote(p, m);
-    reasons.push(`Machine ${m.metadata.id}: ${note.reason}`);
+    block(T.Machine, `Machine ${m.metadata.id}: ${note.reason}`);
     p.blocked.push(note);
   }
-  if (!p.o.deregister) return { status: 'disabled', reasons: ['--no-deregister', ...reasons], ...base };
-  if (reasons.length > 0) return { status: 'not-ready', reasons, ...base };
+  const blockers = { reasons, blockedBy: [...blockedBy] };
+  if (!p.o.deregister) return { status: 'disabled', ...blockers, reasons: ['--no-deregister', ...reasons], ...base };
+  if (reasons.length > 0) return { status: 'not-ready', ...blockers, ...base };
   if (ims.releasing + mrs.releasing > 0) {
     const what = [
       ims.releasing ? `${ims.releasing} InfraMachine(s)` : '',
@@ -83,12 +91,13 @@ export function planDeregistration(p: PlanSoFar): Deregistration {
         `follows once the releases above are done: Omni then destroys the ${what} of ${p.id}, and nothing else of ` +
           `the provider is in use`,
       ],
+      blockedBy: [],
       ...base,
     };
   }
   const item = deregistrationItem(p);
-  if (!item) return { status: 'done', reasons: ['nothing of the provider is left in Omni'], ...base };
-  return { status: 'ready', reasons: [], ...base, item };
+  if (!item) return { status: 'done', reasons: ['nothing of the provider is left in Omni'], blockedBy: [], ...base };
+  return { status: 'ready', reasons: [], blockedBy: [], ...base, item };
 }
 
 /**
@@ -122,18 +131,19 @@ function deregistrationItem(p: PlanSoFar): DeregistrationItem | undefined {
 }
 
 /** Parents named by what deregistration would destroy, neither listed nor confirmed gone by a Get. */
-function unconfirmedParents(p: PlanSoFar): string[] {
-  const out = new Map<string, string>();
+/** Each parent of a resource left that no Get confirmed gone: its type, and the reason. */
+function unconfirmedParents(p: PlanSoFar): [string, string][] {
+  const out = new Map<string, [string, string]>();
   for (const r of p.perItem()) {
     for (const parent of parentsOf(r, p.s.profile)) {
       if ((parent.type === T.InfraMachine ? p.imById : p.mrById).has(parent.id)) continue;
       const key = describePointer(parent);
       if (!p.s.goneById.has(key) && !out.has(key)) {
-        out.set(
-          key,
+        out.set(key, [
+          parent.type,
           `${kindOf(parent)} ${parent.id}, named by ${describePointer(r.metadata)}, was not confirmed gone by a Get ` +
             `of its ID`,
-        );
+        ]);
       }
     }
   }

@@ -74,6 +74,11 @@ export type DeregistrationStatus = 'ready' | 'after-releases' | 'not-ready' | 'd
 export interface Deregistration {
   status: DeregistrationStatus;
   reasons: string[];
+  /**
+   * The resource types of what stands in the way (what is left, could not be read, or was not confirmed gone),
+   * each once: what code decides on, while `reasons` are for people.
+   */
+  blockedBy: string[];
   /** What the operator runs last (printed, never run by the stub). */
   lastStep: string;
   warning?: string;

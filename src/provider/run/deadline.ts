@@ -4,6 +4,7 @@
 // the run then reports what is true at that moment: what its caches show is left (`remaining`). If that is nothing but
 // the deregistration, the deregistration runs within DEREGISTER_GRACE_MS; --settle ends at the same end.
 
+import { T } from '../../omni-api/resource.js';
 import type { Plan } from '../plan/plan.js';
 import type { ItemOutcome, RefusalOutcome } from './outcomes.js';
 import { keyOf } from './outcomes.js';
@@ -90,15 +91,23 @@ export function remainingAt(
   return out;
 }
 
+/** The types whose being left, unreadable or unconfirmed means a machine or request of the provider may be left. */
+const MACHINE_FACTS: ReadonlySet<string> = new Set([
+  T.InfraMachine,
+  T.InfraMachineStatus,
+  T.InfraMachineRegistration,
+  T.MachineRequest,
+  T.MachineRequestStatus,
+  T.MachineRequestSet,
+  T.Machine,
+]);
+
 /** Whether --wait has nothing left to wait for: nothing to release, nothing in use, (deregistering) deregistered. */
 export function finishedWaiting(plan: Plan, whole: boolean, deregister: boolean): boolean {
   if (plan.items.length > 0 || plan.running.length > 0) return false;
   if (!whole) return true;
   if (deregister) return plan.deregistration.status === 'done';
-  return (
-    plan.refusals.every((r) => r.done) &&
-    !plan.deregistration.reasons.some((r) => /InfraMachine|MachineRequest|Machine /.test(r))
-  );
+  return plan.refusals.every((r) => r.done) && !plan.deregistration.blockedBy.some((type) => MACHINE_FACTS.has(type));
 }
 
 /** Whether the plan leaves the run nothing to write but the deregistration (of a whole-provider run). */

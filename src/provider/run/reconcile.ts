@@ -320,8 +320,7 @@ class Reconciler {
     } catch (err) {
       if (this.fatal) throw this.fatal;
       if (!this.o.signal?.aborted) throw err;
-      for (const oc of this.outcomes.items.values())
-        if (oc.status === 'failed' && oc.reason?.includes('cancel')) oc.status = 'interrupted';
+      // An item under way is 'interrupted' already, judged from the signal where it failed (item-run.ts).
       // What the plan held and the interruption came before: not started, not failed.
       for (const item of (this.latest ?? plan).items) if (!this.outcomes.items.has(keyOf(item))) this.notStarted(item);
       return result({ interrupted: true }, pass);

@@ -12,6 +12,7 @@ import {
 import { takeSnapshot } from '../../../src/provider/read/snapshot.js';
 import { buildPlan } from '../../../src/provider/plan/planner.js';
 import { immediateWrites } from '../../../src/provider/plan/plan.js';
+import { finishedWaiting } from '../../../src/provider/run/deadline.js';
 import type { Plan } from '../../../src/provider/plan/plan.js';
 import type { Operation } from '../../../src/provider/plan/operations.js';
 import { stepNames } from '../../helpers/plan-steps.js';
@@ -370,6 +371,23 @@ describe('plan: leftovers and deregistration', () => {
     expect(immediateWrites(plan)).toBe(0);
     expect(plan.announce).toBe(false);
     expect((await planFor([providerStatus(ID, true)], { deregister: false })).deregistration.status).toBe('disabled');
+  });
+
+  it('says in blockedBy, by type, what stands in the way; --wait with --no-deregister decides on it', async () => {
+    const inUse = await planFor([providerStatus(ID, true), ...bareMetalMachine(ID, U2, { phase: 'running' })], {
+      deregister: false,
+    });
+    expect(inUse.deregistration).toMatchObject({ status: 'disabled', blockedBy: [T.InfraMachine] });
+    const machine = await planFor([providerStatus(ID, true), omniMachine(ID, U1)], { deregister: false });
+    expect(machine.deregistration.blockedBy).toEqual([T.Machine]);
+    const none = await planFor([providerStatus(ID, true)], { deregister: false });
+    expect(none.deregistration.blockedBy).toEqual([]);
+    // The reasons are for people: rewording one changes nothing that is decided.
+    const reworded = { ...none.deregistration, reasons: ['InfraMachine MachineRequest Machine '] };
+    expect(finishedWaiting({ ...none, deregistration: reworded }, true, false)).toBe(true);
+    expect(finishedWaiting({ ...inUse, items: [], running: [] }, true, false)).toBe(false);
+    const silent = { ...inUse.deregistration, reasons: [] };
+    expect(finishedWaiting({ ...inUse, items: [], running: [], deregistration: silent }, true, false)).toBe(false);
   });
 
   it('names a request refused by an earlier run as already refused', async () => {
