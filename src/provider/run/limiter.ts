@@ -12,17 +12,40 @@ export class Limiter {
   private active = 0;
   private readonly queue = new RankQueue<() => void>();
 
-  constructor(readonly width: number) {
-    if (!(width >= 1)) throw new RangeError(`concurrency must be at least 1 (got ${width})`);
+  constructor(
+    private current: number,
+    /** The widest `grow` makes it (default: its width from the start). */
+    readonly max = current,
+  ) {
+    if (!(current >= 1)) throw new RangeError(`concurrency must be at least 1 (got ${current})`);
+  }
+
+  /** The slots there are now. */
+  get width(): number {
+    return this.current;
+  }
+
+  /** One slot more, up to `max`; a waiter takes it at once. */
+  grow(): void {
+    if (this.current >= this.max) return;
+    this.current++;
+    const next = this.queue.shift();
+    if (next) {
+      this.active++;
+      next();
+    }
   }
 
   /**
    * A limiter of plan items for `concurrency` calls in flight: enough items to keep every call's place
    * busy, few enough that a step's results are not held through a queue of every machine of the fleet
-   * (docs/performance.md, "Changes made for performance").
+   * (docs/performance.md, "Changes made for performance"). It starts at ITEMS_PER_SLOT per call and grows
+   * by one per item released (`grow`) up to MIN_ITEMS: a run under a write budget it does not know yet
+   * spends the budget on the items it started before it starts more (depth first, docs/design.md rule 14).
    */
   static forItems(concurrency: number): Limiter {
-    return new Limiter(Math.max(MIN_ITEMS, ITEMS_PER_SLOT * concurrency));
+    const start = ITEMS_PER_SLOT * concurrency;
+    return new Limiter(start, Math.max(MIN_ITEMS, start));
   }
 
   /** Runs `fn` in a slot, taken in `rank`'s turn (lowest first; absent: 0). */

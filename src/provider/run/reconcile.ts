@@ -494,6 +494,7 @@ class Reconciler {
           // Not started: the plan made after --timeout reports it as left (deadline.ts).
           if (this.fatal || (this.o.wait && this.deadline.passed())) return;
           const end = await this.runItem(executor.ranked(this.rankOf(item)), item);
+          if (end?.status === 'released') this.items.grow();
           if (end?.releasedParent) parents.push(end.releasedParent);
         },
         (item) => this.rankOf(item),

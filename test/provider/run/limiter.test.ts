@@ -55,4 +55,21 @@ describe('the limiter', () => {
     );
     expect(order).toEqual(['a starts', 'b starts', 'a again', 'c starts']);
   });
+  it('items: start at two per call in flight, one more per release (grow) up to 256, a waiter at once', async () => {
+    const items = Limiter.forItems(4);
+    expect([items.width, items.max]).toEqual([8, 256]);
+    for (let i = 0; i < 8; i++) await items.acquire();
+    let started = false;
+    const waiting = items.acquire().then(() => {
+      started = true;
+    });
+    await tick();
+    expect(started).toBe(false);
+    items.grow();
+    await waiting;
+    expect([started, items.width]).toEqual([true, 9]);
+    for (let i = 0; i < 300; i++) items.grow();
+    expect(items.width).toBe(256);
+    expect(Limiter.forItems(200).width).toBe(400);
+  });
 });
