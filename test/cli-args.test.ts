@@ -93,8 +93,7 @@ describe('applyEnvironment', () => {
     });
   });
 
-  it(`leaves another command's flag alone, refuses a variable that is no flag, a bad yes/no or number, a NO_ of a \
-value flag`, () => {
+  it("leaves another command's flag alone; refuses a non-flag variable, bad yes/no or number, value flag NO_", () => {
     expect(
       apply({ STUB_PROVIDER_FROM_DUMP: 'x', STUB_PROVIDER_NO_FORCE: '1', STUB_PROVIDER_SCENARIO: 'y' }),
     ).not.toHaveProperty('from-dump');
@@ -221,8 +220,7 @@ describe('TLS errors name the flag that fixes them', () => {
 });
 
 describe('--output yaml', () => {
-  it(`the same value as the JSON, with every control, bidi and separator character escaped inside double \
-quotes`, () => {
+  it('the same value as the JSON, every control, bidi and separator character escaped inside double quotes', () => {
     const value = {
       id: 'req-\x1b[2J\u202eevil\u2028\n',
       ok: 'plain',

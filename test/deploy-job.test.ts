@@ -105,8 +105,7 @@ describe('deploy/job.yaml', () => {
     expect(container.env.find((e) => e.name === 'OMNI_ENDPOINT')?.value).toMatch(/^https:\/\//);
   });
 
-  it(`runs locked down: non-root, read-only root, no privilege escalation, no capabilities, RuntimeDefault seccomp, no \
-token`, () => {
+  it('locked down: non-root, read-only root, no escalation or capabilities, RuntimeDefault seccomp, no token', () => {
     expect(pod.automountServiceAccountToken).toBe(false);
     expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
     expect(pod.securityContext.runAsUser).toBeGreaterThan(0);

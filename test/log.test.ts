@@ -57,8 +57,7 @@ describe('log lines carry untrusted text inertly (design rule 13)', () => {
   /** pino-pretty's own colours, the only escape sequences allowed on the stream. */
   const SGR = /\x1b\[[0-9;]*m/g; // eslint-disable-line no-control-regex
 
-  it(`pretty: the message, every value and every key are escaped; no forged line, no escape sequence but the \
-colours`, () => {
+  it('pretty: the message, every value and every key escaped; no forged line, no escape sequence but colours', () => {
     const c = capture();
     const log = createLogger({ format: 'pretty', destination: c.stream });
     log.warn(

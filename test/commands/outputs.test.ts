@@ -34,8 +34,7 @@ function refusal(o: Parameters<typeof openOutputs>[0]): UsageError {
 }
 
 describe('openOutputs', () => {
-  it(`a report or audit log in a folder that does not exist, or that is a folder: exit 2 naming the flag and \
-path`, () => {
+  it('a report or audit log in a missing folder, or that is a folder: exit 2 naming the flag and path', () => {
     expect(refusal({ report: join(dir, 'missing', 'r.json') }).message).toMatch(
       new RegExp(
         String.raw`--report .*missing\/r\.json: cannot open it for writing \(ENOENT: its folder does ` +

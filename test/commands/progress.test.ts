@@ -66,8 +66,7 @@ const line = (released: number, remaining: number, clock = '0s') =>
 const flush = () => new Promise((r) => setImmediate(r));
 
 describe('ProgressLine', () => {
-  it(`draws in place at once, then at most every 200 ms with the latest counts, and erases itself at the \
-end`, async () => {
+  it('draws in place at once, then at most every 200 ms with the latest counts; erases itself at the end', async () => {
     const tty = fakeTty(200);
     const t = fakeTimers();
     const p = new ProgressLine(tty, { timers: t });
@@ -108,8 +107,7 @@ end`, async () => {
     p.done();
   });
 
-  it(`keeps log lines whole: erases the line before one and puts it back at once after it (lines a few ms \
-apart would otherwise keep it erased)`, async () => {
+  it('keeps log lines whole: erased before one, put back at once after it (even for lines ms apart)', async () => {
     const tty = fakeTty(200);
     const t = fakeTimers();
     const p = new ProgressLine(tty, { timers: t });
@@ -131,8 +129,7 @@ apart would otherwise keep it erased)`, async () => {
     p.done();
   });
 
-  it(`one short line per item that ended, above the progress line, escaped and never wider than the \
-terminal`, async () => {
+  it('one short line per ended item, above the progress line, escaped and never wider than the terminal', async () => {
     const tty = fakeTty(60);
     const t = fakeTimers();
     const p = new ProgressLine(tty, { timers: t });
@@ -187,8 +184,7 @@ terminal`, async () => {
     p.done();
   });
 
-  it(`shows what the command is doing from the first second: the stage, then the counts; erased at the prompt, \
-the clock counting from the answer`, async () => {
+  it('says what it does from the first second; erased at the prompt; the clock counts from the answer', async () => {
     const tty = fakeTty(80);
     const t = fakeTimers();
     const stages = new StageTracker(() => t.now());
@@ -348,8 +344,7 @@ describe('run shows progress on a terminal', () => {
   const run = (s: Sim, stderr: NodeJS.WritableStream, logFlags = ['--log-level', 'info']) =>
     runIn(s, 'bm', ['--concurrency', '4', ...logFlags], { stderr });
 
-  it(`one short line per machine and the counts on stderr during the run; no per-write lines; nothing left of it at \
-the end`, async () => {
+  it('stderr during the run: a line per machine, the counts, no per-write lines; nothing left at the end', async () => {
     sim = await createSim(generateScenario({ providerId: 'bm', machines: 12 }));
     const tty = fakeTty(200);
     const rep = await run(sim, tty);
@@ -396,8 +391,7 @@ the end`, async () => {
     expect(shown.filter((l) => l.startsWith('released InfraMachine '))).toHaveLength(2);
   });
 
-  it(`off a terminal the JSON logs have a line per machine at info; the writes only at debug (the audit log has \
-them)`, async () => {
+  it('off a terminal the JSON logs have a line per machine at info; writes only at debug (audit log)', async () => {
     sim = await createSim(generateScenario({ providerId: 'bm', machines: 3 }));
     const lines = async (flags: string[]) => {
       const stderr = new PassThrough();

@@ -92,8 +92,7 @@ function expectInert(bytes: string, what: string): void {
 }
 
 describe('untrusted text from Omni is inert on a terminal', () => {
-  it(`the text report, the pretty logs and the progress line escape a hostile ID and a hostile Omni error \
-message`, async () => {
+  it('text report, pretty logs and progress line escape a hostile ID and a hostile Omni error message', async () => {
     const { sim: s, proxy: p } = await hostileOmni();
     const stderr = fakeTty(200);
     const stdout = fakeTty(200);

@@ -215,8 +215,7 @@ describe('run: every exit has its result, on stdout (--output json) and in --rep
     expect(term.stdout).toMatchObject({ command: 'run', providerId: ID, result: 'interrupted' });
   }, 60_000);
 
-  it(`--wait --timeout 0: no limit, the run stays until the machine in use is deleted, then finishes (exit \
-0)`, async () => {
+  it('--wait --timeout 0: no limit; the run stays until the machine in use is deleted, then exits 0', async () => {
     const busy = await simWith({ machines: 0, running: 1 });
     const child = startCli(
       [...runArgs(busy, ['--wait', '--timeout', '0']), '--output', 'json', '--log-format', 'json'],
@@ -242,8 +241,7 @@ describe('run: every exit has its result, on stdout (--output json) and in --rep
     });
   }, 60_000);
 
-  it(`--report alone: the file gets the failed result, stdout stays empty; --output yaml is the same \
-result`, async () => {
+  it('--report alone: the file gets the failed result, stdout empty; --output yaml is the same result', async () => {
     const s = await simWith({ registered: false });
     const file = join(dir(), 'r.json');
     const r = await runCli([...runArgs(s), '--report', file, '--log-format', 'json'], { env: envFor(s) });
@@ -287,8 +285,7 @@ describe('plan: its exit code predicts run', () => {
     expectResult(await withResults(planArgs(s), envFor(s)), 0, undefined);
   }, 60_000);
 
-  it(`3 where run would be refused: a live provider (the plan shown, "forced": false), with --force 10 and "forced": \
-true; not registered`, async () => {
+  it('3 if run refuses: live provider (plan, "forced": false; --force 10, "forced": true); unregistered', async () => {
     const live = await simWith({ heartbeatAgeMs: 1000 });
     const refused = await withResults(planArgs(live), envFor(live));
     expectResult(refused, 3, 'STUB_LIVE_PROVIDER', /run would refuse to start/);
@@ -312,8 +309,7 @@ true; not registered`, async () => {
 });
 
 describe('TLS errors say which flag fixes them (sim --tls)', () => {
-  it(`a self-signed certificate: --ca-file and --insecure-skip-tls-verify named, on stderr and in the result; with \
---ca-file it works`, async () => {
+  it('self-signed cert: --ca-file, --insecure-skip-tls-verify named (stderr, result); --ca-file works', async () => {
     const cert = await generateSelfSignedCert();
     const s = await createSim(generateScenario({ providerId: ID, machines: 1, omniVersion: '1.3.4' }), { tls: cert });
     sims.push(s);

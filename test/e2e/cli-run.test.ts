@@ -91,8 +91,7 @@ const stub = (args: string[], env: NodeJS.ProcessEnv) =>
 const keyOf = (r: Resource) => `${r.metadata.namespace}/${r.metadata.type}/${r.metadata.id}`;
 
 describe('stub-provider (run) against stub-provider sim, as separate processes', () => {
-  it(`releases the stuck machine, cleans up and deregisters (exit 0, JSON report); a second run changes nothing; usage \
-errors exit 2 first without writing`, async () => {
+  it('releases, cleans up, deregisters (exit 0, JSON); re-run changes nothing; usage errors exit 2 first', async () => {
     const dump = join(dir(), 'dump.yaml');
     const reportFile = join(dir(), 'report.json');
     const sim = await startSim(BARE, dump);
@@ -169,8 +168,7 @@ errors exit 2 first without writing`, async () => {
     );
   }, 90_000);
 
-  it(`a provider that is not registered: exit 3, with how to re-create the registration, and nothing \
-written`, async () => {
+  it('a provider that is not registered: exit 3, how to re-create the registration, nothing written', async () => {
     const sc = parseScenario(await readFile(BARE, 'utf8'));
     const unregistered = join(dir(), 'unregistered.yaml');
     await writeFile(

@@ -147,8 +147,7 @@ describe('colour', () => {
     });
   };
 
-  it(`pretty logs have colour with --color, none with NO_COLOR or --no-color (and --no-color wins over --color in the \
-environment)`, async () => {
+  it('pretty logs have colour with --color, none with NO_COLOR or --no-color (which beats env --color)', async () => {
     const s = await sim();
     const coloured = await run(s, ['--color'], {});
     expect(coloured.stderr).toContain(ESC);

@@ -117,8 +117,7 @@ const onRpc =
     r.rpc === rpc ? { kind: 'respond', write } : undefined;
 
 describe('hostile answers to the built CLI', () => {
-  it(`a gzip bomb answering every Get (3 MB inflating to 3 GB): exit 5, STUB_ANSWER_TOO_LARGE, bounded \
-memory`, async () => {
+  it('a gzip bomb answering every Get (3 MB to 3 GB): exit 5, STUB_ANSWER_TOO_LARGE, bounded memory', async () => {
     const bomb = Buffer.concat(
       Array.from({ length: Math.ceil((3 * MiB) / SPACES_MEMBER.length) }, () => SPACES_MEMBER),
     );
@@ -171,8 +170,7 @@ memory`, async () => {
     expect(await sent).toBeLessThan(256 * MiB);
   });
 
-  it(`an endless List of distinct InfraMachines stops at --max-list-items (set by env): exit 5, STUB_LIST_TOO_LONG, \
-bounded memory`, async () => {
+  it('an endless InfraMachines List stops at --max-list-items (env): exit 5, STUB_LIST_TOO_LONG, bounded', async () => {
     const w = wireResource(before.find((x) => x.metadata.type === T.InfraMachine)!);
     let n = 0;
     proxy.setRule((q) =>
@@ -201,8 +199,7 @@ bounded memory`, async () => {
     expectBoundedMemory(r);
   });
 
-  it(`every List an endless gzip line, all at once: exit 5, refused by the line or shared-budget cap, bounded \
-memory`, async () => {
+  it('every List an endless gzip line at once: exit 5, refused by line or shared-budget cap, bounded', async () => {
     proxy.setRule(
       onRpc('List', (res) => {
         res.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' });

@@ -130,8 +130,7 @@ const versions = (s: Sim) =>
     .sort();
 
 describe('outputs first: exit 2 before anything is asked of Omni', () => {
-  it(`a report into a missing folder, an audit log there, the same file twice (path, symlink), plan --report, \
-durations a timer cannot hold`, async () => {
+  it('missing report folder, audit log there, a file twice (path, symlink), plan --report, huge duration', async () => {
     const s = await recordingSim(2);
     const before = versions(s);
     const audit = join(dir(), 'audit.ndjson');
@@ -262,8 +261,7 @@ function checkAudit(text: string): { intents: number; outcomes: Record<string, n
 }
 
 describe('the audit log holds every write that may have reached Omni', () => {
-  it(`SIGTERM in the middle of a run whose answers come late: every applied write has its intent, every intent its \
-outcome; exit 143`, async () => {
+  it('SIGTERM in a run of late answers: each applied write has its intent, each intent its outcome; 143', async () => {
     const s = await recordingSim(150, 2);
     // Every write reaches the sim at once; its answer is held 150 ms, as a slow link or a loaded
     // Omni would: at the signal, the writes in flight are applied and unanswered.
@@ -324,8 +322,7 @@ outcome; exit 143`, async () => {
     expect(byResult).toEqual(r.outcomes);
   }, 90_000);
 
-  it(`a write applied whose answer was cut off is read back, never sent again: one intent, outcome \
-ok by read-back`, async () => {
+  it('a write applied whose answer was cut off is read back, not sent again: outcome ok by read-back', async () => {
     const s = await recordingSim(1);
     let cut = 0;
     proxy = await startTamperProxy(s.endpoint, (r) => {

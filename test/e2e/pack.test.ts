@@ -178,8 +178,7 @@ describe('npm package', () => {
     MINUTE,
   );
 
-  it(`the judge of a documented command can fail: a refused flag, a failed run, a plan that errs, a sim not \
-ready`, () => {
+  it('the judge of a documented command can fail: a refused flag, failed run, plan that errs, sim not ready', () => {
     expect(
       problemOf({
         result: '2',

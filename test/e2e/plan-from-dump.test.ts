@@ -43,8 +43,7 @@ async function planJson(
 }
 
 describe('plan --from-dump', () => {
-  it(`the same plan as against a sim serving the same file, with no key, no endpoint, and nothing in the \
-environment`, async () => {
+  it('the same plan as a sim serving the same file, with no key, no endpoint, nothing in the environment', async () => {
     const offline = await planJson(['--from-dump', OMNICTL_EXAMPLE]);
     expect(offline.code, offline.stderr).toBe(10);
     const sim = await createSim(await loadScenarioFile(OMNICTL_EXAMPLE));
@@ -64,8 +63,7 @@ environment`, async () => {
     expect(offline.json.offline).toMatchObject({ dump: OMNICTL_EXAMPLE, notSeen: [] });
   }, 60_000);
 
-  it(`a dump as omnictl makes it: the provider namespace not seen, said plainly; the release still \
-planned`, async () => {
+  it('a dump as omnictl makes it: the provider namespace unseen, said plainly; the release still planned', async () => {
     const file = await realDump();
     const r = await runCli(['plan', '--id', 'bare-metal', '--from-dump', file], { env: cleanEnv() });
     expect(r.code, r.stderr).toBe(10);
@@ -98,8 +96,7 @@ planned`, async () => {
     ).toBe(10);
   }, 60_000);
 
-  it(`missing what the plan needs: no InfraProviders (exit 2), not this ID (exit 3, as run), no InfraProviderStatus \
-where only its static label tells the kind (exit 2 unless --profile)`, async () => {
+  it('missing what the plan needs: no InfraProviders (2), not this ID (3), no status for the kind (2)', async () => {
     const noProviders = await planJson([
       '--from-dump',
       await dumpWithout((d) => d.includes('type: InfraProviders.omni.sidero.dev'), 'a.yaml'),
@@ -169,8 +166,7 @@ describe('sim on a dump', () => {
     );
   });
 
-  it(`warns about a provider without a registration; --keys-dir writes the endpoint and the key, usable as a key \
-file`, async () => {
+  it('warns of a provider without registration; --keys-dir writes the endpoint and a key usable as file', async () => {
     const file = join(dir(), 'two.yaml');
     const extra = (await readFile(OMNICTL_EXAMPLE, 'utf8'))
       .split(/^---$/m)

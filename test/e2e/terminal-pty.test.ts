@@ -141,8 +141,7 @@ describe('stub-provider on a real terminal (tmux, 160x50)', () => {
     expect(plannedWrites()).toBe(before);
   }, 60_000);
 
-  it(`NO_COLOR, y, --wait: one line per machine, one progress line at the bottom redrawn in place, no colour, no last \
-step after the timeout`, async () => {
+  it('NO_COLOR, y, --wait: line per machine, progress redrawn below, no colour; timeout: no last step', async () => {
     const t = await terminal('wait', ['--id', ID, '--wait', '--timeout', '8s'], { noColor: true });
     await t.waitFor('the confirmation prompt', (s) => /^Make these changes and keep watching\? \[y\/N\] $/m.test(s));
     t.send('y', 'Enter');
@@ -189,8 +188,7 @@ step after the timeout`, async () => {
 });
 
 describe('stub-provider on an 80-column terminal', () => {
-  it(`the progress line fits: released of planned, the clock, the time left, the running machines; the plan \
-is wrapped at 80 columns by the stub, not inside words by the terminal`, async () => {
+  it('at 80 columns the progress line fits and the plan is wrapped between words by the stub', async () => {
     const t = await terminal('wait80', ['--id', ID, '--wait', '--timeout', '8s'], {
       noColor: true,
       columns: 80,
@@ -220,8 +218,7 @@ is wrapped at 80 columns by the stub, not inside words by the terminal`, async (
     expect(end).toMatch(/^Took \d+(\.\d)? s\.$/m);
   }, 60_000);
 
-  it(`a slow Omni is never a blank screen: from the first second the bottom row says what the run is doing, \
-its clock moving`, async () => {
+  it('a slow Omni is never a blank screen: from the first second the bottom row says what the run does', async () => {
     const t = await terminal('slow80', ['--id', ID], { noColor: true, columns: 80, omni: slow });
     const seen: string[] = [];
     await t.waitFor(
@@ -249,8 +246,7 @@ its clock moving`, async () => {
     expect(EXITED.exec(end)![1]).toBe('10');
   }, 90_000);
 
-  it(`plan with stdout to a file: the phases on the terminal (stderr) while it reads, nothing left of them at \
-the end; the file is not wrapped`, async () => {
+  it('plan with stdout to a file: phases on stderr while it reads, erased after; the file not wrapped', async () => {
     const file = join(dir, 'plan.txt');
     const t = await terminal('plan80', ['plan', '--id', ID], { noColor: true, columns: 80, omni: slow, stdout: file });
     await t.waitFor('a phase on the bottom row', (s) => /^(checking the key|reading Omni)/.test(rows(s).at(-1) ?? ''), {
@@ -268,8 +264,7 @@ the end; the file is not wrapped`, async () => {
   }, 90_000);
 
   // Last: it writes to the slow Omni, which the tests above only read.
-  it(`Ctrl-C while it releases: what was under way is "Interrupted", what never started "Not started", \
-nothing "Failed"; exit 130`, async () => {
+  it('Ctrl-C while it releases: "Interrupted" and "Not started", nothing "Failed"; exit 130', async () => {
     const t = await terminal('ctrlc80', ['--id', ID], { noColor: true, columns: 80, omni: slow });
     await t.waitFor('the confirmation prompt', (s) => /^Make these changes\? \[y\/N\] $/m.test(s), {
       timeoutMs: 60_000,

@@ -66,8 +66,7 @@ function notJson(stderr: string): string[] {
 }
 
 describe('only JSON on a JSON stream', () => {
-  it(`a throttled --wait run with --log-format json: every line of stderr is a JSON record (no \
-MaxListenersExceededWarning), exit 0`, async () => {
+  it('a throttled --wait run with --log-format json: every stderr line is JSON (no MaxListeners warning)', async () => {
     // 40 requests of ~5 writes of ~400 bytes behind 20 KB/s: most writes wait in the window and in backoff.
     const s = await simOf(40, { throttle: { infraProvider: { bytesPerSecond: 20_000, burst: 2_000 }, maxWaitMs: 40 } });
     const r = await runCli(args(s, ['--wait', '--timeout', '60s', '--log-format', 'json']), {
@@ -96,8 +95,7 @@ MaxListenersExceededWarning), exit 0`, async () => {
 });
 
 describe('a lost answer is judged on what we sent', () => {
-  it(`the first Create's answer lost (the heartbeat's, to which Omni adds its provider label): exit 0, the \
-report counts it as found applied`, async () => {
+  it("the heartbeat Create's answer lost (Omni adds its label): exit 0, the write found applied", async () => {
     const s = await simOf(3, { loseWriteAnswers: { count: 1, method: 'Create' } });
     const r = await runCli(args(s, ['--audit-log', join(dir(), 'audit.ndjson')]), { env: envFor(s) });
     expect(r.code, r.stderr.slice(-3000)).toBe(0);
@@ -123,8 +121,7 @@ describe("permanent is permanent: a write larger than Omni's burst", () => {
       .map((l) => `${l.op} ${l.resource.type}/${l.resource.id}`);
   }
 
-  it(`the announcement: sent once, exit 6 STUB_WRITE_TOO_LARGE naming the burst's setting; the result has writes \
-and throttling`, async () => {
+  it('an announcement too large: sent once, exit 6 STUB_WRITE_TOO_LARGE; writes, throttling in result', async () => {
     const s = await simOf(2, { throttle: { infraProvider: { bytesPerSecond: 100, burst: 100 }, maxWaitMs: 1000 } });
     const audit = join(dir(), 'audit.ndjson');
     const r = await runCli(args(s, ['--audit-log', audit]), { env: envFor(s) });

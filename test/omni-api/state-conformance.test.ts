@@ -130,8 +130,7 @@ describe.each(TARGETS)('State conformance: $name', (target) => {
     expect((await state.get(ptr('var/run'))).metadata.version).toBe('1');
   });
 
-  it(`TestUpdate: versions start at 1 and grow by 1; an older or a newer version is a conflict; NotFound when \
-absent`, async () => {
+  it('TestUpdate: versions start at 1 and grow by 1; older or newer is a conflict; NotFound when absent', async () => {
     await expect(state.update(path('tmp/path1', { version: '1' }))).rejects.toBeInstanceOf(NotFoundError);
     const v1 = await state.create(path('tmp/path1'));
     expect(v1.metadata.version).toBe('1');
@@ -155,8 +154,7 @@ absent`, async () => {
     expect((await state.get(ptr('race'))).metadata.version).toBe('2');
   });
 
-  it(`TestCRDWithOwners: the owner option, PermissionDenied for another owner on Update and Destroy, the stored owner \
-by default`, async () => {
+  it("TestCRDWithOwners: the owner option; another owner's Update/Destroy PermissionDenied; stored owner", async () => {
     await state.create(path('owner1/var/run'), { owner: 'owner1' });
     const r = await state.get(ptr('owner1/var/run'));
     expect(r.metadata.owner).toBe('owner1');
@@ -174,8 +172,7 @@ by default`, async () => {
     await state.destroy(ptr('owner1/var/run'), { owner: 'owner1' });
   });
 
-  it(`phases: teardown sets tearingDown once; expected_phase is checked when given; any phase may be written when \
-not`, async () => {
+  it('phases: teardown sets tearingDown once; expected_phase checked if given, any phase written if not', async () => {
     await state.create(path('tmp/phase'));
     expect(await state.teardown(ptr('tmp/phase'))).toBe(true);
     const torn = await state.get(ptr('tmp/phase'));
@@ -201,8 +198,7 @@ not`, async () => {
     expect(r.metadata.finalizers).toEqual(['A']);
   });
 
-  it(`TestRemoveFinalizer (wrap.ts, one implementation for every backend): a stale read is read again after the \
-conflict; absent and phase-changed write nothing`, async () => {
+  it('TestRemoveFinalizer (wrap.ts): stale read re-read on conflict; absent, phase-changed write nothing', async () => {
     const v1 = await state.create(path('fin/a', { finalizers: ['A', 'B', 'keep'] }));
     // Someone else writes between our read and our Update.
     await state.update({ ...v1, metadata: { ...v1.metadata, labels: { by: 'someone' } } });
@@ -221,8 +217,7 @@ conflict; absent and phase-changed write nothing`, async () => {
     expect((await state.get(ptr('fin/a'))).metadata).toMatchObject({ version: '3', finalizers: ['keep'] });
   });
 
-  it(`TestRemoveFinalizer: an owner changed meanwhile is a PermissionDenied (or a conflict) that is read again and \
-retried as the new owner`, async () => {
+  it('TestRemoveFinalizer: owner changed meanwhile (PermissionDenied or conflict): retried as new owner', async () => {
     const v1 = await state.create(path('fin/owned', { finalizers: ['A'] }), { owner: 'o1' });
     await state.update({ ...v1, metadata: { ...v1.metadata, owner: 'o2' } }, { owner: 'o1' });
     const r = await state.removeFinalizers(v1, ['A']);
@@ -233,8 +228,7 @@ retried as the new owner`, async () => {
     });
   });
 
-  it(`NotFound is done only for a resource read by its ID (design rule 4): not-found when no Get of the call found \
-it`, async () => {
+  it('NotFound is done only for a resource read by ID (rule 4): not-found if no Get of the call found it', async () => {
     // As a List would have shown it: never read by its ID.
     const listed = path('fin/never', { version: '4', finalizers: ['A'] });
     expect(await state.removeFinalizers(listed, ['A'])).toMatchObject({ outcome: 'not-found', attempts: 1 });
@@ -245,8 +239,7 @@ it`, async () => {
     await expect(state.teardown(ptr('fin/never'))).rejects.toBeInstanceOf(NotFoundError);
   });
 
-  it(`timestamps: created set on Create and kept; updated as sent on Create (the epoch when not) and set on \
-Update`, async () => {
+  it('timestamps: created set on Create, kept; updated as sent on Create (else the epoch), set on Update', async () => {
     const before = Date.now() - 60_000;
     const a = await state.create(path('ts/a'));
     expect(a.metadata.updated).toBe(EPOCH);
@@ -316,8 +309,7 @@ Update`, async () => {
     ]);
   });
 
-  it(`TestWatchKind with bootstrap: the contents sorted by ID and BOOTSTRAPPED in one batch, the NOOP in the next, \
-then every change in order`, async () => {
+  it('TestWatchKind bootstrap: contents by ID, BOOTSTRAPPED in one batch, NOOP next, then every change', async () => {
     await state.create(path('var/tmp'));
     await state.create(path('var/db'));
     const w = watch(state);
@@ -388,8 +380,7 @@ then every change in order`, async () => {
     ).toEqual(Array.from({ length: 26 }, (_, i) => String(i + 1)));
   });
 
-  it(`TestWatchKindWithLabels: an update that starts or stops a match is a CREATED or a DESTROYED without \
-old`, async () => {
+  it('TestWatchKindWithLabels: an update starting or stopping a match: CREATED or DESTROYED without old', async () => {
     await state.create(path('var/label1', { labels: { label: 'label1', common: 'app' } }));
     const w1 = watch(state, { labelQueries: [[{ key: 'label', op: 'EQUAL', value: ['label1'] }]] });
     const common = watch(state, { labelQueries: [[{ key: 'common', op: 'EXISTS' }]] });

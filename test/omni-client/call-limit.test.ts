@@ -97,8 +97,7 @@ describe('the client under its limit', () => {
     return { most: () => most };
   }
 
-  it(`Gets, Lists and Updates together are never more than --concurrency at Omni, and a call's deadline starts \
-when it has its place`, async () => {
+  it("calls at Omni never exceed --concurrency; a call's deadline starts when it has its place", async () => {
     const server = slowServer(100);
     // 15 calls of 100 ms one at a time take 1.5 s: each within its own 1 s deadline, none within one
     // that started when it was made.

@@ -168,8 +168,7 @@ describe('client against the simulated Omni', () => {
     }
   });
 
-  it(`watch: bootstrap, then resumes from its bookmark after cut streams, and starts over after a \
-restart`, async () => {
+  it('watch: bootstrap, then resumes from its bookmark after cut streams; starts over after a restart', async () => {
     const ac = new AbortController();
     const seen: WatchEvent[][] = [];
     let resets = 0;

@@ -184,8 +184,7 @@ describe('gRPC code -> error class (the code comes from the body)', () => {
     });
   }
 
-  it(`400 with code 3 is InvalidArgument (a phase conflict), 400 with code 9 FailedPrecondition (a version \
-conflict)`, async () => {
+  it('400 code 3 is InvalidArgument (phase conflict), 400 code 9 FailedPrecondition (version conflict)', async () => {
     gw.on('Update', (_q, s) => sendJson(s, 400, { code: 3, message: 'phase conflict' }));
     await expect(client.state.update(res('m1'))).rejects.toBeInstanceOf(apiErrors.InvalidArgumentError);
     gw.on('Update', (_q, s) => sendJson(s, 400, { code: 9, message: 'version conflict' }));
@@ -257,8 +256,7 @@ describe('retries', () => {
     expect(gw.calls('Get')).toHaveLength(5);
   });
 
-  it(`a write is never sent again by the transport: an Unavailable Destroy is read back first, sent again only while a \
-Get finds it, bounded`, async () => {
+  it('no blind resend: an Unavailable Destroy is read back, resent only while a Get finds it, bounded', async () => {
     const c = await createOmniClient({
       endpoint: gw.url,
       key: key.serviceAccountKey,

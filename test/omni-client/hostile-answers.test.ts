@@ -219,8 +219,7 @@ describe('a malformed List line is an error, never data', () => {
     );
   });
 
-  it(`a lone surrogate escaped in JSON (Omni would read U+FFFD: another ID, another finalizer) is refused \
-too`, async () => {
+  it('a lone surrogate escaped in JSON (Omni reads U+FFFD: another ID, another finalizer) is refused too', async () => {
     for (const md of [{ id: `${M0.slice(0, 30)}XX` }, { finalizers: ['someone-elseXX'] }]) {
       proxy.setRule(listLines((w) => line({ resource: withMeta(w, md) }).replace('XX', '\\ud800')));
       const err = await failure(client.state.list(NS, T.InfraMachine));

@@ -146,8 +146,7 @@ describe.each(BACKENDS)('State API against $name', (backend) => {
       expect((err as NotFoundError).resource).toEqual({ namespace: NS, type: TYPE, id: id('nope') });
     });
 
-    it(`Create stores version 1, the owner option, a created time, the updated time sent (none: the epoch); Get reads \
-it back`, async () => {
+    it('Create stores version 1, owner, created, updated as sent (none: the epoch); Get reads it back', async () => {
       const before = Date.now() - 60_000;
       const r = thing(id('a'), { labels: { k: 'v' }, annotations: { note: 'x' }, finalizers: ['f1', 'f2'] });
       const created = await client.state.create(r, { owner: `${PROVIDER}.ThingController` });
@@ -174,8 +173,7 @@ it back`, async () => {
       await expect(client.state.create(thing(id('a')))).rejects.toBeInstanceOf(AlreadyExistsError);
     });
 
-    it(`an Omni type's spec is decoded and its yaml_spec rendered by the server, whatever the writer \
-sent`, async () => {
+    it("an Omni type's spec is decoded and its yaml_spec rendered by the server, whatever a writer sent", async () => {
       const status: Resource = {
         metadata: newMetadata({ namespace: 'infra-provider', type: T.InfraMachineStatus, id: id('m') }),
         spec: { protoSpec: new Uint8Array([8, 2, 16, 1]), yamlSpec: 'not: this\n' },
@@ -204,8 +202,7 @@ sent`, async () => {
       expect((await client.state.get(created.metadata)).metadata.version).toBe('2');
     });
 
-    it(`a stale version is FailedPrecondition, another owner PermissionDenied, a missing resource \
-NotFound`, async () => {
+    it('a stale version is FailedPrecondition, another owner PermissionDenied, missing resource NotFound', async () => {
       const created = await client.state.create(thing(id('a')), { owner: 'o' });
       const updated = await client.state.update(created);
       await expect(client.state.update(created)).rejects.toBeInstanceOf(FailedPreconditionError);
@@ -215,8 +212,7 @@ NotFound`, async () => {
       await expect(client.state.update(thing(id('missing'), { version: '1' }))).rejects.toBeInstanceOf(NotFoundError);
     });
 
-    it(`expected_phase: absent = any phase; a wrong one is InvalidArgument; a torn-down resource may be set running \
-again`, async () => {
+    it('expected_phase: absent = any; a wrong one is InvalidArgument; a torn-down resource may run again', async () => {
       const created = await client.state.create(thing(id('a')));
       const torn = await client.state.update(
         { ...created, metadata: { ...created.metadata, phase: 'tearingDown' } },
@@ -230,8 +226,7 @@ again`, async () => {
       expect(back.metadata).toMatchObject({ phase: 'running', version: '3' });
     });
 
-    it(`Destroy: pending finalizers are FailedPrecondition, another owner PermissionDenied; any phase; then \
-NotFound`, async () => {
+    it('Destroy: finalizers FailedPrecondition, other owner PermissionDenied; any phase; then NotFound', async () => {
       const created = await client.state.create(thing(id('a'), { finalizers: ['f'] }), { owner: 'o' });
       await expect(client.state.destroy(created.metadata, { owner: 'o' })).rejects.toBeInstanceOf(
         FailedPreconditionError,
@@ -266,8 +261,7 @@ NotFound`, async () => {
       expect(client.stats().callsByMethod['Teardown']).toBeUndefined();
     });
 
-    it(`removeFinalizers: one Update, the rest kept in order with the spec bytes; absent and gone need \
-none`, async () => {
+    it('removeFinalizers: one Update, the rest kept in order with spec bytes; absent or gone need none', async () => {
       const created = await client.state.create(thing(id('a'), { finalizers: ['a', 'b', 'c'], phase: 'tearingDown' }), {
         owner: 'o',
       });
@@ -327,8 +321,7 @@ none`, async () => {
       expect(await ids([[{ key: 'weight', op: 'LT_NUMERIC', value: ['12000'], invert: true }]])).toEqual(['b']);
     });
 
-    it(`the ID query is an unanchored regexp; a bad one is InvalidArgument; EQUAL without a value is \
-Internal`, async () => {
+    it('the ID query is an unanchored regexp; a bad one InvalidArgument; EQUAL without a value Internal', async () => {
       await seed();
       expect(await ids([], `${id('')}[bc]`)).toEqual(['b', 'c']);
       expect(await client.state.list(NS, TYPE, { idRegexp: 'no-such-id' })).toEqual([]);
@@ -341,8 +334,7 @@ Internal`, async () => {
   });
 
   describe('Watch', () => {
-    it(`bootstrap: the contents sorted by ID then BOOTSTRAPPED in one batch, the NOOP bookmark in the next; bookmarks \
-only on the markers`, async () => {
+    it('bootstrap: contents by ID, BOOTSTRAPPED, one batch; NOOP bookmark next; only markers bookmarked', async () => {
       await client.state.create(thing(id('b')));
       await client.state.create(thing(id('a')));
       const w = watch(client, { labelQueries: [[{ key: 'run', op: 'EQUAL', value: [id('')] }]] });
@@ -376,8 +368,7 @@ only on the markers`, async () => {
       expect(contents.filter((e) => e.type === 'created').every((e) => e.bookmark === undefined)).toBe(true);
     });
 
-    it(`live events in order, each with a bookmark: CREATED, UPDATED with the old resource, DESTROYED with the last \
-state`, async () => {
+    it('live events in order, bookmarked: CREATED, UPDATED with old resource, DESTROYED with last state', async () => {
       const w = watch(client);
       await waitFor('the bootstrap', () => w.events().some((e) => e.type === 'bootstrapped'));
       const created = await client.state.create(thing(id('a')), { owner: 'o' });
@@ -393,8 +384,7 @@ state`, async () => {
       for (const e of [c, u, d]) expect(e?.bookmark?.length).toBeGreaterThan(0);
     });
 
-    it(`with a label query, an update that starts or stops a match is a CREATED or a DESTROYED without \
-old`, async () => {
+    it('with a label query, an update starting or stopping a match is CREATED or DESTROYED without old', async () => {
       const w = watch(client, { labelQueries: [[{ key: 'match', op: 'EXISTS' }]] });
       await waitFor('the bootstrap', () => w.events().some((e) => e.type === 'bootstrapped'));
       const r = await client.state.create(thing(id('a')));
@@ -456,8 +446,7 @@ old`, async () => {
 
     // In a namespace kept in memory (by COSI here, by Omni in infra-provider-ephemeral) a bookmark names
     // the process that made it. (Omni's etcd revisions do not: another etcd would take them.)
-    it(`a bookmark the server does not know (another server behind the same address) is refused: reset, then a fresh \
-bootstrap`, async () => {
+    it('a bookmark unknown to the server (another one, same address) is refused: reset, fresh bootstrap', async () => {
       const kind = { namespace: 'infra-provider-ephemeral', type: T.InfraProviderHealthStatus };
       const w = watch(client, {}, kind);
       await waitFor('the bootstrap', () => w.events().some((e) => e.type === 'bootstrapped'));

@@ -326,8 +326,7 @@ describe('against the sim: watches cut where Omni has or has not given a bookmar
     expect(resumed['bootstrap_contents']).toBeUndefined();
   });
 
-  it(`the provider's cache: a watch cut before it was established neither loses the release nor takes absence for \
-it`, async () => {
+  it("the provider's cache: a watch cut before established keeps the release, takes no absence for it", async () => {
     proxy.cutAt = 1;
     proxy.hold = true;
     const cache = new ProviderCache(client.state, { providerId: 'rec', live: true });

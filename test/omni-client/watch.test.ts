@@ -67,8 +67,7 @@ async function take(n: number, onReset?: () => void): Promise<WatchEvent[][]> {
 }
 
 describe('watchKind', () => {
-  it(`asks for a bootstrapped, bookmarked, aggregated kind watch (api_version 1); drops the initial and empty \
-messages`, async () => {
+  it('asks for a bootstrapped, bookmarked, aggregated kind watch (api_version 1); drops initial, empty', async () => {
     gw.on('Watch', async (_q, s) => {
       const w = new LineWriter(s);
       await w.result({});

@@ -92,8 +92,7 @@ describe('update-with-conflicts, once for every backend', () => {
     expect(read.metadata.finalizers).toEqual(['x', 'bm.A', 'y']);
   });
 
-  it(`a PermissionDenied is read again: retried when the resource changed meanwhile, thrown when it did \
-not`, async () => {
+  it('a PermissionDenied is read again: retried when the resource changed meanwhile, thrown when not', async () => {
     let version = '5';
     const changed = scripted(
       [new PermissionDeniedError('not allowed to update other than setting finalizers'), 'ok'],
@@ -154,8 +153,7 @@ not`, async () => {
     expect(h.log).toEqual(['Get']);
   });
 
-  it(`a resource read without its spec is read again first; errors that are not conflicts are thrown at \
-once`, async () => {
+  it('a resource read without its spec is read again first; errors but conflicts are thrown at once', async () => {
     const h = scripted([new UnavailableError('overloaded')]);
     const omitted: Resource = { ...stored('5'), spec: { protoSpec: new Uint8Array(), omitted: true } };
     await expect(h.state.removeFinalizers(omitted, ['bm.A'])).rejects.toBeInstanceOf(UnavailableError);

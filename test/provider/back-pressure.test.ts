@@ -88,8 +88,7 @@ async function releasedUnder(s: Sim, faults: FaultConfig, expected: number) {
 }
 
 describe('a throttled Omni', () => {
-  it(`Omni 1.9's write budget (DeadlineExceeded after maxWait): everything released, no item failed, the throttling \
-reported`, async () => {
+  it('Omni 1.9 write budget (DeadlineExceeded past maxWait): released, none failed, throttling reported', async () => {
     sim = await stuckSim(10, 4);
     // About 400 bytes a write: 20 KB/s with a 2 KB burst and a 40 ms wait let a few of 8 concurrent
     // writes through and refuse the rest at once with DeadlineExceeded, as Omni's limiter does.
@@ -114,8 +113,7 @@ reported`, async () => {
     );
   });
 
-  it(`outcomes say what Omni said: a write its budget refused (DeadlineExceeded) and a read-back showed not applied \
-is "refused" and sent again, never "unknown"; the report's writes have no unknown`, async () => {
+  it('a write Omni\'s budget refused and a read-back showed not applied is "refused", never "unknown"', async () => {
     sim = await stuckSim(10, 4);
     const { rep, lines } = await releasedUnder(
       sim,
@@ -139,8 +137,7 @@ is "refused" and sent again, never "unknown"; the report's writes have no unknow
     expect(Object.keys(rep.writes).some((k) => k.endsWith(':refused'))).toBe(true);
   });
 
-  it(`a proxy answering 429 with Retry-After to every call over its rate: everything released, no item \
-failed`, async () => {
+  it('a proxy answering 429 + Retry-After to every call over its rate: all released, no item failed', async () => {
     sim = await stuckSim(4, 2);
     const { rep } = await releasedUnder(
       sim,

@@ -133,8 +133,7 @@ beforeAll(async () => {
   key = await generateKey(`infra-provider:${ID}`, { date: new Date(Date.now() - 3600_000) });
 });
 
-describe(`positive evidence: whatever the Lists leave out or add, nothing of a machine or request in use is \
-touched`, () => {
+describe('positive evidence: whatever Lists leave out or add, nothing of a machine or request in use touched', () => {
   it(
     'never destroys or changes what belongs to an existing machine or request in use, ' +
       'never deregisters while one exists',

@@ -49,8 +49,7 @@ const run = (fake: FakeState, o: Partial<ReconcileOptions> = {}) =>
 const notFound = () => new NotFoundError('not found');
 
 describe('plan: a leftover only after a Get of its machine or request answered NotFound', () => {
-  it(`an InfraMachines List that leaves out a running machine: nothing of it is planned, it is reported in use, no \
-deregistration`, async () => {
+  it('InfraMachines List missing a running machine: nothing planned, reported in use, no deregistration', async () => {
     const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1, { phase: 'running' })]);
     fake.hideFromLists = isType(T.InfraMachine);
     const plan = await planOf(fake);
@@ -74,8 +73,7 @@ deregistration`, async () => {
     expect(plan.deregistration.status).toBe('not-ready');
   });
 
-  it(`a machine that is gone: one Get per distinct parent, then what names it is a leftover (listed \
-only)`, async () => {
+  it('a machine gone: one Get per distinct parent, then what names it is a leftover (listed only)', async () => {
     const outputs = bareMetalMachine(ID, U1).slice(1);
     const fake = new FakeState([
       providerStatus(ID, true),
@@ -95,8 +93,7 @@ only)`, async () => {
     expect(plan.running.map((n) => n.id)).toEqual([U2]);
   });
 
-  it(`a MachineRequests List that leaves out a running request with a status and ConfigPatchRequests: nothing of it is \
-planned`, async () => {
+  it('a MachineRequests List leaving out a running request (status, ConfigPatchRequests): none planned', async () => {
     const fake = new FakeState([
       providerStatus('kubevirt', false),
       ...provisionedRequest('kubevirt', 'w-1', { phase: 'running' }),
@@ -110,8 +107,7 @@ planned`, async () => {
     expect(fake.calls.get).toBe(BASE_GETS + 1);
   });
 
-  it(`a release comes after the children its Lists left out: each read by its ID, disposed first, the wipe gets the \
-BMC data`, async () => {
+  it('a release after children its Lists left out: each read by ID, disposed first, wipe gets BMC data', async () => {
     const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
     fake.hideFromLists = (r) =>
       r.metadata.type === T.InfraMachineStatus || r.metadata.type === providerType('BMCConfiguration', ID);
@@ -135,8 +131,7 @@ BMC data`, async () => {
     );
   });
 
-  it(`the children of a request being released likewise; children really gone cost one Get each and change \
-nothing`, async () => {
+  it('children of a request being released likewise; children really gone: a Get each, nothing changed', async () => {
     const fake = new FakeState([...provisionedRequest(ID, 'w-1', { withCpr: false })]);
     fake.hideFromLists = isType(T.MachineRequestStatus);
     const plan = await planOf(fake);
@@ -190,8 +185,7 @@ nothing`, async () => {
     expect(unchecked.items).toEqual([]);
   });
 
-  it(`names the parents by type: statuses by their ID, ConfigPatchRequests by their label, our namespace by the type's \
-kind; provider-wide ones none`, () => {
+  it('parents by type: statuses by ID, ConfigPatchRequests by label, our namespace by kind; provider-wide none', () => {
     const profile = resolveProfile('auto', { staticLabel: false, infraMachines: 0, machineRequests: 0 }, ID, ['Both']);
     const ns = providerNamespace(ID);
     const names = (r: Resource) => parentsOf(r, profile).map((p) => `${p.type.split('.')[0]}/${p.id}`);
@@ -246,16 +240,14 @@ describe('reconcile: NotFound is done only for a resource read by exactly that I
     );
   });
 
-  it(`dispose with our finalizers: once the Update removing them succeeded, a NotFound on the Destroy is \
-done`, async () => {
+  it("dispose with our finalizers: once the Update removing them succeeded, a Destroy's NotFound is done", async () => {
     const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
     fake.fail('destroy', notFound, 1, (p) => p.type === providerType('BMCConfiguration', ID));
     const r = await run(fake);
     expect(r.outcomes.find((o) => o.kind === 'InfraMachine')).toMatchObject({ status: 'released' });
   });
 
-  it(`teardown + wait: a teardown whose Get finds nothing fails; once its Get found it, a NotFound on the Destroy is \
-done`, async () => {
+  it("teardown + wait: fails if its Get finds nothing; once a Get found it, a Destroy's NotFound is done", async () => {
     const mrs = (f: FakeState) => f.find({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequestStatus, id: 'w-1' });
     const unread = new FakeState([...provisionedRequest(ID, 'w-1', { withCpr: false })]);
     unread.fail('get', notFound, 1, (p) => p.type === T.MachineRequestStatus);
@@ -272,8 +264,7 @@ done`, async () => {
     expect(r2.outcomes.find((o) => o.kind === 'MachineRequest')).toMatchObject({ status: 'released' });
   });
 
-  it(`deregistration: the ProviderStatus (read by a Get) answering NotFound is done; a listed leftover answering \
-NotFound blocks it`, async () => {
+  it("deregistration: ProviderStatus Get NotFound is done; a listed leftover's NotFound blocks it", async () => {
     const ok = new FakeState([providerStatus(ID, true), healthStatus(ID, 0, 'stub-provider: earlier run')]);
     ok.fail('destroy', notFound, 1, (p) => p.type === T.InfraProviderStatus);
     expect((await run(ok)).deregistered).toBe(true);

@@ -161,8 +161,7 @@ describe('fault suite: the stub against the simulated Omni', () => {
     await releaseUnder({ latencyMs: 15 });
   });
 
-  it(`watch streams cut after every event while the stub waits for a slow Omni (the waits resume from their \
-bookmarks)`, async () => {
+  it('watch streams cut after every event while the stub waits for a slow Omni (resumed from bookmarks)', async () => {
     // Omni holds one torn-down status a little longer than usual: the stub's wait sees its release
     // only through a watch that has been cut and resumed in between.
     const slow = 'SlowCleanupController';
@@ -243,8 +242,7 @@ bookmarks)`, async () => {
     await releaseUnder({ clockOffsetMs: -8 * 60_000 });
   });
 
-  it(`the built CLI killed (SIGKILL) in the middle of a run, then run again: exactly the expected state, \
-deregistered`, async () => {
+  it('the built CLI SIGKILLed mid-run, then run again: exactly the expected state, deregistered', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'stub-faults-'));
     try {
       const simProc = await startSimProcess(

@@ -103,8 +103,7 @@ async function runWith(fleet: Fleet, lose?: { method: WriteIntent['method']; typ
 }
 
 describe.each([bareMetal, sdk])('every write of a run of $id with its answer lost', (fleet) => {
-  it(`is read back and not sent again; a Create or Destroy is found applied (Omni adds its own label to a Create); \
-the run ends as a clean one`, async () => {
+  it('is read back, not sent again; a Create or Destroy found applied; the run ends as a clean one', async () => {
     const clean = await runWith(fleet);
     if (!clean.report) throw new Error(clean.error);
     expect(clean.report.exitCode).toBe(0);

@@ -22,8 +22,7 @@ async function sim(): Promise<Sim> {
 }
 
 describe('--machine values that match nothing', () => {
-  it(`none matched: plan exits 2 naming them; run writes nothing, exits 0 and lists them as not found (a re-run stays \
-0)`, async () => {
+  it('no match: plan exits 2 naming them; run writes nothing, lists them not found, exits 0 (re-run too)', async () => {
     const s = await sim();
     const before = JSON.stringify(s.store.all().map((r) => r.metadata));
     const err = await planIn(s, ID, ['--machine', 'no-such-machine', '--machine', 'typo-x']).catch((e: unknown) => e);

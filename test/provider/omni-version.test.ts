@@ -55,8 +55,7 @@ describe.each([
   ['1.3.4', 'v1.3.4', undefined],
   ['1.4.2', 'v1.4.2', DELETE_WARNING],
 ])('Omni %s', (version, tag, warning) => {
-  it(`run reports the version read, in JSON and text, and warns about the provider deletion only from \
-1.4`, async () => {
+  it('run reports the version read, in JSON and text; warns about the provider deletion only from 1.4', async () => {
     const s = await sim(version);
     const rep = await runIn(s, ID);
     expect(rep).toMatchObject({ exitCode: 0, omniVersion: tag });

@@ -254,8 +254,7 @@ async function check(resources: Resource[], inp: Input): Promise<{ writes: numbe
 }
 
 describe('the plan is the program', () => {
-  it(`over random fleets of one provider, a run writes exactly the operations plan prints, in their order, and nothing \
-else`, async () => {
+  it('random fleets of one provider: a run writes exactly what plan prints, in order, nothing else', async () => {
     const seen = { writes: 0, multiPass: 0 };
     await fc.assert(
       fc.asyncProperty(fleetArb, async (f) => {

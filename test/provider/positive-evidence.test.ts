@@ -111,8 +111,7 @@ describe('the built CLI against stub-provider sim, a tampering proxy in between 
     expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
   });
 
-  it(`the InfraMachines List answers an empty body, then lines of {"result":{}}: the machine in use keeps everything, \
-nothing is cleaned, nothing is deregistered`, async () => {
+  it('InfraMachines List: empty, {"result":{}} lines: in-use machine kept, none cleaned or deregistered', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'stub-evidence-'));
     let simProc: SimProcess | undefined;
     try {
@@ -185,8 +184,7 @@ nothing is cleaned, nothing is deregistered`, async () => {
 });
 
 describe('reconcile() through the tampering proxy', () => {
-  it(`an InfraMachines List with some lines withheld: the withheld machines being deleted are released (a Get found \
-them), those in use are untouched, no deregistration`, async () => {
+  it('InfraMachines withheld: deleted ones released (Get found them), in-use untouched, not deregistered', async () => {
     const resources = [...providerRegistration(ID, { static: true })];
     for (let i = 0; i < 6; i++)
       resources.push(...bareMetalMachine(ID, machineUuid(i, 12), { phase: i % 3 === 0 ? 'running' : 'tearingDown' }));
@@ -215,8 +213,7 @@ them), those in use are untouched, no deregistration`, async () => {
     expect(after.some((r) => r.metadata.type === T.InfraProviderStatus && r.metadata.id === ID)).toBe(true);
   }, 30_000);
 
-  it(`the MachineRequests List withheld: a running request with a status and ConfigPatchRequests is untouched and not \
-refused; one being deleted is released`, async () => {
+  it('MachineRequests withheld: running one (status, patches) untouched, not refused; deleted released', async () => {
     const id = 'kubevirt';
     const cpr = (rid: string, n: number): Resource => ({
       metadata: newMetadata(
@@ -258,8 +255,7 @@ refused; one being deleted is released`, async () => {
     );
   }, 30_000);
 
-  it(`a machine really gone: its leftovers are cleaned after a Get of it answered NotFound, and the provider is \
-deregistered`, async () => {
+  it('a machine really gone: leftovers cleaned after its Get answered NotFound, provider deregistered', async () => {
     const gone = machineUuid(9, 12);
     const resources = [...providerRegistration(ID, { static: true }), ...bareMetalMachine(ID, gone).slice(1)];
     const { result, before, after } = await underProxy(resources, () => undefined);

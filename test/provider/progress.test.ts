@@ -40,8 +40,7 @@ afterEach(async () => {
   sim = undefined;
 });
 
-it(`counts what ended, what runs, what waits and the time left; each item ends once; per-item log lines at \
-debug`, async () => {
+it('counts what ended, runs, waits and the time left; each item ends once; per-item log lines at debug', async () => {
   const sc = generateScenario({ providerId: 'bm', machines: 2, requests: 2, omniVersion: '1.4.2' });
   sc.resources.push(...provisionedRequest('bm', 'new-1', { phase: 'running', outputs: false }));
   sc.resources.push(...bareMetalMachine('bm', machineUuid(7, 1), { phase: 'running' }));
@@ -207,8 +206,7 @@ it('an item blocked on every pass of --wait is shown once; a running machine cou
   expect(seen.at(-1)).toMatchObject({ released: 1, blocked: 1, running: 0, remaining: 0 });
 }, 10_000);
 
-it(`a machine that fails in two passes is one failed machine: once in the report, once on the display, counted \
-once`, async () => {
+it('a machine failing in two passes is one failed machine: once in report, on display, in the count', async () => {
   sim = await createSim({
     omniVersion: '1.3.4',
     identities: [{ name: 'infra-provider:kv', role: 'InfraProvider', publicKeys: [] }],

@@ -51,8 +51,7 @@ function runningParents(rs: Resource[], id: string): Set<string> {
 }
 
 describe('plan safety properties', () => {
-  it(`removes only our finalizers from our resources, never acts on running machines, never adds a \
-finalizer`, async () => {
+  it('removes only our finalizers from our resources, never acts on running machines, never adds one', async () => {
     await fc.assert(
       fc.asyncProperty(stateArb, async (inp) => {
         const resources = build(inp.machines, inp.orphans);

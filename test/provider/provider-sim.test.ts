@@ -49,8 +49,7 @@ const find = (s: Sim, namespace: string, type: string, id: string) =>
 const byType = (s: Sim, type: string) => s.store.all().filter((r) => r.metadata.type === type);
 
 describe.each(['1.3.4', '1.4.2'])('Omni %s', (version) => {
-  it(`releases a bare-metal machine deleted while the provider was gone, deregisters, and a second run changes \
-nothing`, async () => {
+  it('releases a bare-metal machine deleted with the provider gone, deregisters; re-run changes nothing', async () => {
     const s = await sim(version, [providerStatus('bare-metal', true), ...bareMetalMachine('bare-metal', U1)]);
     const rep = await runIn(s, 'bare-metal');
     expect(rep.exitCode).toBe(0);
@@ -75,8 +74,7 @@ nothing`, async () => {
     expect(s.dump()).toBe(before);
   });
 
-  it(`releases a provisioning provider scaled down while offline, and a request provisioned but never \
-joined`, async () => {
+  it('releases a provisioning provider scaled down offline, and a request provisioned but never joined', async () => {
     const id = 'kubevirt';
     const s = await sim(
       version,

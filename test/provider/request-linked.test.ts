@@ -53,8 +53,7 @@ const left = (s: Sim) =>
     .sort();
 
 describe.each([[[]], [['--state-type', 'NameReservation']]])('NameReservation, args %j', (extra: string[]) => {
-  it(`goes with the request its label names, or when that request is gone; the in-use request's and an \
-unlabelled one stay`, async () => {
+  it('goes with the request its label names or once that request is gone; in-use and unlabelled stay', async () => {
     const s = await openNebula();
     const plan = await planIn(s, ID, ['--no-deregister', ...extra]);
     const planned = plan.planned!.items.flatMap((i) => i.steps.map((st) => JSON.stringify(st)));

@@ -214,8 +214,7 @@ function concurrentWriter(sim: Sim, s: State, ours: string, touched: Touched): v
 }
 
 describe('safety properties of whole runs against the simulated Omni', () => {
-  it(`never removes a foreign finalizer, never touches a running machine or another provider, never adds a finalizer; \
-a re-run changes nothing`, async () => {
+  it('removes no foreign finalizer, adds none, touches no running machine or other provider; idempotent', async () => {
     await fc.assert(
       fc.asyncProperty(stateArb, async (s) => {
         const ours = s.providers[0]!;

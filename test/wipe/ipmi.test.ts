@@ -56,8 +56,7 @@ describe('ipmi wipes against ipmi_sim', () => {
     expect(JSON.stringify(r)).not.toContain(PASSWORD);
   });
 
-  it(`ipmi-power-off over lanplus with cipher suite 0 turns the chassis off, and reports an off chassis as already \
-off`, async () => {
+  it('ipmi-power-off (lanplus, cipher suite 0) turns the chassis off; an off one is reported already off', async () => {
     sim.powerOn = true;
     const first = await wipeOnce(
       { strategy: 'ipmi-power-off', ipmiInterface: 'lanplus', ipmiCipherSuite: 0 },

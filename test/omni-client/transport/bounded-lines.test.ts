@@ -23,8 +23,7 @@ function cuts(b: Buffer): Buffer[][] {
 }
 
 describe('ndjsonLines limits', () => {
-  it(`a line of exactly the limit passes, one byte more is STUB_LINE_TOO_LONG, wherever the chunks are \
-cut`, async () => {
+  it('a line of exactly the limit passes, a byte more is STUB_LINE_TOO_LONG, wherever the chunks are cut', async () => {
     const ok = Buffer.from(`{"a":"${'x'.repeat(10)}"}\n{}\n`);
     const tooLong = Buffer.from(`{}\n{"a":"${'x'.repeat(11)}"}\n`);
     for (const parts of cuts(ok)) expect(await lines(parts, 18)).toEqual([`{"a":"${'x'.repeat(10)}"}`, '{}']);

@@ -182,8 +182,7 @@ describe('deadlines and cancellation', () => {
     expect(gw.calls('Get')).toHaveLength(before);
   });
 
-  it(`calls in flight together stay independent: aborting one caller's signal leaves the others; a deadline never \
-fires early`, async () => {
+  it("calls in flight stay independent: aborting one caller's signal spares others; no early deadline", async () => {
     // Calls may share one controller and timer per (caller signal, deadline slot); check the sharing is invisible.
     gw.on('Get', (_q, s) => {
       setTimeout(() => sendJson(s, 200, { resource: wireResource(res('m1')) }), 150);
@@ -209,8 +208,7 @@ fires early`, async () => {
     expect(await second).toBeGreaterThanOrEqual(195);
   });
 
-  it(`many calls of one caller (more than share one slot) are all cancelled by its signal, and all answered without \
-it`, async () => {
+  it("many calls of one caller (beyond a slot's share): all cancelled by its signal, answered without it", async () => {
     gw.on('Get', (_q, s) => {
       setTimeout(() => sendJson(s, 200, { resource: wireResource(res('m1')) }), 100);
     });

@@ -85,8 +85,7 @@ function harness(write?: Step) {
 }
 
 describe('the write observer of GatewayState', () => {
-  it(`hears of each write before it is sent and of its outcome after, with the resource before and as \
-intended`, async () => {
+  it('hears of each write before it is sent and its outcome after, with the resource before and intended', async () => {
     const h = harness();
     const r = await h.state.removeFinalizers(read, ['bm.A', 'bm.B']);
     expect(r.outcome).toBe('removed');
@@ -135,8 +134,7 @@ intended`, async () => {
     ]);
   });
 
-  it(`failed only when Omni refused it; unknown when cancelled, cut off, or refused after a retry (an earlier attempt \
-may have been applied)`, async () => {
+  it('failed only if Omni refused; unknown if cancelled, cut off, or refused after retry (maybe applied)', async () => {
     const cases: [Step, string][] = [
       [
         () => {

@@ -77,8 +77,7 @@ describe('the window of writes in flight', () => {
     return out;
   };
 
-  it(`starts at the configured most and shrinks by half on a signal, once per round, never below the \
-fewest`, async () => {
+  it('starts at the configured most, halves on a signal, once per round, never below the fewest', async () => {
     const w = new WriteWindow({ max: 16 });
     const round0 = await take(w, 16);
     expect(round0).toHaveLength(16);
@@ -145,8 +144,7 @@ fewest`, async () => {
     expect(w.inFlight).toBe(2);
   });
 
-  it(`a full window grants the lowest rank first (the next step of an item under way before a new item's first), \
-then in arrival order`, async () => {
+  it('a full window grants the lowest rank first (items under way before new ones), then arrival order', async () => {
     const w = new WriteWindow({ max: 1 });
     const [a] = await take(w, 1);
     const order: string[] = [];
@@ -211,8 +209,7 @@ then in arrival order`, async () => {
 });
 
 describe('what a failed write is', () => {
-  it(`back-pressure: DeadlineExceeded (Omni's or the client's), Unavailable, a proxy's 429/503; ResourceExhausted \
-(larger than Omni's burst) is permanent`, () => {
+  it("back-pressure: DeadlineExceeded, Unavailable, a proxy's 429/503; ResourceExhausted is permanent", () => {
     expect(classifyWriteFailure(new ResourceExhaustedError('etcd write payload (327 bytes) exceeds the burst'))).toBe(
       'permanent',
     );
@@ -262,16 +259,14 @@ describe('the re-read verdicts', () => {
     );
   });
 
-  it(`Destroy: a Get answering NotFound is applied; found at the version read not applied; at another version \
-changed`, () => {
+  it('Destroy: a Get answering NotFound is applied; found at the version read not applied; else changed', () => {
     expect(destroyVerdict(stored('5'), undefined)).toBe('applied');
     expect(destroyVerdict(stored('5'), stored('5'))).toBe('not-applied');
     expect(destroyVerdict(undefined, stored('9'))).toBe('not-applied');
     expect(destroyVerdict(stored('5'), stored('6'))).toBe('changed');
   });
 
-  it(`Create: NotFound not applied; found with our owner, labels and spec applied (finalizers aside); else someone \
-else's`, () => {
+  it('Create: NotFound not applied; our owner, labels and spec found applied (finalizers aside); else foreign', () => {
     const sent = stored('undefined', { owner: '', finalizers: [] });
     expect(createVerdict(sent, 'p.ProvisionController', undefined)).toBe('not-applied');
     const ours = stored('1', { owner: 'p.ProvisionController', finalizers: ['omni.Controller'] });
@@ -282,8 +277,7 @@ else's`, () => {
     );
   });
 
-  it(`what Omni adds by itself is left out: the provider label it sets on a Create or an Update is ours; any other \
-label still makes it someone else's`, () => {
+  it("the provider label Omni adds to a Create or Update is ours; any other label makes it someone else's", () => {
     const withLabels = (r: Resource, labels: Record<string, string>): Resource => ({
       ...r,
       metadata: { ...r.metadata, labels },
@@ -463,8 +457,7 @@ describe('a write of unknown outcome is read back before anything is sent again'
     expect(s.log).toEqual(['Update', 'Get', 'Update', 'Get']);
   });
 
-  it(`larger than Omni's burst (ResourceExhausted): sent once, never read back or sent again; STUB_WRITE_TOO_LARGE \
-names the resource and the setting an Omni admin must raise`, async () => {
+  it("larger than Omni's burst: sent once, never again; STUB_WRITE_TOO_LARGE names resource and setting", async () => {
     const s = scripted(
       [new ResourceExhaustedError('etcd write payload (327 bytes) exceeds the configured burst (300)')],
       () => stored('5'),
@@ -483,8 +476,7 @@ names the resource and the setting an Omni admin must raise`, async () => {
     expect(s.state.throttling()).toMatchObject({ signals: 0, tooLarge: 1, gaveUp: 0, retriedWrites: 0 });
   });
 
-  it(`notAfter: a write is not started at or after it, nor sent again when its pause would pass it \
-(STUB_DEADLINE, nothing sent)`, async () => {
+  it('notAfter: no write starts at or after it, none sent again past it (STUB_DEADLINE, nothing sent)', async () => {
     const s = scripted(Array.from({ length: 20 }, deadline), () => stored('5'), { getMs: 1_000, retries: 100 });
     // The scripted clock starts at 0: the time for writes is over.
     await expect(s.state.update(removal('5'), { notAfter: 0 })).rejects.toBeInstanceOf(DeadlineReachedError);
@@ -498,8 +490,7 @@ names the resource and the setting an Omni admin must raise`, async () => {
     expect(s.log).toEqual(['Update', 'Get', 'Update', 'Get']);
   });
 
-  it(`the outcome of a pushed-back or lost send is what its read-back shows: refused or not-applied and sent again, \
-ok by read-back, unknown when someone else changed it`, async () => {
+  it("a pushed-back or lost send's outcome is what its read-back shows (refused, ok, unknown if changed)", async () => {
     const outcomes = (script: Error[], current: () => Resource | undefined) => {
       const seen: string[] = [];
       const s = scripted(script, current, {

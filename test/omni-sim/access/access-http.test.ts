@@ -76,8 +76,7 @@ async function getIm(id = UUID): Promise<{ metadata: Md; spec: { proto_spec?: st
 }
 
 describe('siderov1 over the gateway', () => {
-  it(`answers 401 code 16 "invalid signature" with WWW-Authenticate for a tampered payload, wrong method, stale \
-timestamp, no signature`, async () => {
+  it('401 code 16 "invalid signature", WWW-Authenticate: tampered, wrong method, stale time, unsigned', async () => {
     const get = { namespace: 'infra-provider', type: 'InfraMachines.omni.sidero.dev', id: UUID };
     const cases: RawCallOptions[] = [
       { tamper: (p) => p.replace('Get', 'List') },

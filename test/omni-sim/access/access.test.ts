@@ -283,8 +283,7 @@ describe('infra provider: registration, namespaces, types', () => {
     expect(api.update(BM, dropped, 'bare-metal.ProvisionController').metadata.labels).toEqual({ [L]: 'bare-metal' });
   });
 
-  it(`filters watches: foreign events dropped, BOOTSTRAPPED passes, no initial event for a missing single \
-resource`, async () => {
+  it('filters watches: foreign events dropped, BOOTSTRAPPED passes, no initial event for a missing one', async () => {
     const { api, store } = setup('1.3');
     const boot = await collect(
       api,
@@ -369,8 +368,7 @@ describe('infra provider: outside the infra namespaces', () => {
 });
 
 describe('users', () => {
-  it(`read everything in the infra namespaces (BMCConfig: Admin only) and write only Providers and (1.7+, Operator+) \
-MachineRequests`, () => {
+  it('reads all infra namespaces (BMCConfig: Admin only), writes only Providers and (1.7+, Operator+) requests', () => {
     const { api } = setup('1.6');
     expect(api.list(READER, 'infra-provider', T.InfraMachine, EMPTY_QUERY)).toHaveLength(2);
     expectError(
@@ -424,8 +422,7 @@ MachineRequests`, () => {
     expect(v17.teardown(OPERATOR, req.metadata, '')).toBe(true);
   });
 
-  it(`an Auditor (1.10.0+, between Reader and Operator) reads the infra namespaces and is refused what needs an \
-Operator`, () => {
+  it('an Auditor (1.10.0+) reads the infra namespaces and is refused what needs an Operator', () => {
     const AUDITOR: Identity = { name: 'au@example.org', email: 'au@example.org', role: 'Auditor' };
     const { api } = setup('1.10.4');
     expect(api.list(AUDITOR, 'infra-provider', T.InfraMachine, EMPTY_QUERY)).toHaveLength(2);

@@ -100,8 +100,7 @@ describe('identity registry', () => {
     });
   });
 
-  it(`refuses what Omni refuses: InfraProvider role without the prefix, another role with it, private keys, no \
-expiry`, async () => {
+  it('refuses as Omni: InfraProvider role without prefix, another role with it, private keys, no expiry', async () => {
     const k = await generateKey('ops@example.org', { lifetimeSeconds: 3600 });
     const r = new IdentityRegistry();
     await expect(
@@ -157,8 +156,7 @@ describe('siderov1 verification', () => {
     );
   });
 
-  it(`refuses a tampered payload, a wrong method, a stale or future timestamp, an unknown or upper-case \
-fingerprint`, async () => {
+  it('refuses a tampered payload, wrong method, stale or future time, unknown or upper-case fingerprint', async () => {
     const ts = nowSec();
     const p = goPayload(ts);
     const { sig, fp } = await pgpSign(provider.armoredPrivateKey, p);
@@ -183,8 +181,7 @@ fingerprint`, async () => {
     await expectInvalid(registry.authenticate(headersFor(provider.name, fp, su.sig, ts, p), METHOD, NOW));
   });
 
-  it(`compares the listed headers exactly: [] is not absent, null is; fieldSelectors always reads as \
-absent`, async () => {
+  it('compares the listed headers exactly: [] is not absent, null is; fieldSelectors reads as absent', async () => {
     const ts = nowSec();
     const check = async (
       extra: Record<string, string[] | null>,

@@ -65,8 +65,7 @@ function providerReleases(store: SimStore, p: Pointer): void {
 }
 
 describe('deleting a static machine', () => {
-  it(`1.3: provider ID an annotation, the Link is destroyed, the InfraMachine stays stuck on the provider \
-finalizers`, async () => {
+  it('1.3: provider ID an annotation, the Link destroyed, the InfraMachine stuck on provider finalizers', async () => {
     const { store, omni } = setup('1.3.4');
     const { link, machine } = omni.registerStaticMachine('bare-metal', UUID, { accepted: true });
     expect(link.metadata.annotations[L]).toBe('bare-metal');
@@ -135,8 +134,7 @@ describe('deleting the infra provider', () => {
     expect(peek(store, { namespace: 'infra-provider', type: T.InfraProviderStatus, id: 'bare-metal' })).toBeDefined();
   });
 
-  it(`1.3: only the statuses with owner "" and the service account go; machines keep the provider \
-finalizers`, async () => {
+  it('1.3: only statuses with owner "" and the service account go; machines keep the provider finalizers', async () => {
     const { store, omni, deleted } = setup('1.3', withStatuses());
     omni.registerStaticMachine('bare-metal', UUID);
     providerFinalizes(store, IM, BM_FINALIZERS);
@@ -158,8 +156,7 @@ finalizers`, async () => {
     expect(() => omni.registerStaticMachine('bare-metal', 'another-uuid')).not.toThrow();
   });
 
-  it(`1.4: also tears down Links, strips InfraMachines, removes statuses and every user-owned MachineRequestSet; new \
-registrations refused`, async () => {
+  it('1.4: tears down Links, strips InfraMachines, drops statuses, user-owned sets; no new registrations', async () => {
     const { store, omni, deleted } = setup('1.4', withStatuses());
     omni.registerStaticMachine('bare-metal', UUID);
     providerFinalizes(store, IM, BM_FINALIZERS);
@@ -231,8 +228,7 @@ describe('MachineRequests and their sets', () => {
     });
   }
 
-  it(`1.4: a set torn down while its provider is gone has its requests stripped of all but \
-ClusterMachineRequestStatusController`, async () => {
+  it('1.4: a set torn down, its provider gone: requests keep only ClusterMachineRequestStatusController', async () => {
     const { store, omni } = setup('1.4');
     const { set, requests } = omni.createMachineRequestSet({ id: 'set', providerId: 'gone', machineCount: 1 });
     const r = requests[0]!;
@@ -252,8 +248,7 @@ ClusterMachineRequestStatusController`, async () => {
     expect(peek(v13.store, s13.set.metadata)?.metadata.phase).toBe('tearingDown');
   });
 
-  it(`MachineRequestStatus carries Omni's cleanup finalizer until torn down, which also tears down the machine's \
-Link`, async () => {
+  it("MachineRequestStatus holds Omni's cleanup finalizer until torn down, which tears down the Link too", async () => {
     const { store, omni } = setup('1.3');
     omni.registerStaticMachine('bare-metal', UUID);
     const p = { namespace: 'infra-provider', type: T.MachineRequestStatus, id: 'req-1' };
@@ -276,8 +271,7 @@ Link`, async () => {
   });
 
   for (const v of ['1.3.4', '1.9.3']) {
-    it(`${v}: ClusterMachineRequestStatusController holds a request while any other finalizer is on it, and lets go \
-at once after`, async () => {
+    it(`${v}: ClusterMachineRequestStatusController holds a request while others are on, lets go at once`, async () => {
       const { store, omni } = setup(v);
       const { requests } = omni.createMachineRequestSet({ id: 'set', providerId: 'bare-metal', machineCount: 1 });
       const r = requests[0]!.metadata;
@@ -295,8 +289,7 @@ at once after`, async () => {
       expect(peek(store, r)).toBeUndefined();
     });
 
-    it(`${v}: MachineRequestStatusCleanupController holds a status while its machine's ClusterMachine or \
-controller-owned MachineSetNode exists`, async () => {
+    it(`${v}: MachineRequestStatusCleanupController waits on ClusterMachine, controller's MachineSetNode`, async () => {
       const { store, omni } = setup(v);
       omni.registerStaticMachine('bare-metal', UUID);
       const owner = 'bare-metal.ProvisionController';
@@ -336,8 +329,7 @@ controller-owned MachineSetNode exists`, async () => {
       expect(peek(store, LINK)).toBeUndefined(); // then it tears the machine's Link down
     });
 
-    it(`${v}: MachineRequestStatusCleanupController destroys a user-owned MachineSetNode of the machine \
-itself`, async () => {
+    it(`${v}: MachineRequestStatusCleanupController destroys a user-owned MachineSetNode of the machine`, async () => {
       const { store, omni } = setup(v);
       const owner = 'bare-metal.ProvisionController';
       const p = { namespace: 'infra-provider', type: T.MachineRequestStatus, id: 'req-1' };

@@ -215,8 +215,7 @@ const lost = async (p: Promise<unknown>) => {
   await expect(p).rejects.toThrow(/other side closed|socket|ECONNRESET/i);
 };
 
-describe(`lose_write_answers: a client write applied, then its connection destroyed before any byte of the \
-answer`, () => {
+describe('lose_write_answers: a client write applied, then its connection destroyed before any answer byte', () => {
   afterEach(() => sim.faults.set({ loseWriteAnswers: undefined }));
 
   it('a bare count: the next write is applied and its connection dropped; the one after is answered', async () => {
@@ -232,8 +231,7 @@ answer`, () => {
     expect([again.status, (again.json as { code: number }).code]).toEqual([409, 6]);
   });
 
-  it(`a filter by method and resource; a write that fails is answered and not counted; the resend is \
-refused`, async () => {
+  it('a filter by method and resource; a failed write is answered and not counted; the resend is refused', async () => {
     await create('a');
     await create('b');
     const v1 = stored('a')!.metadata as unknown as Md;

@@ -160,8 +160,7 @@ describe('unary calls', () => {
     });
   });
 
-  it(`unknown JSON fields are 400 code 3; lowerCamel names and enum names are accepted; empty body is an empty \
-message`, async () => {
+  it('unknown JSON fields are 400 code 3; lowerCamel, enum names accepted; empty body an empty message', async () => {
     const u = await call('Get', { namespace: NS, type: TYPE, id: 'x', bogus: 1 });
     expect(u.status).toBe(400);
     expect(u.json).toMatchObject({ code: 3, message: expect.stringContaining('unknown field "bogus"') });
@@ -221,8 +220,7 @@ message`, async () => {
     ]);
   });
 
-  it(`Teardown answers destroy_ready (omitted when false); TeardownAndDestroy blocks until the finalizers are \
-gone`, async () => {
+  it('Teardown answers destroy_ready (omitted when false); TeardownAndDestroy waits for the finalizers', async () => {
     await call('Create', {
       resource: { metadata: md('td', { finalizers: ['f'] }), spec: {} },
       options: { owner: 'Ctl' },
@@ -343,8 +341,7 @@ describe('streams', () => {
     expect([unimpl.status, (unimpl.json as { error: { code: number } }).error.code]).toEqual([501, 12]);
   });
 
-  it(`Watch: empty first message, bootstrap + BOOTSTRAPPED with bookmark, live events flushed per line, HTML \
-escaped`, async () => {
+  it('Watch: empty first message, bootstrap + BOOTSTRAPPED with bookmark, events per line, HTML escaped', async () => {
     await call('Create', { resource: { metadata: { ...md('w-a'), type: 'WatchMe' }, spec: {} } });
     const s = await openStream(sim.endpoint, key, 'Watch', {
       namespace: NS,
@@ -378,8 +375,7 @@ escaped`, async () => {
     }
   });
 
-  it(`Watch: resume from a bookmark skips the bookmarked event; api_version 0 drops BOOTSTRAPPED; aggregated \
-batches`, async () => {
+  it('Watch: a bookmark resumes after its event; api_version 0 drops BOOTSTRAPPED; aggregated batches', async () => {
     const s = await openStream(sim.endpoint, key, 'Watch', {
       namespace: NS,
       type: 'Resume',

@@ -122,8 +122,7 @@ describe("Omni's write budget", () => {
     expect(sim.faults.throttle!.stats().infraProvider).toMatchObject({ admitted: 1, failedTimeout: 0 });
   });
 
-  it(`a wait longer than the Grpc-Timeout: DeadlineExceeded (504) at once, in Omni's words, nothing \
-applied`, async () => {
+  it("a wait longer than the Grpc-Timeout: DeadlineExceeded (504) at once, Omni's words, nothing applied", async () => {
     const one = cost(thing());
     sim.faults.set({ throttle: { infraProvider: { bytesPerSecond: Math.ceil(one / 2), burst: one + 8 } } });
     await drain();
@@ -158,8 +157,7 @@ applied`, async () => {
     expect(exists(r)).toBe(true);
   });
 
-  it(`without a Grpc-Timeout maxWait bounds the wait; the client reads the Create back (NotFound) and, with no retries \
-left, gives up naming it`, async () => {
+  it('no Grpc-Timeout: maxWait bounds it; Create read back (NotFound), out of retries gives up naming it', async () => {
     const one = cost(thing());
     sim.faults.set({
       throttle: { infraProvider: { bytesPerSecond: Math.ceil(one / 2), burst: one + 8 }, maxWaitMs: 200 },
@@ -220,8 +218,7 @@ left, gives up naming it`, async () => {
 });
 
 describe('a proxy that limits requests', () => {
-  it(`answers 429 with Retry-After and a body of its own once its bucket is empty; the client takes it for \
-back-pressure, Retry-After carried`, async () => {
+  it('empty bucket: 429, Retry-After, own body; the client takes it as back-pressure with Retry-After', async () => {
     sim.faults.set({ proxyLimit: { requestsPerSecond: 0, burst: 1, status: 429, retryAfterS: 3 } });
     const first = await rawCall(sim.endpoint, key, 'Get', { namespace: NS, type: TYPE, id: 'x' });
     expect(first.status).toBe(404);

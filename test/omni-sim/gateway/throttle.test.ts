@@ -224,8 +224,7 @@ describe('WriteThrottle', () => {
     t.within({}, () => t.gate(provider, 'T', () => 100)); // another class's bucket: still full
   });
 
-  it(`throttled(): waits, sends the call again with its bytes reserved, counts the wait; a caller gone gives them \
-back`, async () => {
+  it('throttled(): waits, resends with its bytes reserved, counts the wait; a caller gone frees them', async () => {
     const c = clock();
     const t = new WriteThrottle({ infraProvider: budget(100, 100) }, c.now);
     t.within({}, () => t.gate(provider, 'T', () => 100));
@@ -261,8 +260,7 @@ back`, async () => {
 });
 
 describe('the store charges what Omni charges', () => {
-  it(`etcd-backed writes after their checks (a Create before its existence check), a Destroy by what it deletes; \
-in-memory kinds never`, () => {
+  it('etcd writes after checks (Create before existence check), Destroy by what it deletes; in-memory never', () => {
     const seen: [string, number][] = [];
     const store = new SimStore({
       clock: { now: () => 0 },
@@ -333,8 +331,7 @@ describe('grpcTimeoutMs', () => {
 });
 
 describe('ProxyLimit', () => {
-  it(`lets the burst through, then refuses with the status and Retry-After asked for, or the time to the next \
-token`, () => {
+  it('lets the burst through, then refuses with the status and Retry-After asked for, or the time to a token', () => {
     const c = clock();
     const l = new ProxyLimit({ requestsPerSecond: 0.5, burst: 2 }, c.now);
     expect([l.take(), l.take()]).toEqual([undefined, undefined]);

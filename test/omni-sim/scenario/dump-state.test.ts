@@ -71,8 +71,7 @@ describe('dumpState', () => {
 });
 
 describe('the Omni version of a dump', () => {
-  it(`a header-less dump with a SysVersion (omnictl get sysversions) is that version; a header wins; none is the \
-default`, () => {
+  it('header-less dump with a SysVersion (omnictl get sysversions): that version; a header wins; else default', () => {
     const doc =
       'metadata:\n    namespace: ephemeral\n    type: SysVersions.system.sidero.dev\n    id: current\n    version: ' +
       '1\n    owner: ""\n    phase: running\n' +

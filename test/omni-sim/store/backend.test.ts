@@ -71,8 +71,7 @@ describe('where Omni keeps a kind', () => {
     );
   });
 
-  it(`an in-memory kind answers without the "failed to <op>:" prefix, versions quoted as strings, owner checked \
-first`, () => {
+  it('an in-memory kind answers without the "failed to <op>:" prefix, versions as strings, owner checked first', () => {
     const store = new SimStore({ clock: { now: () => 0 } });
     const T = 'InfraProviderHealthStatuses.omni.sidero.dev';
     const NS = 'infra-provider-ephemeral';

@@ -189,8 +189,7 @@ describe('SimStore CRUD (docs/omni-wire.md 2.2, 2.3)', () => {
 });
 
 describe('SimStore watch (docs/omni-wire.md 2.7)', () => {
-  it(`kind watch with bootstrap contents: CREATED per resource without a bookmark, BOOTSTRAPPED tombstone with one, \
-then live events with one`, async () => {
+  it('kind watch bootstrap: CREATED each, no bookmark; BOOTSTRAPPED tombstone and live events with one', async () => {
     const { store } = makeStore();
     store.create(who, res('b'), '');
     store.create(who, res('a'), '');
@@ -218,8 +217,7 @@ then live events with one`, async () => {
     expect((await it.next()).done).toBe(true);
   });
 
-  it(`aggregated: bootstrap in one batch; bootstrap_bookmark adds a NOOP batch of its own; api_version 0 drops \
-BOOTSTRAPPED`, async () => {
+  it('aggregated: bootstrap one batch, bootstrap_bookmark a NOOP batch; api_version 0: no BOOTSTRAPPED', async () => {
     const { store } = makeStore();
     store.create(who, res('a'), '');
     const ac = new AbortController();
@@ -246,8 +244,7 @@ BOOTSTRAPPED`, async () => {
     ac.abort();
   });
 
-  it(`single-resource watch: CREATED or a DESTROYED tombstone first; bad options are \
-Unimplemented/Unknown`, async () => {
+  it('single-resource watch: CREATED or a DESTROYED tombstone first; bad options Unimplemented/Unknown', async () => {
     const { store } = makeStore();
     store.create(who, res('a'), '');
     const ac = new AbortController();
@@ -290,8 +287,7 @@ Unimplemented/Unknown`, async () => {
     expect(() => store.watch(who, params({ namespace: 'ephemeral', tailEvents: 1 }), ac.signal)).not.toThrow();
   });
 
-  it(`etcd kinds: resumes from a revision, skipping the bookmarked event; a bad length is FailedPrecondition, a \
-compacted revision ERRORED`, async () => {
+  it('etcd kinds: resume at a revision, skip its event; bad length FailedPrecondition, compacted ERRORED', async () => {
     const { store } = makeStore({ historyCapacity: 5 });
     const ac = new AbortController();
     const it = store.watch(who, params(), ac.signal)[Symbol.asyncIterator]();
@@ -329,8 +325,7 @@ compacted revision ERRORED`, async () => {
     ac.abort();
   });
 
-  it(`in-memory kinds: cookie + position; anything not issued by this process, too old or from the future is "invalid \
-watch bookmark"`, async () => {
+  it('in-memory kinds: cookie + position; foreign, too old or future: "invalid watch bookmark"', async () => {
     const { store } = makeStore({ historyCapacity: 2 });
     const ac = new AbortController();
     const ep = { namespace: 'ephemeral' };
@@ -357,8 +352,7 @@ watch bookmark"`, async () => {
     ac.abort();
   });
 
-  it(`keeps exactly the last historyCapacity events however many were written (bookmarks inside resume, older ones \
-refused)`, async () => {
+  it('keeps exactly the last historyCapacity events (bookmarks inside resume, older ones refused)', async () => {
     const { store } = makeStore({ historyCapacity: 5 });
     const ac = new AbortController();
     const bookmarks: Uint8Array[] = [];
@@ -374,8 +368,7 @@ refused)`, async () => {
     ac.abort();
   });
 
-  it(`events are not copies the store keeps reading: a watcher changing what it got leaves the store as it \
-was`, async () => {
+  it('events are not copies the store reads: a watcher changing what it got leaves the store as it was', async () => {
     const { store } = makeStore();
     const ac = new AbortController();
     const it = store.watch(who, params(), ac.signal)[Symbol.asyncIterator]();
@@ -414,8 +407,7 @@ was`, async () => {
     expect(got).toHaveLength(1);
   });
 
-  it(`restart breaks open watches and refuses the bookmarks issued before it; onEvent sees every change in \
-order`, async () => {
+  it('restart breaks open watches, refuses bookmarks issued before; onEvent sees every change in order', async () => {
     const { store } = makeStore();
     const seen: string[] = [];
     const off = store.onEvent((e) => {

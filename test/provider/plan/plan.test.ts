@@ -112,8 +112,7 @@ describe('profile', () => {
 });
 
 describe('plan: bare-metal', () => {
-  it(`releases a deleted machine in the order of rule 5: namespace resources, InfraMachineStatus, \
-InfraMachine`, async () => {
+  it('releases a deleted machine in rule 5 order: namespace resources, InfraMachineStatus, InfraMachine', async () => {
     const plan = await planFor([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
     expect(plan.items).toHaveLength(1);
     const steps = stepNames(plan.items[0]!.ops);
@@ -159,8 +158,7 @@ InfraMachine`, async () => {
     for (const s of plan.items.flatMap((i) => i.ops)) if (s.op !== 'wipe') expect(s.target.id).not.toBe(U1);
   });
 
-  it(`leaves foreign finalizers: Omni before 1.3 holds the InfraMachineStatus; the run waits for it, and Omni lets go \
-by itself`, async () => {
+  it('leaves foreign finalizers: Omni < 1.3 holds the InfraMachineStatus; the run waits, Omni lets go', async () => {
     const plan = await planFor(bareMetalMachine(ID, U1, { omniOnStatus: true }));
     expect(opsOn(plan.items[0]!.ops, T.InfraMachineStatus)).toBe('teardown wait destroy');
     expect(plan.items[0]!.ops.find((o) => o.op === 'wait')).toMatchObject({ finalizers: ['MachineStatusController'] });
@@ -283,8 +281,7 @@ describe('plan: provisioning', () => {
     expect(plan.notFound).toEqual([]);
   });
 
-  it(`a request held only by Omni's ClusterMachineRequestStatusController is not blocked: Omni lets go by \
-itself`, async () => {
+  it("a request held only by Omni's ClusterMachineRequestStatusController is not blocked: Omni lets go", async () => {
     const rs = provisionedRequest('kubevirt', 'r1', { withStatus: false, withCpr: false });
     rs[0]!.metadata.finalizers = ['ClusterMachineRequestStatusController'];
     const plan = await planFor(rs, { id: 'kubevirt' });
@@ -420,8 +417,7 @@ describe("plan: what Omni's own finalizers will do (only what the provider can r
     unseen: plan.unseen.map((n) => `${n.kind}/${n.id}`),
   });
 
-  it(`a scaled-down request whose status names no machine: Omni lets go of the status, the patch and the request by \
-itself`, async () => {
+  it('a scaled-down request whose status names no machine: Omni lets go of status, patch and request', async () => {
     const plan = await planFor([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { machineUuid: '' })], {
       id: KV,
     });
@@ -445,8 +441,7 @@ itself`, async () => {
     expect(plan.deregistration.status).toBe('after-releases');
   });
 
-  it(`a status naming a machine no longer in Omni: lets go by itself (its MachineSetNode and ClusterMachine went \
-before it)`, async () => {
+  it('a status naming a machine gone from Omni: Omni lets go (MachineSetNode, ClusterMachine went first)', async () => {
     const plan = await planFor([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { machineUuid: U1 })], {
       id: KV,
     });
@@ -456,8 +451,7 @@ before it)`, async () => {
     );
   });
 
-  it(`a status naming a machine still in Omni: cannot be seen (MachineSetNodes and ClusterMachines need the Reader \
-role), never predicted as a wait`, async () => {
+  it('a status naming a machine still in Omni: unseen (needs Reader role), never predicted as a wait', async () => {
     const plan = await planFor(
       [
         providerStatus(KV, false),
@@ -500,8 +494,7 @@ role), never predicted as a wait`, async () => {
     expect(plan.unseen[0]!.reason).toContain(`whether machine ${U1} is still in Omni could not be read either`);
   });
 
-  it(`another finalizer on the request: ClusterMachineRequestStatusController waits for it, and deregistration cannot \
-follow`, async () => {
+  it('another finalizer on the request: ClusterMachineRequestStatusController waits; no deregistration', async () => {
     const rs = provisionedRequest(KV, 'w-1', { withCpr: false });
     rs[0]!.metadata.finalizers.push('other.ProvisionController');
     const plan = await planFor([providerStatus(KV, false), ...rs], { id: KV });

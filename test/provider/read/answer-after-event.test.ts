@@ -23,8 +23,7 @@ afterEach(async () => {
   await sim?.close();
 });
 
-it(`every write answered 100 ms after it was applied: everything released and deregistered, no wait runs \
-out`, async () => {
+it('every write answered 100 ms after applied: everything released and deregistered, no wait runs out', async () => {
   sim = await createSim(generateScenario({ providerId: 'bm', machines: 3, requests: 2, omniVersion: '1.4.2' }));
   const upstream = sim.endpoint;
   proxy = await startTamperProxy(upstream, (r) =>

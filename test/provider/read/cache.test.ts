@@ -87,8 +87,7 @@ const cacheOn = (s: Scripted, o: { live?: boolean; establishMs?: number } = {}) 
   new ProviderCache(s.state, { providerId: ID, live: o.live ?? true, establishMs: o.establishMs ?? 5_000 });
 
 describe('the cache of a kind: List then Watch', () => {
-  it(`lists once the watch is established, applies what came meanwhile over the List in order, then what \
-comes`, async () => {
+  it('lists once the watch is established, applies what came meanwhile over the List in order, then more', async () => {
     const s = new Scripted();
     let release!: () => void;
     s.listGate = new Promise((r) => {
@@ -134,8 +133,7 @@ comes`, async () => {
     c.close();
   });
 
-  it(`no sign that the watch is established (Omni before 1.0 filters that NOOP out): lists after establishMs \
-anyway`, async () => {
+  it('no sign the watch is established (Omni < 1.0 filters that NOOP): lists after establishMs anyway', async () => {
     const s = new Scripted();
     s.listed = () => [res('2', [])];
     const c = cacheOn(s, { establishMs: 50 });
@@ -155,8 +153,7 @@ anyway`, async () => {
     c.close();
   });
 
-  it(`a bookmark refused: the events from then on are held, the kind is listed again once the watch is back, and they \
-go over the new List`, async () => {
+  it('a bookmark refused: later events held, the kind listed again once the watch is back, then applied', async () => {
     const s = new Scripted();
     s.listed = () => [res('2', ['A'])];
     const c = cacheOn(s);
@@ -171,8 +168,7 @@ go over the new List`, async () => {
     c.close();
   });
 
-  it(`keeps only what is ours: another provider's resource is not kept, and one that stops being ours leaves (not \
-gone)`, async () => {
+  it("keeps only ours: another provider's resource not kept; one that stops being ours leaves (not gone)", async () => {
     const s = new Scripted();
     s.listed = () => [res('2', []), res('2', [], 'o1', 'kv-2')];
     const c = cacheOn(s);
@@ -202,8 +198,7 @@ gone)`, async () => {
 });
 
 describe('the cache: evidence (design rules 4 and 10)', () => {
-  it(`names an ID by its live events, a Get that found it and this run's writes, not by the List's \
-contents`, async () => {
+  it("names an ID by its live events, a Get that found it and this run's writes, not the List's contents", async () => {
     const s = new Scripted();
     s.listed = () => [res('3', ['A']), res('3', ['A'], 'r2')];
     const c = cacheOn(s);
@@ -220,8 +215,7 @@ contents`, async () => {
     c.close();
   });
 
-  it(`absent from the List and the watch: a no-finalizers wait reads it by its ID; NotFound is gone, and does not name \
-the ID`, async () => {
+  it('absent from List and watch: a no-finalizers wait Gets it by ID; NotFound is gone, names no ID', async () => {
     const s = new Scripted();
     const c = cacheOn(s);
     s.push([noop]);
@@ -273,8 +267,7 @@ the ID`, async () => {
     c.close();
   });
 
-  it(`an answer older than a DESTROYED event the watch showed (a write answered late) does not bring it back; the ID \
-created anew does`, async () => {
+  it('an answer older than a watched DESTROYED (late answer) does not revive it; the ID re-created does', async () => {
     const s = new Scripted();
     s.listed = () => [res('3', ['kv.X'])];
     const c = cacheOn(s);
@@ -292,8 +285,7 @@ created anew does`, async () => {
     c.close();
   });
 
-  it(`this run's Destroy: gone at once, and an event of it from before (its finalizer removal) does not bring it \
-back`, async () => {
+  it("this run's Destroy: gone at once; an earlier event (its finalizer removal) does not bring it back", async () => {
     const s = new Scripted();
     s.listed = () => [res('3', ['kv.X'])];
     const c = cacheOn(s);
@@ -315,8 +307,7 @@ back`, async () => {
     c.close();
   });
 
-  it(`with no limit (--wait --timeout 0) a wait never times out: held, it waits; released later, it is \
-released`, async () => {
+  it('no limit (--wait --timeout 0): a wait never times out: held, it waits; released later, released', async () => {
     const s = new Scripted();
     s.listed = () => [res('3', ['MachineRequestStatusCleanupController'])];
     const c = cacheOn(s);

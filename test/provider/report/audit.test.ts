@@ -47,8 +47,7 @@ function audit(o: { writeLogLevel?: 'info' | 'debug'; level?: string } = {}) {
 }
 
 describe('Audit', () => {
-  it(`writes the intent before the write and the outcome after, paired by run and seq, with the existing \
-fields`, () => {
+  it('writes the intent before the write and the outcome after, paired by run and seq, with existing fields', () => {
     const { a, lines, entries, logs } = audit();
     const done = a.observer({ method: 'Update', resource: P, owner: 'InfraMachineController', sent, before });
     expect(lines).toHaveLength(1);
@@ -149,8 +148,7 @@ fields`, () => {
     expect((JSON.parse(lines[0]!) as AuditEntry).resource.id).toBe(hostile.id);
   });
 
-  it(`writeLogLevel debug (a terminal): the line per applied write is debug, so not shown at info; the audit lines are \
-the same`, () => {
+  it('writeLogLevel debug (a terminal): the line per applied write is debug, hidden at info; audit lines same', () => {
     const shown = audit({ writeLogLevel: 'debug', level: 'info' });
     shown.a.observer({ method: 'Update', resource: P, owner: 'InfraMachineController', sent, before })({
       result: 'ok',

@@ -267,8 +267,7 @@ describe('the last step only once the provider was deregistered (issue 14 item 1
     expect(runOf(plan, { timedOut: true }).rep.result).not.toBe('incomplete');
   });
 
-  it(`an incomplete run that did deregister still gives no last step: the next run, finding nothing left, \
-does`, async () => {
+  it('an incomplete run that deregistered gives no last step: the next run, finding nothing left, does', async () => {
     const { rep, text } = runOf(await ready(), {
       deregistered: true,
       outcomes: [
@@ -294,8 +293,7 @@ does`, async () => {
     expect(text).toContain('Interrupted: calls in flight were cancelled; run again to finish.');
   });
 
-  it(`a run that deregistered: the last step (with the warning where Omni has one), and nothing else to \
-do`, async () => {
+  it("a run that deregistered: the last step (with Omni's warning where it has one), nothing else to do", async () => {
     const { rep, text } = runOf(await ready(), { deregistered: true, announced: true });
     expect(rep.result).toBe('done');
     expect(rep.deregistration).toMatchObject({ status: 'deregistered', lastStep: LAST });
@@ -307,8 +305,7 @@ do`, async () => {
     );
   });
 
-  it(`a finished run whose machines are still in use, or that released machines Omni has not destroyed yet: no last \
-step, what to do instead`, async () => {
+  it('finished, machines in use or released but not yet destroyed by Omni: no last step, what to do', async () => {
     const running = await planOf([
       sysVersion('v1.3.4'),
       providerStatus(ID, true),
@@ -340,8 +337,7 @@ step, what to do instead`, async () => {
     }
   });
 
-  it(`plan: the last step when an earlier run deregistered, "once a run has deregistered" when a run \
-would`, async () => {
+  it('plan: the last step when an earlier run deregistered, "once a run has deregistered" if a run would', async () => {
     const done = planReport(await nothingLeft(), { version: 'test' });
     expect(done.deregistration).toMatchObject({ status: 'done', lastStep: LAST });
     expect(renderText(done)).toContain(`Last step, for an admin: ${LAST}`);
@@ -360,8 +356,7 @@ would`, async () => {
 });
 
 describe('step chains in the plan text (issue 14 item 2)', () => {
-  it(`on a terminal of 120 columns, a bare-metal machine's chain is wrapped below it, in order, no line over 120 \
-columns; its own ID is not repeated`, async () => {
+  it("at 120 columns a bare-metal machine's chain is wrapped below it, in order; its ID not repeated", async () => {
     const rep = planReport(await withMachines(), { version: 'test' });
     const text = renderText(rep, { width: 120 });
     const section = text.slice(text.indexOf('Would release or clean'), text.indexOf('\nDeregistration:'));
@@ -496,8 +491,7 @@ describe('the run report: the settle after the last write, and the header', () =
     ...over,
   });
 
-  it(`the header shows the profile of the first pass, not of a later one that no longer sees what it \
-released`, async () => {
+  it("the header shows the first pass's profile, not a later one's that no longer sees what it released", async () => {
     const first = await planOf([providerStatus(KV, false), ...provisionedRequest(KV, 'r1')]);
     const last = await planOf([providerStatus(KV, false)]);
     expect(first.profile.reason).not.toBe(last.profile.reason);

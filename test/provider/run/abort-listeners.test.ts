@@ -50,8 +50,7 @@ it.each([
   [false, '1.9.3', THROTTLE],
   [true, '1.9.3', THROTTLE],
 ] as const)(
-  "a run (--wait %s, Omni %s, faults %j) over 150 machines (1,050 resources) keeps at most 3 abort listeners on the \
-caller's signal, leaves none behind and emits no MaxListenersExceededWarning",
+  '--wait %s, Omni %s, faults %j, 150 machines: at most 3 abort listeners on the signal, none left, no warning',
   async (wait, omniVersion, faults) => {
     sim = await createSim(generateScenario({ providerId: 'bare-metal', machines: 150, omniVersion, faults }));
     client = await createOmniClient({

@@ -72,8 +72,7 @@ async function waitRun(
 }
 
 describe('--wait --timeout under a write budget', () => {
-  it(`no write starts after the deadline; the run reports what is left, and is never incomplete with nothing \
-failed, blocked, in use or left`, async () => {
+  it('no write starts after the deadline; the run reports what is left, never incomplete with none', async () => {
     // 40 requests behind 6 KB/s: ~25 s of bytes, cut at 3 s.
     sim = await createSim(
       generateScenario({
@@ -109,8 +108,7 @@ failed, blocked, in use or left`, async () => {
 });
 
 describe('--timeout passes as the last request is released', () => {
-  it(`the deregistration follows within the grace, exit 0, not timed out; no other write after the \
-deadline`, async () => {
+  it('the deregistration follows within the grace, exit 0; no other write after the deadline', async () => {
     sim = await createSim(generateScenario({ providerId: ID, machines: 0, requests: 3, omniVersion: '1.9.3' }));
     await sim.controllers?.idle();
     let released = 0;

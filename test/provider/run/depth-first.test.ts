@@ -66,8 +66,7 @@ async function throttledRun(abortAfter?: number) {
   return { r, writes, releasedInSim, throttled: client.throttling() };
 }
 
-it(`under a write budget the first request is released within the first tenth of the run's writes (items \
-under way first)`, async () => {
+it("under a write budget the first request is released within the first tenth of the run's writes", async () => {
   const { r, writes, throttled } = await throttledRun();
   expect(throttled.signals, 'the budget pushed back').toBeGreaterThan(0);
   expect(r.outcomes.filter((o) => o.kind === 'MachineRequest' && o.status === 'released')).toHaveLength(REQUESTS);
@@ -78,8 +77,7 @@ under way first)`, async () => {
   );
 }, 60_000);
 
-it(`a run interrupted when a quarter of the budget is spent (a quarter of its writes applied) has released at least \
-15 % of the requests`, async () => {
+it('a run interrupted at a quarter of its writes has released at least 15 % of the requests', async () => {
   // Each request takes 4 writes (status teardown and destroy, state destroy, release).
   const { r, releasedInSim } = await throttledRun(REQUESTS);
   expect(r.interrupted).toBe(true);

@@ -74,8 +74,7 @@ describe('the real provider comes back while the stub sends heartbeats', () => {
     } as never);
   }
 
-  it(`a beat finds a newer heartbeat stub-provider did not write: stops with STUB_LIVE_PROVIDER (exit 3) and does not \
-overwrite it`, async () => {
+  it('a beat finds a newer heartbeat not ours: stops, STUB_LIVE_PROVIDER (exit 3), does not overwrite it', async () => {
     const fake = new FakeState();
     const hb = heartbeat(fake);
     await hb.beat();
@@ -137,8 +136,7 @@ describe('the real provider comes back while a --wait run is going', () => {
     return { fake, tls };
   }
 
-  it(`stops with STUB_LIVE_PROVIDER (exit 3) and does not deregister (destroy ProviderStatus / TLSConfig) under a live \
-provider`, async () => {
+  it('a live provider: STUB_LIVE_PROVIDER (exit 3), no deregistration (ProviderStatus / TLSConfig kept)', async () => {
     const { fake, tls } = scene();
     const err = await reconcile(
       { state: fake, logger: silentLogger(), version: '0.1.0' },

@@ -37,8 +37,7 @@ async function run(fake: FakeState, o: Partial<ReconcileOptions> = {}, audit?: A
 }
 
 describe('reconcile against an in-memory State', () => {
-  it(`releases a deleted bare-metal machine with the floor of 9 writes, deregisters, and a re-run changes \
-nothing`, async () => {
+  it('releases a deleted bare-metal machine in the floor of 9 writes, deregisters; a re-run is a no-op', async () => {
     const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
     const lines: string[] = [];
     const r = await run(fake, {}, new Audit((l) => lines.push(l)));
@@ -82,8 +81,7 @@ nothing`, async () => {
     expect(again.announced).toBe(false);
   });
 
-  it(`a static-labelled provider with a state resource of the other kind left in its namespace: deregistration empties \
-it too`, async () => {
+  it('a static-labelled provider with a state resource of the other kind in its namespace: emptied too', async () => {
     const stray = res(providerNamespace(ID), providerType('Machine', ID), 'w-1', {
       owner: `${ID}.ProvisionController`,
     });
@@ -98,8 +96,7 @@ it too`, async () => {
     expect(fake.writes.length).toBe(writes);
   });
 
-  it(`leftovers are recognised whatever kind the run detects: a bare-metal-type leftover next to a request goes in the \
-first run`, async () => {
+  it('leftovers found whatever kind is detected: a bare-metal-type one by a request goes in the 1st run', async () => {
     const id = 'kubevirt';
     const stray = res(providerNamespace(id), providerType('MachineStatus', id), 'gone-machine', {
       owner: `${id}.MachineStatusController`,
@@ -113,8 +110,7 @@ first run`, async () => {
     expect(fake.writes.length).toBe(writes);
   });
 
-  it(`releases a provisioning request: ConfigPatchRequest, status after Omni lets go, state, then the \
-finalizer`, async () => {
+  it('releases a provisioning request: ConfigPatchRequest, status once Omni lets go, state, finalizer', async () => {
     const id = 'kubevirt';
     const fake = new FakeState([providerStatus(id, false), ...provisionedRequest(id, 'w-1')]);
     const r = await run(fake, { providerId: id });
@@ -266,8 +262,7 @@ finalizer`, async () => {
     expect(fake.writes.length).toBeLessThan(20 * 9);
   });
 
-  it(`runs a wipe before anything of the machine is destroyed, with the BMC data, and --require-wipe holds a failed \
-one`, async () => {
+  it('wipes with BMC data before destroying anything of the machine; --require-wipe holds a failed one', async () => {
     const seen: string[] = [];
     const fake = new FakeState(bareMetalMachine(ID, U1));
     const strategy: WipeStrategy = {
@@ -332,8 +327,7 @@ describe('reconcile: the settle after the last write (what others still held whe
     return rs;
   };
 
-  it(`Omni lets go within the settle time: released, not held, and the pass waited for it before \
-deregistering`, async () => {
+  it('Omni lets go within the settle time: released, not held; the pass waits for it, then deregisters', async () => {
     const fake = new FakeState([providerStatus(KV, false), ...provisionedRequest(KV, 'w-1', { withCpr: false })]);
     const r = await run(fake, { providerId: KV, settleMs: 2_000 });
     expect(r.outcomes.find((o) => o.kind === 'MachineRequest')).toMatchObject({
@@ -407,8 +401,7 @@ deregistering`, async () => {
     expect(fake.calls.watch).toBe(fake.calls.list);
   });
 
-  it(`a deletion left to Omni (nothing of ours on it) that Omni does not let go: blocked at the end, after the settle \
-time`, async () => {
+  it('a deletion left to Omni (nothing of ours on it) Omni does not let go: blocked at end, after settle', async () => {
     const rs = provisionedRequest(KV, 'w-1', { withStatus: false, withCpr: false });
     rs[0]!.metadata.finalizers = ['ClusterMachineRequestStatusController'];
     const fake = new FakeState([providerStatus(KV, false), ...rs]);

@@ -16,8 +16,7 @@ const opts = (o: Partial<ReconcileOptions> = {}): ReconcileOptions =>
   reconcileOptions(ID, { timeoutMs: 2_000, omniWaitMs: 1_000, ...o });
 
 describe('--require-wipe and a re-run after an Omni finalizer held the InfraMachineStatus (Omni < 1.3)', () => {
-  it(`the second run can still release the machine (its first run wiped it already) and says why it did not wipe \
-again`, async () => {
+  it('a second run can still release the machine (the first wiped it) and says why it did not wipe again', async () => {
     const wiped: string[] = [];
     const strategy = {
       name: 'test',
@@ -64,8 +63,7 @@ again`, async () => {
 
 describe('a re-run after deregistration', () => {
   for (const wait of [false, true]) {
-    it(`${wait ? 'with' : 'without'} --wait writes nothing (does not re-create ProviderStatus / heartbeat) and asks \
-nothing`, async () => {
+    it(`${wait ? 'with' : 'without'} --wait writes nothing (no ProviderStatus / heartbeat), asks nothing`, async () => {
       const fake = new FakeState([providerStatus(ID, true), ...bareMetalMachine(ID, U1)]);
       const first = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts());
       expect(first.deregistered).toBe(true);
@@ -94,8 +92,7 @@ nothing`, async () => {
   }
 });
 
-describe(`--wait when only the provider statuses are left and no heartbeat exists (ephemeral, lost at an Omni \
-restart)`, () => {
+describe('--wait when only the provider statuses are left and no heartbeat (ephemeral, lost at Omni restart)', () => {
   it('deregisters without leaving the heartbeat it created itself', async () => {
     const fake = new FakeState([providerStatus(ID, true)]);
     const r = await reconcile({ state: fake, logger: silentLogger(), version: '0.1.0' }, opts({ wait: true }));

@@ -54,8 +54,7 @@ function provision(s: Sim, requests: Resource[], machineUuid = ''): void {
 }
 
 describe.each(['1.3.4', '1.9.3'])('Omni %s', (version) => {
-  it(`a MachineRequest stuck after its set was scaled down, no MachineSetNode: plan says Omni lets go, the run ends \
-with nothing blocked`, async () => {
+  it('a MachineRequest stuck after its set scaled down, no MachineSetNode: Omni lets go, nothing blocked', async () => {
     const s = await sim(version, KV, [providerStatus(KV, false)]);
     const { requests } = s.controllers!.createMachineRequestSet({ id: 'workers', providerId: KV, machineCount: 2 });
     provision(s, requests);
@@ -99,8 +98,7 @@ with nothing blocked`, async () => {
     expect(byType(s, T.MachineRequest)).toEqual([]);
   });
 
-  it(`a static provider's InfraMachine stuck after \`omnictl delete link\`: released, nothing blocked, the Link goes \
-too`, async () => {
+  it("static provider's InfraMachine stuck after `omnictl delete link`: released, unblocked, Link gone", async () => {
     const s = await sim(version, BM, [providerStatus(BM, true)]);
     s.controllers!.registerStaticMachine(BM, U1, { accepted: true });
     const [im, ...outputs] = bareMetalMachine(BM, U1);
@@ -123,8 +121,7 @@ too`, async () => {
     expect(s.store.all().filter((r) => r.metadata.namespace === providerNamespace(BM))).toEqual([]);
   });
 
-  it(`a machine still in a cluster holds its request's status: plan says it cannot be seen, the run reports it held \
-with the next step, and releases it once the machine left`, async () => {
+  it("a machine in a cluster holds its request's status: unseen by plan; held, released once it left", async () => {
     const rs = provisionedRequest(KV, 'w-1', { machineUuid: U1, withCpr: false });
     const cm = res(NS_DEFAULT, CLUSTER_MACHINE, U1, { owner: 'MachineSetStatusController' });
     const s = await sim(version, KV, [providerStatus(KV, false), ...rs, omniMachine(KV, U1, { request: 'w-1' }), cm]);
@@ -162,8 +159,7 @@ with the next step, and releases it once the machine left`, async () => {
     expect(find(s, rs[0]!.metadata)).toBeUndefined();
   });
 
-  it(`what stays held after the release is reported held after the settle time by the named controllers, with the next \
-step`, async () => {
+  it('what stays held after release is reported held by the named controllers after settling, next step', async () => {
     const rs = provisionedRequest(KV, 'w-1', { withCpr: false });
     rs[0]!.metadata.finalizers.push('SomeFutureController');
     const s = await sim(version, KV, [providerStatus(KV, false), ...rs]);
@@ -204,8 +200,7 @@ step`, async () => {
 });
 
 describe('--settle', () => {
-  it(`takes the durations of the other flags, and 0 in any unit; refuses the rest before anything is \
-written`, async () => {
+  it('takes the durations of the other flags, and 0 in any unit; refuses the rest before any write', async () => {
     const s = await sim('1.9.3', KV, [providerStatus(KV, false)]);
     for (const v of ['0', '0s', '0ms', '0.0m']) expect((await runIn(s, KV, ['--settle', v])).settle?.ms).toBe(0);
     expect((await runIn(s, KV, ['--settle', '1.5s'])).settle?.ms).toBe(1500);
