@@ -40,7 +40,15 @@ export interface QueryOptions extends CallOptions {
   labelQueries?: LabelQuery[];
   /** RE2, unanchored (docs/cosi-semantics.md, "List"). */
   idRegexp?: string;
+  /**
+   * A List: told how many resources came in so far, every LIST_PROGRESS_EVERY while they stream (a backend that
+   * answers at once may never tell). For what a person sees while a long List is read; nothing decides on it.
+   */
+  onProgress?: (count: number) => void;
 }
+
+/** How often a List's onProgress is told. */
+export const LIST_PROGRESS_EVERY = 500;
 
 export type WatchEventType = 'created' | 'updated' | 'destroyed' | 'bootstrapped' | 'errored' | 'noop';
 

@@ -28,6 +28,7 @@ import type {
   WatchEventType,
   WatchKindOptions,
 } from '../omni-api/state.js';
+import { LIST_PROGRESS_EVERY } from '../omni-api/state.js';
 import {
   CreateRequestSchema,
   DestroyRequestSchema,
@@ -112,6 +113,7 @@ export class GatewayState implements CoreState {
         if (ids.has(r.metadata.id))
           throw new WireError(`the same ID twice in one List: ${JSON.stringify(r.metadata.id)}`, 'STUB_DUPLICATE_ID');
         ids.add(r.metadata.id);
+        if (ids.size % LIST_PROGRESS_EVERY === 0) opts.onProgress?.(ids.size);
         return r;
       };
     });

@@ -223,6 +223,13 @@ export class ProviderCache implements Reads, ItemSource, KindHost {
     this.wake?.();
   }
 
+  /** Told how far each kind's List got while it streams, while a snapshot is read (snapshot.ts). */
+  onListProgress: ((type: string, count: number) => void) | undefined;
+
+  listProgress(type: string, count: number): void {
+    this.onListProgress?.(type, count);
+  }
+
   /**
    * --wait: resolves true on a change of what the caches hold (at once if one came since the last call), false after
    * `ms`.

@@ -67,6 +67,8 @@ export interface KindHost {
   intern(s: string): string;
   /** What the caches hold changed (--wait plans again). */
   markChanged(): void;
+  /** How many resources of `type` its List has brought so far (while it streams). */
+  listProgress(type: string, count: number): void;
 }
 
 /** One kind: its resources as last known, what is known by ID, the waits on it. */
@@ -238,7 +240,10 @@ export class KindCache {
     this.listStartedAt = performance.now();
     const gen = this.gen;
     this.c.state
-      .list(this.namespace, this.type, { signal: this.c.o.signal })
+      .list(this.namespace, this.type, {
+        signal: this.c.o.signal,
+        onProgress: (n) => this.c.listProgress(this.type, n),
+      })
       .then((rs) => {
         if (gen !== this.gen) return;
         this.lastListMs = performance.now() - this.listStartedAt;

@@ -44,7 +44,7 @@ export interface SnapshotOptions {
   checkParents?: boolean;
   /** The run's caches; without, one List per type (and nothing watched), as `plan` reads. */
   cache?: ProviderCache;
-  /** Told `reading` first, then each kind as its List is in (stage.ts). */
+  /** Told `reading` first, then how far each kind's List got while it streams, and each kind as its List is in. */
   stage?: OnStage;
 }
 
@@ -66,9 +66,12 @@ export async function takeSnapshot(state: State, opts: SnapshotOptions): Promise
       live: false,
       ...(opts.signal ? { signal: opts.signal } : {}),
     });
+  // How far each List got, while it streams: a long List is never a silent step.
+  cache.onListProgress = opts.stage ? (kind, count) => opts.stage?.('reading', { kind, count }) : undefined;
   try {
     return await readSnapshot(state, cache, opts);
   } finally {
+    cache.onListProgress = undefined;
     if (!opts.cache) cache.close();
   }
 }
