@@ -357,9 +357,10 @@ run_checks() {
   start_sim b bare-metal-stuck --faults '{latency_ms: 1500}' || return
   in_image 60 "$W/term.out" "$W/term.err" "${SIM_ENV[@]}" -- --id bare-metal --yes --output json &
   local bg=$! tini= node_pid= i
-  # Under way: the first write logged (a JSON log line with an "op"), then tini and node are found.
+  # Under way: the run logged that it is releasing (its JSON phase line, stage "releasing"; each write is only a
+  # debug line at the default level), then tini and node are found.
   for i in $(seq 1 300); do
-    if node -e 'const t = require("fs").readFileSync(process.argv[1], "utf8"); process.exit(t.split("\n").some((l) => { try { return "op" in JSON.parse(l); } catch { return false; } }) ? 0 : 1)' "$W/term.err" 2>/dev/null; then break; fi
+    if node -e 'const t = require("fs").readFileSync(process.argv[1], "utf8"); process.exit(t.split("\n").some((l) => { try { return JSON.parse(l).stage === "releasing"; } catch { return false; } }) ? 0 : 1)' "$W/term.err" 2>/dev/null; then break; fi
     kill -0 "$bg" 2>/dev/null || break
     sleep 0.1
   done

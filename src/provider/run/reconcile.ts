@@ -137,6 +137,8 @@ export interface ReconcileResult {
 const DEFAULT_OMNI_WAIT_MS = 60_000;
 /** Omni's controllers let go within the same second when nothing holds them (docs/omni-behaviour.md): a few seconds. */
 export const DEFAULT_SETTLE_MS = 5_000;
+/** How long the heartbeat's 'ended' mark may take after SIGINT or SIGTERM. */
+const MARK_ENDED_AFTER_SIGNAL_MS = 1_000;
 const RECHECK_MS = 30_000;
 /** A wipe claim holds for the wipe's timeout and this much more (wipe-claim.ts). */
 const WIPE_CLAIM_MARGIN_MS = 60_000;
@@ -326,8 +328,13 @@ class Reconciler {
       return result({ interrupted: true }, pass);
     } finally {
       // Not deregistered (that destroys the heartbeat): marked ended, so the next run need not wait for
-      // it; not after --timeout (no write then: the next run waits for it to go stale).
-      await this.heartbeat?.stop({ ended: !(this.o.wait && this.deadline.passed()) });
+      // it; not after --timeout (no write then: the next run waits for it to go stale); after a signal
+      // within a second at most, as a stop asks for a prompt exit (docs/operator-guide.md, 'The result on
+      // every exit'): if Omni is slower, the next run waits for the heartbeat to go stale.
+      await this.heartbeat?.stop({
+        ended: !(this.o.wait && this.deadline.passed()),
+        ...(this.o.signal?.aborted ? { endMs: MARK_ENDED_AFTER_SIGNAL_MS } : {}),
+      });
     }
     if (this.takenOver) return result({}, pass);
     this.stage('done');
