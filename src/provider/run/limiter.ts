@@ -37,15 +37,15 @@ export class Limiter {
   }
 
   /**
-   * A limiter of plan items for `concurrency` calls in flight: enough items to keep every call's place
-   * busy, few enough that a step's results are not held through a queue of every machine of the fleet
-   * (docs/performance.md, "Changes made for performance"). It starts at ITEMS_PER_SLOT per call and grows
-   * by one per item released (`grow`) up to MIN_ITEMS: a run under a write budget it does not know yet
-   * spends the budget on the items it started before it starts more (depth first, docs/design.md rule 14).
+   * A limiter of plan items for `concurrency` calls in flight: enough items to keep every call's place busy,
+   * few enough that a step's results are not held through a queue of every machine of the fleet
+   * (docs/performance.md, "Changes made for performance"). It starts at one item per call and grows by one
+   * per item released (`grow`) up to ITEMS_PER_SLOT per call or MIN_ITEMS: a run under a write budget it does
+   * not know yet spends the budget on the items it started before it starts more (depth first, docs/design.md
+   * rule 14).
    */
   static forItems(concurrency: number): Limiter {
-    const start = ITEMS_PER_SLOT * concurrency;
-    return new Limiter(start, Math.max(MIN_ITEMS, start));
+    return new Limiter(concurrency, Math.max(MIN_ITEMS, ITEMS_PER_SLOT * concurrency));
   }
 
   /** Runs `fn` in a slot, taken in `rank`'s turn (lowest first; absent: 0). */

@@ -55,10 +55,10 @@ describe('the limiter', () => {
     );
     expect(order).toEqual(['a starts', 'b starts', 'a again', 'c starts']);
   });
-  it('items: start at two per call in flight, one more per release (grow) up to 256, a waiter at once', async () => {
+  it('items: start at one per call in flight, one more per release (grow) up to 256, a waiter at once', async () => {
     const items = Limiter.forItems(4);
-    expect([items.width, items.max]).toEqual([8, 256]);
-    for (let i = 0; i < 8; i++) await items.acquire();
+    expect([items.width, items.max]).toEqual([4, 256]);
+    for (let i = 0; i < 4; i++) await items.acquire();
     let started = false;
     const waiting = items.acquire().then(() => {
       started = true;
@@ -67,9 +67,9 @@ describe('the limiter', () => {
     expect(started).toBe(false);
     items.grow();
     await waiting;
-    expect([started, items.width]).toEqual([true, 9]);
+    expect([started, items.width]).toEqual([true, 5]);
     for (let i = 0; i < 300; i++) items.grow();
     expect(items.width).toBe(256);
-    expect(Limiter.forItems(200).width).toBe(400);
+    expect([Limiter.forItems(200).width, Limiter.forItems(200).max]).toEqual([200, 400]);
   });
 });
