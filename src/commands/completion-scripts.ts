@@ -3,7 +3,38 @@
 // too), the choices of a flag, paths where a flag takes one. `npx stub-provider ...` is completed the
 // same way, where the shell has no completion of its own for npx.
 
-import type { CompletedCommand, CompletedFlag, CompletionModel } from './completion.js';
+/** What a flag's value is completed with: nothing (a yes/no flag), its choices, paths, or nothing offered (text). */
+export type FlagValue =
+  | { kind: 'none' }
+  | { kind: 'text' }
+  | { kind: 'choices'; choices: readonly string[] }
+  | { kind: 'file' | 'dir' }
+  /** A file, or the name of a shipped example (`--scenario bare-metal-stuck`). */
+  | { kind: 'scenario'; choices: readonly string[] };
+
+export interface CompletedFlag {
+  /** `--output`; `--no-deregister` is a flag of its own. */
+  long: string;
+  /** `-o`, for a one-letter alias. */
+  short?: string;
+  describe: string;
+  value: FlagValue;
+}
+
+export interface CompletedCommand {
+  name: string;
+  describe: string;
+  flags: CompletedFlag[];
+  /** Words it takes after its name (completion: the shells). */
+  words: readonly string[];
+}
+
+export interface CompletionModel {
+  /** Every command, the default one (run) first. */
+  commands: CompletedCommand[];
+  /** The default command: its flags complete at the top level too. */
+  defaultCommand: string;
+}
 
 const HEADER = (shell: string, install: string) =>
   `# ${shell} completion for stub-provider, printed by \`stub-provider completion ${shell}\` (static: it never\n` +

@@ -10,44 +10,12 @@
 import type { Options } from 'yargs';
 import { UsageError } from '../exit-codes.js';
 import { bashScript, fishScript, zshScript } from './completion-scripts.js';
+import type { CompletedCommand, CompletedFlag, CompletionModel, FlagValue } from './completion-scripts.js';
 import { commands } from './index.js';
 import { globalOptions } from './options.js';
 import { shippedScenarios } from './scenario-file.js';
 
 export const SHELLS = ['bash', 'zsh', 'fish'] as const;
-
-/** What a flag's value is completed with: nothing (a yes/no flag), its choices, paths, or nothing offered (text). */
-export type FlagValue =
-  | { kind: 'none' }
-  | { kind: 'text' }
-  | { kind: 'choices'; choices: readonly string[] }
-  | { kind: 'file' | 'dir' }
-  /** A file, or the name of a shipped example (`--scenario bare-metal-stuck`). */
-  | { kind: 'scenario'; choices: readonly string[] };
-
-export interface CompletedFlag {
-  /** `--output`; `--no-deregister` is a flag of its own. */
-  long: string;
-  /** `-o`, for a one-letter alias. */
-  short?: string;
-  describe: string;
-  value: FlagValue;
-}
-
-export interface CompletedCommand {
-  name: string;
-  describe: string;
-  flags: CompletedFlag[];
-  /** Words it takes after its name (completion: the shells). */
-  words: readonly string[];
-}
-
-export interface CompletionModel {
-  /** Every command, the default one (run) first. */
-  commands: CompletedCommand[];
-  /** The default command: its flags complete at the top level too. */
-  defaultCommand: string;
-}
 
 /**
  * Flags whose value is a path, by name: yargs' tables have no type for it. A test checks that each
