@@ -15,7 +15,7 @@ import type { Operation } from './operations.js';
 import { deleteWarning, kindOf, parentsOf, releasesCompletely } from './facts.js';
 import type { Deregistration, DeregistrationItem, Note, PlanItem, PlanOptions, Snapshot } from './plan.js';
 
-/** What deregistration reads of the planner (planner.ts) once every item is planned, and what it asks of it. */
+/** What deregistration reads of the plan being drawn up (draft.ts) once every item is planned, and asks of it. */
 export interface PlanSoFar {
   readonly id: string;
   readonly whole: boolean;

@@ -1,6 +1,8 @@
 // src/provider/plan: pure planning, no I/O and no clock: the plan as data (this file), the planner
-// (planner.ts, deregistration.ts), what it reads off resources (facts.ts), the operations an item is
-// made of (operations.ts), and what Omni's finalizers wait for (explain.ts).
+// (planner.ts: the order of a pass; draft.ts: the plan being drawn up; one file per kind of item:
+// infra-machine.ts, machine-request.ts, leftovers.ts, deregistration.ts), what it reads off resources
+// (facts.ts), the operations an item is made of (operations.ts), and what Omni's finalizers wait for
+// (explain.ts).
 //
 // The plan: what a run does, as data. A snapshot of Omni plus the operator's options -> items, each
 // a list of fully specified operations (operations.ts) in the order of docs/design.md rule 5, with a
