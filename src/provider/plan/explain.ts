@@ -78,75 +78,21 @@ const UNSEEN: Readonly<Record<string, { waitsFor: string; nextStep: string }>> =
 const CANNOT_READ =
   "this provider's account cannot read that (it needs the Reader role), so whether Omni waits cannot be seen from here";
 
+/** Omni's hold of a finalizer: what it is predicted to do, why, and the operator's next step. */
+type OmniHold = (prediction: Prediction, why: string, nextStep: string) => Hold;
+
 /** What one finalizer that is not ours holds the resource for, from `f`. */
 export function predictHold(finalizer: string, f: HoldFacts): Hold {
-  const fill = (s: string) => (f.uuid ? s.replaceAll('<uuid>', f.uuid) : s);
-  const omni = (prediction: Prediction, why: string, nextStep: string): Hold => ({
-    finalizer,
-    owner: 'omni',
-    prediction,
-    why: `Omni's ${finalizer} ${why}`,
-    nextStep: fill(nextStep),
-  });
+  const omni = omniHold(finalizer, f);
   switch (finalizer) {
-    case 'ClusterMachineRequestStatusController': {
-      // docs/omni-behaviour.md 'What Omni's own controllers wait for' (1.3.4, 1.9.3): a qtransform with
-      // WithIgnoreTeardownUntil, so it treats the request as running while any other finalizer is on it; then
-      // it destroys its own output, the ClusterMachineRequestStatus, which no controller holds, and lets go.
-      // (Before 1.4 ClusterMachineEncryptionKeyController is also ignored, a finalizer of ClusterMachines
-      // only.)
-      const others = f.remaining.filter((x) => x !== finalizer);
-      if (others.length === 0)
-        return omni(
-          'lets-go',
-          'lets go as soon as no other finalizer is on the request: it then destroys its own ' +
-            'ClusterMachineRequestStatus, which nothing else holds',
-          NOTHING_TO_DO,
-        );
-      return omni(
-        'waits',
-        `holds it until ${others.join(', ')} ${others.length > 1 ? 'are' : 'is'} gone, then lets go`,
-        nextStepsOf(others.map((o) => predictHold(o, { ...f, remaining: others }))),
-      );
-    }
-    case 'MachineRequestStatusCleanupController': {
-      // docs/omni-behaviour.md 'What Omni's own controllers wait for': on teardown it waits while a
-      // controller-owned MachineSetNode of the status's machine exists (a user-owned one it destroys itself)
-      // and while that machine's ClusterMachine exists, then tears the machine's Link down and lets go. Omni
-      // takes such a machine out of its cluster by itself (it drops the MachineSetNodes of machines whose
-      // request is tearing down), so it waits only as long as leaving the cluster takes.
-      const m = f.statusMachine;
-      if (m === '')
-        return omni(
-          'lets-go',
-          'lets go by itself: the status names no machine, so there is no MachineSetNode or ClusterMachine to wait for',
-          NOTHING_TO_DO,
-        );
-      if (m !== undefined && f.machine === 'absent') {
-        return omni(
-          'lets-go',
-          `lets go by itself: it waits only while machine ${m} has a MachineSetNode or a ClusterMachine, and no ` +
-            `Machine ${m} of this provider is left in Omni`,
-          NOTHING_TO_DO,
-        );
-      }
-      const which = m === undefined ? 'the machine the status names' : `machine ${m}`;
-      const seen =
-        f.machine === 'unreadable'
-          ? `whether ${which} is still in Omni could not be read either`
-          : `${which} is still in Omni`;
-      return omni(
-        'unseen',
-        `waits while ${which} is in a cluster (a MachineSetNode or ClusterMachine of it), which Omni takes it out of ` +
-          `by itself now that its request is being deleted (a Talos reset can take minutes), then tears its Link ` +
-          `down; ${seen}, and ${CANNOT_READ}`,
-        `wait, or run again with --wait; to check, as an Omni user: omnictl get machinesetnodes,clustermachines ` +
-          `${m ?? '<uuid>'}; if the machine stays in its cluster, look at that cluster's health in Omni`,
-      );
-    }
+    case 'ClusterMachineRequestStatusController':
+      return clusterMachineRequestStatusHold(f, omni);
+    case 'MachineRequestStatusCleanupController':
+      return cleanupHold(f, omni);
     case 'ConfigPatchRequestController':
-      // docs/omni-behaviour.md, same table: a qtransform to the ConfigPatch of the same ID; nothing puts
-      // a finalizer on ConfigPatches, so the teardown destroys it at once and the finalizer goes.
+      // docs/omni-behaviour.md 'What Omni's own controllers wait for': a qtransform to the ConfigPatch of the
+      // same ID; nothing puts a finalizer on ConfigPatches, so the teardown destroys it at once and the
+      // finalizer goes.
       return omni(
         'lets-go',
         'lets go by itself once it has destroyed the ConfigPatch it made, which nothing else holds',
@@ -165,6 +111,83 @@ export function predictHold(finalizer: string, f: HoldFacts): Hold {
   }
   const known = UNSEEN[finalizer];
   if (known) return omni('unseen', `${known.waitsFor}; ${CANNOT_READ}`, known.nextStep);
+  return unlistedHold(finalizer, f, omni);
+}
+
+/** The hold of Omni's `finalizer`, its next step's `<uuid>` filled in from `f`. */
+function omniHold(finalizer: string, f: HoldFacts): OmniHold {
+  const fill = (s: string) => (f.uuid ? s.replaceAll('<uuid>', f.uuid) : s);
+  return (prediction, why, nextStep) => ({
+    finalizer,
+    owner: 'omni',
+    prediction,
+    why: `Omni's ${finalizer} ${why}`,
+    nextStep: fill(nextStep),
+  });
+}
+
+/** ClusterMachineRequestStatusController: it waits for the other finalizers on the request, then lets go. */
+function clusterMachineRequestStatusHold(f: HoldFacts, omni: OmniHold): Hold {
+  // docs/omni-behaviour.md 'What Omni's own controllers wait for' (1.3.4, 1.9.3): a qtransform with
+  // WithIgnoreTeardownUntil, so it treats the request as running while any other finalizer is on it; then
+  // it destroys its own output, the ClusterMachineRequestStatus, which no controller holds, and lets go.
+  // (Before 1.4 ClusterMachineEncryptionKeyController is also ignored, a finalizer of ClusterMachines
+  // only.)
+  const finalizer = 'ClusterMachineRequestStatusController';
+  const others = f.remaining.filter((x) => x !== finalizer);
+  if (others.length === 0)
+    return omni(
+      'lets-go',
+      'lets go as soon as no other finalizer is on the request: it then destroys its own ' +
+        'ClusterMachineRequestStatus, which nothing else holds',
+      NOTHING_TO_DO,
+    );
+  return omni(
+    'waits',
+    `holds it until ${others.join(', ')} ${others.length > 1 ? 'are' : 'is'} gone, then lets go`,
+    nextStepsOf(others.map((o) => predictHold(o, { ...f, remaining: others }))),
+  );
+}
+
+/** MachineRequestStatusCleanupController: it waits while the status's machine is in a cluster. */
+function cleanupHold(f: HoldFacts, omni: OmniHold): Hold {
+  // docs/omni-behaviour.md 'What Omni's own controllers wait for': on teardown it waits while a
+  // controller-owned MachineSetNode of the status's machine exists (a user-owned one it destroys itself)
+  // and while that machine's ClusterMachine exists, then tears the machine's Link down and lets go. Omni
+  // takes such a machine out of its cluster by itself (it drops the MachineSetNodes of machines whose
+  // request is tearing down), so it waits only as long as leaving the cluster takes.
+  const m = f.statusMachine;
+  if (m === '')
+    return omni(
+      'lets-go',
+      'lets go by itself: the status names no machine, so there is no MachineSetNode or ClusterMachine to wait for',
+      NOTHING_TO_DO,
+    );
+  if (m !== undefined && f.machine === 'absent') {
+    return omni(
+      'lets-go',
+      `lets go by itself: it waits only while machine ${m} has a MachineSetNode or a ClusterMachine, and no ` +
+        `Machine ${m} of this provider is left in Omni`,
+      NOTHING_TO_DO,
+    );
+  }
+  const which = m === undefined ? 'the machine the status names' : `machine ${m}`;
+  const seen =
+    f.machine === 'unreadable'
+      ? `whether ${which} is still in Omni could not be read either`
+      : `${which} is still in Omni`;
+  return omni(
+    'unseen',
+    `waits while ${which} is in a cluster (a MachineSetNode or ClusterMachine of it), which Omni takes it out of ` +
+      `by itself now that its request is being deleted (a Talos reset can take minutes), then tears its Link ` +
+      `down; ${seen}, and ${CANNOT_READ}`,
+    `wait, or run again with --wait; to check, as an Omni user: omnictl get machinesetnodes,clustermachines ` +
+      `${m ?? '<uuid>'}; if the machine stays in its cluster, look at that cluster's health in Omni`,
+  );
+}
+
+/** A finalizer of no controller known above: ours on what is not ours, an unknown one of Omni's, another provider's. */
+function unlistedHold(finalizer: string, f: HoldFacts, omni: OmniHold): Hold {
   if (isOurFinalizer(finalizer, f.providerId)) {
     return {
       finalizer,
