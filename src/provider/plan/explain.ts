@@ -109,7 +109,8 @@ export function predictHold(finalizer: string, f: HoldFacts): Hold {
     default:
       break;
   }
-  const known = UNSEEN[finalizer];
+  // Own keys only: a finalizer named like an Object.prototype member (`constructor`) is not one of these.
+  const known = Object.hasOwn(UNSEEN, finalizer) ? UNSEEN[finalizer] : undefined;
   if (known) return omni('unseen', `${known.waitsFor}; ${CANNOT_READ}`, known.nextStep);
   return unlistedHold(finalizer, f, omni);
 }

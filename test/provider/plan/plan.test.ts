@@ -579,6 +579,15 @@ describe('explain: predictHold', () => {
     expect(predictHold(fin, facts).prediction).toBe(want);
   });
 
+  it('a finalizer named like a member of every object (constructor, toString) is an unknown one of Omni', () => {
+    for (const fin of ['constructor', 'toString', '__proto__']) {
+      const h = predictHold(fin, f([fin]));
+      expect(h.prediction, fin).toBe('unseen');
+      expect(h.why, fin).not.toContain('undefined');
+      expect(h.nextStep, fin).toBe('wait for Omni, or check its logs for this controller');
+    }
+  });
+
   it('a resource waits if one hold waits, is unseen if one is, and lets go only if all do', () => {
     const hs = (...fs: string[]) => predictHolds(f(fs));
     expect(predictionOf(hs('ConfigPatchRequestController'))).toBe('lets-go');
