@@ -7,10 +7,15 @@
 // provider calls the State plainly and nothing above the client counts calls.
 //
 // Waiting calls start in order of their `rank` (lower first; absent is 0), in turn within a rank.
+// A write that had its place in the write window before the caller's `notAfter` (a run's --timeout)
+// may still wait here for a call's place: once it has one, it is sent only if `notAfter` has not
+// passed meanwhile (docs/design.md, "Deadlines": no write starts after the deadline).
 
 import { CanceledError } from '../omni-api/errors.js';
-import type { Pointer, Resource } from '../omni-api/resource.js';
+import { escapeControl } from '../omni-api/untrusted.js';
+import { describePointer, pointerOf, type Pointer, type Resource } from '../omni-api/resource.js';
 import type { CallOptions, CoreState, OwnerOptions, QueryOptions, UpdateOptions } from '../omni-api/state.js';
+import { DeadlineReachedError } from './errors.js';
 import { onAbort } from './transport/abort.js';
 import { RankQueue } from './rank-queue.js';
 import { DelegatingCore } from './wrap.js';
@@ -105,17 +110,33 @@ function cancelled(signal: AbortSignal): CanceledError {
   return new CanceledError('cancelled by the caller', { cause: signal.reason });
 }
 
-/** The CoreState whose calls (but watches) pass `gate` first. */
-export function withCallLimit(core: CoreState, gate: CallGate): CoreState {
-  return new LimitedState(core, gate);
+/** The CoreState whose calls (but watches) pass `gate` first; `now`: the clock of `notAfter` (the window's). */
+export function withCallLimit(core: CoreState, gate: CallGate, now: () => number = Date.now): CoreState {
+  return new LimitedState(core, gate, now);
 }
 
 class LimitedState extends DelegatingCore {
   constructor(
     core: CoreState,
     private readonly gate: CallGate,
+    private readonly now: () => number,
   ) {
     super(core);
+  }
+
+  /** A write in its place: sent only if the caller's time for writes has not passed while it waited. */
+  #write<T>(method: string, p: Pointer | Resource, opts: CallOptions | undefined, send: () => Promise<T>): Promise<T> {
+    return this.gate.run(opts?.rank, opts?.signal, () => {
+      if (opts?.notAfter !== undefined && this.now() >= opts.notAfter)
+        return Promise.reject(
+          new DeadlineReachedError(
+            `${method} ${escapeControl(describePointer(pointerOf(p)))}: not sent: the time for writes (--timeout) ` +
+              'passed while it waited for a place among the calls in flight',
+            { resource: pointerOf(p), method: `/cosi.resource.State/${method}` },
+          ),
+        );
+      return send();
+    });
   }
 
   override get(p: Pointer, opts?: CallOptions): Promise<Resource> {
@@ -127,14 +148,14 @@ class LimitedState extends DelegatingCore {
   }
 
   override create(r: Resource, opts?: OwnerOptions): Promise<Resource> {
-    return this.gate.run(opts?.rank, opts?.signal, () => this.core.create(r, opts));
+    return this.#write('Create', r, opts, () => this.core.create(r, opts));
   }
 
   override update(r: Resource, opts?: UpdateOptions): Promise<Resource> {
-    return this.gate.run(opts?.rank, opts?.signal, () => this.core.update(r, opts));
+    return this.#write('Update', r, opts, () => this.core.update(r, opts));
   }
 
   override destroy(p: Pointer, opts?: OwnerOptions): Promise<void> {
-    return this.gate.run(opts?.rank, opts?.signal, () => this.core.destroy(p, opts));
+    return this.#write('Destroy', p, opts, () => this.core.destroy(p, opts));
   }
 }

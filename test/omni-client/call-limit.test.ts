@@ -3,7 +3,9 @@
 // once it has its place, writes held by the same number.
 
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { CallGate } from '../../src/omni-client/call-limit.js';
+import { CallGate, withCallLimit } from '../../src/omni-client/call-limit.js';
+import { DeadlineReachedError } from '../../src/omni-client/errors.js';
+import type { CoreState } from '../../src/omni-api/state.js';
 import { createOmniClient, type OmniClient, type OmniClientOptions } from '../../src/omni-client/client.js';
 import { CanceledError } from '../../src/omni-api/errors.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
@@ -39,6 +41,30 @@ describe('CallGate', () => {
     expect(gate.inFlight).toBe(1);
     expect(gate.waiting).toBe(0);
     gate.release();
+    expect(gate.inFlight).toBe(0);
+  });
+
+  it('a write whose notAfter passed while it waited for its place is not sent (STUB_DEADLINE); a read is', async () => {
+    const sent: string[] = [];
+    const core = {
+      get: async () => (sent.push('get'), res('a')),
+      update: async (r: { metadata: { id: string } }) => (sent.push(`update ${r.metadata.id}`), r),
+      destroy: async (p: { id: string }) => void sent.push(`destroy ${p.id}`),
+    } as unknown as CoreState;
+    let t = 1_000;
+    const gate = new CallGate(1);
+    const state = withCallLimit(core, gate, () => t);
+    expect(gate.tryAcquire()).toBe(true);
+    const late = state.destroy(res('late').metadata, { notAfter: 1_500 });
+    const inTime = state.update(res('in-time'), { notAfter: 3_000 });
+    const read = state.get(res('read').metadata);
+    t = 2_000;
+    gate.release();
+    await expect(late).rejects.toBeInstanceOf(DeadlineReachedError);
+    await expect(late).rejects.toThrow(/not sent: the time for writes \(--timeout\) passed while it waited/);
+    await inTime;
+    await read;
+    expect(sent).toEqual(['update in-time', 'get']);
     expect(gate.inFlight).toBe(0);
   });
 
