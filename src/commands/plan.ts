@@ -19,7 +19,7 @@ import { preflight } from '../provider/run/preflight.js';
 import type { PreflightResult } from '../provider/run/preflight.js';
 import { buildPlan } from '../provider/plan/planner.js';
 import type { Plan } from '../provider/plan/plan.js';
-import { planReport } from '../provider/report/report.js';
+import { planReport } from '../provider/report/plan-report.js';
 import { takeSnapshot } from '../provider/read/snapshot.js';
 import { defineCommand, nonEmpty, once } from './options.js';
 import type { Given, OptionTable } from './options.js';

@@ -3,7 +3,7 @@
 // terminal). Escaped (design rule 13), so that nothing added to the line can break it.
 
 import type { ReconcileProgress } from '../provider/run/outcomes.js';
-import { describeThrottling } from '../provider/report/report.js';
+import { describeThrottling } from '../provider/report/text.js';
 import type { Stage, StageDetail } from '../provider/run/stage.js';
 import { escapeControl } from '../omni-api/untrusted.js';
 

@@ -10,7 +10,7 @@ import type { ExitCodeValue } from '../exit-codes.js';
 import type { Report, Throttling } from '../provider/report/report.js';
 import { StageTracker } from '../provider/run/stage.js';
 import type { Stage } from '../provider/run/stage.js';
-import { renderText } from '../provider/report/report.js';
+import { renderText } from '../provider/report/text.js';
 import { wrapText } from '../provider/report/wrap.js';
 import { escapeControl, inertJson } from '../omni-api/untrusted.js';
 import { redact, redactDeep } from '../redact.js';

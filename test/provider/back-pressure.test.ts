@@ -20,7 +20,7 @@ import {
 } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import type { AuditEntry } from '../../src/provider/report/audit.js';
-import { renderText } from '../../src/provider/report/report.js';
+import { renderText } from '../../src/provider/report/text.js';
 import { runIn } from '../helpers/cli-config.js';
 import { checkRelease } from '../helpers/release-oracle.js';
 import { startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';

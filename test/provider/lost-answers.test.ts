@@ -17,7 +17,8 @@ import {
 } from '../../src/omni-sim/scenario/generate.js';
 import { createSim } from '../../src/omni-sim/index.js';
 import { Audit } from '../../src/provider/report/audit.js';
-import { runReport, throttlingOf } from '../../src/provider/report/report.js';
+import { throttlingOf } from '../../src/provider/report/report.js';
+import { runReport } from '../../src/provider/report/run-report.js';
 import { reconcile } from '../../src/provider/run/reconcile.js';
 import { healthStatus, reconcileOptions } from '../helpers/provider-fixtures.js';
 

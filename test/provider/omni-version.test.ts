@@ -9,7 +9,7 @@ import { parseScenario } from '../../src/omni-sim/scenario/scenario.js';
 import { NS_EPHEMERAL, T } from '../../src/omni-api/resource.js';
 import { SysVersionSpec } from '../../src/omni-api/specs/messages.js';
 import { decodeSpec, encodeSpec } from '../../src/omni-api/specs/codec.js';
-import { renderText } from '../../src/provider/report/report.js';
+import { renderText } from '../../src/provider/report/text.js';
 import { DELETE_WARNING, DELETE_WARNING_VERSION_UNKNOWN } from '../../src/provider/plan/facts.js';
 import { planIn, runIn } from '../helpers/cli-config.js';
 import { res } from '../helpers/provider-fixtures.js';

@@ -24,7 +24,7 @@ import { silentLogger } from '../../src/log.js';
 import { buildPlan } from '../../src/provider/plan/planner.js';
 import type { Plan } from '../../src/provider/plan/plan.js';
 import { reconcile } from '../../src/provider/run/reconcile.js';
-import { planReport } from '../../src/provider/report/report.js';
+import { planReport } from '../../src/provider/report/plan-report.js';
 import type { PlannedStep, Report } from '../../src/provider/report/report.js';
 import { takeSnapshot } from '../../src/provider/read/snapshot.js';
 

@@ -17,7 +17,7 @@ import {
   providerRegistration,
   provisionedRequest,
 } from '../../src/omni-sim/scenario/generate.js';
-import { runReport } from '../../src/provider/report/report.js';
+import { runReport } from '../../src/provider/report/run-report.js';
 import { startTamperProxy } from '../helpers/tamper-proxy.js';
 import type { TamperProxy } from '../helpers/tamper-proxy.js';
 import { reconcile } from '../../src/provider/run/reconcile.js';

@@ -17,7 +17,7 @@ import { INTERNAL } from '../../omni-sim/api.js';
 import { createSim } from '../../omni-sim/index.js';
 import type { Sim } from '../../omni-sim/index.js';
 import type { Report } from '../../provider/report/report.js';
-import { renderText } from '../../provider/report/report.js';
+import { renderText } from '../../provider/report/text.js';
 import { DEMO, demoScenario } from './scenario.js';
 
 export interface DemoOptions {

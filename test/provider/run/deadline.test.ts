@@ -9,7 +9,7 @@ import { createOmniClient, type OmniClient } from '../../../src/omni-client/clie
 import type { WriteIntent } from '../../../src/omni-client/write/observer.js';
 import { createSim, type Sim } from '../../../src/omni-sim/index.js';
 import { generateScenario, provisionedRequest } from '../../../src/omni-sim/scenario/generate.js';
-import { runReport } from '../../../src/provider/report/report.js';
+import { runReport } from '../../../src/provider/report/run-report.js';
 import { DEREGISTER_GRACE_MS } from '../../../src/provider/run/deadline.js';
 import { reconcile, type ReconcileOptions } from '../../../src/provider/run/reconcile.js';
 import { providerSim } from '../../helpers/cli-config.js';

@@ -7,7 +7,7 @@ import { executeRun } from '../../../src/commands/run.js';
 import { createSim } from '../../../src/omni-sim/index.js';
 import type { Sim } from '../../../src/omni-sim/index.js';
 import { generateScenario } from '../../../src/omni-sim/scenario/generate.js';
-import { renderText } from '../../../src/provider/report/report.js';
+import { renderText } from '../../../src/provider/report/text.js';
 import { omniEnv, runConfigFrom, testIo } from '../../helpers/cli-config.js';
 import { startTamperProxy } from '../../helpers/tamper-proxy.js';
 import type { TamperProxy } from '../../helpers/tamper-proxy.js';

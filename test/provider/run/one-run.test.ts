@@ -11,7 +11,7 @@ import { heartbeatError } from '../../../src/provider/run/announce.js';
 import { ANNOTATION_RUN, ANNOTATION_RUN_ENDED, preflight } from '../../../src/provider/run/preflight.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
 import type { ReconcileDeps, ReconcileOptions } from '../../../src/provider/run/reconcile.js';
-import { runReport } from '../../../src/provider/report/report.js';
+import { runReport } from '../../../src/provider/report/run-report.js';
 import { silentLogger } from '../../../src/log.js';
 import { exitCodeFor } from '../../../src/exit-codes.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../../src/omni-api/resource.js';

@@ -10,7 +10,7 @@ import type { Sim } from '../../../src/omni-sim/index.js';
 import { INTERNAL } from '../../../src/omni-sim/api.js';
 import type { Pointer, Resource } from '../../../src/omni-api/resource.js';
 import { NS_DEFAULT, T, providerNamespace } from '../../../src/omni-api/resource.js';
-import { renderText } from '../../../src/provider/report/report.js';
+import { renderText } from '../../../src/provider/report/text.js';
 import { planIn, providerSim, runIn } from '../../helpers/cli-config.js';
 import {
   bareMetalMachine,
