@@ -15,7 +15,7 @@ import { throttlingOf } from '../provider/report/report.js';
 import { runReport } from '../provider/report/run-report.js';
 import { renderText } from '../provider/report/text.js';
 import type { PreflightResult } from '../provider/run/preflight.js';
-import type { ReconcileResult } from '../provider/run/reconcile.js';
+import type { ReconcileResult } from '../provider/run/contract.js';
 import { parseDuration, parseDurationOrZero } from './durations.js';
 import { defineCommand, once } from './options.js';
 import type { Given, OptionTable } from './options.js';

@@ -23,7 +23,7 @@ import {
 } from '../../src/omni-api/specs/messages.js';
 import { encodeSpec } from '../../src/omni-api/specs/codec.js';
 import { BARE_METAL_CONTROLLERS } from '../../src/provider/profile.js';
-import type { ReconcileOptions } from '../../src/provider/run/reconcile.js';
+import type { ReconcileOptions } from '../../src/provider/run/contract.js';
 
 export interface Opts {
   phase?: Phase;

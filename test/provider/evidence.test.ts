@@ -24,7 +24,7 @@ import type { Plan } from '../../src/provider/plan/plan.js';
 import { stepNames } from '../helpers/plan-steps.js';
 import { resolveProfile } from '../../src/provider/profile.js';
 import { reconcile } from '../../src/provider/run/reconcile.js';
-import type { ReconcileOptions } from '../../src/provider/run/reconcile.js';
+import type { ReconcileOptions } from '../../src/provider/run/contract.js';
 import { parentsOf } from '../../src/provider/plan/facts.js';
 import { takeSnapshot } from '../../src/provider/read/snapshot.js';
 

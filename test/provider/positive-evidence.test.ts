@@ -29,7 +29,8 @@ import {
 } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import type { Scenario } from '../../src/omni-sim/scenario/scenario.js';
-import { reconcile, type ReconcileResult } from '../../src/provider/run/reconcile.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
+import type { ReconcileResult } from '../../src/provider/run/contract.js';
 import type { Report } from '../../src/provider/report/report.js';
 import { canonical, checkRelease, keyOf } from '../helpers/release-oracle.js';
 import { MAIN } from '../helpers/cli-process.js';

@@ -23,7 +23,8 @@ import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { generateKey, type GeneratedKey } from '../../src/omni-sim/scenario/keys.js';
 import type { Scenario } from '../../src/omni-sim/scenario/scenario.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
-import { reconcile, type ReconcileResult } from '../../src/provider/run/reconcile.js';
+import { reconcile } from '../../src/provider/run/reconcile.js';
+import type { ReconcileResult } from '../../src/provider/run/contract.js';
 import { checkRelease, keyOf } from '../helpers/release-oracle.js';
 
 /** Provider IDs that are prefixes of one another, differ only in case, or hold dots. */

@@ -12,7 +12,7 @@ import {
   res,
 } from '../helpers/provider-fixtures.js';
 import { reconcile } from '../../src/provider/run/reconcile.js';
-import type { ReconcileOptions } from '../../src/provider/run/reconcile.js';
+import type { ReconcileOptions } from '../../src/provider/run/contract.js';
 import { silentLogger } from '../../src/log.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../src/omni-api/resource.js';
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeState } from '../helpers/fake-state.js';
 import { bareMetalMachine, reconcileOptions, res } from '../helpers/provider-fixtures.js';
 import { reconcile } from '../../src/provider/run/reconcile.js';
-import type { ReconcileOptions } from '../../src/provider/run/reconcile.js';
+import type { ReconcileOptions } from '../../src/provider/run/contract.js';
 import { silentLogger } from '../../src/log.js';
 import { LABEL_IS_STATIC_INFRA_PROVIDER, NS_INFRA_PROVIDER, T } from '../../src/omni-api/resource.js';
 import type { ProfileOption } from '../../src/provider/profile.js';

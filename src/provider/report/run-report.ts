@@ -9,7 +9,7 @@ import type { ExitCodeValue } from '../../exit-codes.js';
 import { describeDuration } from '../plan/explain.js';
 import type { Plan } from '../plan/plan.js';
 import type { ItemOutcome } from '../run/outcomes.js';
-import type { ReconcileResult } from '../run/reconcile.js';
+import type { ReconcileResult } from '../run/contract.js';
 import type { Report, ReportEntry, ReportInputs, ReportResult, Throttling } from './report.js';
 import { deregistrationOf, noteEntry, reportHeader } from './report.js';
 

@@ -2,24 +2,31 @@
 // at once what is left of the provider (each its own clean-up), then, once all of it is gone, the
 // heartbeat (its beats stopped first, or the next beat would write it again) and the ProviderStatus.
 
-import type { ItemOutcome } from './outcomes.js';
-import type { DeregistrationItem, PlanItem } from '../plan/plan.js';
+import type { DeregistrationItem } from '../plan/plan.js';
+import type { Executor } from './executor.js';
+import type { ItemRunner } from './item-run.js';
+import { keyOf } from './outcomes.js';
+import type { Outcomes } from './outcomes.js';
+import type { StubMode } from './stub-mode.js';
 
-export interface DeregisterDeps {
-  /** Runs an item and records its outcome; whether it was released. */
-  runItem: (item: PlanItem) => Promise<boolean>;
-  /** Records the deregistration's own outcome when it cannot go on. */
-  record: (outcome: ItemOutcome) => void;
-  checkNoLiveProvider: () => Promise<void>;
-  stopHeartbeat: () => Promise<void>;
+/** What a deregistration works with. */
+export interface Deregistering {
+  /** Runs the clean-ups and the deregistration's own item, each recorded as it ends. */
+  items: Pick<ItemRunner, 'released'>;
+  /** The executor of this pass. */
+  executor: Executor;
+  /** Where the deregistration's own outcome goes when it cannot go on. */
+  outcomes: Pick<Outcomes, 'record'>;
+  /** The live-provider check (design rule 7) and the heartbeat's beats. */
+  stubMode: Pick<StubMode, 'checkNoLiveProvider' | 'stopHeartbeat'>;
 }
 
 /** Whether the provider is deregistered. */
-export async function deregister(d: DeregisterDeps, item: DeregistrationItem): Promise<boolean> {
-  await d.checkNoLiveProvider();
-  const results = await Promise.all(item.cleanup.map((c) => d.runItem(c)));
+export async function deregister(d: Deregistering, item: DeregistrationItem): Promise<boolean> {
+  await d.stubMode.checkNoLiveProvider();
+  const results = await Promise.all(item.cleanup.map((c) => d.items.released(d.executor, c)));
   if (results.some((ok) => !ok)) {
-    d.record({
+    d.outcomes.record(keyOf(item), {
       kind: 'deregistration',
       id: item.id,
       status: 'blocked',
@@ -29,6 +36,6 @@ export async function deregister(d: DeregisterDeps, item: DeregistrationItem): P
     });
     return false;
   }
-  await d.stopHeartbeat();
-  return d.runItem(item);
+  await d.stubMode.stopHeartbeat();
+  return d.items.released(d.executor, item);
 }

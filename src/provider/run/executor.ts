@@ -4,26 +4,15 @@
 // resource again and asks the same planner for the item's operations (`replanItem`), so a re-plan
 // can never do more than a plan. A NotFound is done only for a resource read by exactly that ID
 // (design rule 4): the plan's Get, a Get or a write of this run that succeeded, a watch event.
+// The wipe operation is wipe-step.ts; what an answer means for the item and how it ends, item-end.ts.
 
-import type { Logger } from 'pino';
 import { ExitCode, StubError } from '../../exit-codes.js';
-import type { Pointer, Resource } from '../../omni-api/resource.js';
+import type { Pointer } from '../../omni-api/resource.js';
 import { NS_INFRA_PROVIDER, T, describePointer } from '../../omni-api/resource.js';
-import type { CallOptions, State } from '../../omni-api/state.js';
+import type { CallOptions } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
 import { hasCode } from '../../omni-client/errors.js';
-import { BMCConfigSpec, BMCConfigurationSpec } from '../../omni-api/specs/messages.js';
-import { decodeSpec } from '../../omni-api/specs/codec.js';
-import type { MessageSchema } from '../../omni-api/specs/schema.js';
-import { machineFactsFromBmc, runWipes, wipeBlocksRelease } from '../../wipe/index.js';
-import { claimWipe } from './wipe-claim.js';
-import type { ClaimDeps } from './wipe-claim.js';
-import type { WipeOptions, WipeResult, WipeStrategy } from '../../wipe/index.js';
-import { describeDuration, describeHolds, nextStepsOf, predictHolds, stillHolding } from '../plan/explain.js';
-import type { Hold, HoldFacts } from '../plan/explain.js';
-import type { Limiter } from './limiter.js';
 import type { DestroyOp, Operation, RemoveFinalizersOp, TeardownOp, WaitOp, WipeOp } from '../plan/operations.js';
-import { isOurFinalizer } from '../ownership.js';
 import type { PlanItem, PlanOptions } from '../plan/plan.js';
 import { releasesCompletely } from '../plan/facts.js';
 import { replanItem } from '../plan/planner.js';
@@ -31,62 +20,22 @@ import type { ItemSource, Reads } from '../read/reads.js';
 import { itemSnapshot } from '../read/reads.js';
 import { safeVersion } from '../read/kind-cache.js';
 import type { Snapshot } from '../plan/plan.js';
+import type { WipeResult } from '../../wipe/index.js';
+import { endAfterReplan, heldAtEnd, NEXT, NotFoundUnconfirmedError, stillHeldEnd } from './item-end.js';
+import type { ItemEnd, OpResult } from './item-end.js';
+import { wipeStep } from './wipe-step.js';
+import type { WipeStepDeps } from './wipe-step.js';
 
 /** Re-plans of one item before it fails: each follows an answer that showed the resource changed. */
 const MAX_REPLANS = 4;
 
-export interface ExecutorDeps {
-  state: State;
-  log: Logger;
-  providerId: string;
-  /** Wipes at once at most (the wipe's own concurrency). */
-  wipeLimiter: Limiter;
-  wipe?: { strategy: WipeStrategy; options: WipeOptions };
+export interface ExecutorDeps extends WipeStepDeps {
   reads: Reads & ItemSource;
-  signal?: AbortSignal;
   /** How long a wait for Omni may last now. */
   waitMs: () => number;
-  /**
-   * Runs `fn` while the item waits for Omni or a wipe: it holds no place meanwhile (taken again in `rank`'s turn), and
-   * progress counts it.
-   */
-  outside: <T>(fn: () => Promise<T>, waitingForOmni: boolean, rank?: number) => Promise<T>;
-  /** The item's rank (CallOptions.rank): when it first started in the run; its calls go in that turn. */
-  rank?: number;
   /** No write of the item starts at or after this time (Date.now's clock; CallOptions.notAfter): --timeout. */
   notAfter?: number;
-  /** Told each BMC password a wipe is given, before the wipe runs (the CLI's redaction: src/redact.ts). */
-  onSecret?: (secret: string) => void;
-  /** Right before a wipe starts: throws NotStartedError when the run may start nothing more. */
-  beforeWipe?: () => void;
-  /** This run's wipe claims (wipe-claim.ts): a wipe at most once among overlapping runs. */
-  claim?: Pick<ClaimDeps, 'runId' | 'now' | 'holdMs'>;
 }
-
-/** The item was not started: the run was interrupted, or another run took over, before its first step. */
-export class NotStartedError extends Error {
-  constructor() {
-    super('not started');
-    this.name = 'NotStartedError';
-  }
-}
-
-/** How an item ended. */
-export interface ItemEnd {
-  status: 'released' | 'blocked';
-  reason?: string;
-  nextStep?: string;
-  /** Whether a blocked end means the stub's own work is unfinished (exit 5). */
-  counts: boolean;
-  wipe?: WipeResult;
-  /** Released while these finalizers of others stayed on it, with what decides them. */
-  heldAtRelease?: { target: Pointer; facts: HoldFacts };
-  /** Released, and nothing but Omni's self-releasing finalizers stays on it: Omni destroys it now. */
-  releasedParent?: Pointer;
-}
-
-type OpResult = { next: true } | { replan: Pointer } | { end: ItemEnd };
-const NEXT: OpResult = { next: true };
 
 export class Executor {
   constructor(
@@ -145,7 +94,8 @@ export class Executor {
         { kind: item.kind, id: item.id, resource: describePointer(r.replan), ops: again.item?.ops.length ?? 0 },
         'planned again after an answer that showed a change',
       );
-      if (!again.item) return { ...this.ended(again.note, again.lettingGo), ...(run.wipe ? { wipe: run.wipe } : {}) };
+      if (!again.item)
+        return { ...endAfterReplan(again.note, again.lettingGo), ...(run.wipe ? { wipe: run.wipe } : {}) };
       ops = again.item.ops;
       i = 0;
     }
@@ -159,7 +109,7 @@ export class Executor {
     return {
       status: 'released',
       counts: true,
-      ...this.heldAt(last),
+      ...heldAtEnd(last),
       ...(run.wipe ? { wipe: run.wipe } : {}),
       ...parent,
     };
@@ -186,46 +136,10 @@ export class Executor {
       );
   }
 
-  /** Nothing of the item left to do after a re-plan: why, from the planner's note. */
-  private ended(
-    note: { reason: string; nextStep: string; heldByOthers?: { target: Pointer; facts: HoldFacts } } | undefined,
-    lettingGo: unknown,
-  ): ItemEnd {
-    if (!note) return { status: 'released', counts: true };
-    if (note.heldByOthers) {
-      // Nothing of ours left on it (someone removed it meanwhile): released, held by others.
-      const holds = predictHolds(note.heldByOthers.facts);
-      return {
-        status: 'released',
-        counts: true,
-        reason: describeHolds(holds),
-        nextStep: nextStepsOf(holds),
-        heldAtRelease: note.heldByOthers,
-        ...(lettingGo ? { releasedParent: note.heldByOthers.target } : {}),
-      };
-    }
-    return {
-      status: 'blocked',
-      reason: `changed while being released: ${note.reason}; left alone`,
-      nextStep: note.nextStep,
-      counts: false,
-    };
-  }
-
-  private heldAt(last: Operation | undefined): Partial<ItemEnd> {
-    if (last?.op !== 'remove-finalizers' || !last.holds) return {};
-    const holds = predictHolds(last.holds);
-    return {
-      reason: describeHolds(holds),
-      nextStep: nextStepsOf(holds),
-      heldAtRelease: { target: last.target, facts: last.holds },
-    };
-  }
-
   private perform(op: Operation, run: RunState): Promise<OpResult> {
     switch (op.op) {
       case 'wipe':
-        return this.wipe(op, run);
+        return wipeStep(this.d, this.opts(), op, run);
       case 'remove-finalizers':
         return this.removeFinalizers(op);
       case 'teardown':
@@ -256,78 +170,6 @@ export class Executor {
     if (!fresh) return this.notFound(op, 'Get');
     this.d.reads.observe(fresh);
     return { replan: op.target };
-  }
-
-  private async wipe(op: WipeOp, run: RunState): Promise<OpResult> {
-    const w = this.d.wipe;
-    if (!w) return NEXT;
-    const facts = machineFactsFromBmc(
-      op.machineId,
-      this.d.providerId,
-      decodeOrUndefined(BMCConfigurationSpec, op.bmcConfiguration),
-      decodeOrUndefined(BMCConfigSpec, op.bmcConfig),
-    );
-    if (facts.bmc?.password) this.d.onSecret?.(facts.bmc.password);
-    // Once it has a wipe slot: whether the run may still start one, then the claim (a claim made
-    // while queued could run out before its wipe starts), then the wipe.
-    const done = await this.d.outside(
-      () =>
-        this.d.wipeLimiter.run(async () => {
-          this.d.beforeWipe?.();
-          const taken = op.claim && w.strategy.name !== 'none' ? await this.claim(op.claim, op.machineId) : undefined;
-          if (taken) return { taken };
-          const [res] = await runWipes(w.strategy, [facts], {
-            concurrency: 1,
-            timeoutMs: w.options.timeoutMs,
-            logger: this.d.log,
-            ...(this.d.signal ? { signal: this.d.signal } : {}),
-          });
-          return { res };
-        }),
-      false,
-      this.d.rank,
-    );
-    if ('taken' in done)
-      return {
-        end: {
-          status: 'blocked',
-          reason: `${done.taken}; not wiped by this run`,
-          nextStep: 'run again once that run has ended: it finishes where that run stopped',
-          counts: true,
-        },
-      };
-    const res = done.res;
-    if (!res) return NEXT;
-    run.wipe = res;
-    if (wipeBlocksRelease(res, w.options)) {
-      return {
-        end: {
-          status: 'blocked',
-          reason:
-            `wipe ${res.outcome}${res.reason ? `: ${res.reason}` : ''} (--require-wipe keeps the machine's ` +
-            `finalizers)`,
-          nextStep: 'fix the BMC access or the wipe command and run again, or run without --require-wipe',
-          counts: true,
-        },
-      };
-    }
-    return NEXT;
-  }
-
-  /** Claims the machine's wipe for this run (wipe-claim.ts); why not, when another run holds it. */
-  private async claim(target: Pointer, machineId: string): Promise<string | undefined> {
-    if (!this.d.claim) return undefined;
-    const claimed = await claimWipe(
-      {
-        ...this.d.claim,
-        state: this.d.state,
-        options: this.opts(),
-        observe: (r) => this.d.reads.observe(r),
-      },
-      target,
-      machineId,
-    );
-    return claimed.kind === 'taken' ? claimed.reason : undefined;
   }
 
   /** One Update, from the resource at the planned version, in the planned phase only. */
@@ -398,15 +240,7 @@ export class Executor {
     // A DESTROYED event (the watch named it), or a Get of its ID answering NotFound.
     if (w === 'gone') return this.notFound(op, 'a Get while waiting for Omni');
     if (w === 'aborted') throw this.d.signal?.reason ?? new Error('aborted');
-    const holds = holdsNow(this.d.reads, this.d.providerId, op.target, op.holds);
-    return {
-      end: {
-        status: 'blocked',
-        reason: `${describePointer(op.target)} still held after ${describeDuration(ms)} by ${describeHolds(holds)}`,
-        nextStep: nextStepsOf(holds),
-        counts: true,
-      },
-    };
+    return stillHeldEnd(this.d.reads, this.d.providerId, op, ms);
   }
 
   private async destroy(op: DestroyOp): Promise<OpResult> {
@@ -433,16 +267,6 @@ interface RunState {
   wipe: WipeResult | undefined;
 }
 
-/**
- * After a wait: the holds of what a watch of this run saw on the resource last (or, unseen, of
- * `facts`), ours left out; what was to let go by itself and did not is said so.
- */
-export function holdsNow(reads: Reads, providerId: string, p: Pointer, facts: HoldFacts): Hold[] {
-  const now = reads.finalizersOf(p);
-  const remaining = Array.isArray(now) ? now.filter((f) => !isOurFinalizer(f, providerId)) : facts.remaining;
-  return stillHolding(predictHolds({ ...facts, remaining }));
-}
-
 /** What an item is about: its machine, request or BMCConfig, or the one resource of a leftover. */
 function mainOf(item: PlanItem): Pointer | undefined {
   switch (item.kind) {
@@ -467,33 +291,4 @@ function sameTarget(a: Pointer, b: Pointer): boolean {
 function targetOfItem(item: PlanItem): Pointer | undefined {
   const first = item.ops.find((o): o is Exclude<Operation, WipeOp> => o.op !== 'wipe' && o.op !== 'get');
   return first?.target;
-}
-
-function decodeOrUndefined<V>(schema: MessageSchema<V>, r: Resource | undefined): V | undefined {
-  if (!r) return undefined;
-  try {
-    return decodeSpec(schema, r.spec.protoSpec).value;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * A write or read answered NotFound for a resource nothing had read by exactly that ID (it came from
- * a List only): not taken for done (design rule 4). The item fails; the run exits 5.
- */
-export class NotFoundUnconfirmedError extends StubError {
-  readonly nextStep: string;
-  constructor(p: Pointer, call: string) {
-    super(
-      'STUB_NOT_FOUND_UNCONFIRMED',
-      ExitCode.Incomplete,
-      `${describePointer(p)}: ${call} answered NotFound, but nothing read this resource by its ID before (it came ` +
-        `from a List only), so it is not taken for done`,
-    );
-    this.name = 'NotFoundUnconfirmedError';
-    this.nextStep =
-      'run again (the next run lists it afresh); if it keeps failing, check what answers in front of Omni (a proxy ' +
-      'or gateway rewriting answers)';
-  }
 }

@@ -9,13 +9,13 @@
 // report).
 
 import type { Logger } from 'pino';
-import type { Pointer } from '../../omni-api/resource.js';
 import { describePointer } from '../../omni-api/resource.js';
 import { describeHolds, nextStepsOf, predictHolds } from '../plan/explain.js';
-import type { Hold, HoldFacts } from '../plan/explain.js';
 import type { ItemOutcome, Outcomes } from './outcomes.js';
 import type { Plan } from '../plan/plan.js';
 import type { Reads } from '../read/reads.js';
+import { holdsNow } from './item-end.js';
+import type { ItemRunner } from './item-run.js';
 
 /** What the settle after the last write watched, and what it found. */
 export interface SettleSummary {
@@ -26,23 +26,21 @@ export interface SettleSummary {
   held: number;
 }
 
-export interface SettleDeps {
+/** What the settle works with. */
+export interface Settling {
+  /** The run's caches: what is waited for, and what a watch saw on a resource last. */
   reads: Reads;
   outcomes: Outcomes;
+  /** What the run released while finalizers of others stayed on it. */
+  items: Pick<ItemRunner, 'heldAtRelease'>;
+  providerId: string;
   log: Logger;
   signal?: AbortSignal;
-  /** What still holds a resource, from what a watch saw on it last. */
-  holdsNow: (p: Pointer, facts: HoldFacts) => Hold[];
 }
 
-export async function settle(
-  d: SettleDeps,
-  summary: SettleSummary,
-  heldAtRelease: Map<string, { target: Pointer; facts: HoldFacts }>,
-  plan: Plan,
-): Promise<void> {
+export async function settle(d: Settling, summary: SettleSummary, plan: Plan): Promise<void> {
   const outcomes = d.outcomes.items;
-  const held = [...heldAtRelease].flatMap(([key, h]) => {
+  const held = [...d.items.heldAtRelease].flatMap(([key, h]) => {
     const o = outcomes.get(key);
     return o?.status === 'released' && o.heldBy ? [{ o, ...h }] : [];
   });
@@ -92,7 +90,7 @@ export async function settle(
       delete o.nextStep;
       return;
     }
-    const holds = d.holdsNow(target, facts);
+    const holds = holdsNow(d.reads, d.providerId, target, facts);
     o.settle = { ms, outcome: 'held' };
     o.heldBy = holds.map((h) => h.finalizer);
     o.reason =

@@ -20,7 +20,7 @@ import { planReport } from '../../../src/provider/report/plan-report.js';
 import { runReport } from '../../../src/provider/report/run-report.js';
 import { renderText } from '../../../src/provider/report/text.js';
 import type { ItemOutcome } from '../../../src/provider/run/outcomes.js';
-import type { ReconcileResult } from '../../../src/provider/run/reconcile.js';
+import type { ReconcileResult } from '../../../src/provider/run/contract.js';
 import type { Resource } from '../../../src/omni-api/resource.js';
 import { NS_EPHEMERAL, T, providerNamespace, providerType } from '../../../src/omni-api/resource.js';
 import { SysVersionSpec } from '../../../src/omni-api/specs/messages.js';

@@ -11,7 +11,8 @@ import { createSim, type Sim } from '../../../src/omni-sim/index.js';
 import { generateScenario, provisionedRequest } from '../../../src/omni-sim/scenario/generate.js';
 import { runReport } from '../../../src/provider/report/run-report.js';
 import { DEREGISTER_GRACE_MS } from '../../../src/provider/run/deadline.js';
-import { reconcile, type ReconcileOptions } from '../../../src/provider/run/reconcile.js';
+import { reconcile } from '../../../src/provider/run/reconcile.js';
+import type { ReconcileOptions } from '../../../src/provider/run/contract.js';
 import { providerSim } from '../../helpers/cli-config.js';
 import { providerStatus, reconcileOptions } from '../../helpers/provider-fixtures.js';
 

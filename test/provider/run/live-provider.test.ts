@@ -13,7 +13,7 @@ import {
 import { Heartbeat } from '../../../src/provider/run/announce.js';
 import { preflight } from '../../../src/provider/run/preflight.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
-import type { ReconcileOptions } from '../../../src/provider/run/reconcile.js';
+import type { ReconcileOptions } from '../../../src/provider/run/contract.js';
 import { silentLogger } from '../../../src/log.js';
 import { exitCodeFor } from '../../../src/exit-codes.js';
 import {

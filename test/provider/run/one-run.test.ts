@@ -10,7 +10,7 @@ import { bareMetalMachine, healthStatus, providerStatus, reconcileOptions } from
 import { heartbeatError } from '../../../src/provider/run/announce.js';
 import { ANNOTATION_RUN, ANNOTATION_RUN_ENDED, preflight } from '../../../src/provider/run/preflight.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
-import type { ReconcileDeps, ReconcileOptions } from '../../../src/provider/run/reconcile.js';
+import type { ReconcileDeps, ReconcileOptions } from '../../../src/provider/run/contract.js';
 import { runReport } from '../../../src/provider/report/run-report.js';
 import { silentLogger } from '../../../src/log.js';
 import { exitCodeFor } from '../../../src/exit-codes.js';

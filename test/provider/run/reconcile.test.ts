@@ -9,7 +9,7 @@ import {
   res,
 } from '../../helpers/provider-fixtures.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
-import type { ReconcileOptions } from '../../../src/provider/run/reconcile.js';
+import type { ReconcileOptions } from '../../../src/provider/run/contract.js';
 import { Audit } from '../../../src/provider/report/audit.js';
 import { silentLogger } from '../../../src/log.js';
 import {

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { FakeState } from '../../helpers/fake-state.js';
 import { bareMetalMachine, healthStatus, providerStatus, reconcileOptions } from '../../helpers/provider-fixtures.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
-import type { ReconcileOptions } from '../../../src/provider/run/reconcile.js';
+import type { ReconcileOptions } from '../../../src/provider/run/contract.js';
 import { silentLogger } from '../../../src/log.js';
 import { NS_INFRA_PROVIDER, NS_INFRA_PROVIDER_EPHEMERAL, T } from '../../../src/omni-api/resource.js';
 
