@@ -2,7 +2,7 @@
 // loads): a signal that comes while the CLI is still loading, or between commands' handlers, is
 // recorded instead of killing the process, so that the command still writes its result (design.md
 // "Output": a result on every exit). The command that handles signals takes the record when it
-// starts (run-io.ts trapSignals, sim's untilSignal); a process that would exit 0 without a command
+// starts (process-io.ts trapSignals, sim's untilSignal); a process that would exit 0 without a command
 // having taken it exits 130/143. Imports nothing and uses only syntax every Node parses (main.ts runs it first).
 
 export type EarlySignal = 'SIGINT' | 'SIGTERM';

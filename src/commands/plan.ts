@@ -28,7 +28,8 @@ import type { ConnectionConfig, Io } from './provider-options.js';
 import { progressFor, showStages } from './progress.js';
 import { commandLine, withOutputs } from './run-io.js';
 import type { StageTracker } from '../provider/run/stage.js';
-import type { OfflineNote, Result, Signals } from './run-io.js';
+import type { Signals } from './process-io.js';
+import type { OfflineNote, Result } from './result.js';
 import { resolveScenarioFile } from './scenario-file.js';
 
 export const planOptions = {

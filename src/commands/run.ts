@@ -22,8 +22,11 @@ import type { Given, OptionTable } from './options.js';
 import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 import { progressFor, showStages } from './progress.js';
-import { commandLine, terminalText, terminalWidth, withOutputs, withRunFacts } from './run-io.js';
-import type { Outputs, Result, Signals } from './run-io.js';
+import type { Outputs } from './output-files.js';
+import type { Signals } from './process-io.js';
+import { withRunFacts } from './result.js';
+import type { Result } from './result.js';
+import { commandLine, terminalText, terminalWidth, withOutputs } from './run-io.js';
 import type { StageTracker } from '../provider/run/stage.js';
 
 export const runOptions = {

@@ -2,7 +2,7 @@
 
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { askYesNo } from '../../src/commands/run-io.js';
+import { askYesNo } from '../../src/commands/process-io.js';
 import { StubError, exitCodeFor } from '../../src/exit-codes.js';
 
 describe('Ctrl-C at the [y/N] prompt', () => {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { executePlan } from '../../src/commands/plan.js';
-import type { Result } from '../../src/commands/run-io.js';
+import type { Result } from '../../src/commands/result.js';
 import { resolveScenarioFile, shippedScenarios } from '../../src/commands/scenario-file.js';
 import { describeError } from '../../src/exit-codes.js';
 import { createSim } from '../../src/omni-sim/index.js';

@@ -12,7 +12,7 @@ import type { PlanConfig } from '../../src/commands/plan.js';
 import type { Io } from '../../src/commands/provider-options.js';
 import { executeRun } from '../../src/commands/run.js';
 import type { RunConfig } from '../../src/commands/run.js';
-import type { Result } from '../../src/commands/run-io.js';
+import type { Result } from '../../src/commands/result.js';
 import { NS_INFRA_PROVIDER, T } from '../../src/omni-api/resource.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { createSim } from '../../src/omni-sim/index.js';
