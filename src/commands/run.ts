@@ -2,6 +2,7 @@
 // deregister. See docs/design.md; the work is in src/provider.
 
 import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
 import { ExitCode, UsageError } from '../exit-codes.js';
 import { addSecret } from '../redact.js';
 import { VERSION } from '../version.js';
@@ -12,16 +13,20 @@ import { preflight } from '../provider/run/preflight.js';
 import { reconcile } from '../provider/run/reconcile.js';
 import { planReport } from '../provider/report/plan-report.js';
 import { throttlingOf } from '../provider/report/report.js';
+import type { Report } from '../provider/report/report.js';
 import { runReport } from '../provider/report/run-report.js';
 import { renderText } from '../provider/report/text.js';
 import type { PreflightResult } from '../provider/run/preflight.js';
-import type { ReconcileResult } from '../provider/run/contract.js';
+import type { ReconcileOptions, ReconcileResult } from '../provider/run/contract.js';
+import type { Plan } from '../provider/plan/plan.js';
+import type { OmniClient } from '../omni-client/client.js';
 import { parseDuration, parseDurationOrZero } from './durations.js';
 import { defineCommand, once } from './options.js';
 import type { Given, OptionTable } from './options.js';
 import { checkMachinesMatched, connect, connectionConfig, connectionOptions, loggerFor } from './provider-options.js';
 import type { ConnectionConfig, Io } from './provider-options.js';
 import { progressFor, showStages } from './progress.js';
+import type { ProgressLine } from './progress.js';
 import type { Outputs } from './output-files.js';
 import type { Signals } from './process-io.js';
 import { withRunFacts } from './result.js';
@@ -134,12 +139,7 @@ export function executeRun(c: RunConfig, io: Io): Promise<Result> {
 }
 
 async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages: StageTracker): Promise<Result> {
-  // On a terminal, log lines go through the progress line so that it stays below them, and the
-  // per-write and per-item lines are debug: the progress line shows one short line per machine.
-  const progress = progressFor(c, io);
-  const log = progress
-    ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream })
-    : loggerFor(c, io);
+  const { progress, log } = runLogging(c, io);
   // What it is doing, from the first second: on the progress line, or one log line per phase.
   const unsubscribe = showStages(stages, progress, log);
   stages.enter('preflight');
@@ -162,38 +162,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
   let result: ReconcileResult | undefined;
   try {
     const now = () => Date.now() + client.serverClockOffsetMs();
-    pre = await preflight({
-      state: client.state,
-      providerId: c.id,
-      keyProviderId: client.providerId,
-      keyName: client.identity.name,
-      force: c.force,
-      now,
-      signal: sig.signal,
-      // Whole-provider runs write a heartbeat, and wait for another run's (design rule 7).
-      ...(c.machines.length === 0 ? { waitForOtherRun: { log } } : {}),
-    });
-    if (pre.concurrentRun?.forced)
-      log.warn(
-        { providerId: c.id, otherRun: pre.concurrentRun.runId },
-        'another stub-provider run sent a heartbeat in the last 60 s; taking over from it (--force)',
-      );
-    else if (pre.concurrentRun)
-      log.info(
-        { providerId: c.id, otherRun: pre.concurrentRun.runId, waitedMs: pre.concurrentRun.waitedMs },
-        "the other run's heartbeat went stale: going on",
-      );
-    if (pre.forced)
-      log.warn({ providerId: c.id }, 'a live provider with this ID was detected; running anyway (--force)');
-    log.info(
-      {
-        providerId: c.id,
-        endpoint: client.endpoint,
-        omniVersion: pre.omniVersion,
-        mode: c.machines.length ? 'machines' : 'whole',
-      },
-      'preflight passed',
-    );
+    pre = await runPreflight(c, client, log, now, sig.signal);
     const strategy = createWipeStrategy(c.wipe, { logger: log });
     result = await reconcile(
       {
@@ -207,37 +176,7 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
         runId,
         ...(progress ? { progress: (p, ended) => progress.update(p, ended), itemLogLevel: 'debug' as const } : {}),
       },
-      {
-        providerId: c.id,
-        machines: c.machines,
-        profile: c.profile,
-        stateTypes: c.stateTypes,
-        deregister: c.deregister,
-        wait: c.wait,
-        timeoutMs: c.timeoutMs,
-        omniWaitMs: c.stepTimeoutMs,
-        settleMs: c.settleMs,
-        concurrency: c.concurrency,
-        signal: sig.signal,
-        force: c.force,
-        confirm: async (plan) => {
-          if (c.yes) return true;
-          if (!io.stdinIsTTY || !io.ask)
-            throw new UsageError(
-              'this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); ' +
-                '`stub-provider plan` shows what would change',
-            );
-          progress?.pause();
-          const width = terminalWidth(io.stderr);
-          io.stderr.write(
-            terminalText(
-              renderText(planReport(plan, { version: VERSION, preflight: pre }), { width, wrap: false }),
-              width,
-            ),
-          );
-          return io.ask(`Make these changes${c.wait ? ' and keep watching' : ''}? [y/N] `);
-        },
-      },
+      reconcileOptions(c, sig.signal, confirmation(c, io, progress, pre)),
     );
   } catch (err) {
     failed = { err };
@@ -247,28 +186,128 @@ async function run(c: RunConfig, io: Io, outputs: Outputs, sig: Signals, stages:
     // Closing the client cancels what is still in flight; the audit log then gives each write
     // still unanswered its outcome (unknown) before the report counts them.
     await client.close();
-    const code = sig.code();
-    audit.close(
-      code
-        ? `interrupted (${code === ExitCode.SigInt ? 'SIGINT' : 'SIGTERM'})`
-        : failed
-          ? 'the run failed'
-          : 'the run ended',
-    );
+    audit.close(endingOf(sig.code(), failed !== undefined));
   }
   // A run that stopped with an error still says what it wrote and how it was throttled (its result).
   // (Both are set when nothing failed.)
-  if (failed || !pre || !result)
-    throw withRunFacts(failed?.err, { writes: audit.counts, throttling: throttlingOf(client.throttling()) });
+  const facts = { writes: audit.counts, throttling: throttlingOf(client.throttling()) };
+  if (failed || !pre || !result) throw withRunFacts(failed?.err, facts);
   const interruptCode = sig.code();
   if (!result.interrupted) checkMachinesMatched(c, result.firstPlan.notFound, log, { strict: false });
-  const rep = runReport(result, {
-    version: VERSION,
-    preflight: pre,
-    writes: audit.counts,
-    throttling: throttlingOf(client.throttling()),
-    ...(interruptCode ? { interruptCode } : {}),
+  return withTakeOver(
+    result,
+    runReport(result, { version: VERSION, preflight: pre, ...facts, ...(interruptCode ? { interruptCode } : {}) }),
+  );
+}
+
+/**
+ * The run's progress line and logger. On a terminal, log lines go through the progress line so that it stays
+ * below them, and the per-write and per-item lines are debug: the progress line shows one short line per machine.
+ */
+function runLogging(c: RunConfig, io: Io): { progress: ProgressLine | undefined; log: Logger } {
+  const progress = progressFor(c, io);
+  const log = progress
+    ? loggerFor({ ...c, logFormat: 'pretty' }, { ...io, stderr: progress.logStream })
+    : loggerFor(c, io);
+  return { progress, log };
+}
+
+/** The preflight checks (design rule 7), and what they found said in the log. */
+async function runPreflight(
+  c: RunConfig,
+  client: OmniClient,
+  log: Logger,
+  now: () => number,
+  signal: AbortSignal,
+): Promise<PreflightResult> {
+  const pre = await preflight({
+    state: client.state,
+    providerId: c.id,
+    keyProviderId: client.providerId,
+    keyName: client.identity.name,
+    force: c.force,
+    now,
+    signal,
+    // Whole-provider runs write a heartbeat, and wait for another run's (design rule 7).
+    ...(c.machines.length === 0 ? { waitForOtherRun: { log } } : {}),
   });
+  if (pre.concurrentRun?.forced)
+    log.warn(
+      { providerId: c.id, otherRun: pre.concurrentRun.runId },
+      'another stub-provider run sent a heartbeat in the last 60 s; taking over from it (--force)',
+    );
+  else if (pre.concurrentRun)
+    log.info(
+      { providerId: c.id, otherRun: pre.concurrentRun.runId, waitedMs: pre.concurrentRun.waitedMs },
+      "the other run's heartbeat went stale: going on",
+    );
+  if (pre.forced) log.warn({ providerId: c.id }, 'a live provider with this ID was detected; running anyway (--force)');
+  log.info(
+    {
+      providerId: c.id,
+      endpoint: client.endpoint,
+      omniVersion: pre.omniVersion,
+      mode: c.machines.length ? 'machines' : 'whole',
+    },
+    'preflight passed',
+  );
+  return pre;
+}
+
+/** What the run's configuration asks of reconcile. */
+function reconcileOptions(
+  c: RunConfig,
+  signal: AbortSignal,
+  confirm: (plan: Plan) => Promise<boolean>,
+): ReconcileOptions {
+  return {
+    providerId: c.id,
+    machines: c.machines,
+    profile: c.profile,
+    stateTypes: c.stateTypes,
+    deregister: c.deregister,
+    wait: c.wait,
+    timeoutMs: c.timeoutMs,
+    omniWaitMs: c.stepTimeoutMs,
+    settleMs: c.settleMs,
+    concurrency: c.concurrency,
+    signal,
+    force: c.force,
+    confirm,
+  };
+}
+
+/** The question before the first write: --yes answers it; otherwise the plan is shown and a person on stdin asked. */
+function confirmation(
+  c: RunConfig,
+  io: Io,
+  progress: ProgressLine | undefined,
+  pre: PreflightResult,
+): (plan: Plan) => Promise<boolean> {
+  return async (plan) => {
+    if (c.yes) return true;
+    if (!io.stdinIsTTY || !io.ask)
+      throw new UsageError(
+        'this run would change Omni: pass --yes (stdin is not a terminal, so there is nobody to ask); ' +
+          '`stub-provider plan` shows what would change',
+      );
+    progress?.pause();
+    const width = terminalWidth(io.stderr);
+    io.stderr.write(
+      terminalText(renderText(planReport(plan, { version: VERSION, preflight: pre }), { width, wrap: false }), width),
+    );
+    return io.ask(`Make these changes${c.wait ? ' and keep watching' : ''}? [y/N] `);
+  };
+}
+
+/** The audit log's last line: how the run ended. */
+function endingOf(code: number | undefined, failed: boolean): string {
+  if (code) return `interrupted (${code === ExitCode.SigInt ? 'SIGINT' : 'SIGTERM'})`;
+  return failed ? 'the run failed' : 'the run ended';
+}
+
+/** A run taken over by another (design rule 7) carries that error in its report. */
+function withTakeOver(result: ReconcileResult, rep: Report): Result {
   const over = result.takenOver;
   return over && !result.interrupted ? { ...rep, error: { code: over.code, message: over.message } } : rep;
 }
