@@ -7,7 +7,7 @@ import { describeThrottling } from '../provider/report/text.js';
 import type { Stage, StageDetail } from '../provider/run/stage.js';
 import { escapeControl } from '../omni-api/untrusted.js';
 
-/** What the progress line says of back-pressure (omni-client/write/pressure.ts ThrottlingStats). */
+/** What the progress line says of back-pressure (omni-client/write/throttling.ts ThrottlingStats). */
 export interface Throttled {
   signals: number;
   waitedMs: number;

@@ -5,7 +5,8 @@
 
 import { silentLogger } from '../log.js';
 import { parseServiceAccountKey, Signer, type ServiceAccountKey } from './transport/auth.js';
-import { withBackPressure, type BackPressureOptions, type ThrottlingStats } from './write/pressure.js';
+import { withBackPressure, type BackPressureOptions } from './write/pressure.js';
+import type { ThrottlingStats } from './write/throttling.js';
 import { GatewayState } from './gateway-state.js';
 import type { DispatcherKind } from './transport/dispatcher.js';
 import { Transport, type TransportOptions } from './transport/transport.js';

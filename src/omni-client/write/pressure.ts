@@ -1,7 +1,7 @@
 // src/omni-client/write: the path every Create, Update and Destroy takes under the back-pressure
 // decorator (this file): the adaptive window of writes in flight (window.ts), what a failed write is
 // and what its read-back says (verdict.ts), and the hook that sees each write and its outcome
-// (observer.ts).
+// (observer.ts); its counters (throttling.ts).
 //
 // Back-pressure is not failure (docs/design.md, "Back-pressure"). Omni 1.9+ meters an infra
 // provider's writes to etcd and answers DeadlineExceeded when a write's bytes would not be there in
@@ -32,7 +32,14 @@ import type { DeadlineReachedError, ThrottledError, WriteTooLargeError } from '.
 import { late, throttled, tooLarge, type Tries, type WriteCall } from './ending.js';
 import type { Pointer, Resource } from '../../omni-api/resource.js';
 import { describePointer, pointerOf } from '../../omni-api/resource.js';
-import { defaultDelay, jitteredBackoff, type BackoffOptions, type DelayFn } from '../transport/retry.js';
+import {
+  RETRY_AFTER_CAP_MS,
+  defaultDelay,
+  jitteredBackoff,
+  type BackoffOptions,
+  type DelayFn,
+} from '../transport/retry.js';
+import { ThrottlingCounts, type ThrottlingStats } from './throttling.js';
 import type { CallOptions, CoreState, OwnerOptions, UpdateOptions } from '../../omni-api/state.js';
 import { DelegatingCore } from '../wrap.js';
 import { WriteWindow, type Ticket } from './window.js';
@@ -51,23 +58,23 @@ import {
 export interface BackPressureOptions {
   /** The most writes in flight: the run's --concurrency. */
   maxWritesInFlight: number;
-  /** The fewest. Default 1. */
+  /** The fewest. Default PRESSURE_DEFAULTS. */
   minWritesInFlight?: number;
-  /** Sends of one write after its first, at most. Default 10. */
+  /** Sends of one write after its first, at most. Default PRESSURE_DEFAULTS. */
   retries?: number;
   /**
    * How long one write may be retried after its first failure, waits included (ms): the run's
-   * --step-timeout (or what --timeout leaves). Default 60 s.
+   * --step-timeout (or what --timeout leaves). Default PRESSURE_DEFAULTS.
    */
   maxWaitMs?: number;
   /**
-   * How long a write may wait for its first place in the window (ms); the caller's signal ends it sooner. Default 10
-   * min.
+   * How long a write may wait for its first place in the window (ms); the caller's signal ends it sooner. Default
+   * PRESSURE_DEFAULTS.
    */
   queueWaitMs?: number;
-  /** The longest Retry-After honoured per wait. Default RETRY_AFTER_CAP_MS (60 s). */
+  /** The longest Retry-After honoured per wait. Default PRESSURE_DEFAULTS. */
   retryAfterCapMs?: number;
-  /** Backoff before a write is sent again (the window's pause covers a Retry-After). Default 100 ms .. 5 s. */
+  /** Backoff before a write is sent again (the window's pause covers a Retry-After). Default PRESSURE_DEFAULTS. */
   backoff?: BackoffOptions;
   now?: () => number;
   delay?: DelayFn;
@@ -75,30 +82,18 @@ export interface BackPressureOptions {
   logger?: Logger;
 }
 
-/** How much a run was throttled (the report's `throttling`). */
-export interface ThrottlingStats {
-  /** Back-pressure answers to writes (DeadlineExceeded, Unavailable, 429, 502-504). */
-  signals: number;
-  /** Writes Omni refused as larger than its write burst (ResourceExhausted): sent once, never again. */
-  tooLarge: number;
-  /** Writes whose answer was lost after they were sent (a broken connection). */
-  lostAnswers: number;
-  /** Wall time during which at least one write was held back (window, Retry-After, backoff), ms. */
-  waitedMs: number;
-  /** The window now, and the smallest it was. */
-  writesInFlight: number;
-  minWritesInFlight: number;
-  maxWritesInFlight: number;
-  /** Writes sent again after a Get showed they had not taken effect. */
-  retriedWrites: number;
-  /** Writes of unknown outcome that a Get showed had taken effect: not sent again. */
-  foundApplied: number;
-  /** Writes that ran out of sends or time (STUB_THROTTLED). */
-  gaveUp: number;
-  /** When the first and the last signal came (ms since the epoch). */
-  firstSignalAt?: number;
-  lastSignalAt?: number;
-}
+/** The write path's bounds, retries and backoff, in one place (docs/architecture.md, "A write, layer by layer"). */
+export const PRESSURE_DEFAULTS = {
+  minWritesInFlight: 1,
+  retries: 10,
+  maxWaitMs: 60_000,
+  queueWaitMs: 600_000,
+  retryAfterCapMs: RETRY_AFTER_CAP_MS,
+  backoff: { baseMs: 100, capMs: 5_000 },
+} as const satisfies Omit<BackPressureOptions, 'maxWritesInFlight'>;
+
+/** A write's retries, its defaults applied. */
+type WriteRetry = Required<Pick<BackPressureOptions, 'retries' | 'maxWaitMs' | 'queueWaitMs' | 'backoff'>>;
 
 /** A CoreState decorator: the same calls, with the writes under back-pressure control. */
 export interface BackPressureState extends CoreState {
@@ -116,63 +111,36 @@ function readBackAfter(f: WriteFailure): f is 'pressure' | 'lost' {
 
 class PressuredState extends DelegatingCore implements BackPressureState {
   readonly #window: WriteWindow;
-  readonly #retries: number;
-  readonly #maxWaitMs: number;
-  readonly #queueWaitMs: number;
-  readonly #backoff: BackoffOptions;
+  readonly #retry: WriteRetry;
   readonly #now: () => number;
   readonly #delay: DelayFn;
   readonly #random: () => number;
   readonly #log: Logger;
-  #stats = {
-    signals: 0,
-    lostAnswers: 0,
-    retriedWrites: 0,
-    foundApplied: 0,
-    gaveUp: 0,
-    tooLarge: 0,
-    firstSignalAt: undefined as number | undefined,
-    lastSignalAt: undefined as number | undefined,
-  };
-  /** Writes held back now, and since when at least one has been; the total so far. */
-  #held = 0;
-  #heldSince = 0;
-  #waitedMs = 0;
+  readonly #counts: ThrottlingCounts;
 
   constructor(core: CoreState, o: BackPressureOptions) {
     super(core);
     this.#now = o.now ?? Date.now;
     this.#window = new WriteWindow({
       max: o.maxWritesInFlight,
-      ...(o.minWritesInFlight !== undefined ? { min: o.minWritesInFlight } : {}),
-      ...(o.retryAfterCapMs !== undefined ? { retryAfterCapMs: o.retryAfterCapMs } : {}),
+      min: o.minWritesInFlight ?? PRESSURE_DEFAULTS.minWritesInFlight,
+      retryAfterCapMs: o.retryAfterCapMs ?? PRESSURE_DEFAULTS.retryAfterCapMs,
       now: this.#now,
     });
-    this.#retries = o.retries ?? 10;
-    this.#maxWaitMs = o.maxWaitMs ?? 60_000;
-    this.#queueWaitMs = o.queueWaitMs ?? 600_000;
-    this.#backoff = o.backoff ?? { baseMs: 100, capMs: 5_000 };
+    this.#retry = {
+      retries: o.retries ?? PRESSURE_DEFAULTS.retries,
+      maxWaitMs: o.maxWaitMs ?? PRESSURE_DEFAULTS.maxWaitMs,
+      queueWaitMs: o.queueWaitMs ?? PRESSURE_DEFAULTS.queueWaitMs,
+      backoff: o.backoff ?? PRESSURE_DEFAULTS.backoff,
+    };
     this.#delay = o.delay ?? defaultDelay;
     this.#random = o.random ?? Math.random;
     this.#log = o.logger ?? silentLogger();
+    this.#counts = new ThrottlingCounts(this.#now);
   }
 
   throttling(): ThrottlingStats {
-    const s = this.#stats;
-    return {
-      signals: s.signals,
-      tooLarge: s.tooLarge,
-      lostAnswers: s.lostAnswers,
-      waitedMs: Math.round(this.#waitedMs + (this.#held > 0 ? this.#now() - this.#heldSince : 0)),
-      writesInFlight: this.#window.size,
-      minWritesInFlight: this.#window.lowest,
-      maxWritesInFlight: this.#window.max,
-      retriedWrites: s.retriedWrites,
-      foundApplied: s.foundApplied,
-      gaveUp: s.gaveUp,
-      ...(s.firstSignalAt !== undefined ? { firstSignalAt: s.firstSignalAt } : {}),
-      ...(s.lastSignalAt !== undefined ? { lastSignalAt: s.lastSignalAt } : {}),
-    };
+    return this.#counts.stats(this.#window);
   }
 
   override create(r: Resource, opts: OwnerOptions = {}): Promise<Resource> {
@@ -210,7 +178,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
     send: (opts: CallOptions & DeferringOptions) => Promise<T>,
     reread: () => Promise<ReadBack<T>>,
   ): Promise<T> {
-    const t: Tries = { sends: 0, signals: 0, lost: 0, deadline: this.#now() + this.#queueWaitMs };
+    const t: Tries = { sends: 0, signals: 0, lost: 0, deadline: this.#now() + this.#retry.queueWaitMs };
     for (;;) {
       const ticket = await this.#place(w, t);
       let settle: ((o: WriteOutcome) => void) | undefined;
@@ -240,7 +208,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
       if (r !== 'resend') return r.applied;
       settle?.({ result: failure === 'pressure' ? 'refused' : 'not-applied', error: err });
       await this.#pauseBeforeResend(w, t);
-      this.#stats.retriedWrites++;
+      this.#counts.retriedWrites++;
     }
   }
 
@@ -251,7 +219,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
     // Room now and nobody waiting (every write of an unthrottled run): no promise, no timer.
     return (
       this.#window.tryAcquire(signal) ??
-      (await this.#holding(
+      (await this.#counts.holding(
         () =>
           this.#window.acquire(
             signal,
@@ -263,7 +231,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
                     w,
                     t,
                     t.sends === 0
-                      ? `no room to send it for ${Math.round(this.#queueWaitMs / 1000)} s`
+                      ? `no room to send it for ${Math.round(this.#retry.queueWaitMs / 1000)} s`
                       : 'its time ran out waiting for room to send it again',
                   ),
             rank,
@@ -278,16 +246,14 @@ class PressuredState extends DelegatingCore implements BackPressureState {
     t.last = err;
     if (t.firstFailureAt === undefined) {
       t.firstFailureAt = this.#now();
-      t.deadline = t.firstFailureAt + this.#maxWaitMs;
+      t.deadline = t.firstFailureAt + this.#retry.maxWaitMs;
     }
     if (failure === 'pressure') {
       t.signals++;
-      this.#stats.signals++;
-      this.#stats.firstSignalAt ??= Date.now();
-      this.#stats.lastSignalAt = Date.now();
+      this.#counts.signal();
     } else {
       t.lost++;
-      this.#stats.lostAnswers++;
+      this.#counts.lostAnswers++;
     }
     this.#log.debug(
       {
@@ -316,7 +282,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
       throw e;
     }
     if (r === 'resend') return r;
-    this.#stats.foundApplied++;
+    this.#counts.foundApplied++;
     settle?.({ result: 'ok', evidence: 'read-back', error: err, ...(r.after ? { after: r.after } : {}) });
     this.#log.info(
       { method: w.method, resource: describePointer(w.resource) },
@@ -327,13 +293,13 @@ class PressuredState extends DelegatingCore implements BackPressureState {
 
   /** The pause before a write is sent again; throws when its sends or its time (or the caller's) ran out. */
   async #pauseBeforeResend(w: WriteCall, t: Tries): Promise<void> {
-    if (t.sends > this.#retries)
+    if (t.sends > this.#retry.retries)
       throw this.#giveUp(w, t, `sent ${t.sends} times without an answer that says it took effect`);
-    const pause = jitteredBackoff(t.sends - 1, this.#backoff, this.#random);
+    const pause = jitteredBackoff(t.sends - 1, this.#retry.backoff, this.#random);
     if (this.#now() + pause >= (w.opts.notAfter ?? Infinity)) throw this.#late(w, t);
     if (this.#now() + pause >= t.deadline)
-      throw this.#giveUp(w, t, `out of time (${Math.round(this.#maxWaitMs / 1000)} s for its retries)`);
-    await this.#holding(async () => {
+      throw this.#giveUp(w, t, `out of time (${Math.round(this.#retry.maxWaitMs / 1000)} s for its retries)`);
+    await this.#counts.holding(async () => {
       try {
         await this.#delay(pause, w.opts.signal);
       } catch {
@@ -343,7 +309,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
   }
 
   #giveUp(w: WriteCall, t: Tries, why: string): ThrottledError {
-    this.#stats.gaveUp++;
+    this.#counts.gaveUp++;
     return throttled(w, t, why, this.#now());
   }
 
@@ -352,18 +318,7 @@ class PressuredState extends DelegatingCore implements BackPressureState {
   }
 
   #tooLarge(w: WriteCall, err: unknown): WriteTooLargeError {
-    this.#stats.tooLarge++;
+    this.#counts.tooLarge++;
     return tooLarge(w, err);
-  }
-
-  /** Runs `fn`, counting the time as waited when `held` (some write is held back meanwhile). */
-  async #holding<T>(fn: () => Promise<T>, held: boolean): Promise<T> {
-    if (!held) return fn();
-    if (this.#held++ === 0) this.#heldSince = this.#now();
-    try {
-      return await fn();
-    } finally {
-      if (--this.#held === 0) this.#waitedMs += this.#now() - this.#heldSince;
-    }
   }
 }
