@@ -194,23 +194,30 @@ function staleHeartbeat(id: string, at: number): Resource {
 /** The demo's Omni at `omniVersion` (e.g. 1.3.4, 1.4.2). `now` dates the stale heartbeats. */
 export function demoScenario(omniVersion: string, now: number = Date.now()): Scenario {
   const { bareMetal: bm, kubevirt: kv } = DEMO;
-  const running = DEMO.runningMachine;
-  const kvLabels = { [LABEL_INFRA_PROVIDER_ID]: kv, [LABEL_MACHINE_REQUEST_SET]: DEMO.set };
-  const provisionController = `${kv}.${PROVISION_CONTROLLER}`;
-  const requestSpec = encodeSpec(MachineRequestSpec, {
-    talos_version: 'v1.9.5',
-    extensions: [],
-    kernel_args: [],
-    meta_values: [],
-    provider_data: 'cores: 4\nmemory: 8192\n',
-    grpc_tunnel: 0,
-  });
   const resources: Resource[] = [
     res(
       { namespace: NS_EPHEMERAL, type: T.SysVersion, id: 'current' },
       encodeSpec(SysVersionSpec, { backend_version: `v${omniVersion}`, instance_name: 'demo', backend_api_version: 1 }),
     ),
-    // bare-metal
+    ...bareMetalProvider(omniVersion, now),
+    ...kubevirtProvider(omniVersion, now),
+  ];
+  return {
+    omniVersion,
+    identities: [
+      { name: `infra-provider:${bm}`, role: 'InfraProvider', publicKeys: [] },
+      { name: `infra-provider:${kv}`, role: 'InfraProvider', publicKeys: [] },
+    ],
+    resources,
+    faults: {},
+  };
+}
+
+/** bare-metal, static: one machine stuck tearing down on its finalizers, one still in use. */
+function bareMetalProvider(omniVersion: string, now: number): Resource[] {
+  const bm = DEMO.bareMetal;
+  const running = DEMO.runningMachine;
+  return [
     registration(bm),
     providerStatus(bm, 'Bare Metal', true),
     staleHeartbeat(bm, now - 3 * DAY_MS),
@@ -224,7 +231,23 @@ export function demoScenario(omniVersion: string, now: number = Date.now()): Sce
       owner: 'MachineController',
       ...providerMark(omniVersion, bm),
     }),
-    // kubevirt
+  ];
+}
+
+/** kubevirt, provisioning: a MachineRequestSet with one provisioned machine (its request, status, state, patch). */
+function kubevirtProvider(omniVersion: string, now: number): Resource[] {
+  const kv = DEMO.kubevirt;
+  const kvLabels = { [LABEL_INFRA_PROVIDER_ID]: kv, [LABEL_MACHINE_REQUEST_SET]: DEMO.set };
+  const provisionController = `${kv}.${PROVISION_CONTROLLER}`;
+  const requestSpec = encodeSpec(MachineRequestSpec, {
+    talos_version: 'v1.9.5',
+    extensions: [],
+    kernel_args: [],
+    meta_values: [],
+    provider_data: 'cores: 4\nmemory: 8192\n',
+    grpc_tunnel: 0,
+  });
+  return [
     registration(kv),
     providerStatus(kv, 'KubeVirt', false),
     staleHeartbeat(kv, now - 2 * DAY_MS),
@@ -281,13 +304,4 @@ export function demoScenario(omniVersion: string, now: number = Date.now()): Sce
       labels: { [LABEL_INFRA_PROVIDER_ID]: kv, [LABEL_MACHINE_REQUEST]: DEMO.scaledDownRequest },
     }),
   ];
-  return {
-    omniVersion,
-    identities: [
-      { name: `infra-provider:${bm}`, role: 'InfraProvider', publicKeys: [] },
-      { name: `infra-provider:${kv}`, role: 'InfraProvider', publicKeys: [] },
-    ],
-    resources,
-    faults: {},
-  };
 }
