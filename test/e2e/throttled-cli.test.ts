@@ -14,7 +14,7 @@ import { InfraProviderStatusSpec } from '../../src/omni-api/specs/messages.js';
 import { INTERNAL } from '../../src/omni-sim/api.js';
 import { stubVersionText } from '../../src/provider/run/announce.js';
 import { VERSION } from '../../src/version.js';
-import type { FaultConfig } from '../../src/omni-sim/gateway/faults.js';
+import type { FaultConfig } from '../../src/omni-sim/gateway/fault-config.js';
 import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../src/omni-sim/index.js';
 import { cleanEnv, requireBuiltCli, runCli, scratchDirEachTest } from '../helpers/cli-process.js';

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { T, type Resource } from '../../src/omni-api/resource.js';
-import type { FaultConfig } from '../../src/omni-sim/gateway/faults.js';
+import type { FaultConfig } from '../../src/omni-sim/gateway/fault-config.js';
 import {
   bareMetalMachine,
   machineUuid,

@@ -13,7 +13,7 @@ import { createOmniClient } from '../../src/omni-client/client.js';
 import type { Resource } from '../../src/omni-api/resource.js';
 import { T } from '../../src/omni-api/resource.js';
 import { silentLogger } from '../../src/log.js';
-import type { FaultConfig } from '../../src/omni-sim/gateway/faults.js';
+import type { FaultConfig } from '../../src/omni-sim/gateway/fault-config.js';
 import {
   bareMetalMachine,
   machineUuid,

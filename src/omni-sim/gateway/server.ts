@@ -1,7 +1,9 @@
-// src/omni-sim/gateway: the simulated Omni on the wire: the HTTP server and its routes (this file),
-// requests read as grpc-gateway reads them (request.ts, request-json.ts), answers written as Omni
-// writes them (answer.ts), resources in and out (resources.ts), fault injection (faults.ts), Omni
-// 1.9's write budget and a throttling proxy (throttle.ts), and a certificate for --tls (tls.ts).
+// src/omni-sim/gateway: the simulated Omni on the wire: the gateway and its routes (this file), its
+// List and Watch streams (streams.ts), its listener (listen.ts), requests read as grpc-gateway reads
+// them (request.ts, request-json.ts), answers written as Omni writes them (answer.ts), resources in and
+// out (resources.ts), fault injection (faults.ts, its settings fault-config.ts), Omni 1.9's write
+// budget (throttle.ts) and a throttling proxy (proxy-limit.ts) over one token bucket (token-bucket.ts),
+// and a certificate for --tls (tls.ts).
 //
 // The gateway of the simulated Omni: `POST /api/cosi.resource.State/<Method>` with grpc-gateway's
 // conventions as Omni configures them (docs/omni-wire.md 1.3): protojson bodies (snake_case out, unknown
@@ -9,35 +11,22 @@
 // `gzip` token. Every call is authenticated by the injected authenticator and served by the injected
 // StateApi (access.ts in the sim, the bare store in tests). Nothing a client sends may crash it.
 // Reading a request is request.ts, writing an answer answer.ts, resources in and out
-// resources.ts; this file routes each call and serves List and Watch streams.
+// resources.ts, List and Watch streams streams.ts; this file routes each call and answers the unary
+// ones.
 
-import type { IncomingHttpHeaders, IncomingMessage, Server, ServerResponse } from 'node:http';
-import { createServer } from 'node:http';
-import { createServer as createHttpsServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { errorFromStatus, GrpcCode } from '../../omni-api/errors.js';
-import type { Pointer, Resource } from '../../omni-api/resource.js';
+import type { Pointer } from '../../omni-api/resource.js';
 import { encodeMessage } from '../../omni-api/protojson.js';
 import { fullMethod, Methods, type MethodName } from '../../omni-api/wire.js';
-import type { Identity, SimClock, SimEvent, StateApi, WatchParams } from '../api.js';
+import type { Identity, SimClock, StateApi } from '../api.js';
 import { gatewayBehaviour, type GatewayBehaviour } from '../behaviour.js';
-import { WRITE_METHODS, type Faults } from './faults.js';
-import {
-  Body,
-  encodingFor,
-  GRPC_CONTENT_TYPE,
-  line,
-  sendProxyRefusal,
-  sendStatus,
-  sendStreamError,
-  sendUnary,
-  statusJson,
-  statusOf,
-} from './answer.js';
+import type { Faults } from './faults.js';
+import { WRITE_METHODS } from './fault-config.js';
+import { GRPC_CONTENT_TYPE, sendProxyRefusal, sendStatus, sendStreamError, sendUnary, statusOf } from './answer.js';
 import { decodeRequest, MAX_REQUEST_BYTES, readBody, writtenPointer } from './request.js';
 import { ResourceCodec } from './resources.js';
-import { queryFromWire } from '../store/query.js';
-import { StreamBrokenError } from '../store/store.js';
+import { Streams } from './streams.js';
 import { grpcTimeoutMs, throttled, type ThrottleCall } from './throttle.js';
 import { parseVersion, type OmniVersion } from '../version.js';
 
@@ -58,7 +47,7 @@ const TEARDOWN_METHODS = new Set<string>(['Teardown', 'TeardownAndDestroy']);
 const WRITES = new Set<string>(WRITE_METHODS);
 
 export class Gateway {
-  private readonly streams = new Set<ServerResponse>();
+  private readonly streams: Streams;
   private readonly resources: ResourceCodec;
   private readonly behaviour: GatewayBehaviour;
 
@@ -66,6 +55,12 @@ export class Gateway {
     const version = typeof opts.omniVersion === 'string' ? parseVersion(opts.omniVersion) : opts.omniVersion;
     this.behaviour = gatewayBehaviour(version);
     this.resources = new ResourceCodec(version);
+    this.streams = new Streams({
+      state: opts.state,
+      resources: this.resources,
+      behaviour: this.behaviour,
+      faults: opts.faults,
+    });
   }
 
   /** The request listener for node:http / node:https. */
@@ -86,53 +81,88 @@ export class Gateway {
 
   /** Cuts every open stream (a simulated restart). */
   breakStreams(): void {
-    for (const res of this.streams) res.destroy();
-    this.streams.clear();
+    this.streams.breakAll();
   }
 
   get openStreams(): number {
     return this.streams.size;
   }
 
+  /** One call, in grpc-gateway's order: route, deadline, body, (faults), authentication, then the method. */
   private async serve(req: IncomingMessage, res: ServerResponse): Promise<void> {
     req.on('error', () => res.destroy());
     res.on('error', () => undefined);
     res.setHeader('Date', new Date(this.opts.clock.now()).toUTCString());
     const faults = this.opts.faults;
-    // A rate-limiting proxy answers before Omni sees anything (the network's latency still counts).
-    const refused = faults?.proxyLimit?.take();
-    if (refused && faults) {
-      req.resume();
-      await faults.beforeCall();
-      sendProxyRefusal(res, refused);
-      return;
-    }
+    if (await this.refusedByProxy(req, res)) return;
     const arrived = faults?.now();
     res.setHeader('Vary', 'Accept-Encoding');
+    const method = this.route(req, res);
+    if (method === undefined) return;
+    const call = await this.readCall(req, res, method, arrived);
+    if (call === undefined) return;
+    if (faults) {
+      await faults.beforeCall();
+      if (faults.takeUnavailable()) {
+        sendStatus(req, res, { code: GrpcCode.Unavailable, message: 'connection error: simulated outage' });
+        return;
+      }
+    }
+    const who = await this.authenticate(req, res, method);
+    if (who === undefined) return;
+    if (method === 'Watch') return this.streams.watch(req, res, who, call.msg);
+    if (method === 'List') return this.streams.list(req, res, who, call.msg);
+    await this.answerUnary(req, res, method, who, call);
+  }
+
+  /** A rate-limiting proxy answers before Omni sees anything (the network's latency still counts). */
+  private async refusedByProxy(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const faults = this.opts.faults;
+    const refused = faults?.proxyLimit?.take();
+    if (!refused || !faults) return false;
+    req.resume();
+    await faults.beforeCall();
+    sendProxyRefusal(res, refused);
+    return true;
+  }
+
+  /** The method a path names, as this Omni version routes it; undefined once a 404 or 501 is sent. */
+  private route(req: IncomingMessage, res: ServerResponse): MethodName | undefined {
     const path = (req.url ?? '').split('?')[0] ?? '';
     const name = path.startsWith(PREFIX) ? path.slice(PREFIX.length) : '';
     const known = Object.hasOwn(Methods, name) && (this.behaviour.teardownRoutes || !TEARDOWN_METHODS.has(name));
     if (!known) {
       req.resume();
       sendUnary(req, res, 404, { code: GrpcCode.NotFound, message: 'Not Found' });
-      return;
+      return undefined;
     }
     if (req.method !== 'POST') {
       req.resume();
       sendUnary(req, res, 501, { code: GrpcCode.Unimplemented, message: 'Method Not Allowed' });
-      return;
+      return undefined;
     }
-    const method = name as MethodName;
-    // grpc-gateway reads Grpc-Timeout into the call's deadline before it decodes the body.
+    return name as MethodName;
+  }
+
+  /**
+   * The call's deadline and decoded request; undefined once the error is sent. grpc-gateway reads
+   * Grpc-Timeout into the call's deadline before it decodes the body.
+   */
+  private async readCall(
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: MethodName,
+    arrived: number | undefined,
+  ): Promise<{ msg: Record<string, unknown>; throttle: ThrottleCall } | undefined> {
     let timeoutMs: number | undefined;
     try {
       timeoutMs = grpcTimeoutMs(req.headers['grpc-timeout']);
     } catch (e) {
       req.resume();
       sendStatus(req, res, statusOf(e));
-      return;
+      return undefined;
     }
-    const call: ThrottleCall = {
+    const throttle: ThrottleCall = {
       deadline: timeoutMs !== undefined && arrived !== undefined ? arrived + timeoutMs : undefined,
     };
     const text = await readBody(req);
@@ -141,36 +171,43 @@ export class Gateway {
         code: GrpcCode.ResourceExhausted,
         message: `grpc: received message larger than max (> ${MAX_REQUEST_BYTES})`,
       });
-      return;
+      return undefined;
     }
-    let msg: Record<string, unknown>;
     try {
-      msg = decodeRequest(Methods[method].request, text, this.behaviour.protoErrorPrefix);
+      return { msg: decodeRequest(Methods[method].request, text, this.behaviour.protoErrorPrefix), throttle };
     } catch (e) {
       sendStatus(req, res, { code: GrpcCode.InvalidArgument, message: (e as Error).message });
-      return;
+      return undefined;
     }
-    if (faults) {
-      await faults.beforeCall();
-      if (faults.takeUnavailable()) {
-        sendStatus(req, res, { code: GrpcCode.Unavailable, message: 'connection error: simulated outage' });
-        return;
-      }
-    }
-    const stream = Methods[method].stream;
-    let who: Identity;
+  }
+
+  /** The caller's identity; undefined once the refusal is sent (as a stream error for a stream). */
+  private async authenticate(
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: MethodName,
+  ): Promise<Identity | undefined> {
     try {
-      who = await this.opts.authenticate(req.headers, fullMethod(method));
+      return await this.opts.authenticate(req.headers, fullMethod(method));
     } catch (e) {
-      if (stream) sendStreamError(req, res, statusOf(e));
+      if (Methods[method].stream) sendStreamError(req, res, statusOf(e));
       else sendStatus(req, res, statusOf(e));
-      return;
+      return undefined;
     }
-    if (method === 'Watch') return this.watch(req, res, who, msg);
-    if (method === 'List') return this.list(req, res, who, msg);
+  }
+
+  /** A unary call answered: its result, its error, or (a lost-answer fault) a connection cut after it applied. */
+  private async answerUnary(
+    req: IncomingMessage,
+    res: ServerResponse,
+    method: MethodName,
+    who: Identity,
+    call: { msg: Record<string, unknown>; throttle: ThrottleCall },
+  ): Promise<void> {
+    const faults = this.opts.faults;
     try {
-      const out = await this.unary(method, who, msg, res, call);
-      if (faults && WRITES.has(method) && faults.takeLostAnswer(method, writtenPointer(method, msg))) {
+      const out = await this.unary(method, who, call.msg, res, call.throttle);
+      if (faults && WRITES.has(method) && faults.takeLostAnswer(method, writtenPointer(method, call.msg))) {
         // Applied, and the connection goes before the first byte of the answer.
         res.destroy();
         return;
@@ -245,157 +282,4 @@ export class Gateway {
         throw errorFromStatus(GrpcCode.Unimplemented, `unknown method ${method}`);
     }
   }
-
-  private async list(
-    req: IncomingMessage,
-    res: ServerResponse,
-    who: Identity,
-    msg: Record<string, unknown>,
-  ): Promise<void> {
-    const opts = (msg['options'] ?? {}) as Record<string, unknown>;
-    let items: Resource[];
-    try {
-      items = this.opts.state.list(
-        who,
-        String(msg['namespace']),
-        String(msg['type']),
-        queryFromWire(opts['label_query'], opts['id_query']),
-      );
-    } catch (e) {
-      sendStreamError(req, res, statusOf(e));
-      return;
-    }
-    const body = this.startStream(req, res);
-    // One message (and one flush) per item, as Omni sends a List: a client pays an inflate step per
-    // item of a gzip List, and the benchmark should see that cost.
-    await body.writeAll(items, (r) =>
-      line({ result: encodeMessage(Methods.List.response, { resource: this.resources.out(r) }) }),
-    );
-    this.streams.delete(res);
-    body.end();
-  }
-
-  private async watch(
-    req: IncomingMessage,
-    res: ServerResponse,
-    who: Identity,
-    msg: Record<string, unknown>,
-  ): Promise<void> {
-    if (msg['options'] === undefined && this.behaviour.watchWithoutOptionsPanics) {
-      sendStreamError(req, res, {
-        code: GrpcCode.Internal,
-        message: 'runtime error: invalid memory address or nil pointer dereference',
-      });
-      return;
-    }
-    const o = (msg['options'] ?? {}) as Record<string, unknown>;
-    const params: WatchParams = {
-      namespace: String(msg['namespace']),
-      type: String(msg['type']),
-      ...(msg['id'] !== undefined ? { id: String(msg['id']) } : {}),
-      bootstrapContents: o['bootstrap_contents'] === true,
-      tailEvents: Number(o['tail_events'] ?? 0),
-      query: queryFromWire(o['label_query'], o['id_query']),
-      aggregated: o['aggregated'] === true,
-      ...(o['start_from_bookmark'] !== undefined ? { startFromBookmark: o['start_from_bookmark'] as Uint8Array } : {}),
-      bootstrapBookmark: o['bootstrap_bookmark'] === true,
-      apiVersion: Number(msg['api_version'] ?? 0),
-    };
-    const ac = new AbortController();
-    res.on('close', () => ac.abort());
-    let batches: AsyncIterable<SimEvent[]>;
-    try {
-      batches = this.opts.state.watch(who, params, ac.signal);
-    } catch (e) {
-      ac.abort();
-      sendStreamError(req, res, statusOf(e));
-      return;
-    }
-    const body = this.startStream(req, res);
-    body.write(line({ result: {} }));
-    const dropAfter = this.opts.faults?.dropWatchAfterEvents();
-    let sent = 0;
-    try {
-      for await (const batch of batches) {
-        if (res.destroyed) break;
-        body.write(
-          line({
-            result: encodeMessage(Methods.Watch.response, { event: batch.map((e) => this.resources.eventOut(e)) }),
-          }),
-        );
-        sent += batch.length;
-        if (dropAfter !== undefined && sent >= dropAfter) {
-          await body.cut();
-          return;
-        }
-      }
-      body.end();
-    } catch (e) {
-      if (e instanceof StreamBrokenError) res.destroy();
-      else {
-        body.write(line({ error: statusJson(statusOf(e)) }));
-        body.end();
-      }
-    } finally {
-      ac.abort();
-      this.streams.delete(res);
-    }
-  }
-
-  private startStream(req: IncomingMessage, res: ServerResponse): Body {
-    res.statusCode = 200;
-    res.setHeader('Content-Type', 'application/json');
-    res.setHeader(GRPC_CONTENT_TYPE[0], GRPC_CONTENT_TYPE[1]);
-    this.streams.add(res);
-    res.on('close', () => this.streams.delete(res));
-    const body = new Body(res, encodingFor(req));
-    res.flushHeaders();
-    return body;
-  }
-}
-
-export interface ListenOptions {
-  host?: string;
-  port?: number;
-  /** PEM key and certificate: serve HTTPS. */
-  tls?: { key: string; cert: string };
-}
-
-export interface Listening {
-  server: Server;
-  /** `http://127.0.0.1:PORT` or `https://...`. */
-  endpoint: string;
-  close(): Promise<void>;
-}
-
-/** Serves the gateway on one listener (default 127.0.0.1, a free port). */
-export async function listen(gateway: Gateway, opts: ListenOptions = {}): Promise<Listening> {
-  const host = opts.host ?? '127.0.0.1';
-  const server: Server = opts.tls
-    ? createHttpsServer({ key: opts.tls.key, cert: opts.tls.cert }, gateway.handle)
-    : createServer(gateway.handle);
-  server.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n');
-    else socket.destroy();
-  });
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(opts.port ?? 0, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  const addr = server.address() as AddressInfo;
-  const hostPart = addr.family === 'IPv6' ? `[${addr.address}]` : addr.address;
-  const endpoint = `${opts.tls ? 'https' : 'http'}://${hostPart}:${addr.port}`;
-  return {
-    server,
-    endpoint,
-    close: () =>
-      new Promise<void>((resolve) => {
-        gateway.breakStreams();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
-  };
 }

@@ -1,17 +1,14 @@
-// Back-pressure the sim can apply, as a throttling Omni or the proxy in front of it does:
-//
-// - Omni's etcd write throttle (Omni 1.9.0 and later, off unless configured;
-//   `internal/backend/ratelimit/` and `storage.rateLimits.etcd` in its source): a token bucket in
-//   bytes per second with a burst, one per caller class (user, infraProvider, internal), charged by
-//   the marshaled size of what a Create, Update or Destroy writes to etcd (a Destroy: of what it
-//   deletes). It runs inside the etcd state, after the local checks (version, owner, phase,
-//   finalizers; a Create's existence check comes after it) and before the transaction. A write that
-//   can have its bytes within min(the call's deadline, maxWait) waits for them and is applied; one
-//   that cannot fails at once with DeadlineExceeded (golang.org/x/time/rate reserves the tokens, or
-//   refuses when the reservation would end after the deadline, without waiting); one larger than the
-//   burst fails with ResourceExhausted. Only etcd-backed kinds are charged (backend.ts).
-// - A rate-limiting proxy (nginx, Traefik, a cloud load balancer): a bucket of requests that answers
-//   429 or 503 with `Retry-After` and a body of its own (no gRPC status) once it is empty.
+// Omni's etcd write throttle as the sim applies it (Omni 1.9.0 and later, off unless configured;
+// `internal/backend/ratelimit/` and `storage.rateLimits.etcd` in its source): a token bucket
+// (token-bucket.ts) in bytes per second with a burst, one per caller class (user, infraProvider,
+// internal), charged by the marshaled size of what a Create, Update or Destroy writes to etcd (a
+// Destroy: of what it deletes). It runs inside the etcd state, after the local checks (version, owner,
+// phase, finalizers; a Create's existence check comes after it) and before the transaction. A write
+// that can have its bytes within min(the call's deadline, maxWait) waits for them and is applied; one
+// that cannot fails at once with DeadlineExceeded (golang.org/x/time/rate reserves the tokens, or
+// refuses when the reservation would end after the deadline, without waiting); one larger than the
+// burst fails with ResourceExhausted. Only etcd-backed kinds are charged (backend.ts). The other
+// back-pressure the sim can apply, a proxy in front of Omni answering 429 or 503, is proxy-limit.ts.
 //
 // How the sim waits: the store is synchronous, so a write that must wait throws ThrottleWait before it
 // changes anything; the gateway waits for it (`throttled`) and sends the call again, which finds its
@@ -25,6 +22,7 @@ import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { errorFromStatus, GrpcCode } from '../../omni-api/errors.js';
 import type { Resource } from '../../omni-api/resource.js';
 import type { Identity } from '../api.js';
+import { TokenBucket } from './token-bucket.js';
 
 export type CallerClass = 'user' | 'infraProvider' | 'internal';
 export const CALLER_CLASSES: readonly CallerClass[] = ['user', 'infraProvider', 'internal'];
@@ -45,72 +43,6 @@ export interface ThrottleConfig {
 }
 
 export const DEFAULT_MAX_WAIT_MS = 30_000;
-
-/** A reservation of tokens: when they are there, and how to give them back. */
-export interface Reservation {
-  waitMs: number;
-  cancel(nowMs: number): void;
-}
-
-/**
- * A token bucket with reservations, with the semantics of golang.org/x/time/rate's Limiter: it starts
- * full, refills at `perSecond` up to `burst`, and a reservation may take it below zero (the tokens of
- * the writes already waiting), so that a reservation's wait is the debt ahead of it. Times in ms.
- */
-export class TokenBucket {
-  private tokens: number;
-  private last: number;
-  /** When the latest reservation's tokens are there. */
-  private lastEvent: number;
-
-  constructor(
-    readonly perSecond: number,
-    readonly burst: number,
-    nowMs: number,
-  ) {
-    this.tokens = burst;
-    this.last = nowMs;
-    this.lastEvent = nowMs;
-  }
-
-  private level(nowMs: number): number {
-    const elapsed = Math.max(0, nowMs - Math.min(nowMs, this.last));
-    return Math.min(this.burst, this.tokens + (elapsed * this.perSecond) / 1000);
-  }
-
-  /** How long until n tokens are there (Infinity when the bucket never refills). */
-  untilMs(nowMs: number, n: number): number {
-    const missing = n - this.level(nowMs);
-    if (missing <= 0) return 0;
-    return this.perSecond > 0 ? (missing * 1000) / this.perSecond : Infinity;
-  }
-
-  /** Takes n tokens if they are there within `maxWaitMs` (Infinity: whenever); undefined takes nothing. */
-  reserve(nowMs: number, n: number, maxWaitMs: number): Reservation | undefined {
-    const waitMs = this.untilMs(nowMs, n);
-    // Tokens that never come (no refill) are refused rather than waited for forever.
-    if (n > this.burst || waitMs > maxWaitMs || waitMs === Infinity) return undefined;
-    const tokens = this.level(nowMs) - n;
-    const at = nowMs + waitMs;
-    this.last = nowMs;
-    this.tokens = tokens;
-    this.lastEvent = at;
-    return { waitMs, cancel: (t) => this.giveBack(n, at, t) };
-  }
-
-  /** Returns what a cancelled reservation took, but not the tokens reservations after it are counting on. */
-  private giveBack(n: number, at: number, nowMs: number): void {
-    if (at < nowMs) return;
-    const restore = n - ((this.lastEvent - at) * this.perSecond) / 1000;
-    if (restore <= 0) return;
-    this.tokens = Math.min(this.burst, this.level(nowMs) + restore);
-    this.last = nowMs;
-    if (at === this.lastEvent) {
-      const before = at - (n * 1000) / this.perSecond;
-      if (before >= nowMs) this.lastEvent = before;
-    }
-  }
-}
 
 /**
  * The size Omni charges for a resource: the protobuf of COSI's Resource without yaml_spec, as its etcd state stores it.
@@ -361,49 +293,4 @@ export function grpcTimeoutMs(header: string | string[] | undefined): number | u
   if (!m) throw errorFromStatus(GrpcCode.InvalidArgument, `invalid grpc-timeout: ${v}`);
   const unitMs = { H: 3_600_000, M: 60_000, S: 1000, m: 1, u: 1e-3, n: 1e-6 }[m[2] as 'H'];
   return Number(m[1]) * unitMs;
-}
-
-/** A proxy's request limit: `burst` requests at once, refilled at `requestsPerSecond`. */
-export interface ProxyLimitConfig {
-  requestsPerSecond: number;
-  burst: number;
-  /** What the proxy answers once the bucket is empty. Default 429. */
-  status?: 429 | 503;
-  /** The Retry-After it sends, in seconds; default: until the next request would be let through (at least 1). */
-  retryAfterS?: number;
-}
-
-export interface ProxyLimitStats {
-  passed: number;
-  refused: number;
-}
-
-export class ProxyLimit {
-  private readonly bucket: TokenBucket;
-  private readonly counts: ProxyLimitStats = { passed: 0, refused: 0 };
-
-  constructor(
-    private readonly cfg: ProxyLimitConfig,
-    private readonly now: () => number,
-  ) {
-    this.bucket = new TokenBucket(cfg.requestsPerSecond, cfg.burst, now());
-  }
-
-  stats(): ProxyLimitStats {
-    return { ...this.counts };
-  }
-
-  /** undefined: let the request through; otherwise what the proxy answers instead. */
-  take(): { status: 429 | 503; retryAfterS: number } | undefined {
-    if (this.bucket.reserve(this.now(), 1, 0)) {
-      this.counts.passed++;
-      return undefined;
-    }
-    this.counts.refused++;
-    const untilNext = this.bucket.untilMs(this.now(), 1);
-    return {
-      status: this.cfg.status ?? 429,
-      retryAfterS: this.cfg.retryAfterS ?? (Number.isFinite(untilNext) ? Math.max(1, Math.ceil(untilNext / 1000)) : 1),
-    };
-  }
 }

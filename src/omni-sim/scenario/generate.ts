@@ -27,7 +27,7 @@ import {
   WipeStatusSpec,
 } from '../../omni-api/specs/messages.js';
 import { encodeSpec } from '../../omni-api/specs/codec.js';
-import type { FaultConfig } from '../gateway/faults.js';
+import type { FaultConfig } from '../gateway/fault-config.js';
 import type { Scenario, ScenarioIdentity } from './scenario.js';
 import { DEFAULT_OMNI_VERSION } from './scenario.js';
 

@@ -23,7 +23,7 @@ import { OMNI_SPEC_SCHEMAS, specSchemaForType } from '../../omni-api/specs/specs
 import { specFromPlain, specToPlain } from './plain.js';
 import { SysVersionSpec } from '../../omni-api/specs/messages.js';
 import { ROLE_RANK, type Role } from '../api.js';
-import { type FaultConfig, faultConfigFromPlain, faultConfigToPlain } from '../gateway/faults.js';
+import { type FaultConfig, faultConfigFromPlain, faultConfigToPlain } from '../gateway/fault-config.js';
 import { parseVersion } from '../version.js';
 import { roleMissingIn } from '../access/roles.js';
 

@@ -1,7 +1,11 @@
 // Faults of the simulated Omni, seen over HTTP the way a client meets them.
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { FaultConfigError, faultConfigFromPlain, faultConfigToPlain } from '../../../src/omni-sim/gateway/faults.js';
+import {
+  FaultConfigError,
+  faultConfigFromPlain,
+  faultConfigToPlain,
+} from '../../../src/omni-sim/gateway/fault-config.js';
 import { createSim, type Sim } from '../../../src/omni-sim/index.js';
 import { rawCall, type RawKey } from '../../helpers/raw-client.js';
 import { openStream } from '../../helpers/sim-stream.js';
