@@ -16,7 +16,7 @@ import { parseScenario, dumpScenario, type Scenario } from './scenario/scenario.
 import { type Authenticator, Gateway } from './gateway/server.js';
 import { listen } from './gateway/listen.js';
 import { SimStore } from './store/store.js';
-import type { Pointer } from '../omni-api/resource.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
 import { NS_EPHEMERAL, T } from '../omni-api/resource.js';
 
 export interface SimContext {
@@ -80,33 +80,8 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
   const faults = new Faults({ now: baseNow }, { ...sc.faults, ...(opts.faults ?? {}) });
   const clock = faults.clock;
   const store = new SimStore({ clock, writeGate: (who, type, bytes) => faults.gateWrite(who, type, bytes) });
-  store.seed(sc.resources);
-  // Omni creates its SysVersion at start-up (the provider reads it to learn the version); a scenario
-  // may bring its own, for example to test a stub against an odd version string.
-  const seeded = sc.resources.some((r) => isSysVersion(r.metadata))
-    ? undefined
-    : sysVersionResource(sc.omniVersion, clock.now());
-  if (seeded) store.seed([seeded]);
-
-  const registry = new IdentityRegistry();
-  const generatedKeys: Record<string, GeneratedKey> = {};
-  const keys: Record<string, string> = {};
-  for (const id of sc.identities) {
-    const missing = roleMissingIn(id.role, sc.omniVersion);
-    if (missing) throw new Error(`identity ${id.name}: ${missing}, not ${sc.omniVersion}`);
-    let publicKeys = id.publicKeys;
-    if (publicKeys.length === 0) {
-      // Dated an hour back so that a negative clock-offset fault does not make the key "not yet valid".
-      const k = await generateKey(id.name, {
-        date: new Date(baseNow() - 3600_000),
-        ...(opts.keyLifetimeSeconds !== undefined ? { lifetimeSeconds: opts.keyLifetimeSeconds } : {}),
-      });
-      generatedKeys[id.name] = k;
-      keys[id.name] = k.serviceAccountKey;
-      publicKeys = [k.armoredPublicKey];
-    }
-    await registry.add({ name: id.name, role: id.role, publicKeys });
-  }
+  const seeded = seedStore(store, sc, clock);
+  const { registry, keys, generatedKeys } = await registerIdentities(sc, baseNow, opts.keyLifetimeSeconds);
 
   const ctx: SimContext = { store, registry, clock, omniVersion: sc.omniVersion };
   const api = opts.access ? opts.access(ctx) : createAccessApi(store, { version: sc.omniVersion });
@@ -162,6 +137,48 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
     dump: () =>
       dumpScenario({ ...sc, resources: seeded ? store.all().filter((r) => !isSysVersion(r.metadata)) : store.all() }),
   };
+}
+
+/**
+ * The scenario's resources, and the SysVersion Omni creates at start-up (the provider reads it to
+ * learn the version) unless the scenario brings its own, for example to test a stub against an odd
+ * version string. Returns the SysVersion the sim made, if it did.
+ */
+function seedStore(store: SimStore, sc: Scenario, clock: SimClock): Resource | undefined {
+  store.seed(sc.resources);
+  const seeded = sc.resources.some((r) => isSysVersion(r.metadata))
+    ? undefined
+    : sysVersionResource(sc.omniVersion, clock.now());
+  if (seeded) store.seed([seeded]);
+  return seeded;
+}
+
+/** The scenario's identities registered, each with its public keys or a key pair generated for it. */
+async function registerIdentities(
+  sc: Scenario,
+  baseNow: () => number,
+  keyLifetimeSeconds: number | undefined,
+): Promise<{ registry: IdentityRegistry; keys: Record<string, string>; generatedKeys: Record<string, GeneratedKey> }> {
+  const registry = new IdentityRegistry();
+  const generatedKeys: Record<string, GeneratedKey> = {};
+  const keys: Record<string, string> = {};
+  for (const id of sc.identities) {
+    const missing = roleMissingIn(id.role, sc.omniVersion);
+    if (missing) throw new Error(`identity ${id.name}: ${missing}, not ${sc.omniVersion}`);
+    let publicKeys = id.publicKeys;
+    if (publicKeys.length === 0) {
+      // Dated an hour back so that a negative clock-offset fault does not make the key "not yet valid".
+      const k = await generateKey(id.name, {
+        date: new Date(baseNow() - 3600_000),
+        ...(keyLifetimeSeconds !== undefined ? { lifetimeSeconds: keyLifetimeSeconds } : {}),
+      });
+      generatedKeys[id.name] = k;
+      keys[id.name] = k.serviceAccountKey;
+      publicKeys = [k.armoredPublicKey];
+    }
+    await registry.add({ name: id.name, role: id.role, publicKeys });
+  }
+  return { registry, keys, generatedKeys };
 }
 
 function isSysVersion(p: Pointer): boolean {

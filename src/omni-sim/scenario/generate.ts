@@ -85,40 +85,48 @@ function res(
 
 /** A bare-metal provider's InfraMachine, its InfraMachineStatus and its five per-machine resources. */
 export function bareMetalMachine(providerId: string, uuid: string, o: GenMachineOptions = {}): Resource[] {
+  const token = `nut-${uuid.slice(-8)}`;
+  const machine = bareMetalInfraMachine(providerId, uuid, token, o);
+  return o.outputs === false ? [machine] : [machine, ...bareMetalOutputs(providerId, uuid, token)];
+}
+
+/** The InfraMachine, tearing down by default, with the bare-metal controllers' finalizers on it. */
+function bareMetalInfraMachine(providerId: string, uuid: string, token: string, o: GenMachineOptions): Resource {
+  const ctl = (name: string) => `${providerId}.${name}`;
+  return res(
+    NS_INFRA_PROVIDER,
+    T.InfraMachine,
+    uuid,
+    {
+      owner: 'InfraMachineController',
+      phase: o.phase ?? 'tearingDown',
+      labels: { [LABEL_INFRA_PROVIDER_ID]: providerId },
+      version: '7',
+      finalizers: [...BARE_METAL_FINALIZER_NAMES.map(ctl), ...(o.extraFinalizers ?? [])],
+    },
+    encodeSpec(InfraMachineSpec, {
+      preferred_power_state: 0,
+      acceptance_status: 1,
+      cluster_talos_version: '1.9.6',
+      extensions: ['siderolabs/iscsi-tools'],
+      wipe_id: '',
+      extra_kernel_args: '',
+      requested_reboot_id: '',
+      cordoned: false,
+      install_event_id: 2n,
+      node_unique_token: token,
+      power_off_request_id: '',
+    }),
+  );
+}
+
+/** What the provider wrote for a machine: its InfraMachineStatus and the five resources in its namespace. */
+function bareMetalOutputs(providerId: string, uuid: string, token: string): Resource[] {
   const label = { [LABEL_INFRA_PROVIDER_ID]: providerId };
   const ns = providerNamespace(providerId);
   const ctl = (name: string) => `${providerId}.${name}`;
   const reboot = [ctl('RebootStatusController')];
-  const token = `nut-${uuid.slice(-8)}`;
-  const out: Resource[] = [
-    res(
-      NS_INFRA_PROVIDER,
-      T.InfraMachine,
-      uuid,
-      {
-        owner: 'InfraMachineController',
-        phase: o.phase ?? 'tearingDown',
-        labels: label,
-        version: '7',
-        finalizers: [...BARE_METAL_FINALIZER_NAMES.map(ctl), ...(o.extraFinalizers ?? [])],
-      },
-      encodeSpec(InfraMachineSpec, {
-        preferred_power_state: 0,
-        acceptance_status: 1,
-        cluster_talos_version: '1.9.6',
-        extensions: ['siderolabs/iscsi-tools'],
-        wipe_id: '',
-        extra_kernel_args: '',
-        requested_reboot_id: '',
-        cordoned: false,
-        install_event_id: 2n,
-        node_unique_token: token,
-        power_off_request_id: '',
-      }),
-    ),
-  ];
-  if (o.outputs === false) return out;
-  out.push(
+  return [
     res(
       NS_INFRA_PROVIDER,
       T.InfraMachineStatus,
@@ -176,8 +184,7 @@ export function bareMetalMachine(providerId: string, uuid: string, o: GenMachine
         wiped_node_unique_token: token,
       }),
     ),
-  );
-  return out;
+  ];
 }
 
 export interface GenRequestOptions {
