@@ -1,7 +1,7 @@
 // src/omni-sim/scenario: what the simulated Omni starts from and what it writes out: scenario files
-// and dumps (this file), specs as plain YAML objects (plain.ts), a dump served as the provider's
-// account sees it (dump-state.ts), omnictl-style key pairs (keys.ts), large generated fleets
-// (generate.ts).
+// and dumps (this file), one resource document read and written (resource-doc.ts), specs as plain
+// YAML objects (plain.ts), a dump served as the provider's account sees it (dump-state.ts),
+// omnictl-style key pairs (keys.ts), large generated fleets (generate.ts).
 //
 // Scenario files of the simulated Omni (docs/operator-guide.md 'Rehearsing on the simulated Omni'), read
 // strictly: every error names the YAML document (0-based) and the key. Two shapes, also mixed in one
@@ -10,22 +10,21 @@
 //   - documents as `omnictl get ... -o yaml` prints them (docs/omni-wire.md 6): top-level
 //     `metadata` + `spec`, version a bare number, spec keys in omnictl's spelling.
 // A resource's spec is a map (`spec:`, for the types src/omni-api/specs/specs.ts knows; proto or omnictl
-// key spelling), or `proto_spec:` (standard base64, any type), plus `yaml_spec:` for opaque types.
+// key spelling), or `proto_spec:` (standard base64, any type), plus `yaml_spec:` for opaque types
+// (resource-doc.ts reads and writes one resource; this file the documents around them).
 // dumpScenario writes the scenario shape so that parse(dump(parse(x))) equals parse(x).
 
 import { parseAllDocuments, parseDocument, stringify } from 'yaml';
 import { InputFileError, readBoundedFile, SCENARIO_FILE_MAX_BYTES } from '../../omni-api/bounded-file.js';
 import type { Resource } from '../../omni-api/resource.js';
-import { bytesEqual, isValidPhase, newMetadata, NS_EPHEMERAL, T } from '../../omni-api/resource.js';
-import { decodeSpec, encodeSpec } from '../../omni-api/specs/codec.js';
-import { formatTimestamp, parseTimestamp } from '../../omni-api/specs/timestamp.js';
-import { OMNI_SPEC_SCHEMAS, specSchemaForType } from '../../omni-api/specs/specs.js';
-import { specFromPlain, specToPlain } from './plain.js';
+import { NS_EPHEMERAL, T } from '../../omni-api/resource.js';
+import { decodeSpec } from '../../omni-api/specs/codec.js';
 import { SysVersionSpec } from '../../omni-api/specs/messages.js';
 import { ROLE_RANK, type Role } from '../api.js';
 import { type FaultConfig, faultConfigFromPlain, faultConfigToPlain } from '../gateway/fault-config.js';
 import { parseVersion } from '../version.js';
 import { roleMissingIn } from '../access/roles.js';
+import { type DocReader, isMap, parseResource, type Plain, resourceToPlain } from './resource-doc.js';
 
 /** Used when a file names no Omni version (e.g. a bare `omnictl get -o yaml` dump). */
 export const DEFAULT_OMNI_VERSION = '1.3.4';
@@ -60,25 +59,7 @@ export class ScenarioError extends Error {
 
 const PROVIDER_PREFIX = 'infra-provider:';
 const HEADER_KEYS = ['omni', 'identities', 'resources', 'faults'];
-const RESOURCE_KEYS = ['metadata', 'spec', 'proto_spec', 'yaml_spec'];
-const METADATA_KEYS = [
-  'namespace',
-  'type',
-  'id',
-  'version',
-  'owner',
-  'phase',
-  'created',
-  'updated',
-  'labels',
-  'annotations',
-  'finalizers',
-];
 const ROLES = Object.keys(ROLE_RANK) as Role[];
-
-type Plain = Record<string, unknown>;
-const isMap = (v: unknown): v is Plain =>
-  typeof v === 'object' && v !== null && !Array.isArray(v) && !(v instanceof Uint8Array);
 
 /** bigint (YAML parsed with intAsBigInt, so uint64 specs survive) back to number where exact. */
 function normalize(v: unknown): unknown {
@@ -89,7 +70,7 @@ function normalize(v: unknown): unknown {
   return v;
 }
 
-class Ctx {
+class Ctx implements DocReader {
   constructor(
     readonly source: string,
     readonly doc: number,
@@ -111,108 +92,6 @@ class Ctx {
       this.fail(path, `expected a string, got ${JSON.stringify(typeof v === 'bigint' ? String(v) : v)}`);
     return v;
   }
-}
-
-function parseStringMap(ctx: Ctx, v: unknown, path: string): Record<string, string> {
-  if (v === undefined || v === null) return {};
-  if (!isMap(v)) ctx.fail(path, 'expected a map of strings');
-  const out: Record<string, string> = {};
-  // `key:` with no value is YAML null; omnictl prints "" for Omni's empty-valued labels.
-  for (const [k, x] of Object.entries(v)) out[k] = x === null ? '' : ctx.str(x, `${path}.${k}`);
-  return out;
-}
-
-function parseTime(ctx: Ctx, v: unknown, path: string): string | undefined {
-  if (v === undefined || v === null) return undefined;
-  if (v instanceof Date)
-    return formatTimestamp({ seconds: BigInt(Math.floor(v.getTime() / 1000)), nanos: (v.getTime() % 1000) * 1e6 });
-  try {
-    return formatTimestamp(parseTimestamp(ctx.str(v, path)));
-  } catch (e) {
-    if (e instanceof ScenarioError) throw e;
-    return ctx.fail(path, 'expected an RFC 3339 timestamp such as 2026-03-01T10:00:00Z');
-  }
-}
-
-function parseResource(ctx: Ctx, raw: unknown, path: string, omnictlDoc: boolean): Resource {
-  const at = (k: string) => (path ? `${path}.${k}` : k);
-  if (!isMap(raw)) return ctx.fail(path || '(document)', 'expected a map with metadata and spec');
-  ctx.onlyKeys(raw, RESOURCE_KEYS, path);
-  const m = raw['metadata'];
-  if (!isMap(m)) return ctx.fail(at('metadata'), 'required map');
-  ctx.onlyKeys(m, METADATA_KEYS, at('metadata'));
-  const mp = (k: string) => at(`metadata.${k}`);
-  const type = ctx.str(m['type'], mp('type'), { required: true });
-  const namespace = ctx.str(m['namespace'], mp('namespace'), { required: true });
-  const id = ctx.str(m['id'], mp('id'), { required: true });
-  let version = '1';
-  const v = m['version'];
-  if (typeof v === 'number' && Number.isSafeInteger(v) && v > 0) version = String(v);
-  else if (typeof v === 'bigint' && v > 0n) version = String(v);
-  else if (typeof v === 'string' && /^[1-9][0-9]*$/.test(v)) version = v;
-  else if (v !== undefined && v !== null) ctx.fail(mp('version'), 'expected a positive integer');
-  const phase = ctx.str(m['phase'], mp('phase'), { fallback: 'running' });
-  if (!isValidPhase(phase)) ctx.fail(mp('phase'), 'expected running or tearingDown');
-  const finalizers = m['finalizers'] ?? [];
-  if (!Array.isArray(finalizers)) ctx.fail(mp('finalizers'), 'expected a list of strings');
-  const created = parseTime(ctx, m['created'], mp('created'));
-  const updated = parseTime(ctx, m['updated'], mp('updated'));
-  const metadata = newMetadata(
-    { namespace, type, id },
-    {
-      version,
-      owner: ctx.str(m['owner'], mp('owner')),
-      phase,
-      ...(created !== undefined ? { created } : {}),
-      ...(updated !== undefined ? { updated } : {}),
-      finalizers: finalizers.map((f, i) => ctx.str(f, `${mp('finalizers')}[${i}]`)),
-      labels: parseStringMap(ctx, m['labels'], mp('labels')),
-      annotations: parseStringMap(ctx, m['annotations'], mp('annotations')),
-    },
-  );
-
-  const hasSpec = raw['spec'] !== undefined;
-  const hasProto = raw['proto_spec'] !== undefined && raw['proto_spec'] !== null;
-  if (hasSpec && hasProto) ctx.fail(at('spec'), 'give either spec or proto_spec, not both');
-  let protoSpec: Uint8Array = new Uint8Array(0);
-  let yamlSpec: string | undefined;
-  if (hasProto) {
-    const b64 = ctx.str(raw['proto_spec'], at('proto_spec'));
-    if (!/^[A-Za-z0-9+/]*={0,2}$/.test(b64) || b64.length % 4 === 1)
-      ctx.fail(at('proto_spec'), 'expected standard base64');
-    protoSpec = new Uint8Array(Buffer.from(b64, 'base64'));
-  } else if (hasSpec && raw['spec'] !== null) {
-    const schema = specSchemaForType(type);
-    if (schema) {
-      try {
-        protoSpec = encodeSpec(schema, specFromPlain(schema, raw['spec'], at('spec')));
-      } catch (e) {
-        ctx.fail(at('spec'), (e as Error).message);
-      }
-    } else if (omnictlDoc) {
-      // omnictl shows an opaque type's yaml_spec as its spec: keep it as that.
-      yamlSpec = stringify(raw['spec']);
-    } else {
-      ctx.fail(at('spec'), `no spec codec for type ${type}; give proto_spec (base64) instead`);
-    }
-  }
-  if (raw['yaml_spec'] !== undefined && raw['yaml_spec'] !== null) {
-    if (yamlSpec !== undefined) ctx.fail(at('yaml_spec'), 'give either spec or yaml_spec for this type, not both');
-    yamlSpec = ctx.str(raw['yaml_spec'], at('yaml_spec'));
-  }
-  // Omni ignores yaml_spec for its registered types and renders its own.
-  if (OMNI_SPEC_SCHEMAS.has(type)) yamlSpec = undefined;
-  if (protoSpec.length > 0 && specSchemaForType(type)) {
-    try {
-      decodeSpec(specSchemaForType(type)!, protoSpec);
-    } catch (e) {
-      ctx.fail(
-        hasProto ? at('proto_spec') : at('spec'),
-        `does not decode as the spec of ${type}: ${(e as Error).message}`,
-      );
-    }
-  }
-  return { metadata, spec: { protoSpec, ...(yamlSpec !== undefined && yamlSpec !== '' ? { yamlSpec } : {}) } };
 }
 
 function parseIdentity(ctx: Ctx, raw: unknown, path: string): ScenarioIdentity {
@@ -263,6 +142,20 @@ export function parseFaults(text: string, source: string): FaultConfig {
 
 /** Parses a scenario (either shape, one or more YAML documents). `source` names the file in errors. */
 export function parseScenario(text: string, source = 'scenario'): Scenario {
+  const { header, resources } = readDocuments(text, source);
+  const fromHeader = header ? parseHeader(header.ctx, header.raw, resources) : { faults: {} };
+  return completeScenario(source, fromHeader, resources);
+}
+
+/** What a scenario header gives (each part optional but the faults). */
+interface HeaderParts {
+  omniVersion?: string;
+  identities?: ScenarioIdentity[];
+  faults: FaultConfig;
+}
+
+/** Each document is a resource (omnictl's shape) or the one scenario header, kept for parseHeader. */
+function readDocuments(text: string, source: string): { header?: { ctx: Ctx; raw: Plain }; resources: Resource[] } {
   const docs = parseAllDocuments(text, { intAsBigInt: true, uniqueKeys: true });
   const list = Array.isArray(docs) ? docs : [docs];
   let header: { ctx: Ctx; raw: Plain } | undefined;
@@ -282,55 +175,61 @@ export function parseScenario(text: string, source = 'scenario'): Scenario {
     if (header) ctx.fail('(document)', `a second scenario header (the first is document ${header.ctx.doc})`);
     header = { ctx, raw };
   });
-  let omniVersion: string | undefined;
-  let identities: ScenarioIdentity[] | undefined;
-  let faults: FaultConfig = {};
-  if (header) {
-    const ctx: Ctx = header.ctx;
-    const raw: Plain = header.raw;
-    const omni = raw['omni'];
-    if (omni !== undefined && omni !== null) {
-      if (!isMap(omni)) ctx.fail('omni', 'expected a map with version');
-      ctx.onlyKeys(omni, ['version'], 'omni');
-      if (omni['version'] !== undefined) {
-        if (typeof omni['version'] !== 'string')
-          ctx.fail('omni.version', 'expected a quoted string such as "1.3.4" (1.10 unquoted is the number 1.1)');
-        try {
-          parseVersion(omni['version']);
-        } catch (e) {
-          ctx.fail('omni.version', (e as Error).message);
-        }
-        omniVersion = omni['version'];
+  return { ...(header ? { header } : {}), resources };
+}
+
+/** The header's `omni`, `identities` and `faults`; its `resources` are added to `resources`. */
+function parseHeader(ctx: Ctx, raw: Plain, resources: Resource[]): HeaderParts {
+  const out: HeaderParts = { faults: {} };
+  const omni = raw['omni'];
+  if (omni !== undefined && omni !== null) {
+    if (!isMap(omni)) ctx.fail('omni', 'expected a map with version');
+    ctx.onlyKeys(omni, ['version'], 'omni');
+    if (omni['version'] !== undefined) {
+      if (typeof omni['version'] !== 'string')
+        ctx.fail('omni.version', 'expected a quoted string such as "1.3.4" (1.10 unquoted is the number 1.1)');
+      try {
+        parseVersion(omni['version']);
+      } catch (e) {
+        ctx.fail('omni.version', (e as Error).message);
       }
-    }
-    const ids = raw['identities'];
-    if (ids !== undefined && ids !== null) {
-      if (!Array.isArray(ids)) ctx.fail('identities', 'expected a list');
-      const parsed = ids.map((x, i) => parseIdentity(ctx, x, `identities[${i}]`));
-      identities = parsed;
-      const seen = new Set<string>();
-      parsed.forEach((x, i) => {
-        if (seen.has(x.name)) ctx.fail(`identities[${i}].name`, `duplicate identity ${x.name}`);
-        seen.add(x.name);
-      });
-    }
-    const rs = raw['resources'];
-    if (rs !== undefined && rs !== null) {
-      if (!Array.isArray(rs)) ctx.fail('resources', 'expected a list');
-      rs.forEach((x, i) => resources.push(parseResource(ctx, x, `resources[${i}]`, false)));
-    }
-    try {
-      faults = faultConfigFromPlain(raw['faults'], 'faults');
-    } catch (e) {
-      ctx.fail('faults', (e as Error).message.replace(/^faults[.:]\s*/, ''));
+      out.omniVersion = omni['version'];
     }
   }
+  const ids = raw['identities'];
+  if (ids !== undefined && ids !== null) {
+    if (!Array.isArray(ids)) ctx.fail('identities', 'expected a list');
+    const parsed = ids.map((x, i) => parseIdentity(ctx, x, `identities[${i}]`));
+    out.identities = parsed;
+    const seen = new Set<string>();
+    parsed.forEach((x, i) => {
+      if (seen.has(x.name)) ctx.fail(`identities[${i}].name`, `duplicate identity ${x.name}`);
+      seen.add(x.name);
+    });
+  }
+  const rs = raw['resources'];
+  if (rs !== undefined && rs !== null) {
+    if (!Array.isArray(rs)) ctx.fail('resources', 'expected a list');
+    rs.forEach((x, i) => resources.push(parseResource(ctx, x, `resources[${i}]`, false)));
+  }
+  try {
+    out.faults = faultConfigFromPlain(raw['faults'], 'faults');
+  } catch (e) {
+    ctx.fail('faults', (e as Error).message.replace(/^faults[.:]\s*/, ''));
+  }
+  return out;
+}
+
+/** The version and identities a file left out, from its resources; every resource once, sorted. */
+function completeScenario(source: string, header: HeaderParts, resources: Resource[]): Scenario {
+  let { omniVersion, identities } = header;
   const fromHeader = omniVersion !== undefined;
   // No version in a header: a dump's SysVersion (`omnictl get sysversions -o yaml`) says which Omni it came from.
   omniVersion ??= resources.map(sysVersionOf).find((v) => v !== undefined) ?? DEFAULT_OMNI_VERSION;
+  const version = omniVersion;
   identities?.forEach((x, i) => {
-    const missing = roleMissingIn(x.role, omniVersion);
-    if (missing) throw new ScenarioError(`${source}: identities[${i}].role: ${missing}, not ${omniVersion}`);
+    const missing = roleMissingIn(x.role, version);
+    if (missing) throw new ScenarioError(`${source}: identities[${i}].role: ${missing}, not ${version}`);
   });
   const seen = new Set<string>();
   for (const r of resources) {
@@ -346,6 +245,7 @@ export function parseScenario(text: string, source = 'scenario'): Scenario {
   identities ??= resources
     .filter((r) => r.metadata.type === T.InfraProvider)
     .map((r) => ({ name: `${PROVIDER_PREFIX}${r.metadata.id}`, role: 'InfraProvider' as Role, publicKeys: [] }));
+  const faults = header.faults;
   return { omniVersion, ...(fromHeader ? { omniVersionFromHeader: true } : {}), identities, resources, faults };
 }
 
@@ -371,37 +271,6 @@ export async function loadScenarioFile(path: string, what = '--scenario'): Promi
     throw new ScenarioError(`cannot read scenario ${path}: ${(e as Error).message}`, { cause: e });
   }
   return parseScenario(text, path);
-}
-
-/** The spec as a readable map when that map encodes back to exactly the same bytes; else undefined. */
-function specAsPlain(r: Resource): Plain | undefined {
-  const schema = specSchemaForType(r.metadata.type);
-  if (!schema) return undefined;
-  try {
-    const { value, unknown } = decodeSpec(schema, r.spec.protoSpec);
-    if (unknown.length > 0) return undefined;
-    const plain = specToPlain(schema, value, 'proto');
-    return bytesEqual(encodeSpec(schema, specFromPlain(schema, plain)), r.spec.protoSpec) ? plain : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-function resourceToPlain(r: Resource): Plain {
-  const m = r.metadata;
-  const version = /^[0-9]+$/.test(m.version) && Number.isSafeInteger(Number(m.version)) ? Number(m.version) : m.version;
-  const metadata: Plain = { namespace: m.namespace, type: m.type, id: m.id, version, owner: m.owner, phase: m.phase };
-  if (m.created !== undefined) metadata['created'] = m.created;
-  if (m.updated !== undefined) metadata['updated'] = m.updated;
-  if (Object.keys(m.labels).length > 0) metadata['labels'] = { ...m.labels };
-  if (Object.keys(m.annotations).length > 0) metadata['annotations'] = { ...m.annotations };
-  if (m.finalizers.length > 0) metadata['finalizers'] = [...m.finalizers];
-  const out: Plain = { metadata };
-  const plain = specAsPlain(r);
-  if (plain) out['spec'] = plain;
-  else if (r.spec.protoSpec.length > 0) out['proto_spec'] = Buffer.from(r.spec.protoSpec).toString('base64');
-  if (r.spec.yamlSpec !== undefined && !OMNI_SPEC_SCHEMAS.has(m.type)) out['yaml_spec'] = r.spec.yamlSpec;
-  return out;
 }
 
 /** The scenario shape of a state (identities without generated keys: those are made anew on load). */
