@@ -12,6 +12,7 @@ import { checkMutations } from './mutations.mjs';
 
 const STORE = 'src/omni-sim/store/store.ts';
 const STORE_WATCH = 'src/omni-sim/store/watch.ts';
+const STORE_EVENTS = 'src/omni-sim/store/events.ts';
 
 const MUTATIONS = [
   {
@@ -22,7 +23,7 @@ const MUTATIONS = [
   },
   {
     name: 'a watch drops every fifth event',
-    file: STORE,
+    file: STORE_EVENTS,
     from: '        w.queue.push(e);',
     to: '        if (e.pos % 5 !== 0) w.queue.push(e);',
   },

@@ -11,7 +11,7 @@ import { Methods } from '../../omni-api/wire.js';
 import type { Identity, SimEvent, StateApi, WatchParams } from '../api.js';
 import type { GatewayBehaviour } from '../behaviour.js';
 import { queryFromWire } from '../store/query.js';
-import { StreamBrokenError } from '../store/store.js';
+import { StreamBrokenError } from '../store/events.js';
 import { Body, encodingFor, GRPC_CONTENT_TYPE, line, sendStreamError, statusJson, statusOf } from './answer.js';
 import type { Faults } from './faults.js';
 import type { ResourceCodec } from './resources.js';

@@ -1,43 +1,29 @@
 // src/omni-sim/store: COSI's state semantics in memory, without access rules: the store and its CRUD
-// (this file), its watches (watch.ts), label and ID queries (query.ts), and how the backend Omni keeps
-// a kind in words its errors (backend.ts).
+// (this file), its history, open watches and listeners (events.ts), the watch machinery as pure
+// functions (watch.ts), label and ID queries (query.ts), and how the backend Omni keeps a kind in
+// words its errors (backend.ts).
 //
-// The sim's COSI state: an in-memory store with the semantics of docs/omni-wire.md 2.2-2.7 and docs/cosi-semantics.md,
-// and no
-// access rules (the identity argument is ignored; access.ts wraps this store with Omni's rules).
+// The sim's COSI state: an in-memory store with the semantics of docs/omni-wire.md 2.2-2.7 and
+// docs/cosi-semantics.md, and no access rules (the identity argument is ignored; access.ts wraps this
+// store with Omni's rules).
 //
 // Where Omni's backends differ (backend.ts), each kind answers as the backend Omni keeps it in:
 // etcd for most, memory for `ephemeral`, `meta` and provider health statuses. That decides the
 // wording of errors and the Update check order (etcd: exists -> version -> owner -> expected phase;
 // in memory: exists -> owner -> version -> expected phase).
-// Watches (bookmarks, initial events, query transitions, batches) are watch.ts's pure functions
-// over the state this store owns. A choice where the sim simplifies (documented so tests can rely on it):
-// - A restart (faults.ts) behaves as a restart after which etcd's history is compacted: the revision
-//   moves on, every bookmark issued before is refused (etcd: ERRORED; memory: a new cookie).
+// Every change is an event of events.ts (history, watches, listeners); watches (bookmarks, initial
+// events, query transitions, batches) are watch.ts's pure functions over what the two files own.
 // Everything goes in and out as deep copies: callers can never mutate stored state.
 
-import { randomBytes } from 'node:crypto';
 import type { Pointer, Resource } from '../../omni-api/resource.js';
 import { cloneResource, PHASE_TEARING_DOWN, pointerOf } from '../../omni-api/resource.js';
 import { errorFromStatus, GrpcCode } from '../../omni-api/errors.js';
 import { EventType } from '../../omni-api/wire.js';
 import type { Identity, Query, SimClock, StateApi, WatchBatches, WatchParams } from '../api.js';
 import { backendMessage as msg, backendOf } from './backend.js';
-import { compileQuery, isEmptyQuery } from './query.js';
-import {
-  checkWatchParams,
-  concerns,
-  encodeBookmark,
-  formatTimestamp,
-  initialEvents,
-  kindOf,
-  resumeFrom,
-  tombstone,
-  watchBatches,
-  WatchView,
-  type StoreEvent,
-  type Watcher,
-} from './watch.js';
+import { compileQuery } from './query.js';
+import { formatTimestamp, kindOf, type StoreEvent } from './watch.js';
+import { StoreEvents } from './events.js';
 import { marshaledSize } from '../gateway/throttle.js';
 
 export const DEFAULT_HISTORY_CAPACITY = 10_000;
@@ -59,15 +45,6 @@ export interface StoreOptions {
 
 export type WriteGate = (who: Identity, type: string, bytes: () => number) => void;
 
-/** Thrown into open watches by `restart()`: the gateway cuts their connections. */
-export class StreamBrokenError extends Error {
-  readonly code = 'SIM_STREAM_BROKEN';
-  constructor(message = 'stream broken by a simulated restart') {
-    super(message);
-    this.name = 'StreamBrokenError';
-  }
-}
-
 const keyOf = (p: Pointer) => `${p.namespace}\u0000${p.type}\u0000${p.id}`;
 const byId = (a: Resource, b: Resource) => (a.metadata.id < b.metadata.id ? -1 : a.metadata.id > b.metadata.id ? 1 : 0);
 
@@ -77,26 +54,19 @@ const err = (code: number, message: string, resource?: Pointer) =>
 export class SimStore implements StateApi {
   private readonly clock: SimClock;
   private readonly writeGate: WriteGate | undefined;
-  private readonly historyCapacity: number;
-  private readonly watchBufferCapacity: number;
+  private readonly events: StoreEvents;
   private readonly resources = new Map<string, Resource>();
   /** The same resources by kind (namespace + type): a List reads one kind, not the whole store. */
   private readonly byKind = new Map<string, Map<string, Resource>>();
-  /** Events from `historyHead` on are the retained history; the head moves instead of shifting the array per event. */
-  private history: StoreEvent[] = [];
-  private historyHead = 0;
-  private pos = 0;
-  private cookie: Buffer = randomBytes(8);
-  private readonly watchers = new Set<Watcher>();
-  private readonly listeners = new Set<(e: StoreEvent) => void>();
-  private readonly pending: StoreEvent[] = [];
-  private dispatching = false;
 
   constructor(opts: StoreOptions) {
     this.clock = opts.clock;
     this.writeGate = opts.writeGate;
-    this.historyCapacity = opts.historyCapacity ?? DEFAULT_HISTORY_CAPACITY;
-    this.watchBufferCapacity = opts.watchBufferCapacity ?? DEFAULT_HISTORY_CAPACITY;
+    this.events = new StoreEvents(
+      opts.clock,
+      opts.historyCapacity ?? DEFAULT_HISTORY_CAPACITY,
+      opts.watchBufferCapacity ?? DEFAULT_HISTORY_CAPACITY,
+    );
   }
 
   // ------------------------------------------------------------------------------------------
@@ -126,8 +96,7 @@ export class SimStore implements StateApi {
 
   /** Subscribes to every change, in order; returns the unsubscribe function. */
   onEvent(cb: (e: StoreEvent) => void): () => void {
-    this.listeners.add(cb);
-    return () => this.listeners.delete(cb);
+    return this.events.onEvent(cb);
   }
 
   /** A concurrent writer's no-op Update: only version and `updated` change (version-conflict storms). */
@@ -138,35 +107,23 @@ export class SimStore implements StateApi {
     next.metadata.version = String(BigInt(cur.metadata.version) + 1n);
     next.metadata.updated = formatTimestamp(this.clock.now());
     this.put(next);
-    this.emit(EventType.UPDATED, next, cur);
+    this.events.emit(EventType.UPDATED, next, cur);
     return true;
   }
 
   /** A simulated Omni restart: state kept, every open watch broken, every bookmark invalid. */
   restart(): void {
-    this.cookie = randomBytes(8);
-    this.history = [];
-    this.historyHead = 0;
-    // Omni writes as it starts (its SysVersion, for one): the revision moves on, so that bookmarks of
-    // now resume and every older one is refused.
-    this.pos++;
-    for (const w of this.watchers) {
-      w.broken = new StreamBrokenError();
-      w.wake?.();
-    }
+    this.events.restart();
   }
 
   /** Every open watch gets an ERRORED event with this error and then ends (fault injection). */
   failWatches(error: string): void {
-    for (const w of this.watchers) {
-      w.errored = error;
-      w.wake?.();
-    }
+    this.events.failWatches(error);
   }
 
   /** The bookmark of the current position for a kind (default: an etcd-backed one). */
   currentBookmark(kind: { namespace: string; type: string } = { namespace: 'default', type: '' }): Uint8Array {
-    return this.bookmark(kind, this.pos);
+    return this.events.currentBookmark(kind);
   }
 
   // ------------------------------------------------------------------------------------------
@@ -211,7 +168,7 @@ export class SimStore implements StateApi {
       throw err(GrpcCode.AlreadyExists, msg.alreadyExists(backendOf(p), p, r.metadata.version), p);
     }
     this.put(stored);
-    this.emit(EventType.CREATED, stored);
+    this.events.emit(EventType.CREATED, stored);
     return cloneResource(stored);
   }
 
@@ -235,7 +192,7 @@ export class SimStore implements StateApi {
     next.metadata.updated = formatTimestamp(this.clock.now());
     this.gate(who, next);
     this.put(next);
-    this.emit(EventType.UPDATED, next, cur);
+    this.events.emit(EventType.UPDATED, next, cur);
     return cloneResource(next);
   }
 
@@ -254,7 +211,7 @@ export class SimStore implements StateApi {
     // A Destroy costs what it deletes.
     this.gate(who, cur);
     this.remove(cur.metadata);
-    this.emit(EventType.DESTROYED, cur);
+    this.events.emit(EventType.DESTROYED, cur);
   }
 
   teardown(who: Identity, p: Pointer, owner: string): boolean {
@@ -304,56 +261,9 @@ export class SimStore implements StateApi {
   }
 
   watch(_who: Identity, params: WatchParams, signal: AbortSignal): WatchBatches {
-    checkWatchParams(params);
-    const fromBookmark = params.startFromBookmark !== undefined;
-    const matcher = compileQuery(params.query);
-    const history = { cookie: this.cookie, pos: this.pos, oldest: this.history[this.historyHead]?.pos };
-    const resume = fromBookmark
-      ? resumeFrom(params, params.startFromBookmark as Uint8Array, history)
-      : { pos: this.pos };
-    const startPos = resume.pos;
-
-    const w: Watcher = {
-      kind: kindOf(params),
-      id: params.id,
-      queue: [],
-      after: startPos,
-      overrun: false,
-      errored: resume.errored,
-      broken: undefined,
-      wake: undefined,
-    };
-    // Replayed history (bookmark or tail) goes through the same queue as live events.
-    if (fromBookmark && resume.errored === undefined)
-      w.queue.push(...this.retainedHistory().filter((e) => e.pos > startPos && concerns(w, e)));
-    if (params.tailEvents > 0)
-      w.queue.push(
-        ...this.retainedHistory()
-          .filter((e) => concerns(w, e))
-          .slice(-params.tailEvents),
-      );
-
-    const initial = initialEvents(params, matcher, {
-      bookmark: this.bookmark(params, this.pos),
-      nowMs: this.clock.now(),
+    return this.events.watch(params, signal, {
       current: () => this.resources.get(keyOf({ namespace: params.namespace, type: params.type, id: params.id ?? '' })),
       contents: () => this.list(INTERNAL_READER, params.namespace, params.type, params.query),
-    });
-    this.watchers.add(w);
-    const unsubscribe = () => {
-      this.watchers.delete(w);
-      w.wake?.();
-    };
-    signal.addEventListener('abort', unsubscribe, { once: true });
-
-    const view = new WatchView(matcher, isEmptyQuery(params.query));
-    return watchBatches(w, {
-      params,
-      initial,
-      signal,
-      convert: (e) => view.convert(e, this.bookmark(e.resource.metadata, e.pos)),
-      erroredEvent: (error) => ({ eventType: EventType.ERRORED, resource: tombstone(params, this.clock.now()), error }),
-      unsubscribe,
     });
   }
 
@@ -389,54 +299,6 @@ export class SimStore implements StateApi {
         msg.ownerConflict(backendOf(p), op, p, cur.metadata.version, cur.metadata.owner),
         p,
       );
-    }
-  }
-
-  private retainedHistory(): StoreEvent[] {
-    return this.history.slice(this.historyHead);
-  }
-
-  private bookmark(kind: { namespace: string; type: string }, pos: number): Uint8Array {
-    return encodeBookmark(kind, pos, this.cookie);
-  }
-
-  private emit(eventType: number, resource: Resource, old?: Resource): void {
-    // No copies: stored resources are never changed in place (a write stores a new object), and
-    // every reader of an event (watch conversion, controllers) copies before changing anything.
-    const e: StoreEvent = { eventType, resource, ...(old ? { old } : {}), pos: ++this.pos };
-    this.history.push(e);
-    if (this.history.length - this.historyHead > this.historyCapacity) this.historyHead++;
-    // Compacting once per `historyCapacity` events keeps the cost per event constant.
-    if (this.historyHead >= this.historyCapacity) {
-      this.history = this.history.slice(this.historyHead);
-      this.historyHead = 0;
-    }
-    for (const w of this.watchers) {
-      if (!concerns(w, e) || w.overrun || e.pos <= w.after) continue;
-      if (w.queue.length >= this.watchBufferCapacity) {
-        w.overrun = true;
-        w.queue = [];
-      } else {
-        w.queue.push(e);
-      }
-      w.wake?.();
-    }
-    // Listeners run in event order even when one of them writes to the store (no re-entrancy).
-    this.pending.push(e);
-    if (this.dispatching) return;
-    this.dispatching = true;
-    try {
-      for (let next = this.pending.shift(); next; next = this.pending.shift()) {
-        for (const cb of [...this.listeners]) {
-          try {
-            cb(next);
-          } catch {
-            // A failing listener (an Omni controller) must not break the write that triggered it.
-          }
-        }
-      }
-    } finally {
-      this.dispatching = false;
     }
   }
 }
