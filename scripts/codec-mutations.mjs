@@ -13,6 +13,7 @@ import { runnerImport } from 'vite';
 import { REPO, checkMutations } from './mutations.mjs';
 
 const MESSAGES = 'src/omni-api/specs/messages.ts';
+const BARE_METAL = 'src/omni-api/specs/bare-metal.ts';
 const CODEC = 'src/omni-api/specs/codec.ts';
 
 /** Each: the file, one exact piece of text in it (it must occur once), and what it becomes. */
@@ -43,7 +44,7 @@ const MUTATIONS = [
   },
   {
     name: 'drop the bare-metal WipeStatusSpec.initial_wipe_done',
-    file: MESSAGES,
+    file: BARE_METAL,
     from: " F.bool(3, 'initial_wipe_done'),",
     to: '',
   },

@@ -15,12 +15,12 @@ import {
   providerType,
 } from '../../src/omni-api/resource.js';
 import {
-  BMCConfigurationSpec,
   InfraProviderHealthStatusSpec,
   InfraProviderStatusSpec,
   MachineRequestStage,
   MachineRequestStatusSpec,
 } from '../../src/omni-api/specs/messages.js';
+import { BMCConfigurationSpec } from '../../src/omni-api/specs/bare-metal.js';
 import { encodeSpec } from '../../src/omni-api/specs/codec.js';
 import { BARE_METAL_CONTROLLERS } from '../../src/provider/profile.js';
 import type { ReconcileOptions } from '../../src/provider/run/contract.js';

@@ -9,6 +9,7 @@ import { spawn, execFile } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
+import * as BM from '../../src/omni-api/specs/bare-metal.js';
 import * as M from '../../src/omni-api/specs/messages.js';
 import type { MessageSchema } from '../../src/omni-api/specs/schema.js';
 import { sharedPath } from './shared-data.js';
@@ -132,7 +133,7 @@ function isSchema(v: unknown): v is AnySchema {
   );
 }
 
-/** Every message schema of src/omni-api/specs/messages.ts, and every one nested in them, by proto name. */
+/** Every message schema of src/omni-api/specs/{messages,bare-metal}.ts, nested ones included, by proto name. */
 export function allSchemas(): Map<string, AnySchema> {
   const out = new Map<string, AnySchema>();
   const visit = (s: AnySchema): void => {
@@ -144,7 +145,7 @@ export function allSchemas(): Map<string, AnySchema> {
     out.set(s.name, s);
     for (const f of s.fields) if (f.message) visit(f.message());
   };
-  for (const v of Object.values(M)) if (isSchema(v)) visit(v);
+  for (const v of [...Object.values(M), ...Object.values(BM)]) if (isSchema(v)) visit(v);
   return out;
 }
 

@@ -25,7 +25,6 @@ import {
 import type { Metadata, Phase } from '../../omni-api/resource.js';
 import {
   AcceptanceStatus,
-  BMCConfigurationSpec,
   InfraMachineSpec,
   InfraMachineStatusPowerState,
   InfraMachineStatusSpec,
@@ -37,6 +36,7 @@ import {
   MachineRequestStatusSpec,
   SysVersionSpec,
 } from '../../omni-api/specs/messages.js';
+import { BMCConfigurationSpec } from '../../omni-api/specs/bare-metal.js';
 import { encodeSpec } from '../../omni-api/specs/codec.js';
 import type { Scenario } from '../../omni-sim/scenario/scenario.js';
 import { atLeast } from '../../omni-sim/version.js';

@@ -1,6 +1,6 @@
-// The spec messages, one table each. Field numbers: docs/omni-wire.md 5.2 (Omni, package `specs`) and 5.3
-// (bare-metal provider, package `baremetalproviderspecs`); MachineSpec, MachineRequestSetSpec and
-// SysVersionSpec were checked against Omni's client/api/omni/specs/{omni,system}.proto.
+// Omni's spec messages (package `specs`), one table each; the bare-metal provider's are bare-metal.ts.
+// Field numbers: docs/omni-wire.md 5.2; MachineSpec, MachineRequestSetSpec and SysVersionSpec were
+// checked against Omni's client/api/omni/specs/{omni,system}.proto.
 //
 // Decoded values: strings '', bools false, numbers 0, uint64 0n, bytes empty, lists [] when absent;
 // nested messages and timestamps `undefined` when absent. Timestamps are RFC 3339 strings.
@@ -22,8 +22,6 @@ export const InfraMachineStatusPowerState = { POWER_STATE_UNKNOWN: 0, POWER_STAT
 export const AcceptanceStatus = { PENDING: 0, ACCEPTED: 1, REJECTED: 2 } as const;
 /** specs.GrpcTunnelMode */
 export const GrpcTunnelMode = { UNSET: 0, ENABLED: 1, DISABLED: 2 } as const;
-/** baremetalproviderspecs.PowerState */
-export const BareMetalPowerState = { POWER_STATE_UNKNOWN: 0, POWER_STATE_OFF: 1, POWER_STATE_ON: 2 } as const;
 
 const StageEnum = defineEnum('specs.MachineRequestStatusSpec.Stage', MachineRequestStage);
 const InfraMachinePowerStateEnum = defineEnum('specs.InfraMachineSpec.MachinePowerState', InfraMachinePowerState);
@@ -33,7 +31,6 @@ const InfraMachineStatusPowerStateEnum = defineEnum(
 );
 const AcceptanceStatusEnum = defineEnum('specs.InfraMachineConfigSpec.AcceptanceStatus', AcceptanceStatus);
 const GrpcTunnelModeEnum = defineEnum('specs.GrpcTunnelMode', GrpcTunnelMode);
-const BareMetalPowerStateEnum = defineEnum('baremetalproviderspecs.PowerState', BareMetalPowerState);
 
 // Enum-typed fields are `number`, not the literal union: proto3 enums are open, and a newer Omni may
 // send a value we do not know.
@@ -192,7 +189,8 @@ export interface IPMIConfig {
 export interface APIConfig {
   address: string;
 }
-const ipmiFields = () => [
+/** The IPMI fields, the same in Omni's BMC config and the bare-metal provider's (bare-metal.ts). */
+export const ipmiFields = () => [
   F.string(1, 'address'),
   F.uint32(2, 'port'),
   F.string(3, 'username'),
@@ -324,81 +322,4 @@ export const ConnectionParamsSpec = defineMessage<ConnectionParamsSpec>('specs.C
   F.bool(5, 'use_grpc_tunnel'),
   F.int32(9, 'events_port'),
   F.int32(10, 'logs_port'),
-]);
-
-// ---------------------------------------------------------------------------------------------
-// Bare-metal provider (package baremetalproviderspecs)
-
-export const BMCConfigurationIPMI = defineMessage<IPMIConfig>(
-  'baremetalproviderspecs.BMCConfigurationSpec.IPMI',
-  ipmiFields(),
-);
-export const BMCConfigurationAPI = defineMessage<APIConfig>('baremetalproviderspecs.BMCConfigurationSpec.API', [
-  F.string(1, 'address'),
-]);
-
-export interface BMCConfigurationSpec {
-  ipmi?: IPMIConfig | undefined;
-  api?: APIConfig | undefined;
-  manually_configured: boolean;
-}
-export const BMCConfigurationSpec = defineMessage<BMCConfigurationSpec>('baremetalproviderspecs.BMCConfigurationSpec', [
-  F.message(1, 'ipmi', () => BMCConfigurationIPMI),
-  F.message(2, 'api', () => BMCConfigurationAPI),
-  F.bool(3, 'manually_configured'),
-]);
-
-export interface PowerOperationSpec {
-  last_power_operation: number;
-  last_power_on_timestamp?: string | undefined;
-  last_power_off_id: string;
-  wipe_id_at_power_off: string;
-}
-export const PowerOperationSpec = defineMessage<PowerOperationSpec>('baremetalproviderspecs.PowerOperationSpec', [
-  F.enum(1, 'last_power_operation', BareMetalPowerStateEnum),
-  F.timestamp(2, 'last_power_on_timestamp'),
-  F.string(3, 'last_power_off_id'),
-  F.string(4, 'wipe_id_at_power_off'),
-]);
-
-// Field 3 is reserved.
-export interface BareMetalMachineStatusSpec {
-  agent_accessible: boolean;
-  power_state: number;
-  initialized: boolean;
-}
-export const BareMetalMachineStatusSpec = defineMessage<BareMetalMachineStatusSpec>(
-  'baremetalproviderspecs.MachineStatusSpec',
-  [F.bool(1, 'agent_accessible'), F.enum(2, 'power_state', BareMetalPowerStateEnum), F.bool(4, 'initialized')],
-);
-
-export interface WipeStatusSpec {
-  last_wipe_id: string;
-  last_wipe_install_event_id: bigint;
-  initial_wipe_done: boolean;
-  wiped_node_unique_token: string;
-}
-export const WipeStatusSpec = defineMessage<WipeStatusSpec>('baremetalproviderspecs.WipeStatusSpec', [
-  F.string(1, 'last_wipe_id'),
-  F.uint64(2, 'last_wipe_install_event_id'),
-  F.bool(3, 'initial_wipe_done'),
-  F.string(4, 'wiped_node_unique_token'),
-]);
-
-export interface RebootStatusSpec {
-  last_reboot_id: string;
-  last_reboot_timestamp?: string | undefined;
-}
-export const RebootStatusSpec = defineMessage<RebootStatusSpec>('baremetalproviderspecs.RebootStatusSpec', [
-  F.string(1, 'last_reboot_id'),
-  F.timestamp(2, 'last_reboot_timestamp'),
-]);
-
-export interface TLSConfigSpec {
-  ca_cert: string;
-  ca_key: string;
-}
-export const TLSConfigSpec = defineMessage<TLSConfigSpec>('baremetalproviderspecs.TLSConfigSpec', [
-  F.string(1, 'ca_cert'),
-  F.string(2, 'ca_key'),
 ]);

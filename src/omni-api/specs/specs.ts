@@ -1,9 +1,11 @@
 // src/omni-api/specs: the spec messages the stub reads or writes, and which resource type carries
-// which. The tables are specs/messages.ts (built with schema.ts); the binary codec is codec.ts, Omni's
-// Timestamp text timestamp.ts. Types not listed here stay opaque `proto_spec` bytes. (The YAML forms
-// of scenarios and dumps are the sim's: src/omni-sim/scenario/plain.ts.)
+// which. The tables are specs/messages.ts (Omni's) and bare-metal.ts (the bare-metal provider's), built
+// with schema.ts; the binary codec is codec.ts, Omni's Timestamp text timestamp.ts. Types not listed
+// here stay opaque `proto_spec` bytes. (The YAML forms of scenarios and dumps are the sim's:
+// src/omni-sim/scenario/plain.ts.)
 
 import { T } from '../resource.js';
+import * as BM from './bare-metal.js';
 import * as M from './messages.js';
 import type { MessageSchema } from './schema.js';
 
@@ -36,12 +38,12 @@ export const OMNI_SPEC_SCHEMAS: ReadonlyMap<string, AnySchema> = new Map<string,
  * different message would be misread, so callers that know the provider kind should check it.
  */
 export const PROVIDER_SPEC_SCHEMAS: ReadonlyMap<string, AnySchema> = new Map<string, AnySchema>([
-  ['BMCConfiguration', M.BMCConfigurationSpec],
-  ['MachineStatus', M.BareMetalMachineStatusSpec],
-  ['PowerOperation', M.PowerOperationSpec],
-  ['RebootStatus', M.RebootStatusSpec],
-  ['TLSConfig', M.TLSConfigSpec],
-  ['WipeStatus', M.WipeStatusSpec],
+  ['BMCConfiguration', BM.BMCConfigurationSpec],
+  ['MachineStatus', BM.BareMetalMachineStatusSpec],
+  ['PowerOperation', BM.PowerOperationSpec],
+  ['RebootStatus', BM.RebootStatusSpec],
+  ['TLSConfig', BM.TLSConfigSpec],
+  ['WipeStatus', BM.WipeStatusSpec],
 ]);
 
 const PROVIDER_TYPE_SUFFIX = '.infraprovider.sidero.dev';

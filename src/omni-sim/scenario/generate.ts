@@ -16,16 +16,18 @@ import {
   T,
 } from '../../omni-api/resource.js';
 import {
-  BareMetalMachineStatusSpec,
-  BMCConfigurationSpec,
   InfraMachineSpec,
   InfraMachineStatusSpec,
   InfraProviderStatusSpec,
   MachineRequestSpec,
   MachineRequestStatusSpec,
+} from '../../omni-api/specs/messages.js';
+import {
+  BareMetalMachineStatusSpec,
+  BMCConfigurationSpec,
   PowerOperationSpec,
   WipeStatusSpec,
-} from '../../omni-api/specs/messages.js';
+} from '../../omni-api/specs/bare-metal.js';
 import { encodeSpec } from '../../omni-api/specs/codec.js';
 import type { FaultConfig } from '../gateway/fault-config.js';
 import type { Scenario, ScenarioIdentity } from './scenario.js';

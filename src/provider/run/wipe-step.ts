@@ -8,7 +8,8 @@
 import type { Logger } from 'pino';
 import type { Pointer, Resource } from '../../omni-api/resource.js';
 import type { CallOptions, State } from '../../omni-api/state.js';
-import { BMCConfigSpec, BMCConfigurationSpec } from '../../omni-api/specs/messages.js';
+import { BMCConfigSpec } from '../../omni-api/specs/messages.js';
+import { BMCConfigurationSpec } from '../../omni-api/specs/bare-metal.js';
 import { decodeSpec } from '../../omni-api/specs/codec.js';
 import type { MessageSchema } from '../../omni-api/specs/schema.js';
 import { machineFactsFromBmc, runWipes, wipeBlocksRelease } from '../../wipe/index.js';

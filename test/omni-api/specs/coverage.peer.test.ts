@@ -1,6 +1,6 @@
 // Every spec message our code decodes or encodes, and every field of it, has golden vectors
 // (test/omni-api/specs/golden.peer.test.ts): from Omni's Go module (test/go/specs-golden) or from a vector file in
-// shared/golden/. A message or field added to src/omni-api/specs/messages.ts without a vector
+// shared/golden/. A message or field added to src/omni-api/specs/messages.ts or bare-metal.ts without a vector
 // fails here, and so does a vector of a message we have no codec for.
 
 import { describe, expect, it } from 'vitest';
@@ -77,7 +77,7 @@ describe('golden vector coverage', () => {
     expect(used.filter((m) => !messages.has(m))).toEqual([]);
   });
 
-  it('covers every message in src/omni-api/specs/messages.ts, nested ones included', () => {
+  it('covers every message in src/omni-api/specs/messages.ts and bare-metal.ts, nested ones included', () => {
     expect([...schemas.keys()].filter((m) => !messages.has(m))).toEqual([]);
   });
 

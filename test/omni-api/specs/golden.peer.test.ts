@@ -54,7 +54,7 @@ interface Ours {
 
 function ours(v: GoldenVector): Ours {
   const schema = schemas.get(v.message);
-  if (!schema) throw new Error(`no codec for ${v.message} in src/omni-api/specs/messages.ts`);
+  if (!schema) throw new Error(`no codec for ${v.message} in src/omni-api/specs/messages.ts or bare-metal.ts`);
   const { value } = decodeSpec(schema, fromB64(v.proto_b64));
   return {
     schema,

@@ -4,9 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
   AcceptanceStatus,
-  BareMetalMachineStatusSpec,
   BMCConfigSpec,
-  BMCConfigurationSpec,
   ConfigPatchSpec,
   ConnectionParamsSpec,
   InfraMachineSpec,
@@ -20,15 +18,19 @@ import {
   MachineRequestStage,
   MachineRequestStatusSpec,
   MachineSpec,
-  PowerOperationSpec,
   ProviderJoinConfigSpec,
-  RebootStatusSpec,
   SiderolinkAPIConfigSpec,
   SiderolinkSpec,
   SysVersionSpec,
+} from '../../../src/omni-api/specs/messages.js';
+import {
+  BareMetalMachineStatusSpec,
+  BMCConfigurationSpec,
+  PowerOperationSpec,
+  RebootStatusSpec,
   TLSConfigSpec,
   WipeStatusSpec,
-} from '../../../src/omni-api/specs/messages.js';
+} from '../../../src/omni-api/specs/bare-metal.js';
 import { decodeSpec, encodeSpec, updateSpec } from '../../../src/omni-api/specs/codec.js';
 import { formatTimestamp, parseTimestamp } from '../../../src/omni-api/specs/timestamp.js';
 import { specSchemaForType } from '../../../src/omni-api/specs/specs.js';
