@@ -1,14 +1,15 @@
 // Omni's etcd write throttle as the sim applies it (Omni 1.9.0 and later, off unless configured;
 // `internal/backend/ratelimit/` and `storage.rateLimits.etcd` in its source): a token bucket
 // (token-bucket.ts) in bytes per second with a burst, one per caller class (user, infraProvider,
-// internal), charged by the marshaled size of what a Create, Update or Destroy writes to etcd (a
-// Destroy: of what it deletes). It runs inside the etcd state, after the local checks (version, owner,
-// phase, finalizers; a Create's existence check comes after it) and before the transaction. A write
-// that can have its bytes within min(the call's deadline, maxWait) waits for them and is applied; one
-// that cannot fails at once with DeadlineExceeded (golang.org/x/time/rate reserves the tokens, or
-// refuses when the reservation would end after the deadline, without waiting); one larger than the
-// burst fails with ResourceExhausted. Only etcd-backed kinds are charged (backend.ts). The other
-// back-pressure the sim can apply, a proxy in front of Omni answering 429 or 503, is proxy-limit.ts.
+// internal), charged by the marshaled size (store/marshaled-size.ts) of what a Create, Update or
+// Destroy writes to etcd (a Destroy: of what it deletes). It runs inside the etcd state, after the
+// local checks (version, owner, phase, finalizers; a Create's existence check comes after it) and
+// before the transaction. A write that can have its bytes within min(the call's deadline, maxWait)
+// waits for them and is applied; one that cannot fails at once with DeadlineExceeded
+// (golang.org/x/time/rate reserves the tokens, or refuses when the reservation would end after the
+// deadline, without waiting); one larger than the burst fails with ResourceExhausted. Only
+// etcd-backed kinds are charged (backend.ts). The other back-pressure the sim can apply, a proxy in
+// front of Omni answering 429 or 503, is proxy-limit.ts.
 //
 // How the sim waits: the store is synchronous, so a write that must wait throws ThrottleWait before it
 // changes anything; the gateway waits for it (`throttled`) and sends the call again, which finds its
@@ -17,10 +18,7 @@
 // synchronous here: their writes are charged but never delayed.
 
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { deflateRawSync } from 'node:zlib';
-import { BinaryWriter } from '@bufbuild/protobuf/wire';
 import { errorFromStatus, GrpcCode } from '../../omni-api/errors.js';
-import type { Resource } from '../../omni-api/resource.js';
 import type { Identity } from '../api.js';
 import { TokenBucket } from './token-bucket.js';
 
@@ -43,59 +41,6 @@ export interface ThrottleConfig {
 }
 
 export const DEFAULT_MAX_WAIT_MS = 30_000;
-
-/**
- * The size Omni charges for a resource: the protobuf of COSI's Resource without yaml_spec, as its etcd state stores it.
- */
-export function marshaledSize(r: Resource): number {
-  const md = r.metadata;
-  const w = new BinaryWriter();
-  w.tag(1, 2).fork();
-  const str = (field: number, v: string) => {
-    if (v !== '') w.tag(field, 2).string(v);
-  };
-  str(1, md.namespace);
-  str(2, md.type);
-  str(3, md.id);
-  str(4, md.version);
-  str(5, md.owner);
-  str(6, md.phase);
-  for (const [field, at] of [
-    [7, md.created],
-    [8, md.updated],
-  ] as const) {
-    if (at === undefined) continue;
-    const ms = Date.parse(at);
-    const seconds = Math.floor(ms / 1000);
-    const nanos = (ms - seconds * 1000) * 1e6;
-    w.tag(field, 2).fork();
-    if (seconds !== 0) w.tag(1, 0).int64(seconds);
-    if (nanos !== 0) w.tag(2, 0).int32(nanos);
-    w.join();
-  }
-  for (const f of md.finalizers) w.tag(9, 2).string(f);
-  for (const [field, map] of [
-    [10, md.labels],
-    [11, md.annotations],
-  ] as const) {
-    for (const [k, v] of Object.entries(map)) {
-      w.tag(field, 2).fork();
-      str(1, k);
-      str(2, v);
-      w.join();
-    }
-  }
-  w.join();
-  w.tag(2, 2).fork();
-  if (r.spec.protoSpec.length > 0) w.tag(1, 2).bytes(r.spec.protoSpec);
-  w.join();
-  const plain = w.finish().length;
-  // Omni's etcd marshaler compresses 2 KiB and more (zstd, 2 bytes of header; Node 20 has no zstd,
-  // deflate is close enough for a budget), then encrypts (AES-GCM: a version byte, a 12-byte nonce and
-  // a 16-byte tag).
-  const stored = plain >= 2048 ? 2 + deflateRawSync(w.finish()).length : plain;
-  return stored + 1 + 12 + 16;
-}
 
 /** What the sim counted per class. */
 export interface ClassStats {

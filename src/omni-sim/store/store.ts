@@ -1,7 +1,7 @@
 // src/omni-sim/store: COSI's state semantics in memory, without access rules: the store and its CRUD
 // (this file), its history, open watches and listeners (events.ts), the watch machinery as pure
-// functions (watch.ts), label and ID queries (query.ts), and how the backend Omni keeps a kind in
-// words its errors (backend.ts).
+// functions (watch.ts), label and ID queries (query.ts), how the backend Omni keeps a kind in words
+// its errors (backend.ts), and what a resource costs in etcd (marshaled-size.ts).
 //
 // The sim's COSI state: an in-memory store with the semantics of docs/omni-wire.md 2.2-2.7 and
 // docs/cosi-semantics.md, and no access rules (the identity argument is ignored; access.ts wraps this
@@ -24,7 +24,7 @@ import { backendMessage as msg, backendOf } from './backend.js';
 import { compileQuery } from './query.js';
 import { formatTimestamp, kindOf, type StoreEvent } from './watch.js';
 import { StoreEvents } from './events.js';
-import { marshaledSize } from '../gateway/throttle.js';
+import { marshaledSize } from './marshaled-size.js';
 
 export const DEFAULT_HISTORY_CAPACITY = 10_000;
 const EPOCH = '1970-01-01T00:00:00Z';

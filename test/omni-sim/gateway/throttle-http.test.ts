@@ -22,7 +22,7 @@ import { encodeSpec } from '../../../src/omni-api/specs/codec.js';
 import { InfraProviderHealthStatusSpec } from '../../../src/omni-api/specs/messages.js';
 import { providerRegistration } from '../../../src/omni-sim/scenario/generate.js';
 import { createSim, type Sim } from '../../../src/omni-sim/index.js';
-import { marshaledSize } from '../../../src/omni-sim/gateway/throttle.js';
+import { marshaledSize } from '../../../src/omni-sim/store/marshaled-size.js';
 import { noDelay } from '../../helpers/fake-gateway.js';
 import { rawCall, signHeaders, type RawKey } from '../../helpers/raw-client.js';
 

@@ -17,13 +17,13 @@ import {
 import { SimStore } from '../../../src/omni-sim/store/store.js';
 import {
   grpcTimeoutMs,
-  marshaledSize,
   ThrottleWait,
   throttled,
   WriteThrottle,
   type ThrottleCall,
 } from '../../../src/omni-sim/gateway/throttle.js';
 import { ProxyLimit } from '../../../src/omni-sim/gateway/proxy-limit.js';
+import { marshaledSize } from '../../../src/omni-sim/store/marshaled-size.js';
 
 const provider: Identity = {
   name: 'infra-provider:p',
