@@ -143,8 +143,8 @@ export function parseFaults(text: string, source: string): FaultConfig {
 /** Parses a scenario (either shape, one or more YAML documents). `source` names the file in errors. */
 export function parseScenario(text: string, source = 'scenario'): Scenario {
   const { header, resources } = readDocuments(text, source);
-  const fromHeader = header ? parseHeader(header.ctx, header.raw, resources) : { faults: {} };
-  return completeScenario(source, fromHeader, resources);
+  const parts = header ? parseHeader(header.ctx, header.raw, resources) : { faults: {} };
+  return completeScenario(source, parts, resources);
 }
 
 /** What a scenario header gives (each part optional but the faults). */
@@ -222,14 +222,13 @@ function parseHeader(ctx: Ctx, raw: Plain, resources: Resource[]): HeaderParts {
 
 /** The version and identities a file left out, from its resources; every resource once, sorted. */
 function completeScenario(source: string, header: HeaderParts, resources: Resource[]): Scenario {
-  let { omniVersion, identities } = header;
-  const fromHeader = omniVersion !== undefined;
+  const fromHeader = header.omniVersion !== undefined;
   // No version in a header: a dump's SysVersion (`omnictl get sysversions -o yaml`) says which Omni it came from.
-  omniVersion ??= resources.map(sysVersionOf).find((v) => v !== undefined) ?? DEFAULT_OMNI_VERSION;
-  const version = omniVersion;
-  identities?.forEach((x, i) => {
-    const missing = roleMissingIn(x.role, version);
-    if (missing) throw new ScenarioError(`${source}: identities[${i}].role: ${missing}, not ${version}`);
+  const omniVersion =
+    header.omniVersion ?? resources.map(sysVersionOf).find((v) => v !== undefined) ?? DEFAULT_OMNI_VERSION;
+  header.identities?.forEach((x, i) => {
+    const missing = roleMissingIn(x.role, omniVersion);
+    if (missing) throw new ScenarioError(`${source}: identities[${i}].role: ${missing}, not ${omniVersion}`);
   });
   const seen = new Set<string>();
   for (const r of resources) {
@@ -242,9 +241,11 @@ function completeScenario(source: string, header: HeaderParts, resources: Resour
   }
   resources.sort((a, b) => (resourceKey(a) < resourceKey(b) ? -1 : resourceKey(a) > resourceKey(b) ? 1 : 0));
   // No identities listed: one provider identity per registered InfraProvider, so a replayed dump is usable.
-  identities ??= resources
-    .filter((r) => r.metadata.type === T.InfraProvider)
-    .map((r) => ({ name: `${PROVIDER_PREFIX}${r.metadata.id}`, role: 'InfraProvider' as Role, publicKeys: [] }));
+  const identities =
+    header.identities ??
+    resources
+      .filter((r) => r.metadata.type === T.InfraProvider)
+      .map((r) => ({ name: `${PROVIDER_PREFIX}${r.metadata.id}`, role: 'InfraProvider' as Role, publicKeys: [] }));
   const faults = header.faults;
   return { omniVersion, ...(fromHeader ? { omniVersionFromHeader: true } : {}), identities, resources, faults };
 }
