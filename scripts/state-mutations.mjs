@@ -1,4 +1,4 @@
-// Shows that the State suites bite (issue 13): each mutation breaks one rule of the simulated Omni's
+// Shows that the State suites bite (docs/cosi-semantics.md): each mutation breaks one rule of the simulated Omni's
 // COSI store, and the three suites that judge it must all fail on the mutated copy:
 //   - test/omni-api/state-conformance.test.ts  (ours, modelled on COSI's: store, double, client);
 //   - test/omni-client/state-api.peer.test.ts   (the client against the sim and against COSI);

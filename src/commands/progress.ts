@@ -1,5 +1,5 @@
-// What a person sees on stderr while a run or a plan works (issues 4 item 8, 14 item 2, 24 items 1
-// and 2): one short line per machine as it ends (released, refused, blocked, failed), and below them
+// What a person sees on stderr while a run or a plan works (docs/operator-guide.md, "What the
+// terminal shows"): one short line per machine as it ends (released, refused, blocked, failed), and below them
 // one progress line, redrawn in place ("\r" + erase line): what the command is doing from its first
 // second (reading Omni, planning, waiting for Omni, ...; stage.ts), then the counts of the run,
 // fitted to the terminal's width (progress-text.ts); at most every 200 ms when something changes

@@ -1,7 +1,7 @@
 // What a run does, as data: every planned item is a list of these operations, each fully specified
 // (which resource, at which version, in which phase, as which owner, which finalizers). `plan.ts`
 // decides them; `executor.ts` performs exactly them, one call (or one wait) each, and on a conflict
-// asks the same planner again for the item. `plan` prints them (report.ts), so what it shows is
+// asks the same planner again for the item. `plan` prints them (report/plan-report.ts), so what it shows is
 // what `run` does.
 
 import type { Phase, Pointer, Resource } from '../../omni-api/resource.js';

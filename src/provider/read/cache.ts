@@ -1,6 +1,7 @@
 // src/provider/read: what the provider knows of Omni: the caches of a run (this file; one
 // kind-cache.ts per kind; what is kept of a resource, slim.ts), what the executor reads through them
-// (reads.ts), and a pass's snapshot (snapshot.ts). An absence from any of them is never evidence.
+// (reads.ts), and a pass's snapshot (snapshot.ts) with the evidence a step may rest on (evidence.ts). An
+// absence from any of them is never evidence.
 //
 // The one way the provider reads Omni's collections: one informer-like cache per kind (after
 // kubernetes' client-node `cache.ts`). A run opens a Watch of the kind without bootstrap contents;
