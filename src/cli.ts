@@ -18,16 +18,20 @@ import { VERSION } from './version.js';
 
 const COMPLETION = COMPLETION_COMMAND.name;
 
+/** What the parser hands on: the command yargs chose with what it parsed, or the completion command's shell. */
+interface ParserHandlers {
+  onCommand: (c: AnyCommand, given: Given<OptionTable>) => Promise<void> | void;
+  onCompletion: (shell: unknown) => void;
+  /** The width of --help (a terminal's columns, at most 110). */
+  columns?: number | undefined;
+}
+
 /**
  * The one parser of the command line, for main() and configFrom(): strict flags (an unknown flag is
  * exit 2, never ignored), the environment as flags, "did you mean". `onCommand` receives the command
  * yargs chose and what it parsed with that command's option table.
  */
-function commandLineParser(
-  argv: readonly string[],
-  env: NodeJS.ProcessEnv,
-  onCommand: (c: AnyCommand, given: Given<OptionTable>) => Promise<void> | void,
-): Argv {
+function commandLineParser(argv: readonly string[], env: NodeJS.ProcessEnv, handlers: ParserHandlers): Argv {
   const names = [
     ...commands
       .flatMap((c) => [c.command].flat())
@@ -48,7 +52,7 @@ function commandLineParser(
     .help()
     .alias('h', 'help')
     .options(globalOptions)
-    .wrap(Math.min(110, process.stdout.columns || 110))
+    .wrap(Math.min(110, handlers.columns || 110))
     // Before validation, so that a stray word is named before "Missing required argument", and the
     // environment's values are checked like the command line's. (@types/yargs 17 knows neither the
     // second argument nor getOptions, which yargs 18 has.)
@@ -79,7 +83,7 @@ function commandLineParser(
       },
       // yargs parsed it with the command's table, and applyEnvironment gave every flag from the
       // environment a value of its declared type: what the table's types say (Given).
-      handler: (a) => onCommand(c, a as unknown as Given<OptionTable>),
+      handler: (a) => handlers.onCommand(c, a as unknown as Given<OptionTable>),
     });
   }
   parser.command({
@@ -93,7 +97,7 @@ function commandLineParser(
         .example('$0 completion zsh >> ~/.zshrc', 'The same in zsh')
         .example('$0 completion fish > ~/.config/fish/completions/stub-provider.fish', 'The same in fish'),
     handler: (a: { shell?: unknown }) => {
-      process.stdout.write(completionScript(a.shell));
+      handlers.onCompletion(a.shell);
     },
   });
   return parser;
@@ -116,16 +120,29 @@ export async function main(
   let failure: unknown;
   /** The --log-format of a command that has one, once its flags were parsed (null: none given). */
   let logFormat: string | null | undefined;
+  /** What yargs printed itself: --help and --version (with a parse callback it writes nothing and never exits). */
+  let printed = '';
   try {
-    await commandLineParser(argv, env, (c, given) => {
-      const f = given['log-format'];
-      if (Object.hasOwn(c.options, 'log-format')) logFormat = typeof f === 'string' ? f : null;
-      return c.handler(given, env, cli);
-    }).parseAsync();
+    await commandLineParser(argv, env, {
+      onCommand: (c, given) => {
+        const f = given['log-format'];
+        if (Object.hasOwn(c.options, 'log-format')) logFormat = typeof f === 'string' ? f : null;
+        return c.handler(given, env, cli);
+      },
+      onCompletion: (shell) => {
+        streams.stdout.write(completionScript(shell));
+      },
+      columns: (streams.stdout as { columns?: number }).columns,
+    }).parseAsync(argv, {}, (_err, _argv, output: string) => {
+      printed = output;
+    });
   } catch (err) {
     failure = err;
   }
-  if (failure === undefined) return process.exitCode === undefined ? ExitCode.OK : Number(process.exitCode);
+  if (failure === undefined) {
+    if (printed !== '') streams.stdout.write(`${printed}\n`);
+    return ExitCode.OK;
+  }
   if (failure instanceof ResultExit) return failure.exitCode;
   if (failure instanceof CliUsageError) {
     streams.stderr.write(
@@ -174,8 +191,11 @@ export function configFrom<K extends CommandName>(
 function configOf<C>(command: Command<OptionTable, C>, args: readonly string[], env: NodeJS.ProcessEnv): C {
   const name = [command.command].flat()[0] ?? '';
   const ran: { c?: AnyCommand; given?: Given<OptionTable> } = {};
-  commandLineParser([name, ...args], env, (c, given) => {
-    Object.assign(ran, { c, given });
+  commandLineParser([name, ...args], env, {
+    onCommand: (c, given) => {
+      Object.assign(ran, { c, given });
+    },
+    onCompletion: () => undefined,
   })
     .exitProcess(false)
     .parseSync();

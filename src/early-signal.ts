@@ -38,7 +38,7 @@ export function installEarlySignals(p: NodeJS.Process): void {
   };
   p.on('SIGINT', () => on('SIGINT'));
   p.on('SIGTERM', () => on('SIGTERM'));
-  // Whatever ends the process (yargs exits by itself after --help): a signal no command took is not exit 0.
+  // Whatever ends the process (--help has no handler to take a signal): a signal no command took is not exit 0.
   p.on('exit', (code) => {
     if (code === 0 && !record.taken && record.signal !== undefined) p.exitCode = exitCodeOf(record.signal);
   });
