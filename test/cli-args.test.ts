@@ -1,4 +1,4 @@
-// The command line checks of cli-args.ts one by one (the built CLI runs them in test/e2e/cli-usage),
+// The command line checks of cli-args.ts one by one (main() runs them in test/cli-usage.test.ts),
 // the TLS hints of exit-codes.ts, the YAML output, and the shipped scenarios by name.
 
 import { realpathSync } from 'node:fs';

@@ -1,16 +1,17 @@
-// Issue 14 item 7, the small things, with the built CLI: `completion` (the shells run its scripts in
-// test/commands/completion.test.ts), "did you mean" for commands
-// and flags, --dry-run pointing to plan, the environment as flags (STUB_PROVIDER_NO_<FLAG>, an
-// unknown variable named as one, the command line winning), and colour (NO_COLOR, --no-color).
+// The small things of the command line, through the CLI's main() in this process (its exit code and
+// what it writes): `completion` (the shells run its scripts in test/commands/completion.test.ts), "did
+// you mean" for commands and flags, --dry-run pointing to plan, the environment as flags
+// (STUB_PROVIDER_NO_<FLAG>, an unknown variable named as one, the command line winning), and colour
+// (NO_COLOR, --no-color).
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
-import { createSim, type Sim } from '../../src/omni-sim/index.js';
-import { cleanEnv, requireBuiltCli, runCli } from '../helpers/cli-process.js';
+import { generateScenario } from '../src/omni-sim/scenario/generate.js';
+import { createSim, type Sim } from '../src/omni-sim/index.js';
+import { cleanEnv } from './helpers/cli-process.js';
+import { runMain } from './helpers/in-process-cli.js';
 
 const ID = 'bm';
 const sims: Sim[] = [];
-requireBuiltCli();
 afterEach(async () => {
   for (const s of sims.splice(0)) await s.close();
 });
@@ -31,7 +32,7 @@ describe('completion', () => {
       zsh: /^compdef _stub_provider stub-provider$/m,
     };
     for (const sh of ['bash', 'zsh', 'fish'] as const) {
-      const r = await runCli(['completion', sh]);
+      const r = await runMain(['completion', sh]);
       expect(r.code, r.stderr).toBe(0);
       expect(r.stderr).toBe('');
       expect(r.stdout).toMatch(sh === 'fish' ? /^complete -c stub-provider /m : marks[sh]);
@@ -41,16 +42,16 @@ describe('completion', () => {
 
   it('the shell is required (exit 2 naming the three), an unknown one too; --help is help', async () => {
     for (const args of [['completion'], ['completion', 'tcsh']]) {
-      const r = await runCli(args);
+      const r = await runMain(args);
       expect(r.code).toBe(2);
       expect(r.stdout).toBe('');
       expect(r.stderr).toMatch(/bash.*zsh.*fish/);
     }
-    const help = await runCli(['completion', '--help']);
+    const help = await runMain(['completion', '--help']);
     expect(help.code).toBe(0);
     expect(help.stdout).toMatch(/stub-provider completion \[shell\]/);
     expect(help.stdout).not.toMatch(/^complete /m);
-    expect((await runCli(['completion', 'bash', 'extra'])).code).toBe(2);
+    expect((await runMain(['completion', 'bash', 'extra'])).code).toBe(2);
   });
 });
 
@@ -70,7 +71,7 @@ describe('did you mean', () => {
     [['--id', 'a', '--id', 'b', '--omni-api-endpoint', 'http://127.0.0.1:1'], /--id is given 2 times \(a, b\)/],
     [['--idd', 'bare-metal'], /unknown flag --idd: did you mean --id\?/],
   ])('%j', async (args, message) => {
-    const r = await runCli(args);
+    const r = await runMain(args);
     expect(r.code, r.stderr).toBe(2);
     expect(r.stderr).toMatch(message);
     expect(r.stderr).not.toMatch(/Missing required argument/);
@@ -79,17 +80,17 @@ describe('did you mean', () => {
 
 describe('a refused value', () => {
   it('an invalid choice is one line naming the flag, the value and the choices (no literal \\n)', async () => {
-    const r = await runCli(['--id', ID, '-o', 'jsn']);
+    const r = await runMain(['--id', ID, '-o', 'jsn']);
     expect(r.code).toBe(2);
     expect(r.stderr.split('\n')[0]).toBe('stub-provider: --output "jsn": expected text, json or yaml');
     expect(r.stderr).not.toContain('\\n');
   });
 
   it('plan --wipe takes the strategies of run --wipe only', async () => {
-    const r = await runCli(['plan', '--id', ID, '--from-dump', 'bare-metal-stuck', '--wipe', 'bogus']);
+    const r = await runMain(['plan', '--id', ID, '--from-dump', 'bare-metal-stuck', '--wipe', 'bogus']);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/^stub-provider: --wipe "bogus": expected none, command, redfish-power-off/);
-    const ok = await runCli([
+    const ok = await runMain([
       'plan',
       '--id',
       'bare-metal',
@@ -105,7 +106,7 @@ describe('a refused value', () => {
 describe('the environment as flags', () => {
   it('STUB_PROVIDER_NO_DEREGISTER=true is --no-deregister (the --help example)', async () => {
     const s = await sim();
-    const r = await runCli(['plan', '--id', ID, '--omni-api-endpoint', s.endpoint, '-o', 'json'], {
+    const r = await runMain(['plan', '--id', ID, '--omni-api-endpoint', s.endpoint, '-o', 'json'], {
       env: cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`]!, STUB_PROVIDER_NO_DEREGISTER: 'true' }),
     });
     expect(r.code, r.stderr).toBe(10);
@@ -120,19 +121,19 @@ describe('the environment as flags', () => {
       STUB_PROVIDER_WAIT: 'true',
       STUB_PROVIDER_ID: 'not-this',
     });
-    const r = await runCli(['plan', '--id', ID, '--omni-api-endpoint', s.endpoint, '--output', 'json'], { env });
+    const r = await runMain(['plan', '--id', ID, '--omni-api-endpoint', s.endpoint, '--output', 'json'], { env });
     expect(r.code, r.stderr).toBe(10);
     expect(JSON.parse(r.stdout)).toMatchObject({ providerId: ID });
   });
 
   it('an unknown STUB_PROVIDER_ variable is named as an environment variable, with the nearest one', async () => {
-    const foo = await runCli(['plan', '--id', ID], { env: cleanEnv({ STUB_PROVIDER_FOO: '1' }) });
+    const foo = await runMain(['plan', '--id', ID], { env: cleanEnv({ STUB_PROVIDER_FOO: '1' }) });
     expect(foo.code).toBe(2);
     expect(foo.stderr).toMatch(/environment variable STUB_PROVIDER_FOO matches no flag of stub-provider/);
     expect(foo.stderr).not.toMatch(/Unknown argument/);
-    const typo = await runCli(['plan', '--id', ID], { env: cleanEnv({ STUB_PROVIDER_MAX_LIST_ITEM: '5' }) });
+    const typo = await runMain(['plan', '--id', ID], { env: cleanEnv({ STUB_PROVIDER_MAX_LIST_ITEM: '5' }) });
     expect(typo.stderr).toMatch(/did you mean STUB_PROVIDER_MAX_LIST_ITEMS \(--max-list-items\)\?/);
-    const bad = await runCli(['plan', '--id', ID], { env: cleanEnv({ STUB_PROVIDER_FORCE: 'maybe' }) });
+    const bad = await runMain(['plan', '--id', ID], { env: cleanEnv({ STUB_PROVIDER_FORCE: 'maybe' }) });
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/STUB_PROVIDER_FORCE="maybe": expected true or false/);
   });
@@ -142,7 +143,7 @@ describe('colour', () => {
   const run = async (s: Sim, extraArgs: string[], extraEnv: NodeJS.ProcessEnv) => {
     const env = { ...cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`]! }), ...extraEnv };
     if (!('NO_COLOR' in extraEnv)) delete env.NO_COLOR;
-    return runCli(['--id', ID, '--yes', '--omni-api-endpoint', s.endpoint, '--log-format', 'pretty', ...extraArgs], {
+    return runMain(['--id', ID, '--yes', '--omni-api-endpoint', s.endpoint, '--log-format', 'pretty', ...extraArgs], {
       env,
     });
   };
