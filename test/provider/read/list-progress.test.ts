@@ -2,30 +2,22 @@
 // streams from Omni, the snapshot tells its stage how many resources came in so far, before the List is in; over the
 // real HTTP gateway of the sim.
 
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { T } from '../../../src/omni-api/resource.js';
 import { LIST_PROGRESS_EVERY } from '../../../src/omni-api/state.js';
-import { createOmniClient, type OmniClient } from '../../../src/omni-client/client.js';
-import { createSim, type Sim } from '../../../src/omni-sim/index.js';
 import { generateScenario } from '../../../src/omni-sim/scenario/generate.js';
 import { takeSnapshot } from '../../../src/provider/read/snapshot.js';
 import type { StageDetail } from '../../../src/provider/run/stage.js';
+import { simEachTest } from '../../helpers/sim-client.js';
 
 const ID = 'bench';
 const MACHINES = 1_200;
 
-let sim: Sim | undefined;
-let client: OmniClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await sim?.close();
-  client = undefined;
-  sim = undefined;
-});
+const omni = simEachTest();
 
 it('a List tells how many came in so far while it streams (client), and the snapshot says it as reading', async () => {
-  sim = await createSim(generateScenario({ providerId: ID, machines: MACHINES, omniVersion: '1.9.3' }));
-  client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys[`infra-provider:${ID}`]! });
+  const sim = await omni.sim(generateScenario({ providerId: ID, machines: MACHINES, omniVersion: '1.9.3' }));
+  const client = await omni.client(sim, ID);
   const told: number[] = [];
   const all = await client.state.list('infra-provider', T.InfraMachine, { onProgress: (n) => told.push(n) });
   expect(all).toHaveLength(MACHINES);

@@ -2,12 +2,11 @@
 // deadline, and the run then reports what is true: never "incomplete" with nothing failed, blocked, still in use or
 // left; everything released by then is deregistered within the grace, exit 0; --settle is capped by the same end.
 
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
 import { T } from '../../../src/omni-api/resource.js';
-import { createOmniClient, type OmniClient } from '../../../src/omni-client/client.js';
 import type { WriteIntent } from '../../../src/omni-client/write/observer.js';
-import { createSim, type Sim } from '../../../src/omni-sim/index.js';
+import type { Sim } from '../../../src/omni-sim/index.js';
 import { generateScenario, provisionedRequest } from '../../../src/omni-sim/scenario/generate.js';
 import { runReport } from '../../../src/provider/report/run-report.js';
 import { DEREGISTER_GRACE_MS } from '../../../src/provider/run/deadline.js';
@@ -15,16 +14,10 @@ import { reconcile } from '../../../src/provider/run/reconcile.js';
 import type { ReconcileOptions } from '../../../src/provider/run/contract.js';
 import { providerSim } from '../../helpers/cli-config.js';
 import { providerStatus, reconcileOptions } from '../../helpers/provider-fixtures.js';
+import { simEachTest } from '../../helpers/sim-client.js';
 
 const ID = 'kubevirt';
-let sim: Sim | undefined;
-let client: OmniClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await sim?.close();
-  client = undefined;
-  sim = undefined;
-});
+const omni = simEachTest();
 
 interface Sent {
   intent: WriteIntent;
@@ -48,9 +41,7 @@ async function waitRun(
   clock: Clock = { skew: 0 },
 ) {
   const sent: Sent[] = [];
-  client = await createOmniClient({
-    endpoint: s.endpoint,
-    key: s.keys[`infra-provider:${ID}`]!,
+  const client = await omni.client(s, ID, {
     concurrency: 8,
     onWrite: (intent) => {
       sent.push({ intent, at: Date.now() });
@@ -75,7 +66,7 @@ async function waitRun(
 describe('--wait --timeout under a write budget', () => {
   it('no write starts after the deadline; the run reports what is left, never incomplete with none', async () => {
     // 40 requests behind 6 KB/s: ~25 s of bytes, cut at 3 s.
-    sim = await createSim(
+    const sim = await omni.sim(
       generateScenario({
         providerId: ID,
         machines: 0,
@@ -110,7 +101,7 @@ describe('--wait --timeout under a write budget', () => {
 
 describe('--timeout passes as the last request is released', () => {
   it('the deregistration follows within the grace, exit 0; no other write after the deadline', async () => {
-    sim = await createSim(generateScenario({ providerId: ID, machines: 0, requests: 3, omniVersion: '1.9.3' }));
+    const sim = await omni.sim(generateScenario({ providerId: ID, machines: 0, requests: 3, omniVersion: '1.9.3' }));
     await sim.controllers?.idle();
     let released = 0;
     let deadlineAt: number | undefined;
@@ -142,7 +133,7 @@ describe('--settle is capped by --timeout', () => {
   it('a released request still held by another controller is watched at most until the deadline', async () => {
     const rs = provisionedRequest(ID, 'w-1');
     rs[0]!.metadata.finalizers.push('SomeFutureController');
-    sim = await providerSim('1.9.3', [providerStatus(ID, false), ...rs], { ids: [ID] });
+    const sim = omni.closing(await providerSim('1.9.3', [providerStatus(ID, false), ...rs], { ids: [ID] }));
     const { report } = await waitRun(sim, { timeoutMs: 1_000, settleMs: 60_000 });
     expect(report.released.map((x) => x.id)).toEqual(['w-1']);
     expect(report.settle!.ms).toBeLessThanOrEqual(1_000);

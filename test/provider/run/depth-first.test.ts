@@ -3,14 +3,13 @@
 // from the start of the run, and a run interrupted a quarter of the way has released some. Count-based: positions in
 // the order of the writes the client sent, never wall-clock times.
 
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
 import { T } from '../../../src/omni-api/resource.js';
-import { createOmniClient, type OmniClient } from '../../../src/omni-client/client.js';
-import { createSim, type Sim } from '../../../src/omni-sim/index.js';
 import { generateScenario } from '../../../src/omni-sim/scenario/generate.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
 import { reconcileOptions } from '../../helpers/provider-fixtures.js';
+import { simEachTest } from '../../helpers/sim-client.js';
 
 const ID = 'kubevirt';
 const REQUESTS = 60;
@@ -29,27 +28,18 @@ const CONCURRENCY = 2;
 /** Tight enough that the window shrinks and most writes wait for their turn: ~5 s of bytes. */
 const BUDGET = { throttle: { infraProvider: { bytesPerSecond: 20_000, burst: 800 }, maxWaitMs: 10 } };
 
-let sim: Sim | undefined;
-let client: OmniClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await sim?.close();
-  client = undefined;
-  sim = undefined;
-});
+const omni = simEachTest();
 
 /** A run over `requests` held requests under the budget; `abortAfter`: abort its signal once that many were applied. */
 async function throttledRun(requests: number, abortAfter?: number) {
-  sim = await createSim(
+  const sim = await omni.sim(
     generateScenario({ providerId: ID, machines: 0, requests, omniVersion: '1.9.3', faults: BUDGET }),
   );
   await sim.controllers?.idle();
   const writes: string[] = [];
   let applied = 0;
   const ac = new AbortController();
-  client = await createOmniClient({
-    endpoint: sim.endpoint,
-    key: sim.keys[`infra-provider:${ID}`]!,
+  const client = await omni.client(sim, ID, {
     concurrency: CONCURRENCY,
     onWrite: (w) => {
       writes.push(`${w.method} ${w.resource.type}`);

@@ -2,36 +2,28 @@
 // though a pass re-plans from caches that have not yet seen it, and never reported as someone else's; a status found
 // in its place (AlreadyExists) is read and attributed by its content.
 
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../../src/log.js';
 import { AlreadyExistsError } from '../../../src/omni-api/errors.js';
 import { NS_INFRA_PROVIDER, T, type Resource } from '../../../src/omni-api/resource.js';
 import type { State } from '../../../src/omni-api/state.js';
 import { MachineRequestStage, MachineRequestStatusSpec } from '../../../src/omni-api/specs/messages.js';
 import { encodeSpec } from '../../../src/omni-api/specs/codec.js';
-import { createOmniClient, type OmniClient } from '../../../src/omni-client/client.js';
 import { INTERNAL } from '../../../src/omni-sim/api.js';
-import { createSim, type Sim } from '../../../src/omni-sim/index.js';
 import { generateScenario, provisionedRequest } from '../../../src/omni-sim/scenario/generate.js';
 import { Outcomes } from '../../../src/provider/run/outcomes.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
 import { refuse, refusalError } from '../../../src/provider/run/refusals.js';
 import type { Refusal } from '../../../src/provider/plan/plan.js';
 import { reconcileOptions } from '../../helpers/provider-fixtures.js';
+import { simEachTest } from '../../helpers/sim-client.js';
 
 const ID = 'kubevirt';
-let sim: Sim | undefined;
-let client: OmniClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await sim?.close();
-  client = undefined;
-  sim = undefined;
-});
+const omni = simEachTest();
 
 describe('each refusal once, reported as ours', () => {
   it('requests created in bursts while caches lag: one FAILED status Create per request, each refused', async () => {
-    sim = await createSim(
+    const sim = await omni.sim(
       generateScenario({
         providerId: ID,
         machines: 0,
@@ -42,9 +34,7 @@ describe('each refusal once, reported as ours', () => {
     );
     await sim.controllers?.idle();
     const creates = new Map<string, number>();
-    client = await createOmniClient({
-      endpoint: sim.endpoint,
-      key: sim.keys[`infra-provider:${ID}`]!,
+    const client = await omni.client(sim, ID, {
       onWrite: (w) => {
         if (w.method === 'Create' && w.resource.type === T.MachineRequestStatus)
           creates.set(w.resource.id, (creates.get(w.resource.id) ?? 0) + 1);
