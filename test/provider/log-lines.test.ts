@@ -4,29 +4,21 @@
 
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { afterEach, expect, it } from 'vitest';
-import { createOmniClient } from '../../src/omni-client/client.js';
-import type { OmniClient } from '../../src/omni-client/client.js';
+import { expect, it } from 'vitest';
 import { describePointer } from '../../src/omni-api/resource.js';
-import { createSim } from '../../src/omni-sim/index.js';
-import type { Sim } from '../../src/omni-sim/index.js';
 import { generateScenario, provisionedRequest } from '../../src/omni-sim/scenario/generate.js';
 import { Audit } from '../../src/provider/report/audit.js';
 import type { AuditEntry, AuditOutcome } from '../../src/provider/report/audit.js';
 import { reconcile } from '../../src/provider/run/reconcile.js';
+import { simEachTest } from '../helpers/sim-client.js';
 
-let sim: Sim | undefined;
-let client: OmniClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await sim?.close();
-});
+const omni = simEachTest();
 
 it('one info line per mutation, naming the resource, plus one "released" line per machine', async () => {
   const sc = generateScenario({ providerId: 'bm', machines: 3, requests: 2, omniVersion: '1.4.2' });
   // A new request (no status yet): refused with a FAILED status, a create.
   sc.resources.push(...provisionedRequest('bm', 'new-1', { phase: 'running', outputs: false }));
-  sim = await createSim(sc);
+  const sim = await omni.sim(sc);
   const logLines: Record<string, unknown>[] = [];
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
@@ -37,9 +29,7 @@ it('one info line per mutation, naming the resource, plus one "released" line pe
   const logger = pino({ level: 'info' }, sink);
   const entries: AuditEntry[] = [];
   const audit = new Audit((l) => entries.push(JSON.parse(l) as AuditEntry), Date.now, logger);
-  client = await createOmniClient({
-    endpoint: sim.endpoint,
-    key: sim.keys['infra-provider:bm']!,
+  const client = await omni.client(sim, 'bm', {
     onWrite: audit.observer,
   });
 

@@ -5,11 +5,7 @@
 
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { afterEach, expect, it } from 'vitest';
-import { createOmniClient } from '../../src/omni-client/client.js';
-import type { OmniClient } from '../../src/omni-client/client.js';
-import { createSim } from '../../src/omni-sim/index.js';
-import type { Sim } from '../../src/omni-sim/index.js';
+import { expect, it } from 'vitest';
 import {
   bareMetalMachine,
   generateScenario,
@@ -19,7 +15,6 @@ import {
 } from '../../src/omni-sim/scenario/generate.js';
 import { runReport } from '../../src/provider/report/run-report.js';
 import { startTamperProxy } from '../helpers/tamper-proxy.js';
-import type { TamperProxy } from '../helpers/tamper-proxy.js';
 import { reconcile } from '../../src/provider/run/reconcile.js';
 import { silentLogger } from '../../src/log.js';
 import { NS_INFRA_PROVIDER, T } from '../../src/omni-api/resource.js';
@@ -27,25 +22,16 @@ import type { WipeStrategy } from '../../src/wipe/index.js';
 import { FakeState } from '../helpers/fake-state.js';
 import * as fx from '../helpers/provider-fixtures.js';
 import type { ItemEnded, ReconcileProgress } from '../../src/provider/run/outcomes.js';
+import { simEachTest } from '../helpers/sim-client.js';
 
-let sim: Sim | undefined;
-let client: OmniClient | undefined;
-let proxy: TamperProxy | undefined;
-afterEach(async () => {
-  await client?.close();
-  await proxy?.close();
-  await sim?.close();
-  client = undefined;
-  proxy = undefined;
-  sim = undefined;
-});
+const omni = simEachTest();
 
 it('counts what ended, runs, waits and the time left; each item ends once; per-item log lines at debug', async () => {
   const sc = generateScenario({ providerId: 'bm', machines: 2, requests: 2, omniVersion: '1.4.2' });
   sc.resources.push(...provisionedRequest('bm', 'new-1', { phase: 'running', outputs: false }));
   sc.resources.push(...bareMetalMachine('bm', machineUuid(7, 1), { phase: 'running' }));
-  sim = await createSim(sc);
-  client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys['infra-provider:bm']! });
+  const sim = await omni.sim(sc);
+  const client = await omni.client(sim, 'bm');
   const logLines: Record<string, unknown>[] = [];
   const logger = pino(
     { level: 'debug' },
@@ -119,8 +105,8 @@ it('counts what ended, runs, waits and the time left; each item ends once; per-i
 }, 20_000);
 
 it('without itemLogLevel the per-item lines keep their own levels; no progress callback, no counting', async () => {
-  sim = await createSim(generateScenario({ providerId: 'bm', machines: 1, omniVersion: '1.4.2' }));
-  client = await createOmniClient({ endpoint: sim.endpoint, key: sim.keys['infra-provider:bm']! });
+  const sim = await omni.sim(generateScenario({ providerId: 'bm', machines: 1, omniVersion: '1.4.2' }));
+  const client = await omni.client(sim, 'bm');
   const logLines: Record<string, unknown>[] = [];
   const logger = pino(
     { level: 'info' },
@@ -207,7 +193,7 @@ it('an item blocked on every pass of --wait is shown once; a running machine cou
 }, 10_000);
 
 it('a machine failing in two passes is one failed machine: once in report, on display, in the count', async () => {
-  sim = await createSim({
+  const sim = await omni.sim({
     omniVersion: '1.3.4',
     identities: [{ name: 'infra-provider:kv', role: 'InfraProvider', publicKeys: [] }],
     resources: [
@@ -218,19 +204,21 @@ it('a machine failing in two passes is one failed machine: once in report, on di
     faults: {},
   });
   // Omni refuses the InfraMachine's finalizer removal; the request is released, so a second pass follows.
-  proxy = await startTamperProxy(sim.endpoint, (r) => {
-    const target = (r.body as { new_resource?: { metadata?: { type?: string } } } | undefined)?.new_resource?.metadata
-      ?.type;
-    if (r.rpc !== 'Update' || target !== T.InfraMachine) return undefined;
-    return {
-      kind: 'respond',
-      write: (res) => {
-        res.writeHead(403, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ code: 7, message: 'refused' }));
-      },
-    };
-  });
-  client = await createOmniClient({ endpoint: proxy.endpoint, key: sim.keys['infra-provider:kv']! });
+  const proxy = omni.closing(
+    await startTamperProxy(sim.endpoint, (r) => {
+      const target = (r.body as { new_resource?: { metadata?: { type?: string } } } | undefined)?.new_resource?.metadata
+        ?.type;
+      if (r.rpc !== 'Update' || target !== T.InfraMachine) return undefined;
+      return {
+        kind: 'respond',
+        write: (res) => {
+          res.writeHead(403, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ code: 7, message: 'refused' }));
+        },
+      };
+    }),
+  );
+  const client = await omni.client(sim, 'kv', { endpoint: proxy.endpoint });
   const seen: ReconcileProgress[] = [];
   const ended: ItemEnded[] = [];
   const r = await reconcile(

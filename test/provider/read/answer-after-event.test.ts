@@ -5,40 +5,34 @@
 // watch showed never brings a resource back, and a step that waits for Omni to let go does not wait
 // for a version after the one that already shows it.
 
-import { afterEach, expect, it } from 'vitest';
-import { createOmniClient, type OmniClient } from '../../../src/omni-client/client.js';
+import { expect, it } from 'vitest';
 import { generateScenario } from '../../../src/omni-sim/scenario/generate.js';
-import { createSim, type Sim } from '../../../src/omni-sim/index.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
 import { silentLogger } from '../../../src/log.js';
-import { forward, startTamperProxy, type TamperProxy } from '../../helpers/tamper-proxy.js';
+import { forward, startTamperProxy } from '../../helpers/tamper-proxy.js';
+import { simEachTest } from '../../helpers/sim-client.js';
 
 const WRITES = new Set(['Create', 'Update', 'Destroy']);
-let sim: Sim | undefined;
-let proxy: TamperProxy | undefined;
-let client: OmniClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await proxy?.close();
-  await sim?.close();
-});
+const omni = simEachTest();
 
 it('every write answered 100 ms after applied: everything released and deregistered, no wait runs out', async () => {
-  sim = await createSim(generateScenario({ providerId: 'bm', machines: 3, requests: 2, omniVersion: '1.4.2' }));
+  const sim = await omni.sim(generateScenario({ providerId: 'bm', machines: 3, requests: 2, omniVersion: '1.4.2' }));
   const upstream = sim.endpoint;
-  proxy = await startTamperProxy(upstream, (r) =>
-    WRITES.has(r.rpc)
-      ? forward(upstream, r, (res, status, headers, body) => {
-          setTimeout(() => {
-            if (!res.destroyed) {
-              res.writeHead(status, headers);
-              res.end(body);
-            }
-          }, 100);
-        })
-      : undefined,
+  const proxy = omni.closing(
+    await startTamperProxy(upstream, (r) =>
+      WRITES.has(r.rpc)
+        ? forward(upstream, r, (res, status, headers, body) => {
+            setTimeout(() => {
+              if (!res.destroyed) {
+                res.writeHead(status, headers);
+                res.end(body);
+              }
+            }, 100);
+          })
+        : undefined,
+    ),
   );
-  client = await createOmniClient({ endpoint: proxy.endpoint, key: sim.keys['infra-provider:bm']! });
+  const client = await omni.client(sim, 'bm', { endpoint: proxy.endpoint });
   // Waits for Omni short enough that one which misses its event shows as blocked, not as slow.
   const r = await reconcile(
     { state: client.state, logger: silentLogger(), version: 'test', heartbeatMs: 60_000 },

@@ -6,10 +6,9 @@
 
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { afterEach, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { createOmniClient } from '../../../src/omni-client/client.js';
 import { NS_INFRA_PROVIDER, T } from '../../../src/omni-api/resource.js';
-import { createSim, type Sim } from '../../../src/omni-sim/index.js';
 import {
   bareMetalMachine,
   machineUuid,
@@ -18,17 +17,11 @@ import {
 } from '../../../src/omni-sim/scenario/generate.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
 import { noDelay } from '../../helpers/fake-gateway.js';
-import { CUT, startTamperProxy, type TamperProxy } from '../../helpers/tamper-proxy.js';
+import { simEachTest } from '../../helpers/sim-client.js';
+import { CUT, startTamperProxy } from '../../helpers/tamper-proxy.js';
 
 const ID = 'bare-metal';
-let sim: Sim | undefined;
-let proxy: TamperProxy | undefined;
-afterEach(async () => {
-  await proxy?.close();
-  await sim?.close();
-  proxy = undefined;
-  sim = undefined;
-});
+const omni = simEachTest();
 
 /** Whether a Watch line carries a CREATED, UPDATED or DESTROYED event (CREATED is the enum's zero: omitted). */
 function liveEvent(line: string): boolean {
@@ -39,7 +32,7 @@ function liveEvent(line: string): boolean {
 }
 
 it('a kind whose watch breaks before every event is read with Lists: all released, deregistered', async () => {
-  sim = await createSim({
+  const sim = await omni.sim({
     omniVersion: '1.3.4',
     identities: [{ name: `infra-provider:${ID}`, role: 'InfraProvider', publicKeys: [] }],
     resources: [
@@ -52,17 +45,19 @@ it('a kind whose watch breaks before every event is read with Lists: all release
   });
   await sim.controllers?.idle();
   let cuts = 0;
-  proxy = await startTamperProxy(sim.endpoint, (r) =>
-    r.rpc === 'Watch'
-      ? {
-          kind: 'lines',
-          map: (line) => {
-            if (!liveEvent(line)) return line;
-            cuts++;
-            return CUT;
-          },
-        }
-      : undefined,
+  const proxy = omni.closing(
+    await startTamperProxy(sim.endpoint, (r) =>
+      r.rpc === 'Watch'
+        ? {
+            kind: 'lines',
+            map: (line) => {
+              if (!liveEvent(line)) return line;
+              cuts++;
+              return CUT;
+            },
+          }
+        : undefined,
+    ),
   );
   let log = '';
   const logger = pino(

@@ -2,7 +2,7 @@
 // it lasts, and with --wait the stub keeps several open. With the connection pool sized to
 // --concurrency 2, a --wait run used to hang with every connection held by a watch.
 
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createOmniClient } from '../../../src/omni-client/client.js';
 import { silentLogger } from '../../../src/log.js';
 import {
@@ -11,19 +11,15 @@ import {
   providerRegistration,
   provisionedRequest,
 } from '../../../src/omni-sim/scenario/generate.js';
-import { createSim, type Sim } from '../../../src/omni-sim/index.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
+import { simEachTest } from '../../helpers/sim-client.js';
 
 const ID = 'bare-metal';
-let sim: Sim | undefined;
-afterEach(async () => {
-  await sim?.close();
-  sim = undefined;
-});
+const omni = simEachTest();
 
 describe('connections for watches', () => {
   it('a --wait run with two connections for calls finishes while its watches are open', async () => {
-    sim = await createSim({
+    const sim = await omni.sim({
       omniVersion: '1.3.4',
       identities: [{ name: `infra-provider:${ID}`, role: 'InfraProvider', publicKeys: [] }],
       resources: [

@@ -3,21 +3,13 @@
 // ends. Otherwise Node prints "MaxListenersExceededWarning: ... 11 abort listeners" on stderr, and
 // a long --wait run leaks memory.
 
-import { afterEach, expect, it } from 'vitest';
-import { createOmniClient } from '../../../src/omni-client/client.js';
-import type { OmniClient } from '../../../src/omni-client/client.js';
-import { createSim } from '../../../src/omni-sim/index.js';
-import type { Sim } from '../../../src/omni-sim/index.js';
+import { expect, it } from 'vitest';
 import { generateScenario } from '../../../src/omni-sim/scenario/generate.js';
 import { silentLogger } from '../../../src/log.js';
 import { reconcile } from '../../../src/provider/run/reconcile.js';
+import { simEachTest } from '../../helpers/sim-client.js';
 
-let sim: Sim | undefined;
-let client: OmniClient | undefined;
-afterEach(async () => {
-  await client?.close();
-  await sim?.close();
-});
+const omni = simEachTest();
 
 /** Counts the abort listeners on a signal as they come and go. */
 function countListeners(signal: AbortSignal): { now: () => number; max: () => number } {
@@ -52,10 +44,8 @@ it.each([
 ] as const)(
   '--wait %s, Omni %s, faults %j, 150 machines: at most 3 abort listeners on the signal, none left, no warning',
   async (wait, omniVersion, faults) => {
-    sim = await createSim(generateScenario({ providerId: 'bare-metal', machines: 150, omniVersion, faults }));
-    client = await createOmniClient({
-      endpoint: sim.endpoint,
-      key: sim.keys['infra-provider:bare-metal']!,
+    const sim = await omni.sim(generateScenario({ providerId: 'bare-metal', machines: 150, omniVersion, faults }));
+    const client = await omni.client(sim, 'bare-metal', {
       concurrency: 16,
     });
     const warnings: Error[] = [];
