@@ -1,8 +1,9 @@
 // `stub-provider sim` as a user runs it: the built CLI (npm run build), a scenario file, the ready line
-// on stdout, real calls (over HTTPS with the generated CA), SIGTERM, the dump, exit 0.
+// on stdout, real calls (over HTTPS with the generated CA), SIGTERM, the dump, exit 0. Its usage
+// errors, through main() in this process: test/commands/sim.test.ts.
 
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,16 +35,6 @@ async function startSim(args: string[]): Promise<Running> {
   const sim = await startWithReadyLine(process.execPath, [MAIN, 'sim', ...args], { cwd: ROOT });
   children.push(sim.child);
   return sim as Running;
-}
-
-/** `stub-provider sim ARGS` that is expected to stop by itself: its exit code and stderr. */
-async function exitOf(args: string[]): Promise<{ code: number | null; err: string }> {
-  const child = spawn(process.execPath, [MAIN, 'sim', ...args], { cwd: ROOT });
-  children.push(child);
-  let err = '';
-  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
-  const code = await new Promise<number | null>((r) => child.on('exit', r));
-  return { code, err };
 }
 
 function keyFrom(serviceAccountKey: string) {
@@ -164,25 +155,5 @@ describe('stub-provider sim', () => {
     ]);
     const refused = await post(proxied.ready.endpoint, 'Get', ptr);
     expect([refused.status, refused.headers['retry-after']]).toEqual([503, '9']);
-  });
-
-  it('bad --faults are a usage error (exit 2) naming the key', async () => {
-    const { code, err } = await exitOf([
-      '--scenario',
-      BARE,
-      '--faults',
-      '{throttle: {infra_provider: {bytes_per_second: 0, burst: 1}}}',
-    ]);
-    expect(code).toBe(2);
-    expect(err).toContain('--faults.throttle.infra_provider.bytes_per_second: expected a positive integer');
-  });
-
-  it('a bad scenario is a usage error (exit 2) naming the document and key', async () => {
-    dir = await mkdtemp(join(tmpdir(), 'sim-e2e-'));
-    const bad = join(dir, 'bad.yaml');
-    await writeFile(bad, 'omni: { version: "1.3" }\n---\nmetadata: { namespace: a, type: b, id: c, phase: nope }\n');
-    const { code, err } = await exitOf(['--scenario', bad]);
-    expect(code).toBe(2);
-    expect(err).toContain('document 1: metadata.phase');
   });
 });
