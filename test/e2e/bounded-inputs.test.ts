@@ -2,31 +2,23 @@
 // file exits 2 at once with a small peak RSS (the process's own, read at its exit). The refusals of
 // what is not a regular file or is larger than its bound: test/omni-api/bounded-inputs.test.ts.
 
-import { closeSync, ftruncateSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSim } from '../../src/omni-sim/index.js';
-import type { Sim } from '../../src/omni-sim/index.js';
+import { describe, expect, it } from 'vitest';
 import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
-import { cleanEnv, errorLine, requireBuiltCli, runCli, scratchDirEachTest } from '../helpers/cli-process.js';
+import {
+  cleanEnv,
+  errorLine,
+  requireBuiltCli,
+  runCli,
+  scratchDirEachTest,
+  sparseFile,
+} from '../helpers/cli-process.js';
+import { simForFile } from '../helpers/sim-client.js';
 
 requireBuiltCli();
 const dir = scratchDirEachTest('bounded-');
-let sim: Sim;
-beforeAll(async () => {
-  sim = await createSim(generateScenario({ providerId: 'bm', machines: 1, omniVersion: '1.9.3' }));
-});
-afterAll(async () => {
-  await sim.close();
-});
-
-/** A file of `bytes` that takes no room (sparse). */
-function sparse(path: string, bytes: number): string {
-  const fd = openSync(path, 'w');
-  ftruncateSync(fd, bytes);
-  closeSync(fd);
-  return path;
-}
+const sim = simForFile(generateScenario({ providerId: 'bm', machines: 1, omniVersion: '1.9.3' }));
 
 /** The key file given as --service-account-key-file to a plan. */
 const INPUTS = [
@@ -36,7 +28,7 @@ const INPUTS = [
       '--id',
       'bm',
       '--omni-api-endpoint',
-      sim.endpoint,
+      sim().endpoint,
       '--service-account-key-file',
       p,
       '--output',
@@ -47,7 +39,7 @@ const INPUTS = [
 
 describe('input files', () => {
   it('a 100 MB key file: exit 2 at once, with a peak RSS under 100 MB', async () => {
-    const path = sparse(join(dir(), 'key-100mb'), 100 * 1000 * 1000);
+    const path = sparseFile(join(dir(), 'key-100mb'), 100 * 1000 * 1000);
     const usage = join(dir(), 'usage.json');
     const hook = join(dir(), 'rss.mjs');
     writeFileSync(

@@ -3,7 +3,7 @@
 // a hard time limit, and its exit code, stdout and stderr.
 
 import { spawn } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, ftruncateSync, openSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -35,6 +35,14 @@ export function scratchDirEachTest(prefix: string): () => string {
     if (!dir) throw new Error('scratchDirEachTest: no test is running');
     return dir;
   };
+}
+
+/** A file of `bytes` at `path` that takes no room (sparse). */
+export function sparseFile(path: string, bytes: number): string {
+  const fd = openSync(path, 'w');
+  ftruncateSync(fd, bytes);
+  closeSync(fd);
+  return path;
 }
 
 export interface CliRun {

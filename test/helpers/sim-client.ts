@@ -1,8 +1,9 @@
 // The set-up of the tests against a simulated Omni in this process: the sim, what is put in front of
 // it (a tampering proxy), and the gateway client logged in to it as a provider, each closed after
-// the test that opened it, the last opened first (the client, then the proxy, then the sim).
+// the test that opened it, the last opened first (the client, then the proxy, then the sim); or one
+// sim for a whole file.
 
-import { afterEach } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { createOmniClient, type OmniClient, type OmniClientOptions } from '../../src/omni-client/client.js';
 import { createSim, type Sim, type SimOptions } from '../../src/omni-sim/index.js';
 
@@ -35,5 +36,20 @@ export function simEachTest(): SimSetup {
     client: async (sim, id, o = {}) =>
       closing(await createOmniClient({ endpoint: sim.endpoint, key: sim.keys[`infra-provider:${id}`]!, ...o })),
     closing,
+  };
+}
+
+/** One sim of `scenario` for the whole file (call at its top): started before its first test, closed after its last. */
+export function simForFile(scenario: Scenario, options?: SimOptions): () => Sim {
+  let sim: Sim | undefined;
+  beforeAll(async () => {
+    sim = await createSim(scenario, options);
+  });
+  afterAll(async () => {
+    await sim?.close();
+  });
+  return () => {
+    if (!sim) throw new Error('simForFile: the sim is not started (outside a test?)');
+    return sim;
   };
 }

@@ -5,31 +5,16 @@
 // 100 MB key file exits 2 with a small peak RSS: test/e2e/bounded-inputs.test.ts).
 
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, openSync, closeSync, ftruncateSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createSim } from '../../src/omni-sim/index.js';
-import type { Sim } from '../../src/omni-sim/index.js';
+import { describe, expect, it } from 'vitest';
 import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
-import { cleanEnv, errorLine, scratchDirEachTest } from '../helpers/cli-process.js';
+import { cleanEnv, errorLine, scratchDirEachTest, sparseFile } from '../helpers/cli-process.js';
+import { simForFile } from '../helpers/sim-client.js';
 import { runMain } from '../helpers/in-process-cli.js';
 
 const dir = scratchDirEachTest('bounded-');
-let sim: Sim;
-beforeAll(async () => {
-  sim = await createSim(generateScenario({ providerId: 'bm', machines: 1, omniVersion: '1.9.3' }));
-});
-afterAll(async () => {
-  await sim.close();
-});
-
-/** A file of `bytes` that takes no room (sparse). */
-function sparse(path: string, bytes: number): string {
-  const fd = openSync(path, 'w');
-  ftruncateSync(fd, bytes);
-  closeSync(fd);
-  return path;
-}
+const sim = simForFile(generateScenario({ providerId: 'bm', machines: 1, omniVersion: '1.9.3' }));
 
 /** What is not a regular file: a FIFO nobody writes, a device that never ends, a directory. */
 function notFiles(): [string, string, RegExp][] {
@@ -44,7 +29,7 @@ function notFiles(): [string, string, RegExp][] {
   ];
 }
 
-const keyEnv = () => cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: sim.keys['infra-provider:bm'] });
+const keyEnv = () => cleanEnv({ OMNI_SERVICE_ACCOUNT_KEY: sim().keys['infra-provider:bm'] });
 
 /** How each input is given, with what the command needs besides. */
 const INPUTS: {
@@ -62,7 +47,7 @@ const INPUTS: {
       '--id',
       'bm',
       '--omni-api-endpoint',
-      sim.endpoint,
+      sim().endpoint,
       '--service-account-key-file',
       p,
       '--output',
@@ -73,7 +58,7 @@ const INPUTS: {
   },
   {
     what: '--ca-file',
-    args: (p) => ['plan', '--id', 'bm', '--omni-api-endpoint', sim.endpoint, '--ca-file', p, '--output', 'json'],
+    args: (p) => ['plan', '--id', 'bm', '--omni-api-endpoint', sim().endpoint, '--ca-file', p, '--output', 'json'],
     env: keyEnv,
     bound: '1 MiB',
   },
@@ -115,7 +100,7 @@ describe('input files', () => {
     async (_what, input) => {
       // Just past the bound; the key's 100 MB case below measures the memory.
       const bytes = { '64 KiB': 64 * 1024, '1 MiB': 1024 * 1024, '256 MiB': 256 * 1024 * 1024 }[input.bound]! + 1;
-      const path = sparse(join(dir(), 'big'), bytes);
+      const path = sparseFile(join(dir(), 'big'), bytes);
       const r = await runMain(input.args(path), { env: input.env() });
       expect(r.code, r.stderr).toBe(2);
       expect(errorLine(r.stderr)).toContain(`is larger than ${input.bound}, the most it may hold (${bytes} bytes)`);
