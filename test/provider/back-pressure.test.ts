@@ -23,21 +23,17 @@ import type { AuditEntry } from '../../src/provider/report/audit.js';
 import { renderText } from '../../src/provider/report/text.js';
 import { runIn } from '../helpers/cli-config.js';
 import { checkRelease } from '../helpers/release-oracle.js';
-import { startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';
+import { startTamperProxy } from '../helpers/tamper-proxy.js';
+import { simEachTest } from '../helpers/sim-client.js';
 
 const ID = 'bare-metal';
 
-let sim: Sim | undefined;
-let proxy: TamperProxy | undefined;
+const omni = simEachTest();
 let dir: string;
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'back-pressure-'));
 });
 afterEach(async () => {
-  await proxy?.close();
-  await sim?.close();
-  proxy = undefined;
-  sim = undefined;
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -89,7 +85,7 @@ async function releasedUnder(s: Sim, faults: FaultConfig, expected: number) {
 
 describe('a throttled Omni', () => {
   it('Omni 1.9 write budget (DeadlineExceeded past maxWait): released, none failed, throttling reported', async () => {
-    sim = await stuckSim(10, 4);
+    const sim = omni.closing(await stuckSim(10, 4));
     // About 400 bytes a write: 20 KB/s with a 2 KB burst and a 40 ms wait let a few of 8 concurrent
     // writes through and refuse the rest at once with DeadlineExceeded, as Omni's limiter does.
     const { rep } = await releasedUnder(
@@ -114,7 +110,7 @@ describe('a throttled Omni', () => {
   });
 
   it('a write Omni\'s budget refused and a read-back showed not applied is "refused", never "unknown"', async () => {
-    sim = await stuckSim(10, 4);
+    const sim = omni.closing(await stuckSim(10, 4));
     const { rep, lines } = await releasedUnder(
       sim,
       { throttle: { infraProvider: { bytesPerSecond: 20_000, burst: 2_000 }, maxWaitMs: 40 } },
@@ -138,7 +134,7 @@ describe('a throttled Omni', () => {
   });
 
   it('a proxy answering 429 + Retry-After to every call over its rate: all released, no item failed', async () => {
-    sim = await stuckSim(4, 2);
+    const sim = omni.closing(await stuckSim(4, 2));
     const { rep } = await releasedUnder(
       sim,
       { proxyLimit: { requestsPerSecond: 40, burst: 12, status: 429, retryAfterS: 1 } },
@@ -156,7 +152,9 @@ describe('a write whose answer was lost', () => {
     // finds it at the version our Update made, with our content. (One that Omni destroys at once
     // answers the re-read NotFound; read from a List only, that is not taken for done, rule 4.)
     const target = machineUuid(100, 1);
-    sim = await stuckSim(2, 0, bareMetalMachine(ID, target, { extraFinalizers: ['ClusterMachineController'] }));
+    const sim = omni.closing(
+      await stuckSim(2, 0, bareMetalMachine(ID, target, { extraFinalizers: ['ClusterMachineController'] })),
+    );
     const ours = (fs: string[]) => fs.some((f) => f.startsWith(`${ID}.`));
     // Server side: every Update that removed our finalizers from that InfraMachine.
     let applied = 0;
@@ -172,15 +170,17 @@ describe('a write whose answer was lost', () => {
         applied++;
     });
     let dropped = 0;
-    proxy = await startTamperProxy(sim.endpoint, (r) => {
-      const md = (r.body as { new_resource?: { metadata?: { type?: string; id?: string } } } | undefined)?.new_resource
-        ?.metadata;
-      if (r.rpc === 'Update' && md?.type === T.InfraMachine && md.id === target && dropped === 0) {
-        dropped++;
-        return { kind: 'drop-answer' };
-      }
-      return undefined;
-    });
+    const proxy = omni.closing(
+      await startTamperProxy(sim.endpoint, (r) => {
+        const md = (r.body as { new_resource?: { metadata?: { type?: string; id?: string } } } | undefined)
+          ?.new_resource?.metadata;
+        if (r.rpc === 'Update' && md?.type === T.InfraMachine && md.id === target && dropped === 0) {
+          dropped++;
+          return { kind: 'drop-answer' };
+        }
+        return undefined;
+      }),
+    );
     const audit = join(dir, 'audit.ndjson');
     const rep = await runIn(sim, ID, ['--audit-log', audit, '--settle', '0'], { endpoint: proxy.endpoint });
     await sim.controllers?.idle();
