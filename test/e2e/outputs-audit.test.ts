@@ -1,94 +1,40 @@
-// Issue 11 items 5, 6 and 7, with the built CLI against a simulated Omni in this process (so that
-// the test sees what the sim applied): outputs are opened before the first call to Omni (a path
-// that cannot be written, two outputs that are one file, a duration a timer cannot hold: exit 2,
-// nothing written), and the audit log holds every write that may have reached Omni, a SIGTERM in
-// the middle of a run included. Reproduction: SIGTERM during a 1,500-machine run left sixteen
-// writes that Omni applied without an audit line.
+// The audit log holds every write that may have reached Omni, a SIGTERM in the middle of a run
+// included: the built CLI against a simulated Omni in this process (so that the test sees what the
+// sim applied). Reproduction: SIGTERM during a 1,500-machine run left sixteen writes that Omni
+// applied without an audit line. The outputs opened before the first call to Omni, through main()
+// in this process: test/commands/outputs-audit.test.ts.
 
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { readFile, symlink, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Pointer } from '../../src/omni-api/resource.js';
 import { T } from '../../src/omni-api/resource.js';
-import { createAccessApi } from '../../src/omni-sim/access/access.js';
-import type { StateApi } from '../../src/omni-sim/api.js';
-import { generateScenario } from '../../src/omni-sim/scenario/generate.js';
-import { createSim, type Sim } from '../../src/omni-sim/index.js';
+import { type Sim } from '../../src/omni-sim/index.js';
 import type { AuditEntry, AuditIntent, AuditOutcome } from '../../src/provider/report/audit.js';
 import type { Report } from '../../src/provider/report/report.js';
 import { MAIN, requireBuiltCli, scratchDirEachTest } from '../helpers/cli-process.js';
+import { env, ID, recordingSim as recordingSimOf, type Applied } from '../helpers/recording-sim.js';
+import { simEachTest } from '../helpers/sim-client.js';
 import { forward, startTamperProxy, type TamperProxy } from '../helpers/tamper-proxy.js';
 
-const ID = 'bm';
-
-/** A write as the sim applied it (a gateway call by the provider's identity that succeeded). */
-interface Applied {
-  method: 'Create' | 'Update' | 'Destroy';
-  resource: Pointer;
-  version?: string;
-  finalizers?: string[];
-}
-
-let sim: Sim | undefined;
 let proxy: TamperProxy | undefined;
 let applied: Applied[] = [];
 requireBuiltCli();
+const omni = simEachTest();
 const dir = scratchDirEachTest('outputs-audit-');
 beforeEach(() => {
   applied = [];
 });
 afterEach(async () => {
   await proxy?.close();
-  await sim?.close();
   proxy = undefined;
-  sim = undefined;
 });
 
-const ptr = (p: Pointer): Pointer => ({ namespace: p.namespace, type: p.type, id: p.id });
-
-/** The sim, recording every write of the provider that it applied. */
-async function recordingSim(machines: number, latencyMs = 0): Promise<Sim> {
-  sim = await createSim(
-    generateScenario({ providerId: ID, machines, omniVersion: '1.3.4', faults: latencyMs ? { latencyMs } : {} }),
-    {
-      access: (ctx) => {
-        const api = createAccessApi(ctx.store, { version: ctx.omniVersion });
-        return Object.assign(Object.create(api) as StateApi, {
-          create: (w, r, owner) => {
-            const out = api.create(w, r, owner);
-            applied.push({ method: 'Create', resource: ptr(r.metadata) });
-            return out;
-          },
-          update: (w, r, owner, phase) => {
-            const out = api.update(w, r, owner, phase);
-            applied.push({
-              method: 'Update',
-              resource: ptr(r.metadata),
-              version: r.metadata.version,
-              finalizers: [...r.metadata.finalizers],
-            });
-            return out;
-          },
-          destroy: (w, p, owner) => {
-            api.destroy(w, p, owner);
-            applied.push({ method: 'Destroy', resource: ptr(p) });
-          },
-        } satisfies Partial<StateApi>);
-      },
-    },
-  );
-  await sim.controllers?.idle();
-  return sim;
-}
-
-function env(s: Sim): NodeJS.ProcessEnv {
-  const e: NodeJS.ProcessEnv = { NO_COLOR: '1' };
-  for (const [k, v] of Object.entries(process.env)) if (!/^(OMNI_|STUB_PROVIDER_)/.test(k)) e[k] = v;
-  return { ...e, OMNI_SERVICE_ACCOUNT_KEY: s.keys[`infra-provider:${ID}`] };
-}
+const recordingSim = async (machines: number, latencyMs = 0) =>
+  omni.closing(await recordingSimOf(applied, machines, latencyMs));
 
 interface Child {
   code: Promise<number | null>;
@@ -122,93 +68,6 @@ function stub(s: Sim, args: string[], endpoint = s.endpoint): Child {
   });
   return { code, stdout: () => out, stderr: () => err, kill: (sig) => child.kill(sig) };
 }
-
-const versions = (s: Sim) =>
-  s.store
-    .all()
-    .map(({ metadata: m }) => `${m.namespace}/${m.type}/${m.id}@${m.version}:${m.finalizers.join(',')}`)
-    .sort();
-
-describe('outputs first: exit 2 before anything is asked of Omni', () => {
-  it('missing report folder, audit log there, a file twice (path, symlink), plan --report, huge duration', async () => {
-    const s = await recordingSim(2);
-    const before = versions(s);
-    const audit = join(dir(), 'audit.ndjson');
-    await writeFile(audit, '{"an":"earlier run"}\n');
-    await symlink(audit, join(dir(), 'report-link.json'));
-    const base = ['--id', ID, '--yes', '--log-format', 'json'];
-    const cases: [string[], RegExp][] = [
-      [
-        [...base, '--report', join(dir(), 'missing', 'report.json')],
-        new RegExp(
-          String.raw`--report .*missing\/report\.json: cannot open it for writing \(ENOENT: its folder ` +
-            String.raw`does not exist\); nothing was written to Omni`,
-        ),
-      ],
-      [[...base, '--audit-log', join(dir(), 'missing', 'audit.ndjson')], /--audit-log .*ENOENT/],
-      [
-        [...base, '--report', audit, '--audit-log', audit],
-        /are the same file: the report would overwrite the audit log/,
-      ],
-      [[...base, '--report', join(dir(), 'report-link.json'), '--audit-log', audit], /are the same file/],
-      [['plan', '--id', ID, '--report', join(dir(), 'missing', 'plan.json')], /--report .*ENOENT/],
-      [
-        [...base, '--step-timeout', '1000h'],
-        /--step-timeout 1000h is longer than a timer can wait: at most 2147483647 ms \(596h/,
-      ],
-      [[...base, '--wait', '--timeout', '1000h'], /--timeout 1000h is longer than a timer can wait/],
-    ];
-    for (const [args, message] of cases) {
-      const r = stub(s, args);
-      expect(await r.code, `${args.join(' ')}: ${r.stderr()}`).toBe(2);
-      expect(r.stderr()).toMatch(message);
-    }
-    await s.controllers?.idle();
-    expect(applied).toEqual([]);
-    expect(versions(s)).toEqual(before);
-    expect(await readFile(audit, 'utf8')).toBe('{"an":"earlier run"}\n');
-  }, 60_000);
-
-  it('plan --report and run --report write the report file, the audit log beside it', async () => {
-    const s = await recordingSim(2);
-    const plan = stub(s, [
-      'plan',
-      '--id',
-      ID,
-      '--output',
-      'json',
-      '--log-format',
-      'json',
-      '--report',
-      join(dir(), 'plan.json'),
-    ]);
-    // Exit 10: changes pending (plan predicts run's work, issue 14 item 6).
-    expect(await plan.code, plan.stderr()).toBe(10);
-    expect(JSON.parse(await readFile(join(dir(), 'plan.json'), 'utf8'))).toEqual(JSON.parse(plan.stdout()));
-    const run = stub(s, [
-      '--id',
-      ID,
-      '--yes',
-      '--output',
-      'json',
-      '--log-format',
-      'json',
-      '--report',
-      join(dir(), 'run.json'),
-      '--audit-log',
-      join(dir(), 'audit.ndjson'),
-    ]);
-    expect(await run.code, run.stderr()).toBe(0);
-    const rep = JSON.parse(await readFile(join(dir(), 'run.json'), 'utf8')) as Report;
-    expect(rep).toMatchObject({ result: 'done', exitCode: 0 });
-    const lines = (await readFile(join(dir(), 'audit.ndjson'), 'utf8'))
-      .trimEnd()
-      .split('\n')
-      .map((l) => JSON.parse(l) as AuditEntry);
-    expect(lines.filter((l) => l.event === 'intent')).toHaveLength(applied.length);
-    expect(Object.values(rep.writes).reduce((a, b) => a + b, 0)).toBe(applied.length);
-  }, 60_000);
-});
 
 const WRITES = new Set(['Create', 'Update', 'Destroy']);
 
