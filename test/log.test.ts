@@ -85,7 +85,7 @@ describe('log lines carry untrusted text inertly (design rule 13)', () => {
   });
 });
 
-describe('pretty lines for a person (issue 14 item 2)', () => {
+describe('pretty lines for a person', () => {
   const SGR = /\x1b\[[0-9;]*m/; // eslint-disable-line no-control-regex
 
   it('one line per entry, whatever the fields', () => {

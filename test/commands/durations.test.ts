@@ -1,4 +1,4 @@
-// Issue 11 item 7: a duration flag longer than a Node timer can wait is a usage error naming the
+// A duration flag longer than a Node timer can wait is a usage error naming the
 // maximum (setTimeout fires after 1 ms for anything above 2^31-1 ms: `--step-timeout 1000h` gave up at once).
 
 import { describe, expect, it } from 'vitest';
@@ -35,8 +35,8 @@ describe('parseDuration', () => {
   });
 });
 
-// Issue 14 item 7: Go's compound durations, days refused as Go refuses them, 0 for "no limit" where
-// the flag allows it (--timeout with --wait), the timer's maximum kept.
+// Go's compound durations (docs/operator-guide.md, "Running it"), days refused as Go refuses them, 0 for
+// "no limit" where the flag allows it (--timeout with --wait), the timer's maximum kept.
 describe('parseDuration: Go-style values', () => {
   it.each([
     ['5m30s', 330_000],

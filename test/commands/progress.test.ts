@@ -1,6 +1,6 @@
-// The progress line on stderr (issue 4 item 8): in place, throttled, below the log lines, gone at
-// the end; only on a terminal with pretty logs. Checked with a fake TTY stream and a fake clock, and
-// once through `run` against the simulated Omni.
+// The progress line on stderr (docs/operator-guide.md, "What the terminal shows"): in place, throttled,
+// below the log lines, gone at the end; only on a terminal with pretty logs. Checked with a fake TTY
+// stream and a fake clock, and once through `run` against the simulated Omni.
 
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';

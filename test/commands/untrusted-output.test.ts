@@ -1,4 +1,4 @@
-// Issue 11 item 4 (design rule 13): what Omni chose (a resource ID, an error message) is shown with
+// Untrusted text is inert (docs/design.md rule 13): what Omni chose (a resource ID, an error message) is shown with
 // its control characters escaped wherever a person reads it: the text report, pretty logs, the
 // progress line, the confirmation prompt and the error line of the CLI. JSON outputs stay JSON.
 // Reproduction: an ID and an Omni message holding ESC, CR and LF used to clear the screen and forge
@@ -96,7 +96,7 @@ describe('untrusted text from Omni is inert on a terminal', () => {
     const { sim: s, proxy: p } = await hostileOmni();
     const stderr = fakeTty(200);
     const stdout = fakeTty(200);
-    // At debug, the per-write and per-item log lines too (on a terminal they are debug: issue 14).
+    // At debug, the per-write and per-item log lines too (on a terminal they are debug: docs/design.md, "Output").
     const rep = await runIn(s, ID, [...FLAGS, '--output', 'text', '--log-level', 'debug'], {
       endpoint: p.endpoint,
       stderr,

@@ -1,7 +1,7 @@
-// The built CLI as a Job runs it (issue 4, "How we will know"): `stub-provider sim` serves a scenario
-// in one process; `stub-provider --id ... --yes --output json --report FILE` runs in another with the
-// key in the environment and stdin not a terminal. Checked: exit codes, the JSON report on stdout and
-// in the file, and the simulated Omni's final state as dumped on SIGTERM.
+// The built CLI as a Job runs it (docs/operator-guide.md, "Container and Kubernetes Job"):
+// `stub-provider sim` serves a scenario in one process; `stub-provider --id ... --yes --output json
+// --report FILE` runs in another with the key in the environment and stdin not a terminal. Checked: exit
+// codes, the JSON report on stdout and in the file, and the simulated Omni's final state as dumped on SIGTERM.
 
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';

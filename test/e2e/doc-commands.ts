@@ -1,6 +1,6 @@
 // Runs the shell blocks of a Markdown document as written, against simulated Omnis, with the
-// installed package's `stub-provider` (pack.test.ts): "every README and operator-guide command works
-// from the tarball" (issue 14). The blocks run in order as one bash script in a folder of their own.
+// installed package's `stub-provider` (pack.test.ts): every README and operator-guide command must work
+// from the tarball. The blocks run in order as one bash script in a folder of their own.
 // What is not ours is stood in for by shell functions: `omnictl get <type> -o yaml` prints the
 // documents of that type from a fixture (what omnictl would print of the walkthroughs scenario),
 // any other omnictl, docker, kubectl, git and npm call prints that it was not run. `npx stub-provider`,

@@ -1,5 +1,5 @@
-// The built CLI (`dist/src/main.js`) against the simulated Omni behind a tampering proxy (issue 11,
-// items 2, 3, 7 and 8): a gzip bomb, a 400 MB answer, endless Lists, a redirect, a far-off clock and a
+// The built CLI (`dist/src/main.js`) against the simulated Omni behind a tampering proxy (docs/design.md
+// rules 11 and 12): a gzip bomb, a 400 MB answer, endless Lists, a redirect, a far-off clock and a
 // bare 404 each end the run with the documented exit code and error code, nothing written to Omni,
 // and (for the memory cases) a peak RSS of the stub's process under 512 MB. The peak is the kernel's
 // (getrusage maxRSS), written at exit by the benchmark's preloaded usage hook (bench/usage-hook.ts).

@@ -1,12 +1,12 @@
 // The built CLI on a real pseudo-terminal (tmux), against `stub-provider sim`, read back as a person
-// sees it (capture-pane). At 160x50 (issue 14 item 8): the confirmation prompt, the declined path
+// sees it (capture-pane). At 160x50: the confirmation prompt, the declined path
 // (Enter: nothing changed, no last step, exit 10), and a --wait run with NO_COLOR: one short line per
 // machine, one progress line at the bottom redrawn in place (not hundreds), no colour at all, and
-// after the timeout no last step either. At 80 columns (issue 24 items 1 to 3): the progress line fits
-// (released of planned, the clock, the time left; no zero counter), the plan and the prompt are
-// wrapped at the width between words, and a slow Omni is never a blank screen: from the first second
-// the bottom row says what the command is doing (also for `plan > file`, whose file is not wrapped);
-// Ctrl-C while it releases: interrupted and not started, never failed.
+// after the timeout no last step either. At 80 columns (docs/operator-guide.md, "What the terminal
+// shows"): the progress line fits (released of planned, the clock, the time left; no zero counter), the
+// plan and the prompt are wrapped at the width between words, and a slow Omni is never a blank screen:
+// from the first second the bottom row says what the command is doing (also for `plan > file`, whose
+// file is not wrapped); Ctrl-C while it releases: interrupted and not started, never failed.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';

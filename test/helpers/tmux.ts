@@ -1,4 +1,4 @@
-// A real pseudo-terminal for tests (issue 14 item 8): a tmux server of the test's own (its socket in
+// A real pseudo-terminal for tests: a tmux server of the test's own (its socket in
 // the test's folder, no user configuration), one session of a fixed size running a command, and
 // what a person would see read back with capture-pane. Every wait polls a bounded number of times.
 

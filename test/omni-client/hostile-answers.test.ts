@@ -1,5 +1,5 @@
-// A hostile server or a broken proxy between the client and the simulated Omni (issue 11, items 2, 3,
-// 7 and 8; docs/design.md rules 11 to 13): every answer that is not what the protocol says is a
+// A hostile server or a broken proxy between the client and the simulated Omni (docs/design.md
+// rules 11 to 13): every answer that is not what the protocol says is a
 // ProtocolError naming the call and the endpoint, never data; an error status without Omni's status
 // body is never taken for Omni's error (a bare 404 is not NotFound); reads are bounded while they
 // arrive; a redirect is a configuration error; the adopted clock offset is bounded.

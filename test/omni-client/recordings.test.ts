@@ -1,4 +1,4 @@
-// The client reads all of what a real Omni answered (issue 16, item 2): every recorded answer of every
+// The client reads all of what a real Omni answered: every recorded answer of every
 // recording in the shared folder's omni-recordings/ is served, exactly as recorded (status, headers,
 // lines; gzip where Omni compressed), by a loopback server, and decoded by src/omni-client through the
 // call that reads it (Get, List, Create, Update, Destroy, watchKind). A resource decodes to what Omni

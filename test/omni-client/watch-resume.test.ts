@@ -1,4 +1,4 @@
-// Resuming watches where Omni puts its bookmarks (issue 16, item 3): bootstrap events carry none, the
+// Resuming watches where Omni puts its bookmarks (docs/omni-behaviour.md, "Watches"): bootstrap events carry none, the
 // BOOTSTRAPPED marker and live events do, and Omni's etcd refuses a compacted revision only after the
 // watch is established (an ERRORED event first). A consumer of GatewayState.watchKind must see every
 // change once: nothing lost, nothing twice, a reset only when it has to rebuild.

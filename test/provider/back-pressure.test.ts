@@ -1,4 +1,4 @@
-// Issue 18 item 3: the stub adapts to back-pressure, against the simulated Omni over loopback HTTP,
+// The stub adapts to back-pressure (docs/design.md rule 14), against the simulated Omni over loopback HTTP,
 // through the command's own path (runIn: the CLI's parser, the client, the audit log, the report).
 //   - A throttled Omni (Omni 1.9's write budget for infra providers: DeadlineExceeded once a write's
 //     bytes would not be there within maxWait) and a rate-limiting proxy (429 with Retry-After):

@@ -1,4 +1,4 @@
-// Positive evidence as a property (issue 11, "How we will know"): fast-check draws fleets of running
+// Positive evidence as a property (docs/design.md rule 10): fast-check draws fleets of running
 // and tearing-down machines and requests (some already gone, leaving their statuses, state and
 // ConfigPatchRequests behind) and a tampering proxy (test/helpers/tamper-proxy.ts) between the stub
 // and the simulated Omni withholds a random subset of List lines (the same ones every time, or only

@@ -1,4 +1,4 @@
-// Positive evidence (design rules 4 and 10, issue 11 item 1), against the in-memory State: a
+// Positive evidence (docs/design.md rules 4 and 10), against the in-memory State: a
 // resource is a leftover only once a Get of its machine or request answered NotFound; a parent a
 // List left out but a Get found is planned like any other; a NotFound is done only for a resource
 // read by exactly that ID. The same over real HTTP, with a tampering proxy, is in

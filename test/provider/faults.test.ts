@@ -1,7 +1,8 @@
-// The fault suite (issue 6, item 3): the stub against the simulated Omni with every fault the sim
-// can inject. After each run the state must be exactly the expected one (test/helpers/release-oracle.ts):
-// all our finalizers gone from tearing-down resources, the outputs of released machines gone, and
-// everything else byte-identical, another provider's resources and the running machine included.
+// The fault suite: the stub against the simulated Omni with every fault the sim can inject
+// (docs/omni-behaviour.md, "Faults the sim can add"). After each run the state must be exactly the
+// expected one (test/helpers/release-oracle.ts): all our finalizers gone from tearing-down resources,
+// the outputs of released machines gone, and everything else byte-identical, another provider's
+// resources and the running machine included.
 
 import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';

@@ -1,4 +1,4 @@
-// Issue 4 item 8: one log line per action. Every mutation the stub makes (create, update, teardown,
+// One log line per action. Every mutation the stub makes (create, update, teardown,
 // destroy) is one info line naming the resource, besides the per-machine "released" line; checked
 // against the audit log, which has an intent and an outcome line per write by construction.
 

@@ -1,4 +1,4 @@
-// The plan is the program (issue 19 item 1): over random fleets, the writes a run makes, as the
+// The plan is the program: over random fleets, the writes a run makes, as the
 // double's write observer hears them (not as the executor says), are exactly the operations `plan`
 // prints, item by item and in order, and nothing else. Where Omni keeps holding a resource the run
 // waits for, the item stops at that wait, so what it performed is the printed operations up to it.

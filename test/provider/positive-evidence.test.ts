@@ -1,8 +1,8 @@
-// Positive evidence over real HTTP (issue 11 item 1, design rules 4 and 10): a tampering proxy
+// Positive evidence over real HTTP (docs/design.md rules 4 and 10): a tampering proxy
 // (test/helpers/tamper-proxy.ts) between the stub and the simulated Omni empties or thins out Lists
 // that it may legitimately answer that way. The stub must then treat nothing as a leftover on that
 // absence, never destroy what hangs off a machine or request that exists, and never deregister while
-// one exists. The reproduction of the issue runs the built CLI against `stub-provider sim`; the rest
+// one exists. The reproduction of the original fault runs the built CLI against `stub-provider sim`; the rest
 // runs reconcile() in-process against an in-process sim.
 
 import { spawn } from 'node:child_process';
@@ -107,7 +107,7 @@ async function underProxy(
   return { result, before, after: sim.store.all() };
 }
 
-describe('the built CLI against stub-provider sim, a tampering proxy in between (the reproduction of issue 11)', () => {
+describe('the built CLI against stub-provider sim, a tampering proxy in between (original fault reproduced)', () => {
   beforeAll(() => {
     expect(existsSync(MAIN), 'run `npm run build` first').toBe(true);
   });

@@ -1,6 +1,6 @@
-// What the progress callback tells a person's display (issue 14 item 2): machines released,
-// refused, blocked and failed as they end (each once, also across the passes of --wait), machines
-// still running that --wait waits for, items waiting for Omni, what remains, and the time left;
+// What the progress callback tells a person's display (docs/operator-guide.md, "What the terminal
+// shows"): machines released, refused, blocked and failed as they end (each once, also across the passes
+// of --wait), machines still running that --wait waits for, items waiting for Omni, what remains, and the time left;
 // and, where that display shows the items, the per-item log lines at debug only.
 
 import { Writable } from 'node:stream';

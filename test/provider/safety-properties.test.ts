@@ -1,5 +1,5 @@
-// Safety properties, end to end (issue 6, item 4): fast-check draws random Omni states (several
-// providers whose IDs are prefixes of one another or differ only in case, Omni's finalizers and
+// Safety properties, end to end (docs/design.md, "The rules that keep it safe"): fast-check draws random
+// Omni states (several providers whose IDs are prefixes of one another or differ only in case, Omni's finalizers and
 // look-alike ones, running and tearing-down mixes, orphaned outputs, unanswered requests), runs the
 // whole reconcile over HTTP against the simulated Omni, with a concurrent writer racing it, and checks
 // the final state with the independent oracle (test/helpers/release-oracle.ts): no foreign finalizer

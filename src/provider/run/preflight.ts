@@ -1,4 +1,4 @@
-// Preflight (issue item 1): the key is the provider's, the API answers, the provider is registered,
+// Preflight: the key is the provider's, the API answers, the provider is registered,
 // and no live provider with this ID is running (design rule 7). Also reads Omni's version.
 
 import type { Resource } from '../../omni-api/resource.js';

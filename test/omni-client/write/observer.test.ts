@@ -1,4 +1,4 @@
-// Issue 11 item 6: the State tells its write observer of every Create, Update and Destroy before it
+// The State tells its write observer of every Create, Update and Destroy before it
 // is sent (the Updates of teardown and removeFinalizers included) and of its outcome after: ok,
 // failed when Omni refused it, unknown when it may have been applied.
 

@@ -1,5 +1,5 @@
-// Issue 11 item 6: the audit log holds every write that may have reached Omni, as an intent line
-// before it is sent and an outcome line after, paired by (run, seq).
+// The audit log (docs/operator-guide.md, "The audit log") holds every write that may have reached
+// Omni, as an intent line before it is sent and an outcome line after, paired by (run, seq).
 
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';

@@ -99,7 +99,7 @@ describe('deregistration in the plan', () => {
     expect(rep.deregistration.status).toBe('after-releases');
     expect(text).toMatch(/^Deregistration: .*follows once the releases above are done/m);
     expect(text).not.toMatch(/not-ready|still exist/);
-    // Not yet to be run: only after the run that deregisters (issue 14 item 1).
+    // Not yet to be run: only after the run that deregisters (docs/design.md, "Output").
     expect(rep.deregistration.lastStep).toBeUndefined();
     expect(rep.deregistration.lastStepAfterRun).toBe(`omnictl infraprovider delete ${ID}`);
     expect(text).not.toContain('Last step, for an admin: omnictl');
@@ -221,7 +221,7 @@ describe('the time a command took', () => {
   });
 });
 
-describe('the last step only once the provider was deregistered (issue 14 item 1)', () => {
+describe('the last step only once the provider was deregistered', () => {
   it('a declined run: no last step; nothing was changed, run again and answer y, keep the registration', async () => {
     for (const plan of [await ready(), await withMachines()]) {
       const { rep, text } = runOf(plan, { declined: true, passes: 0 });
@@ -357,7 +357,7 @@ describe('the last step only once the provider was deregistered (issue 14 item 1
   });
 });
 
-describe('step chains in the plan text (issue 14 item 2)', () => {
+describe('step chains in the plan text', () => {
   it("at 120 columns a bare-metal machine's chain is wrapped below it, in order; its ID not repeated", async () => {
     const rep = planReport(await withMachines(), { version: 'test' });
     const text = renderText(rep, { width: 120 });

@@ -1,4 +1,5 @@
-// Omni's own controllers settle before the report (issue 16, item 4), against the simulated Omni
+// Omni's own controllers settle before the report (docs/omni-behaviour.md, "What Omni's own controllers
+// wait for, and what the provider can see of it"), against the simulated Omni
 // at the two versions the team ran for real (1.3.4, 1.9.3), through the run and plan commands' code:
 // the flows a real Omni showed (a MachineRequest stuck after its set was scaled down, with no
 // MachineSetNode; a static provider's InfraMachine stuck after `omnictl delete link`) end with
