@@ -18,8 +18,9 @@
 import type { Pointer, Resource } from '../../omni-api/resource.js';
 import { LABEL_MACHINE_REQUEST, NS_DEFAULT, T } from '../../omni-api/resource.js';
 import type { State } from '../../omni-api/state.js';
-import { KindCache, safeVersion } from './kind-cache.js';
-import type { CacheOptions, KindHost, Waiter } from './kind-cache.js';
+import type { CacheOptions, KindHost, Waiter } from './cache-options.js';
+import { KindCache } from './kind-cache.js';
+import { safeVersion } from './kind-store.js';
 import { isOurResource, machineCarriesProvider } from '../ownership.js';
 import type { ItemSource, Reads, WaitOutcome, WaitUntil } from './reads.js';
 import { Slimmer } from './slim.js';

@@ -6,89 +6,19 @@
 // query (a snapshot, a wait). A kind whose watch cannot stay established (CACHE_DEFAULTS.unstableBreaks streams
 // in a row broke before they delivered anything) is read with Lists instead: one per query, and one every
 // so often while someone waits on it (docs/design.md rule 10's waits then rest on Lists and Gets).
-// What it knows by ID and what it knows gone are kept apart from what it holds: an absence from it
-// is never evidence (design rules 4 and 10).
+// What it holds, what it knows by ID and what it knows gone are kind-store.ts's: an absence from it is
+// never evidence (design rules 4 and 10).
 
 import type { Resource } from '../../omni-api/resource.js';
-import { versionNumber } from '../../omni-api/resource.js';
-import type { State, WatchEvent } from '../../omni-api/state.js';
+import type { WatchEvent } from '../../omni-api/state.js';
 import { hasCode } from '../../omni-client/errors.js';
-import { ExitCode, StubError } from '../../exit-codes.js';
-import type { WaitOutcome, WaitUntil } from './reads.js';
-import type { Logger } from 'pino';
+import type { WaitOutcome } from './reads.js';
+import { CACHE_DEFAULTS } from './cache-options.js';
+import type { KindHost, Waiter } from './cache-options.js';
+import { KindStore, safeVersion } from './kind-store.js';
 
-export interface CacheOptions {
-  providerId: string;
-  /** Told when a kind's watch is given up for Lists. */
-  logger?: Logger;
-  /** Keep every kind up to date with a Watch (a run); false: one List per kind, nothing after (`plan`). */
-  live: boolean;
-  signal?: AbortSignal;
-  /**
-   * How long a new watch may take to say it is established before the List goes anyway (Omni before 1.0 filters that
-   * NOOP out).
-   */
-  establishMs?: number;
-  /** Resources kept of one kind at most, and events held while its List is read (design rule 12). */
-  maxPerKind?: number;
-}
-
-/** The caches' bounds, retries and timings, in one place (docs/architecture.md, "A write, layer by layer"). */
-export const CACHE_DEFAULTS = {
-  /** How long a new watch may take to say it is established before its List goes anyway. */
-  establishMs: 1_000,
-  /** As many as one List may hold (`--max-list-items`' default). */
-  maxPerKind: 250_000,
-  /** Times a kind whose watch or List failed is started again, on the next query, before the failure stays. */
-  restarts: 3,
-  /** Streams in a row that broke before delivering anything, after which a kind is read with Lists instead. */
-  unstableBreaks: 3,
-  /** Between two Lists of a kind read without a watch while someone waits: at least this, twice the last List. */
-  pollMinMs: 1_000,
-  pollMaxMs: 30_000,
-} as const;
-
-export interface Waiter {
-  until: WaitUntil;
-  minVersion: bigint;
-  resolve: (o: WaitOutcome) => void;
-  reject: (e: unknown) => void;
-}
-
-/** What a kind's cache needs of the run's caches. */
-export interface KindHost {
-  readonly state: State;
-  readonly o: CacheOptions;
-  /** The kind's watch stops with the run. */
-  linkAbort(ac: AbortController): void;
-  /** What is kept of a resource (slim.ts). */
-  slim(r: Resource, listed?: boolean): Resource;
-  /** The one copy of an ID (slim.ts), for what is remembered of it. */
-  intern(s: string): string;
-  /** What the caches hold changed (--wait plans again). */
-  markChanged(): void;
-  /** How many resources of `type` its List has brought so far (while it streams). */
-  listProgress(type: string, count: number): void;
-}
-
-/** One kind: its resources as last known, what is known by ID, the waits on it. */
-export class KindCache {
-  entries = new Map<string, Resource>();
-  /** IDs a live event, a Get that found it or a write of this run named: they named something (rule 4). */
-  private readonly named = new Set<string>();
-  /** Known gone: a DESTROYED event, a Destroy of this run, a Get answering NotFound (until it shows up again). */
-  private readonly goneIds = new Set<string>();
-  /** IDs a Get found that the kind's List had left out: that List was not complete (design rule 10). */
-  private readonly missed = new Set<string>();
-  /** Destroyed by this run and its DESTROYED event not seen yet: older events of it are stale. */
-  private readonly destroyedByUs = new Set<string>();
-  /**
-   * What a DESTROYED event showed last of an ID (its creation time and version), until the watch
-   * shows that ID again. A Get's or a write's answer may arrive after the watch's DESTROYED event of
-   * the same resource (the owner destroyed it as soon as our write let go): such an answer is older
-   * than the event and must not bring the resource back.
-   */
-  private readonly destroyedAt = new Map<string, { created: string | undefined; version: bigint }>();
+/** One kind: its List and watch, what they showed (kind-store.ts), the waits on it. */
+export class KindCache extends KindStore {
   readonly waiters = new Map<string, Set<Waiter>>();
   private readonly reading = new Set<string>();
   /** Events that came while the List was read, applied over it; undefined once listed. */
@@ -117,10 +47,11 @@ export class KindCache {
 
   constructor(
     private readonly c: KindHost,
-    readonly namespace: string,
-    readonly type: string,
-    private readonly keep: (r: Resource) => boolean,
+    namespace: string,
+    type: string,
+    keep: (r: Resource) => boolean,
   ) {
+    super(c, namespace, type, keep);
     this.start();
   }
 
@@ -249,16 +180,7 @@ export class KindCache {
         this.lastListMs = performance.now() - this.listStartedAt;
         // A kind read with Lists is out of date again as soon as it is read.
         if (this.polling) this.stale = true;
-        const fresh = new Map<string, Resource>();
-        for (const r of rs) {
-          this.missed.delete(r.metadata.id);
-          if (!this.keep(r)) continue;
-          // Keyed by the slimmed resource's ID: the string shared by all kinds, not the List's copy.
-          const kept = this.c.slim(r, true);
-          fresh.set(kept.metadata.id, kept);
-        }
-        this.bound(fresh.size);
-        this.entries = fresh;
+        this.replaceAll(rs);
         const held = this.buffer ?? [];
         this.buffer = undefined;
         for (const e of held) this.apply(e);
@@ -327,121 +249,8 @@ export class KindCache {
     if (this.apply(e)) this.c.markChanged();
   }
 
-  /** Applies a live event; whether what the cache holds changed. */
-  private apply(e: WatchEvent): boolean {
-    const id = this.c.intern(e.resource.metadata.id);
-    this.remember(id);
-    if (e.type === 'destroyed') {
-      this.destroyedByUs.delete(id);
-      this.goneIds.add(id);
-      if (this.destroyedAt.size < 4 * this.max())
-        this.destroyedAt.set(id, {
-          created: e.resource.metadata.created,
-          version: safeVersion(e.resource.metadata.version),
-        });
-      const had = this.entries.delete(id);
-      this.check(id);
-      return had;
-    }
-    // Our Destroy came first: an event of it from before that is stale.
-    if (this.destroyedByUs.has(id)) return false;
-    // The watch is in order: what it shows after a DESTROYED event is the ID created anew.
-    this.destroyedAt.delete(id);
-    const changed = this.put(e.resource);
-    this.check(id);
-    return changed;
-  }
-
-  /** Keeps `r` unless what is held is newer (this run's own write); whether anything changed. */
-  private put(r: Resource): boolean {
-    const id = r.metadata.id;
-    const cur = this.entries.get(id);
-    this.goneIds.delete(id);
-    if (!this.keep(r)) return cur !== undefined && this.entries.delete(id);
-    if (cur && safeVersion(cur.metadata.version) >= safeVersion(r.metadata.version)) return false;
-    const kept = this.c.slim(r);
-    this.entries.set(kept.metadata.id, kept);
-    this.bound(this.entries.size);
-    return true;
-  }
-
-  private remember(id: string): void {
-    if (this.named.size < 4 * this.max()) this.named.add(this.c.intern(id));
-  }
-
-  private max(): number {
+  protected max(): number {
     return this.c.o.maxPerKind ?? CACHE_DEFAULTS.maxPerKind;
-  }
-
-  private bound(n: number): void {
-    if (n > this.max())
-      throw new StubError(
-        'STUB_CACHE_TOO_LARGE',
-        ExitCode.Incomplete,
-        `${this.namespace}/${this.type}: more than ${this.max()} resources or pending events (design rule 12); check ` +
-          `what answers in front of Omni`,
-      );
-  }
-
-  /** A Get of this run found it, or a write of this run answered it: read by its ID. */
-  observe(r: Resource): void {
-    this.remember(r.metadata.id);
-    const d = this.destroyedAt.get(r.metadata.id);
-    // An answer from before the DESTROYED event the watch already showed: stale, still gone.
-    if (d && r.metadata.created === d.created && safeVersion(r.metadata.version) <= d.version) {
-      this.check(r.metadata.id);
-      return;
-    }
-    this.destroyedByUs.delete(r.metadata.id);
-    this.put(r);
-    this.check(r.metadata.id);
-  }
-
-  /** A Get found what neither the List nor the watch had shown. */
-  observeMissed(r: Resource): void {
-    if (this.missed.size < this.max()) this.missed.add(r.metadata.id);
-    this.observe(r);
-  }
-
-  /** Whether the kind's List left this ID out and a Get found it. */
-  wasMissed(id: string): boolean {
-    return this.missed.has(id);
-  }
-
-  /** A Get of this run answered NotFound. Not evidence that the ID ever named anything. */
-  observeNotFound(id: string): void {
-    this.entries.delete(id);
-    this.goneIds.add(this.c.intern(id));
-    this.check(id);
-  }
-
-  readById(id: string): void {
-    this.remember(id);
-  }
-
-  /** This run destroyed it, or a NotFound for what was read by its ID showed it gone. */
-  destroyed(id: string): void {
-    this.remember(id);
-    this.entries.delete(id);
-    id = this.c.intern(id);
-    this.goneIds.add(id);
-    this.destroyedByUs.add(id);
-    this.check(id);
-  }
-
-  isGone(id: string): boolean {
-    return this.goneIds.has(id) && !this.entries.has(id);
-  }
-
-  namedById(id: string): boolean {
-    return this.named.has(id);
-  }
-
-  /** The finalizers as last known, 'gone' once known gone. */
-  finalizersOf(id: string): readonly string[] | 'gone' | undefined {
-    const r = this.entries.get(id);
-    if (r) return r.metadata.finalizers;
-    return this.goneIds.has(id) ? 'gone' : undefined;
   }
 
   wait(id: string, w: Waiter): void {
@@ -469,7 +278,7 @@ export class KindCache {
    * absent from the cache is read by its ID first. A `gone` wait (what was released, which only
    * paces the next pass or a sentence of the report) also ends on the absence.
    */
-  private check(id: string): void {
+  protected check(id: string): void {
     const set = this.waiters.get(id);
     if (!set) return;
     const r = this.entries.get(id);
@@ -512,13 +321,5 @@ export class KindCache {
         if (hasCode(err, 'OMNI_NOT_FOUND')) this.observeNotFound(id);
       },
     );
-  }
-}
-
-export function safeVersion(v: string): bigint {
-  try {
-    return versionNumber(v);
-  } catch {
-    return 0n;
   }
 }

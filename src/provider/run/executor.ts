@@ -18,7 +18,7 @@ import { releasesCompletely } from '../plan/facts.js';
 import { replanItem } from '../plan/planner.js';
 import type { ItemSource, Reads } from '../read/reads.js';
 import { itemSnapshot } from '../read/reads.js';
-import { safeVersion } from '../read/kind-cache.js';
+import { safeVersion } from '../read/kind-store.js';
 import type { Snapshot } from '../plan/plan.js';
 import type { WipeResult } from '../../wipe/index.js';
 import { endAfterReplan, heldAtEnd, NEXT, NotFoundUnconfirmedError, stillHeldEnd } from './item-end.js';

@@ -1,8 +1,8 @@
 // A server whose Watch streams break on every live event (a proxy that cuts each one just before an
 // event line): the caches cannot follow Omni through their watches. The run must not act or report on
-// what it stopped following: each such kind is read with Lists instead (kind-cache.ts, CACHE_DEFAULTS.unstableBreaks),
-// and the run ends as a run without the proxy would, everything released and the provider
-// deregistered, which the sim confirms.
+// what it stopped following: each such kind is read with Lists instead (kind-cache.ts, cache-options.ts
+// CACHE_DEFAULTS.unstableBreaks), and the run ends as a run without the proxy would, everything released and
+// the provider deregistered, which the sim confirms.
 
 import { Writable } from 'node:stream';
 import pino from 'pino';

@@ -1,0 +1,185 @@
+// What one kind's cache knows (kind-cache.ts keeps it up to date from the kind's List and watch):
+// its resources as last known, and apart from them what is known by ID and what is known gone, from
+// the watch's events, this run's Gets and this run's writes. An absence from what it holds is never
+// evidence (design rules 4 and 10); the store only records, the cache decides when to ask Omni.
+
+import type { Resource } from '../../omni-api/resource.js';
+import { versionNumber } from '../../omni-api/resource.js';
+import type { WatchEvent } from '../../omni-api/state.js';
+import { ExitCode, StubError } from '../../exit-codes.js';
+
+/** What the store needs of the run's caches. */
+export interface StoreHost {
+  /** What is kept of a resource (slim.ts). */
+  slim(r: Resource, listed?: boolean): Resource;
+  /** The one copy of an ID (slim.ts), for what is remembered of it. */
+  intern(s: string): string;
+}
+
+/** One kind: its resources as last known, what is known by ID. The waits on it are the cache's. */
+export abstract class KindStore {
+  entries = new Map<string, Resource>();
+  /** IDs a live event, a Get that found it or a write of this run named: they named something (rule 4). */
+  private readonly named = new Set<string>();
+  /** Known gone: a DESTROYED event, a Destroy of this run, a Get answering NotFound (until it shows up again). */
+  private readonly goneIds = new Set<string>();
+  /** IDs a Get found that the kind's List had left out: that List was not complete (design rule 10). */
+  private readonly missed = new Set<string>();
+  /** Destroyed by this run and its DESTROYED event not seen yet: older events of it are stale. */
+  private readonly destroyedByUs = new Set<string>();
+  /**
+   * What a DESTROYED event showed last of an ID (its creation time and version), until the watch
+   * shows that ID again. A Get's or a write's answer may arrive after the watch's DESTROYED event of
+   * the same resource (the owner destroyed it as soon as our write let go): such an answer is older
+   * than the event and must not bring the resource back.
+   */
+  private readonly destroyedAt = new Map<string, { created: string | undefined; version: bigint }>();
+
+  constructor(
+    private readonly h: StoreHost,
+    readonly namespace: string,
+    readonly type: string,
+    private readonly keep: (r: Resource) => boolean,
+  ) {}
+
+  /** Resources (and pending events) of this kind held at most (design rule 12). */
+  protected abstract max(): number;
+
+  /** Settles the waits on `id` that what is known now decides. */
+  protected abstract check(id: string): void;
+
+  /** What a List answered replaces what is held (what is known by ID stays). */
+  protected replaceAll(rs: readonly Resource[]): void {
+    const fresh = new Map<string, Resource>();
+    for (const r of rs) {
+      this.missed.delete(r.metadata.id);
+      if (!this.keep(r)) continue;
+      // Keyed by the slimmed resource's ID: the string shared by all kinds, not the List's copy.
+      const kept = this.h.slim(r, true);
+      fresh.set(kept.metadata.id, kept);
+    }
+    this.bound(fresh.size);
+    this.entries = fresh;
+  }
+
+  /** Applies a live event; whether what the cache holds changed. */
+  protected apply(e: WatchEvent): boolean {
+    const id = this.h.intern(e.resource.metadata.id);
+    this.remember(id);
+    if (e.type === 'destroyed') {
+      this.destroyedByUs.delete(id);
+      this.goneIds.add(id);
+      if (this.destroyedAt.size < 4 * this.max())
+        this.destroyedAt.set(id, {
+          created: e.resource.metadata.created,
+          version: safeVersion(e.resource.metadata.version),
+        });
+      const had = this.entries.delete(id);
+      this.check(id);
+      return had;
+    }
+    // Our Destroy came first: an event of it from before that is stale.
+    if (this.destroyedByUs.has(id)) return false;
+    // The watch is in order: what it shows after a DESTROYED event is the ID created anew.
+    this.destroyedAt.delete(id);
+    const changed = this.put(e.resource);
+    this.check(id);
+    return changed;
+  }
+
+  /** Keeps `r` unless what is held is newer (this run's own write); whether anything changed. */
+  private put(r: Resource): boolean {
+    const id = r.metadata.id;
+    const cur = this.entries.get(id);
+    this.goneIds.delete(id);
+    if (!this.keep(r)) return cur !== undefined && this.entries.delete(id);
+    if (cur && safeVersion(cur.metadata.version) >= safeVersion(r.metadata.version)) return false;
+    const kept = this.h.slim(r);
+    this.entries.set(kept.metadata.id, kept);
+    this.bound(this.entries.size);
+    return true;
+  }
+
+  private remember(id: string): void {
+    if (this.named.size < 4 * this.max()) this.named.add(this.h.intern(id));
+  }
+
+  protected bound(n: number): void {
+    if (n > this.max())
+      throw new StubError(
+        'STUB_CACHE_TOO_LARGE',
+        ExitCode.Incomplete,
+        `${this.namespace}/${this.type}: more than ${this.max()} resources or pending events (design rule 12); check ` +
+          `what answers in front of Omni`,
+      );
+  }
+
+  /** A Get of this run found it, or a write of this run answered it: read by its ID. */
+  observe(r: Resource): void {
+    this.remember(r.metadata.id);
+    const d = this.destroyedAt.get(r.metadata.id);
+    // An answer from before the DESTROYED event the watch already showed: stale, still gone.
+    if (d && r.metadata.created === d.created && safeVersion(r.metadata.version) <= d.version) {
+      this.check(r.metadata.id);
+      return;
+    }
+    this.destroyedByUs.delete(r.metadata.id);
+    this.put(r);
+    this.check(r.metadata.id);
+  }
+
+  /** A Get found what neither the List nor the watch had shown. */
+  observeMissed(r: Resource): void {
+    if (this.missed.size < this.max()) this.missed.add(r.metadata.id);
+    this.observe(r);
+  }
+
+  /** Whether the kind's List left this ID out and a Get found it. */
+  wasMissed(id: string): boolean {
+    return this.missed.has(id);
+  }
+
+  /** A Get of this run answered NotFound. Not evidence that the ID ever named anything. */
+  observeNotFound(id: string): void {
+    this.entries.delete(id);
+    this.goneIds.add(this.h.intern(id));
+    this.check(id);
+  }
+
+  readById(id: string): void {
+    this.remember(id);
+  }
+
+  /** This run destroyed it, or a NotFound for what was read by its ID showed it gone. */
+  destroyed(id: string): void {
+    this.remember(id);
+    this.entries.delete(id);
+    id = this.h.intern(id);
+    this.goneIds.add(id);
+    this.destroyedByUs.add(id);
+    this.check(id);
+  }
+
+  isGone(id: string): boolean {
+    return this.goneIds.has(id) && !this.entries.has(id);
+  }
+
+  namedById(id: string): boolean {
+    return this.named.has(id);
+  }
+
+  /** The finalizers as last known, 'gone' once known gone. */
+  finalizersOf(id: string): readonly string[] | 'gone' | undefined {
+    const r = this.entries.get(id);
+    if (r) return r.metadata.finalizers;
+    return this.goneIds.has(id) ? 'gone' : undefined;
+  }
+}
+
+export function safeVersion(v: string): bigint {
+  try {
+    return versionNumber(v);
+  } catch {
+    return 0n;
+  }
+}
