@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { HEAP_GROWING_FLAG, PRETENURING_FLAG, tuneGc } from '../src/gc-tuning.js';
+import { HEAP_GROWING_FLAG, PRETENURING_FLAG, YOUNG_GROWTH_FLAG, tuneGc } from '../src/gc-tuning.js';
 
 function run(execArgv: string[], nodeOptions?: string, set: (f: string) => void = () => undefined) {
   const seen: string[] = [];
@@ -16,19 +16,36 @@ function run(execArgv: string[], nodeOptions?: string, set: (f: string) => void 
 }
 
 describe('GC tuning of the binary', () => {
-  it('turns allocation-site pretenuring off and slows the heap growth when the operator chose nothing', () => {
-    const both = [PRETENURING_FLAG, HEAP_GROWING_FLAG];
-    expect(run([], undefined)).toEqual({ done: both, seen: both });
-    expect(run(['--enable-source-maps'], '--max-old-space-size=512')).toEqual({ done: both, seen: both });
+  it('sets its three flags when the operator chose nothing (pretenuring, heap growth, young generation)', () => {
+    const all = [PRETENURING_FLAG, HEAP_GROWING_FLAG, YOUNG_GROWTH_FLAG];
+    expect(run([], undefined)).toEqual({ done: all, seen: all });
+    expect(run(['--enable-source-maps'], '--max-old-space-size=512')).toEqual({ done: all, seen: all });
   });
 
   it('leaves each explicit choice alone, on the command line or in NODE_OPTIONS, either spelling', () => {
-    expect(run(['--allocation-site-pretenuring'])).toEqual({ done: [HEAP_GROWING_FLAG], seen: [HEAP_GROWING_FLAG] });
-    expect(run([], '--max-old-space-size=512 --no-allocation_site_pretenuring --heap_growing_percent=300')).toEqual({
-      done: [],
-      seen: [],
-    });
-    expect(run(['--heap-growing-percent=10'])).toEqual({ done: [PRETENURING_FLAG], seen: [PRETENURING_FLAG] });
+    const young = [HEAP_GROWING_FLAG, YOUNG_GROWTH_FLAG];
+    expect(run(['--allocation-site-pretenuring'])).toEqual({ done: young, seen: young });
+    expect(
+      run(
+        [],
+        '--max-old-space-size=512 --no-allocation_site_pretenuring --heap_growing_percent=300 --max-semi-space-size=4',
+      ),
+    ).toEqual({ done: [], seen: [] });
+    const growing = [PRETENURING_FLAG, YOUNG_GROWTH_FLAG];
+    expect(run(['--heap-growing-percent=10'])).toEqual({ done: growing, seen: growing });
+  });
+
+  it('leaves the young generation alone when the operator sized it, or the whole heap, in any way', () => {
+    const two = [PRETENURING_FLAG, HEAP_GROWING_FLAG];
+    for (const flag of [
+      '--max-semi-space-size=32',
+      '--min_semi_space_size=2',
+      '--semi-space-growth-factor=4',
+      '--max-heap-size=400',
+    ]) {
+      expect(run([flag]).done).toEqual(two);
+      expect(run([], `--enable-source-maps ${flag}`).done).toEqual(two);
+    }
   });
 
   it('runs on with V8 defaults when the runtime refuses a late flag', () => {
@@ -43,6 +60,34 @@ describe('GC tuning of the binary', () => {
     const options = execFileSync(process.execPath, ['--v8-options'], { encoding: 'utf8' });
     expect(options).toContain(PRETENURING_FLAG.replace('--no-', '--'));
     expect(options).toContain(HEAP_GROWING_FLAG.replace(/=.*$/, ''));
+    expect(options).toContain(YOUNG_GROWTH_FLAG.replace(/=.*$/, ''));
+  });
+
+  it('a late --semi-space-growth-factor takes effect: the young generation stays the size it had', () => {
+    // A child that lets much of what it allocates survive a young collection or two (what makes V8
+    // grow the young generation): with the flag set at run time, the new space does not grow.
+    const script = `
+      const v8 = require('node:v8');
+      const ns = () => v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space').space_size;
+      if (process.argv[1] === 'tuned') v8.setFlagsFromString('${YOUNG_GROWTH_FLAG}');
+      const first = ns(); let most = first; let keep = [];
+      for (let n = 0; n < 2000000; n++) {
+        const o = { n, s: 'x' + n, a: [n] };
+        if (n % 3 === 0) keep.push(o);
+        if (keep.length > 200000) keep = [];
+        if (n % 20000 === 0) most = Math.max(most, ns());
+      }
+      console.log(JSON.stringify({ first, most }));`;
+    const sizes = (how: string) =>
+      JSON.parse(execFileSync(process.execPath, ['-e', script, how], { encoding: 'utf8' })) as {
+        first: number;
+        most: number;
+      };
+    // The new space's size counts its second semi-space once it is in use: at most twice the first.
+    const tuned = sizes('tuned');
+    expect(tuned.most).toBeLessThanOrEqual(2 * tuned.first);
+    const untuned = sizes('default');
+    expect(untuned.most).toBeGreaterThanOrEqual(8 * untuned.first);
   });
 
   it('a late --heap-growing-percent takes effect: a full collection at the next limit, not at four times', () => {

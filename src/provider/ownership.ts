@@ -19,9 +19,14 @@ export function isOurResource(md: Pick<Metadata, 'namespace' | 'labels'>, provid
   return Object.hasOwn(md.labels, LABEL_INFRA_PROVIDER_ID) && md.labels[LABEL_INFRA_PROVIDER_ID] === providerId;
 }
 
-/** The finalizers we may remove from this resource: none unless the resource itself is ours. */
+/**
+ * The finalizers we may remove from this resource: none unless the resource itself is ours. When all
+ * of them are ours, the resource's own list (shared by the caches, docs/performance.md, "Memory"):
+ * callers copy it before they change anything.
+ */
 export function ourFinalizers(md: Pick<Metadata, 'namespace' | 'labels' | 'finalizers'>, providerId: string): string[] {
   if (!isOurResource(md, providerId)) return [];
+  if (md.finalizers.every((f) => isOurFinalizer(f, providerId))) return md.finalizers;
   return md.finalizers.filter((f) => isOurFinalizer(f, providerId));
 }
 
