@@ -22,10 +22,8 @@ import yargs from 'yargs';
 import { measureBareHttp } from './bare-http.js';
 import { startLink, type Link } from './link.js';
 import { COMPRESSION_POLICIES } from '../src/omni-client/transport/compression.js';
-import { createOmniClient } from '../src/omni-client/client.js';
-import { providerNamespace, providerType } from '../src/omni-api/resource.js';
-import { machineUuid } from '../src/omni-sim/scenario/generate.js';
 import { hideBin } from 'yargs/helpers';
+import { MIX_WARM_SHARE, probeMix, probeTransport, type MixProbe, type Probe } from './probe.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -45,6 +43,13 @@ const args = yargs(hideBin(process.argv))
     type: 'number',
     default: 2000,
     describe: 'measure the loopback transport first: Gets at this concurrency for this long (0: skip)',
+  })
+  .option('mix-machines', {
+    type: 'number',
+    default: 1500,
+    describe:
+      "measure the stub's mix of signed calls without the stub (bench/probe.ts) on a sim of its own with this many " +
+      'machines (and requests in the proportion M/N): the floor of its CPU per call (0: skip)',
   })
   .option('bare-ms', {
     type: 'number',
@@ -125,9 +130,6 @@ const args = yargs(hideBin(process.argv))
   .parseSync();
 
 const PER_MACHINE = 9;
-/** The probe's calls not counted (warming the JITs up), and the fewest it counts. */
-const PROBE_WARM_CALLS = 2_000;
-const PROBE_MIN_CALLS = 10_000;
 const PER_REQUEST = 5;
 
 interface Child {
@@ -316,60 +318,31 @@ async function runCli(
   }
 }
 
-/** What the probe measured: calls per second, and its client's CPU per signed call (this process). */
-interface Probe {
-  callsPerS: number;
-  clientCpuUsPerCall: number;
-}
-
-/**
- * What this machine's loopback, Node's HTTP stack and the sim can carry with one HTTP request per
- * call: read-only Gets (signed, verified, with the same latency) at the same concurrency; and what
- * one such call costs the client (signature, HTTP, JSON, the answer decoded and checked; no stub
- * logic), the floor of the stub's CPU per call.
- */
-async function probeTransport(endpoint: string, key: string, concurrency: number, ms: number): Promise<Probe> {
-  const client = await createOmniClient({ endpoint, key, concurrency });
-  // A provider-namespace resource with an empty spec: the probe measures the round trip, not the
-  // sim's YAML rendering of Omni's specs.
-  const p = { namespace: providerNamespace('bench'), type: providerType('RebootStatus', 'bench'), id: machineUuid(0) };
-  // The first fifth of the time (and at least PROBE_WARM_CALLS calls) warms both JITs up and is not
-  // counted (as bare_http): a cold probe measured a fraction of what the stub itself then reached, a
-  // ceiling below the run, and its CPU per call was mostly the JIT's. The counted part lasts until
-  // `ms` has passed and at least PROBE_MIN_CALLS calls were counted (at most ten times `ms`), so that a
-  // loaded machine still gives a CPU per call over enough calls.
-  const start = performance.now();
-  const warmUntil = start + ms / 5;
-  let calls = 0;
-  let n = 0;
-  let t0 = 0;
-  let cpu0: NodeJS.CpuUsage | undefined;
-  let cpu: NodeJS.CpuUsage | undefined;
-  const counting = (): boolean => {
-    const now = performance.now();
-    return now - start < ms || (n < PROBE_MIN_CALLS && now - start < 10 * ms);
-  };
+/** The mix probe (bench/probe.ts) on a sim of its own: the stub's signed calls without the stub. */
+async function measureMix(N: number, M: number, C: number): Promise<MixProbe & { machines: number; requests: number }> {
+  const machines = Math.min(N, args['mix-machines']);
+  const requests = N > 0 ? Math.round((machines * M) / N) : Math.min(M, args['mix-machines']);
+  const s = await startSim(machines, requests);
   try {
-    await Promise.all(
-      Array.from({ length: concurrency }, async () => {
-        while (counting()) {
-          await client.state.get(p);
-          calls++;
-          if (performance.now() < warmUntil || calls < PROBE_WARM_CALLS) continue;
-          if (t0 === 0) {
-            t0 = performance.now();
-            cpu0 = process.cpuUsage();
-          }
-          n++;
-        }
-      }),
+    const mix = await probeMix(
+      {
+        endpoint: s.endpoint,
+        key: s.key,
+        resetCalls: async () => {
+          s.sim.proc.stdin.write('reset\n');
+          await s.sim.next();
+        },
+        calls: async () => {
+          s.sim.proc.stdin.write('stats\n');
+          return (await s.sim.next())['calls'] as Record<string, number>;
+        },
+      },
+      C,
     );
-    cpu = process.cpuUsage(cpu0);
+    return { ...mix, machines, requests };
   } finally {
-    await client.close();
+    await stopSim(s.sim);
   }
-  const used = cpu ? cpu.user + cpu.system : 0;
-  return { callsPerS: (n * 1000) / (performance.now() - (t0 || start)), clientCpuUsPerCall: used / Math.max(1, n) };
 }
 
 /** The run against the transport probe's rate: the time its calls would take at that rate (the ceiling). */
@@ -396,6 +369,7 @@ async function main(): Promise<void> {
   const load0 = Math.round((loadavg()[0] ?? 0) * 100) / 100;
   // First, while nothing else of the benchmark runs: what this machine allows at all.
   const bare = args['bare-ms'] > 0 ? await measureBareHttp(L, C, args['bare-ms']) : undefined;
+  const mix = args['mix-machines'] > 0 ? await measureMix(N, M, C) : undefined;
   const main = await startSim(N, M);
   if (args.compression && args.via !== 'lib')
     throw new Error('--compression needs --via lib (the CLI chooses by itself)');
@@ -466,6 +440,19 @@ async function main(): Promise<void> {
         }
       : {}),
     ...againstProbe(probeRate, totalCalls, wallMs),
+    ...(mix
+      ? {
+          mix_probe: {
+            what:
+              `the stub's signed calls without the stub (bench/probe.ts): ${mix.machines} machines and ` +
+              `${mix.requests} requests of a sim of its own released straight through the client, ${C} at once, ` +
+              `one List per kind, no Watch; the first ${100 * MIX_WARM_SHARE} % of them not counted`,
+            calls_by_kind: mix.calls,
+            wall_ms: round(mix.wallMs, 1),
+            client_cpu_us_per_call: round(mix.clientCpuUsPerCall, 1),
+          },
+        }
+      : {}),
     peak_rss_mb: round(Number(stub['peak_rss_mb']), 1),
     // process.memoryUsage() at the 50 ms sample of the highest RSS (the CLI only).
     ...(stub['at_peak_mb'] !== undefined ? { memory_at_peak_mb: stub['at_peak_mb'] } : {}),
@@ -527,15 +514,21 @@ async function main(): Promise<void> {
     limit,
     what,
   });
-  const probeCpu = num('probe_client_cpu_us_per_call');
-  const cpuRatio = probeCpu ? Number(result['cpu_us_per_request']) / probeCpu : undefined;
+  // The floor of the stub's CPU per call: the mix probe's (the same calls), else the Get probe's.
+  const getCpu = num('probe_client_cpu_us_per_call');
+  const mixCpu = mix ? round(mix.clientCpuUsPerCall, 1) : undefined;
+  const probeCpu = mixCpu ?? getCpu;
+  const perCall = Number(result['cpu_us_per_request']);
+  const cpuRatio = probeCpu ? perCall / probeCpu : undefined;
+  if (getCpu) result['cpu_over_get_probe'] = round(perCall / getCpu, 3);
+  if (mixCpu) result['cpu_over_mix_probe'] = round(perCall / mixCpu, 3);
   result['targets'] = {
     peak_rss_le_200mb: target(num('peak_rss_mb'), 200, 'stub peak RSS, MB'),
     cpu_le_1_25x_probe_client: target(
       cpuRatio === undefined ? undefined : round(cpuRatio, 3),
       1.25,
-      `stub CPU per call (${result['cpu_us_per_request']} us) over the probe client's per signed call ` +
-        `(${probeCpu ?? '-'} us)`,
+      `stub CPU per call (${perCall} us) over the probe client's per signed call ` +
+        `(${probeCpu ?? '-'} us, ${mixCpu ? "the mix probe's: the stub's calls" : "the Get probe's"})`,
     ),
     calls_le_floor_plus_0_1pct: target(num('calls_over_floor_pct'), 0.1, 'calls over the floor, %'),
     ...(th
