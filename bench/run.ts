@@ -74,6 +74,13 @@ const args = yargs(hideBin(process.argv))
     default: [] as string[],
     describe: "more node flags for the stub's process (repeatable), e.g. --stub-node-flag=--max-semi-space-size=4",
   })
+  .option('stub-arg', {
+    type: 'string',
+    array: true,
+    default: [] as string[],
+    describe:
+      'more arguments for `stub-provider run` (repeatable, the CLI only), e.g. --stub-arg=--stream-idle-timeout=120s',
+  })
   .option('cpu-prof-dir', {
     type: 'string',
     describe: 'write V8 CPU profiles of the sim and the stub (node --cpu-prof) into this directory',
@@ -273,6 +280,7 @@ async function runCli(
       'warn',
       '--log-format',
       'json',
+      ...args['stub-arg'],
     ];
     const t0 = performance.now();
     const [cmd, cmdArgs] = nodeCommand('stub', argv, pin);
