@@ -20,10 +20,10 @@
 // much of it survives a young collection. Loading the CLI already grows it to two of 8 MB; a run's
 // Lists then double it. V8 sizes its maximum only when the process starts (its max-semi-space-size
 // flag is read then), but it reads its growth factor each time it grows the young generation: a factor
-// of 1 keeps it where loading left it. At 10 000 machines that is 16 MB less resident memory for
-// about as many young collections as there are calls per 8 MB of garbage (docs/performance.md,
-// "Memory"). An operator who chose any size of the young generation (its semi-spaces, its growth, the
-// whole heap's size) wins.
+// of 1 keeps it where loading left it (or smaller, once V8 shrinks it when allocation slows down). At
+// 10 000 machines that is 16 MB less resident memory, for twice as many young collections
+// (docs/performance.md, "Memory at 10 000 machines (target <= 200 MB)"). An operator who chose any
+// size of the young generation (its semi-spaces, its growth, the whole heap's size) wins.
 //
 // Nothing else changes: the flags only move where objects are first allocated and when a generation
 // is collected. An operator who passes a flag (either way) on the node command line or in

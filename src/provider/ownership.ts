@@ -21,8 +21,8 @@ export function isOurResource(md: Pick<Metadata, 'namespace' | 'labels'>, provid
 
 /**
  * The finalizers we may remove from this resource: none unless the resource itself is ours. When all
- * of them are ours, the resource's own list (shared by the caches, docs/performance.md, "Memory"):
- * callers copy it before they change anything.
+ * of them are ours, the resource's own list, shared by the caches (docs/performance.md, "Memory at
+ * 10 000 machines (target <= 200 MB)"): callers copy it before they change anything.
  */
 export function ourFinalizers(md: Pick<Metadata, 'namespace' | 'labels' | 'finalizers'>, providerId: string): string[] {
   if (!isOurResource(md, providerId)) return [];
