@@ -23,7 +23,9 @@
 // of 1 keeps it where loading left it (or smaller, once V8 shrinks it when allocation slows down). At
 // 10 000 machines that is 16 MB less resident memory, for twice as many young collections
 // (docs/performance.md, "Memory at 10 000 machines (target <= 200 MB)"). An operator who chose any
-// size of the young generation (its semi-spaces, its growth, the whole heap's size) wins.
+// size of the young generation (its semi-spaces, its growth, the whole heap's size) wins. Newer V8
+// versions raise a growth factor below 2 back to 2: there the young generation grows as by default
+// (more memory, nothing wrong).
 //
 // Nothing else changes: the flags only move where objects are first allocated and when a generation
 // is collected. An operator who passes a flag (either way) on the node command line or in
