@@ -97,8 +97,10 @@ export class Executor {
         { kind: item.kind, id: item.id, resource: describePointer(r.replan), ops: again.item?.ops.length ?? 0 },
         'planned again after an answer that showed a change',
       );
-      if (!again.item)
-        return { ...endAfterReplan(again.note, again.lettingGo), ...(run.wipe ? { wipe: run.wipe } : {}) };
+      if (!again.item) {
+        const parent = item.kind === 'InfraMachine' || item.kind === 'MachineRequest' ? mainOf(item) : undefined;
+        return { ...endAfterReplan(again.note, again.lettingGo, parent), ...(run.wipe ? { wipe: run.wipe } : {}) };
+      }
       ops = again.item.ops;
       i = 0;
     }

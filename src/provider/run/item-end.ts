@@ -40,9 +40,13 @@ export interface ReplanNote {
   heldByOthers?: { target: Pointer; facts: HoldFacts };
 }
 
-/** Nothing of the item left to do after a re-plan: why, from the planner's note. */
-export function endAfterReplan(note: ReplanNote | undefined, lettingGo: unknown): ItemEnd {
-  if (!note) return { status: 'released', counts: true };
+/**
+ * Nothing of the item left to do after a re-plan: why, from the planner's note. No note: the item's machine or
+ * request (`parent`) is gone or has nothing of ours and nobody's hold on it, so it is a released parent like any
+ * other (the next pass waits for Omni to destroy it, then may deregister).
+ */
+export function endAfterReplan(note: ReplanNote | undefined, lettingGo: unknown, parent?: Pointer): ItemEnd {
+  if (!note) return { status: 'released', counts: true, ...(parent ? { releasedParent: parent } : {}) };
   if (note.heldByOthers) {
     // Nothing of ours left on it (someone removed it meanwhile): released, held by others.
     const holds = predictHolds(note.heldByOthers.facts);
