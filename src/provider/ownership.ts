@@ -22,9 +22,12 @@ export function isOurResource(md: Pick<Metadata, 'namespace' | 'labels'>, provid
 /**
  * The finalizers we may remove from this resource: none unless the resource itself is ours. When all
  * of them are ours, the resource's own list, shared by the caches (docs/performance.md, "Memory at
- * 10 000 machines (target <= 200 MB)"): callers copy it before they change anything.
+ * 10 000 machines (target <= 200 MB)"), read-only: the compiler keeps every caller from changing it.
  */
-export function ourFinalizers(md: Pick<Metadata, 'namespace' | 'labels' | 'finalizers'>, providerId: string): string[] {
+export function ourFinalizers(
+  md: Pick<Metadata, 'namespace' | 'labels' | 'finalizers'>,
+  providerId: string,
+): readonly string[] {
   if (!isOurResource(md, providerId)) return [];
   if (md.finalizers.every((f) => isOurFinalizer(f, providerId))) return md.finalizers;
   return md.finalizers.filter((f) => isOurFinalizer(f, providerId));

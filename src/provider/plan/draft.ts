@@ -107,7 +107,7 @@ export class PlanDraft {
   }
 
   /** One Update removing all our finalizers from a machine, a request or a BMCConfig being deleted. */
-  release(r: Resource, finalizers: string[], why: string, uuid?: string): RemoveFinalizersOp {
+  release(r: Resource, finalizers: readonly string[], why: string, uuid?: string): RemoveFinalizersOp {
     const md = r.metadata;
     // Nothing but ours on it (every machine of a normal run): no list of others is made.
     const others =

@@ -16,7 +16,7 @@ interface MachineParts {
   im: Resource;
   uuid: string;
   /** Our finalizers on the InfraMachine. */
-  mine: string[];
+  mine: readonly string[];
   /** Its resources in `infra-provider:<id>`, BMCConfiguration last (machineOutputs). */
   outputs: Resource[];
   /** Its legacy BMCConfig (bare-metal v0.4 and earlier), if any. */

@@ -22,7 +22,7 @@ interface RequestParts {
   /** The machine its status names, if any. */
   machineUuid?: string;
   /** Our finalizers on the request. */
-  mine: string[];
+  mine: readonly string[];
 }
 
 export function planMachineRequest(d: PlanDraft, mr: Resource): void {
