@@ -42,7 +42,7 @@ import {
 import { ThrottlingCounts, type ThrottlingStats } from './throttling.js';
 import type { CallOptions, CoreState, OwnerOptions, UpdateOptions } from '../../omni-api/state.js';
 import { DelegatingCore } from '../wrap.js';
-import { WriteWindow, type Ticket } from './window.js';
+import { WriteWindow, type Ticket, type WriteEnd } from './window.js';
 import type { DeferOutcome, DeferringOptions, WriteOutcome } from './observer.js';
 import {
   classifyWriteFailure,
@@ -103,6 +103,10 @@ export interface BackPressureState extends CoreState {
 export function withBackPressure(core: CoreState, opts: BackPressureOptions): BackPressureState {
   return new PressuredState(core, opts);
 }
+
+/** How a write ended, for the window: the same two objects for every write. */
+const ENDED_OK: WriteEnd = { kind: 'ok' };
+const ENDED_OTHER: WriteEnd = { kind: 'other' };
 
 /** Whether a failure leaves the write's outcome to a read-back (and the audit's outcome with it). */
 function readBackAfter(f: WriteFailure): f is 'pressure' | 'lost' {
@@ -193,13 +197,13 @@ class PressuredState extends DelegatingCore implements BackPressureState {
       try {
         t.sends++;
         const v = await send({ ...w.opts, deferOutcome });
-        this.#window.release(ticket, { kind: 'ok' });
+        this.#window.release(ticket, ENDED_OK);
         return v;
       } catch (e) {
         err = e;
         failure = classifyWriteFailure(e, w.opts.signal);
         const retryAfterMs = e instanceof ApiError ? e.retryAfterMs : undefined;
-        this.#window.release(ticket, failure === 'pressure' ? { kind: 'signal', retryAfterMs } : { kind: 'other' });
+        this.#window.release(ticket, failure === 'pressure' ? { kind: 'signal', retryAfterMs } : ENDED_OTHER);
       }
       if (failure === 'final') throw err;
       if (failure === 'permanent') throw this.#tooLarge(w, err);
@@ -216,29 +220,30 @@ class PressuredState extends DelegatingCore implements BackPressureState {
   async #place(w: WriteCall, t: Tries): Promise<Ticket> {
     const { signal, notAfter = Infinity, rank = 0 } = w.opts;
     if (this.#now() >= notAfter) throw this.#late(w, t);
-    // Room now and nobody waiting (every write of an unthrottled run): no promise, no timer.
-    return (
-      this.#window.tryAcquire(signal) ??
-      (await this.#counts.holding(
+    // Room now and nobody waiting: no promise, no timer.
+    const now = this.#window.tryAcquire(signal);
+    if (now) return now;
+    const held = this.#window.wouldWait();
+    if (held) this.#counts.hold();
+    try {
+      return await this.#window.acquire(
+        signal,
+        Math.min(t.deadline, notAfter),
         () =>
-          this.#window.acquire(
-            signal,
-            Math.min(t.deadline, notAfter),
-            () =>
-              notAfter <= t.deadline
-                ? this.#late(w, t)
-                : this.#giveUp(
-                    w,
-                    t,
-                    t.sends === 0
-                      ? `no room to send it for ${Math.round(this.#retry.queueWaitMs / 1000)} s`
-                      : 'its time ran out waiting for room to send it again',
-                  ),
-            rank,
-          ),
-        this.#window.wouldWait(),
-      ))
-    );
+          notAfter <= t.deadline
+            ? this.#late(w, t)
+            : this.#giveUp(
+                w,
+                t,
+                t.sends === 0
+                  ? `no room to send it for ${Math.round(this.#retry.queueWaitMs / 1000)} s`
+                  : 'its time ran out waiting for room to send it again',
+              ),
+        rank,
+      );
+    } finally {
+      if (held) this.#counts.unhold();
+    }
   }
 
   /** A signal or a lost answer: counted, and the write's time for retries starts at its first. */
@@ -299,13 +304,14 @@ class PressuredState extends DelegatingCore implements BackPressureState {
     if (this.#now() + pause >= (w.opts.notAfter ?? Infinity)) throw this.#late(w, t);
     if (this.#now() + pause >= t.deadline)
       throw this.#giveUp(w, t, `out of time (${Math.round(this.#retry.maxWaitMs / 1000)} s for its retries)`);
-    await this.#counts.holding(async () => {
-      try {
-        await this.#delay(pause, w.opts.signal);
-      } catch {
-        throw new CanceledError('cancelled by the caller', { cause: w.opts.signal?.reason, resource: w.resource });
-      }
-    }, true);
+    this.#counts.hold();
+    try {
+      await this.#delay(pause, w.opts.signal);
+    } catch {
+      throw new CanceledError('cancelled by the caller', { cause: w.opts.signal?.reason, resource: w.resource });
+    } finally {
+      this.#counts.unhold();
+    }
   }
 
   #giveUp(w: WriteCall, t: Tries, why: string): ThrottledError {

@@ -54,15 +54,13 @@ export class ThrottlingCounts {
     this.lastSignalAt = Date.now();
   }
 
-  /** Runs `fn`, counting the time as waited when `held` (some write is held back meanwhile). */
-  async holding<T>(fn: () => Promise<T>, held: boolean): Promise<T> {
-    if (!held) return fn();
+  /** A write is held back from now until `unhold` (the time while at least one is counts as waited). */
+  hold(): void {
     if (this.#held++ === 0) this.#heldSince = this.now();
-    try {
-      return await fn();
-    } finally {
-      if (--this.#held === 0) this.#waitedMs += this.now() - this.#heldSince;
-    }
+  }
+
+  unhold(): void {
+    if (--this.#held === 0) this.#waitedMs += this.now() - this.#heldSince;
   }
 
   stats(window: Pick<WriteWindow, 'size' | 'lowest' | 'max'>): ThrottlingStats {

@@ -7,7 +7,7 @@
 import { CanceledError } from '../../omni-api/errors.js';
 import { onAbort as onAbortOf } from '../transport/abort.js';
 import { RETRY_AFTER_CAP_MS } from '../transport/retry.js';
-import { RankQueue } from '../rank-queue.js';
+import { RankQueue, type QueueTicket } from '../rank-queue.js';
 
 // --- the adaptive window ------------------------------------------------------------------------
 
@@ -26,10 +26,30 @@ export interface Ticket {
   readonly round: number;
 }
 
-interface Waiter {
-  resolve(t: Ticket): void;
-  cleanup(): void;
+/**
+ * A write waiting for its place. Its deadline and its caller's signal are the window's to watch (one
+ * timer for the earliest deadline, one subscription per signal), not its own: every write of a run
+ * whose items outnumber the window waits here, and a timer and an abort subscription per wait, with
+ * their closures, were garbage on every write's way.
+ */
+class Waiter {
+  place: QueueTicket | undefined;
+  constructor(
+    readonly resolve: (t: Ticket) => void,
+    readonly reject: (e: unknown) => void,
+    readonly signal: AbortSignal | undefined,
+    readonly deadline: number,
+    readonly onTimeout: () => unknown,
+  ) {}
 }
+
+/** The window's one subscription to a signal that waiting writes share, and how many of them do. */
+interface SignalWatch {
+  waiters: number;
+  unsubscribe: () => void;
+}
+
+const noRoomInTime = (): unknown => new Error('no room for the write in time');
 
 /** What WriteWindow.release is told about the write that ends. */
 export type WriteEnd = { kind: 'ok' } | { kind: 'signal'; retryAfterMs?: number | undefined } | { kind: 'other' };
@@ -52,6 +72,12 @@ export class WriteWindow {
   #queue = new RankQueue<Waiter>();
   #timer: NodeJS.Timeout | undefined;
   #lowest: number;
+  /** The writes waiting (in arrival order), whose deadlines and signals the window watches. */
+  #waiting = new Set<Waiter>();
+  /** The timer of the earliest deadline among them, and that deadline. */
+  #deadlineTimer: NodeJS.Timeout | undefined;
+  #deadlineAt = Infinity;
+  #signals = new Map<AbortSignal, SignalWatch>();
 
   constructor(o: WindowOptions) {
     if (!(Number.isInteger(o.max) && o.max >= 1))
@@ -100,43 +126,20 @@ export class WriteWindow {
   acquire(
     signal?: AbortSignal,
     deadline = Infinity,
-    onTimeout: () => unknown = () => new Error('no room for the write in time'),
+    onTimeout: () => unknown = noRoomInTime,
     rank = 0,
   ): Promise<Ticket> {
     if (signal?.aborted) return Promise.reject(new CanceledError('cancelled by the caller', { cause: signal.reason }));
     if (this.#queue.size === 0 && this.#canStart()) return Promise.resolve(this.#start());
     return new Promise<Ticket>((resolve, reject) => {
-      let timer: NodeJS.Timeout | undefined;
-      let unsubscribe: (() => void) | undefined;
-      const w: Waiter = {
-        resolve,
-        cleanup: () => {
-          clearTimeout(timer);
-          unsubscribe?.();
-        },
-      };
-      const place = this.#queue.push(w, rank);
-      const drop = (): void => {
-        w.cleanup();
-        place.remove();
-        this.#pump();
-      };
-      if (Number.isFinite(deadline)) {
-        timer = setTimeout(
-          () => {
-            drop();
-            reject(onTimeout());
-          },
-          Math.max(0, deadline - this.#now()),
-        );
-      }
-      // One listener on the caller's signal however many writes wait (abort.ts): the run's signal is
-      // shared by every write, and Node warns from 11 listeners on (a line that is not JSON on stderr).
-      if (signal)
-        unsubscribe = onAbortOf(signal, () => {
-          drop();
-          reject(new CanceledError('cancelled by the caller', { cause: signal.reason }));
-        });
+      const w = new Waiter(resolve, reject, signal, deadline, onTimeout);
+      w.place = this.#queue.push(w, rank);
+      this.#waiting.add(w);
+      if (deadline < this.#deadlineAt) this.#armDeadline(deadline);
+      // One listener on the caller's signal however many writes wait (abort.ts, and one subscription
+      // per signal here): the run's signal is shared by every write, and Node warns from 11 listeners
+      // on (a line that is not JSON on stderr).
+      if (signal) this.#watch(signal);
       this.#pump();
     });
   }
@@ -167,6 +170,70 @@ export class WriteWindow {
     }
   }
 
+  /** Takes a waiting write out of the queue (its deadline passed or its signal aborted). */
+  #drop(w: Waiter): void {
+    w.place?.remove();
+    this.#forget(w);
+  }
+
+  /** A write that waits no more: its signal's subscription and the deadline timer let go when nobody needs them. */
+  #forget(w: Waiter): void {
+    if (!this.#waiting.delete(w)) return;
+    const s = w.signal && this.#signals.get(w.signal);
+    if (s && --s.waiters === 0) {
+      this.#signals.delete(w.signal!);
+      s.unsubscribe();
+    }
+    if (this.#waiting.size === 0) this.#disarmDeadline();
+  }
+
+  #watch(signal: AbortSignal): void {
+    let s = this.#signals.get(signal);
+    if (!s) {
+      s = { waiters: 0, unsubscribe: noop };
+      this.#signals.set(signal, s);
+      s.unsubscribe = onAbortOf(signal, () => this.#aborted(signal));
+    }
+    s.waiters++;
+  }
+
+  /** The signal of some waiting writes aborted: each of them is cancelled, in arrival order. */
+  #aborted(signal: AbortSignal): void {
+    for (const w of [...this.#waiting]) {
+      if (w.signal !== signal) continue;
+      this.#drop(w);
+      w.reject(new CanceledError('cancelled by the caller', { cause: signal.reason }));
+    }
+    this.#pump();
+  }
+
+  #armDeadline(at: number): void {
+    this.#disarmDeadline();
+    this.#deadlineAt = at;
+    this.#deadlineTimer = setTimeout(() => this.#deadlinePassed(at), Math.max(0, at - this.#now()));
+  }
+
+  #disarmDeadline(): void {
+    clearTimeout(this.#deadlineTimer);
+    this.#deadlineTimer = undefined;
+    this.#deadlineAt = Infinity;
+  }
+
+  /** The deadline `at` passed: the writes waiting with it (or an earlier one) fail; the timer then serves the next. */
+  #deadlinePassed(at: number): void {
+    this.#deadlineTimer = undefined;
+    this.#deadlineAt = Infinity;
+    let next = Infinity;
+    for (const w of [...this.#waiting]) {
+      if (w.deadline <= at) {
+        this.#drop(w);
+        w.reject(w.onTimeout());
+      } else if (w.deadline < next) next = w.deadline;
+    }
+    if (Number.isFinite(next) && next < this.#deadlineAt) this.#armDeadline(next);
+    this.#pump();
+  }
+
   #canStart(): boolean {
     return this.#inFlight < this.size && this.#now() >= this.#pausedUntil;
   }
@@ -179,7 +246,7 @@ export class WriteWindow {
   #pump(): void {
     while (this.#queue.size > 0 && this.#canStart()) {
       const w = this.#queue.shift()!;
-      w.cleanup();
+      this.#forget(w);
       w.resolve(this.#start());
     }
     // Held by a pause only: wake up when it passes (one timer for the whole queue).
@@ -195,3 +262,5 @@ export class WriteWindow {
     }
   }
 }
+
+function noop(): void {}

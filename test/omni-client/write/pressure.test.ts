@@ -3,6 +3,7 @@
 // version, Destroy by a Get answering NotFound, Create by a Get of its ID), and the decorator's loop
 // over a scripted backend: what is sent again, what is not, and where it stops.
 
+import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import {
   AlreadyExistsError,
@@ -201,6 +202,65 @@ describe('the window of writes in flight', () => {
     await vi.advanceTimersByTimeAsync(5_000);
     await settled;
     expect(w.wouldWait()).toBe(true);
+  });
+
+  it('one timer serves every waiting deadline, the earliest first; none is left once nobody waits', async () => {
+    vi.useFakeTimers({ now: 0 });
+    const w = new WriteWindow({ max: 1 });
+    const first = await w.acquire();
+    const ended: string[] = [];
+    const wait = (name: string, deadline: number) =>
+      w
+        .acquire(undefined, deadline, () => new Error(name))
+        .then(
+          (t) => {
+            ended.push(`${name} started`);
+            return t;
+          },
+          (e: Error) => {
+            ended.push(`${e.message} timed out`);
+          },
+        );
+    const late = wait('late', 9_000);
+    const early = wait('early', 3_000);
+    const never = wait('never', Infinity);
+    const twin = wait('twin', 3_000);
+    expect(vi.getTimerCount()).toBe(1);
+    await vi.advanceTimersByTimeAsync(2_999);
+    expect(ended).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(ended).toEqual(['early timed out', 'twin timed out']);
+    await Promise.all([early, twin]);
+    await vi.advanceTimersByTimeAsync(6_000);
+    await late;
+    expect(ended).toEqual(['early timed out', 'twin timed out', 'late timed out']);
+    // The one left has no deadline: no timer; it starts in its turn.
+    expect(vi.getTimerCount()).toBe(0);
+    w.release(first, { kind: 'ok' });
+    const t = await never;
+    expect(ended.at(-1)).toBe('never started');
+    w.release(t!, { kind: 'ok' });
+    expect(vi.getTimerCount()).toBe(0);
+    expect(w.wouldWait()).toBe(false);
+  });
+
+  it('a signal cancels only the writes waiting with it, and the window lets go of it once they are gone', async () => {
+    const w = new WriteWindow({ max: 1 });
+    const first = await w.acquire();
+    const a = new AbortController();
+    const b = new AbortController();
+    const listeners = (s: AbortSignal): number => getEventListeners(s, 'abort').length;
+    const ofA = [w.acquire(a.signal), w.acquire(a.signal)];
+    const ofB = w.acquire(b.signal);
+    expect(listeners(a.signal)).toBe(1);
+    expect(listeners(b.signal)).toBe(1);
+    a.abort();
+    for (const p of ofA) await expect(p).rejects.toMatchObject({ code: 'OMNI_CANCELED' });
+    w.release(first, { kind: 'ok' });
+    const t = await ofB;
+    expect(listeners(b.signal)).toBe(0);
+    w.release(t, { kind: 'ok' });
+    expect(w.inFlight).toBe(0);
   });
 
   it('refuses a most below 1', () => {
