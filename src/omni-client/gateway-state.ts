@@ -9,12 +9,18 @@
 import type { Logger } from 'pino';
 import { silentLogger } from '../log.js';
 import { SpecOmittedError } from './errors.js';
-import type { Phase, Pointer, Resource } from '../omni-api/resource.js';
+import type { Pointer, Resource } from '../omni-api/resource.js';
 import { describePointer, pointerOf } from '../omni-api/resource.js';
 import type { CallContext } from './transport/call.js';
 import { defaultDelay, type DelayFn } from './transport/retry.js';
 import type { Transport } from './transport/transport.js';
-import { observeWrite, type DeferOutcome, type DeferringOptions, type WriteObserver } from './write/observer.js';
+import {
+  observeWrite,
+  type DeferOutcome,
+  type DeferringOptions,
+  type WriteIntent,
+  type WriteObserver,
+} from './write/observer.js';
 import type {
   CallOptions,
   CoreState,
@@ -117,13 +123,8 @@ export class GatewayState implements CoreState {
     const options: Record<string, unknown> = { owner: opts.owner ?? r.metadata.owner };
     if (opts.expectedPhase !== undefined) options['expected_phase'] = opts.expectedPhase;
     const body = encode(UpdateRequestSchema, { new_resource: resourceToWire(r), options });
-    const intent = {
-      method: 'Update',
-      resource: pointerOf(r),
-      owner: String(options['owner']),
-      sent: r,
-      ...writeContext(opts),
-    } as const;
+    const intent: WriteIntent = { method: 'Update', resource: pointerOf(r), owner: String(options['owner']), sent: r };
+    addWriteContext(intent, opts);
     return observeWrite(
       this.#onWrite,
       intent,
@@ -137,7 +138,8 @@ export class GatewayState implements CoreState {
   async destroy(p: Pointer, opts: OwnerOptions = {}): Promise<void> {
     const ptr = pointerOf(p);
     const body = encode(DestroyRequestSchema, { ...ptr, options: { owner: opts.owner ?? '' } });
-    const intent = { method: 'Destroy', resource: ptr, owner: opts.owner ?? '', ...writeContext(opts) } as const;
+    const intent: WriteIntent = { method: 'Destroy', resource: ptr, owner: opts.owner ?? '' };
+    addWriteContext(intent, opts);
     await observeWrite(
       this.#onWrite,
       intent,
@@ -159,12 +161,10 @@ function ctx(opts: CallOptions, resource: Pointer): CallContext {
   return { signal: opts.signal, timeoutMs: opts.timeoutMs, resource };
 }
 
-/** What the write observer hears besides the write itself. */
-function writeContext(opts: UpdateOptions): { before?: Resource; expectedPhase?: Phase } {
-  return {
-    ...(opts.before ? { before: opts.before } : {}),
-    ...(opts.expectedPhase !== undefined ? { expectedPhase: opts.expectedPhase } : {}),
-  };
+/** What the write observer hears besides the write itself, set on its intent (no objects to spread per write). */
+function addWriteContext(intent: WriteIntent, opts: UpdateOptions): void {
+  if (opts.before) intent.before = opts.before;
+  if (opts.expectedPhase !== undefined) intent.expectedPhase = opts.expectedPhase;
 }
 
 function encode(schema: MessageSchema, obj: Record<string, unknown>): Record<string, unknown> {

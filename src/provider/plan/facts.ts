@@ -84,29 +84,35 @@ export function kindOf(r: Resource | { type: string }): string {
  * provider-wide resources (TLSConfig) nor an unlabelled request-linked one: only deregistration
  * cleans those.
  */
-export function parentsOf(
-  r: Resource,
-  profile: ResolvedProfile,
-): (Pointer & { type: typeof T.InfraMachine | typeof T.MachineRequest })[] {
+export function parentsOf(r: Resource, profile: ResolvedProfile): ParentPointer[] {
   const md = r.metadata;
-  const im = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: pid });
-  const mr = (pid: string) => ({ namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: pid });
   if (md.namespace === NS_INFRA_PROVIDER) {
-    if (md.type === T.InfraMachineStatus) return [im(md.id)];
-    if (md.type === T.MachineRequestStatus) return [mr(md.id)];
+    if (md.type === T.InfraMachineStatus) return [machineOf(md.id)];
+    if (md.type === T.MachineRequestStatus) return [requestOf(md.id)];
     const req = md.type === T.ConfigPatchRequest ? md.labels[LABEL_MACHINE_REQUEST] : undefined;
-    return req ? [mr(req)] : [];
+    return req ? [requestOf(req)] : [];
   }
   if (profile.requestLinkedTypes.includes(md.type)) {
     // Its ID is not a request's (an OpenNebula NameReservation's is name-reservation/<cluster>/<role>/<n>).
     const req = md.labels[LABEL_MACHINE_REQUEST];
-    return req ? [mr(req)] : [];
+    return req ? [requestOf(req)] : [];
   }
   if (PROVIDER_WIDE_IDS.has(md.id)) return [];
-  return [
-    ...(profile.machineTypes.includes(md.type) ? [im(md.id)] : []),
-    ...(profile.stateTypes.includes(md.type) ? [mr(md.id)] : []),
-  ];
+  // Called for every per-item resource of every plan: no closures nor spreads.
+  const out: ParentPointer[] = [];
+  if (profile.machineTypes.includes(md.type)) out.push(machineOf(md.id));
+  if (profile.stateTypes.includes(md.type)) out.push(requestOf(md.id));
+  return out;
+}
+
+type ParentPointer = Pointer & { type: typeof T.InfraMachine | typeof T.MachineRequest };
+
+function machineOf(id: string): ParentPointer {
+  return { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id };
+}
+
+function requestOf(id: string): ParentPointer {
+  return { namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id };
 }
 
 /** A namespace and a type. */

@@ -9,7 +9,7 @@
 import { ExitCode, StubError } from '../../exit-codes.js';
 import type { Pointer } from '../../omni-api/resource.js';
 import { NS_INFRA_PROVIDER, T, describePointer } from '../../omni-api/resource.js';
-import type { CallOptions } from '../../omni-api/state.js';
+import type { CallOptions, OwnerOptions } from '../../omni-api/state.js';
 import { getIfExists } from '../../omni-client/read.js';
 import { hasCode } from '../../omni-client/errors.js';
 import type { DestroyOp, Operation, RemoveFinalizersOp, TeardownOp, WaitOp, WipeOp } from '../plan/operations.js';
@@ -250,8 +250,10 @@ export class Executor {
 
   private async destroy(op: DestroyOp): Promise<OpResult> {
     try {
+      const opts: OwnerOptions = { owner: op.owner, ...this.opts() };
       const before = this.d.reads.current(op.target);
-      await this.d.state.destroy(op.target, { owner: op.owner, ...this.opts(), ...(before ? { before } : {}) });
+      if (before) opts.before = before;
+      await this.d.state.destroy(op.target, opts);
       this.d.reads.gone(op.target);
       return NEXT;
     } catch (err) {
