@@ -107,11 +107,12 @@ export class GatewayState implements CoreState {
     // Omni refuses a metadata owner that differs from the option (docs/cosi-semantics.md, "Owners"): default to it.
     const owner = opts.owner ?? r.metadata.owner;
     const body = encode(CreateRequestSchema, { resource: resourceToWire(r), options: { owner } });
-    const intent = { method: 'Create', resource: pointerOf(r), owner, sent: r } as const;
+    const ptr = pointerOf(r);
+    const intent = { method: 'Create', resource: ptr, owner, sent: r } as const;
     return observeWrite(
       this.#onWrite,
       intent,
-      (onRetry) => this.#t.unary('Create', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))),
+      (onRetry) => this.#t.unary('Create', body, retryingCtx(opts, ptr, onRetry), answerAbout(ptr)),
       (v) => v,
       opts.signal,
       deferOf(opts),
@@ -123,12 +124,13 @@ export class GatewayState implements CoreState {
     const options: Record<string, unknown> = { owner: opts.owner ?? r.metadata.owner };
     if (opts.expectedPhase !== undefined) options['expected_phase'] = opts.expectedPhase;
     const body = encode(UpdateRequestSchema, { new_resource: resourceToWire(r), options });
-    const intent: WriteIntent = { method: 'Update', resource: pointerOf(r), owner: String(options['owner']), sent: r };
+    const ptr = pointerOf(r);
+    const intent: WriteIntent = { method: 'Update', resource: ptr, owner: String(options['owner']), sent: r };
     addWriteContext(intent, opts);
     return observeWrite(
       this.#onWrite,
       intent,
-      (onRetry) => this.#t.unary('Update', body, { ...ctx(opts, pointerOf(r)), onRetry }, answerAbout(pointerOf(r))),
+      (onRetry) => this.#t.unary('Update', body, retryingCtx(opts, ptr, onRetry), answerAbout(ptr)),
       (v) => v,
       opts.signal,
       deferOf(opts),
@@ -143,7 +145,7 @@ export class GatewayState implements CoreState {
     await observeWrite(
       this.#onWrite,
       intent,
-      (onRetry) => this.#t.unary('Destroy', body, { ...ctx(opts, ptr), onRetry }, emptyAnswer),
+      (onRetry) => this.#t.unary('Destroy', body, retryingCtx(opts, ptr, onRetry), emptyAnswer),
       () => undefined,
       opts.signal,
       deferOf(opts),
@@ -159,6 +161,11 @@ export class GatewayState implements CoreState {
 
 function ctx(opts: CallOptions, resource: Pointer): CallContext {
   return { signal: opts.signal, timeoutMs: opts.timeoutMs, resource };
+}
+
+/** A write's context: told of every retry (one object, not one spread over another per write). */
+function retryingCtx(opts: CallOptions, resource: Pointer, onRetry: () => void): CallContext {
+  return { signal: opts.signal, timeoutMs: opts.timeoutMs, resource, onRetry };
 }
 
 /** What the write observer hears besides the write itself, set on its intent (no objects to spread per write). */

@@ -169,6 +169,12 @@ export function signaturePayload(fullMethod: string, timestampSec: number): stri
   return JSON.stringify({ headers: { 'x-sidero-timestamp': [String(timestampSec)] }, method: fullMethod });
 }
 
+/** One signature of a method and a second: in flight, then made (`value`). */
+interface Signed {
+  headers: Promise<Record<string, string>>;
+  value: Record<string, string> | undefined;
+}
+
 export interface SignerStats {
   /** OpenPGP signing operations made (the expensive part). */
   signOps: number;
@@ -182,7 +188,8 @@ export class Signer {
   readonly name: string;
   readonly fingerprint: string;
   #key: openpgp.PrivateKey;
-  #cache = new Map<string, { second: number; headers: Promise<Record<string, string>> }>();
+  /** By second, then by method: no key string built per call. */
+  #cache = new Map<number, Map<string, Signed>>();
   #newestSecond = -1;
   #signOps = 0;
 
@@ -198,23 +205,44 @@ export class Signer {
 
   /** Headers for a call of `fullMethod` (e.g. `/cosi.resource.State/Get`) at `timestampSec`. */
   headers(fullMethod: string, timestampSec: number): Promise<Record<string, string>> {
+    return this.#entry(fullMethod, timestampSec).headers;
+  }
+
+  /**
+   * The headers of `headers`, when that signature is made already (most calls: one signature serves a
+   * method for a second); undefined otherwise. A call that has them sends without waiting a turn.
+   */
+  ready(fullMethod: string, timestampSec: number): Record<string, string> | undefined {
+    return this.#cache.get(timestampSec)?.get(fullMethod)?.value;
+  }
+
+  #entry(fullMethod: string, timestampSec: number): Signed {
     if (timestampSec > this.#newestSecond) {
       this.#newestSecond = timestampSec;
       // Keep the previous second too: calls straddling a second boundary must not evict each other.
-      for (const [k, v] of this.#cache) if (v.second < timestampSec - 1) this.#cache.delete(k);
+      for (const second of this.#cache.keys()) if (second < timestampSec - 1) this.#cache.delete(second);
     }
-    const cacheKey = `${timestampSec} ${fullMethod}`;
-    let entry = this.#cache.get(cacheKey);
+    let bySecond = this.#cache.get(timestampSec);
+    if (!bySecond) {
+      bySecond = new Map();
+      this.#cache.set(timestampSec, bySecond);
+    }
+    let entry = bySecond.get(fullMethod);
     if (!entry) {
-      const headers = this.#sign(fullMethod, timestampSec);
-      entry = { second: timestampSec, headers };
-      this.#cache.set(cacheKey, entry);
-      const mine = entry;
-      headers.catch(() => {
-        if (this.#cache.get(cacheKey) === mine) this.#cache.delete(cacheKey);
-      });
+      const mine: Signed = { headers: this.#sign(fullMethod, timestampSec), value: undefined };
+      entry = mine;
+      bySecond.set(fullMethod, mine);
+      const seconds = bySecond;
+      mine.headers.then(
+        (h) => {
+          mine.value = h;
+        },
+        () => {
+          if (seconds.get(fullMethod) === mine) seconds.delete(fullMethod);
+        },
+      );
     }
-    return entry.headers;
+    return entry;
   }
 
   async #sign(fullMethod: string, timestampSec: number): Promise<Record<string, string>> {

@@ -12,6 +12,8 @@ export interface RequestSigner {
   readonly name: string;
   readonly fingerprint: string;
   headers(fullMethod: string, timestampSec: number): Promise<Record<string, string>>;
+  /** The same headers without waiting, when they are made already (else undefined: call `headers`). */
+  ready?(fullMethod: string, timestampSec: number): Record<string, string> | undefined;
 }
 
 const USER_AGENT = `stub-provider/${VERSION}`;

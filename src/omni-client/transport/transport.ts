@@ -188,7 +188,7 @@ export class Transport {
     const max = this.#limits.listItems;
     try {
       return await this.#retrier.run(method, ctx, scope, async () => {
-        const res = await this.#send(method, body, scope.signal, { bodyTimeout: 0 });
+        const res = await this.#send(method, body, scope.signal, 0);
         if (res.statusCode !== 200) throw await this.#errorOf(method, ctx, res);
         const out: T[] = [];
         const map = reader();
@@ -221,7 +221,7 @@ export class Transport {
     let opened: { first: T; it: AsyncIterator<unknown>; res: Dispatcher.ResponseData };
     try {
       opened = await this.#retrier.run(method, ctx, scope, async () => {
-        const res = await this.#send(method, body, scope.signal, { bodyTimeout: 0 });
+        const res = await this.#send(method, body, scope.signal, 0);
         if (res.statusCode !== 200) throw await this.#errorOf(method, ctx, res);
         // The first message is always read (it says that the stream is open).
         let opening = true;
@@ -285,29 +285,51 @@ export class Transport {
     };
   }
 
+  /** One request; `bodyTimeout` 0 for a stream (its deadlines are deadline.ts's). */
   async #send(
     method: MethodName,
     body: unknown,
     signal: AbortSignal,
-    extra: { bodyTimeout?: number } = {},
+    bodyTimeout?: number,
   ): Promise<Dispatcher.ResponseData> {
-    const fm = fullMethod(method);
-    const signed = await this.#headers.signer.headers(fm, this.#clock.timestampSec());
+    const route = routeOf(method);
+    const ts = this.#clock.timestampSec();
+    const signer = this.#headers.signer;
+    const signed = signer.ready?.(route.fullMethod, ts) ?? (await signer.headers(route.fullMethod, ts));
     this.#calls[method] = (this.#calls[method] ?? 0) + 1;
-    return (method === 'Watch' ? this.#dispatchers.watches : this.#dispatchers.calls).request({
+    const request: Dispatcher.RequestOptions = {
       origin: this.endpoint.origin,
-      path: `/api${fm}`,
+      path: route.path,
       method: 'POST',
       headers: this.#headers.of(method, signed),
       body: JSON.stringify(body),
       signal,
-      ...extra,
-    });
+    };
+    if (bodyTimeout !== undefined) request.bodyTimeout = bodyTimeout;
+    return (method === 'Watch' ? this.#dispatchers.watches : this.#dispatchers.calls).request(request);
   }
 
   #errorOf(method: MethodName, ctx: CallContext, res: Dispatcher.ResponseData): Promise<ApiError> {
     return errorOfAnswer(method, ctx, this.endpoint.origin, res, this.#limits, this.#budget);
   }
+}
+
+/** A method's full name and path, made once per method (not two strings per call). */
+interface Route {
+  fullMethod: string;
+  path: string;
+}
+
+const ROUTES = new Map<MethodName, Route>();
+
+function routeOf(method: MethodName): Route {
+  let r = ROUTES.get(method);
+  if (!r) {
+    const fm = fullMethod(method);
+    r = { fullMethod: fm, path: `/api${fm}` };
+    ROUTES.set(method, r);
+  }
+  return r;
 }
 
 function definedOnly<T extends object>(o: T): Partial<T> {

@@ -183,6 +183,23 @@ describe('Signer (siderov1)', () => {
     expect(Object.keys(h).some((n) => n.toLowerCase() === 'authorization')).toBe(false);
   });
 
+  it('hands out a signature already made without a promise, the same headers as `headers`', async () => {
+    const signer = new Signer(await parseServiceAccountKey(key.serviceAccountKey));
+    const ts = Math.floor(Date.now() / 1000);
+    expect(signer.ready('/cosi.resource.State/Update', ts)).toBeUndefined();
+    const pending = signer.headers('/cosi.resource.State/Update', ts);
+    expect(signer.ready('/cosi.resource.State/Update', ts)).toBeUndefined();
+    const h = await pending;
+    expect(signer.ready('/cosi.resource.State/Update', ts)).toBe(h);
+    // Another method, or another second, is its own signature.
+    expect(signer.ready('/cosi.resource.State/Get', ts)).toBeUndefined();
+    expect(signer.ready('/cosi.resource.State/Update', ts + 1)).toBeUndefined();
+    // Only the last two seconds are kept.
+    await signer.headers('/cosi.resource.State/Update', ts + 2);
+    expect(signer.ready('/cosi.resource.State/Update', ts)).toBeUndefined();
+    expect(signer.stats().signOps).toBe(2);
+  });
+
   it('signs once per method and second, however many calls', async () => {
     const signer = new Signer(await parseServiceAccountKey(key.serviceAccountKey));
     const ts = Math.floor(Date.now() / 1000);
