@@ -193,13 +193,13 @@ class WrappedState extends DelegatingCore implements State {
     finalizers: string[],
     opts: RemoveFinalizersOptions = {},
   ): Promise<RemoveFinalizersResult> {
-    const drop = new Set(finalizers);
+    // The finalizers to drop are a few: looked up in their list, no Set per call.
     const requirePhase = opts.requirePhase;
     const r = await this.updateWithConflicts(
       target,
       (cur) => {
         if (requirePhase !== undefined && cur.metadata.phase !== requirePhase) return 'phase-changed';
-        const keep = cur.metadata.finalizers.filter((f) => !drop.has(f));
+        const keep = cur.metadata.finalizers.filter((f) => !finalizers.includes(f));
         return keep.length === cur.metadata.finalizers.length ? 'absent' : withFinalizers(cur, keep);
       },
       opts,
