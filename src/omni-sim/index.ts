@@ -101,6 +101,7 @@ export async function createSim(scenario: Scenario | string, opts: SimOptions = 
     clock,
     omniVersion: sc.omniVersion,
     faults,
+    resources: store.size,
   });
   faults.attach({
     restart: () => store.restart(),

@@ -20,12 +20,12 @@ function sortedKeys(m: Record<string, string>): Record<string, string> {
   return out;
 }
 
-/** Rendered yaml_spec by (type, proto bytes) for one Omni version; bounded, least recently used evicted first. */
-class YamlCache {
+/** Rendered yaml_spec by (type, proto bytes); bounded, least recently used evicted first. */
+export class YamlCache {
   private readonly m = new Map<string, string | undefined>();
   constructor(
     private readonly max: number,
-    private readonly version: OmniVersion,
+    private readonly renderSpec: (type: string, bytes: Uint8Array) => string | undefined,
   ) {}
   render(type: string, bytes: Uint8Array): string | undefined {
     // latin1 maps each byte to one char: a cheap exact key (rendering YAML is ~50x dearer).
@@ -36,24 +36,28 @@ class YamlCache {
       this.m.set(key, v);
       return v;
     }
-    const v = renderYamlSpec(type, bytes, this.version);
+    const v = this.renderSpec(type, bytes);
     if (this.m.size >= this.max) this.m.delete(this.m.keys().next().value as string);
     this.m.set(key, v);
     return v;
   }
 }
 
+/** Enough for a 10 000-machine fleet (about 22 000 distinct specs of Omni's types, ~0.4 KB each). */
+const MIN_YAML_ENTRIES = 32_768;
+
 /** Resources in and out of the gateway for one Omni version. */
 export class ResourceCodec {
   /**
-   * The same specs are rendered again and again (every Update and Watch event echoes them). Sized
-   * for a 10 000-machine fleet (about 22 000 distinct specs of Omni's types, ~0.4 KB each); a small
-   * scenario never fills it.
+   * The same specs are rendered again and again (every List, Update and Watch event echoes them): the
+   * cache holds one entry per resource of the fleet it serves (`specs`, at least `MIN_YAML_ENTRIES`).
+   * A cache smaller than the fleet misses on nearly every call once a run walks the whole fleet (a
+   * List, then a write per resource), and the sim then spends its time rendering YAML.
    */
   private readonly yaml: YamlCache;
 
-  constructor(version: OmniVersion) {
-    this.yaml = new YamlCache(32_768, version);
+  constructor(version: OmniVersion, specs = 0) {
+    this.yaml = new YamlCache(Math.max(MIN_YAML_ENTRIES, specs), (t, b) => renderYamlSpec(t, b, version));
   }
 
   /** A resource from a Create/Update body, validated like Omni's server (docs/omni-wire.md 2.2). */

@@ -39,6 +39,8 @@ export interface GatewayOptions {
   /** The Omni version it answers as (behaviour.ts: routes, yaml_spec, ...). */
   omniVersion: OmniVersion | string;
   faults?: Faults;
+  /** Resources the gateway will serve, about (the store's size): its rendered yaml_spec cache is sized by it. */
+  resources?: number;
 }
 
 const PREFIX = '/api/cosi.resource.State/';
@@ -54,7 +56,7 @@ export class Gateway {
   constructor(private readonly opts: GatewayOptions) {
     const version = typeof opts.omniVersion === 'string' ? parseVersion(opts.omniVersion) : opts.omniVersion;
     this.behaviour = gatewayBehaviour(version);
-    this.resources = new ResourceCodec(version);
+    this.resources = new ResourceCodec(version, opts.resources);
     this.streams = new Streams({
       state: opts.state,
       resources: this.resources,

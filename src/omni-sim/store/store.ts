@@ -88,6 +88,11 @@ export class SimStore implements StateApi {
       .map(cloneResource);
   }
 
+  /** How many resources are stored. */
+  get size(): number {
+    return this.resources.size;
+  }
+
   /** The stored resource or undefined (no error). */
   peek(p: Pointer): Resource | undefined {
     const r = this.resources.get(keyOf(p));
