@@ -7,11 +7,14 @@
 //   reset  -> forgets the calls counted so far (after the transport probe); answers {"reset":true}
 //   quit   -> closes and exits (so does the end of stdin)
 // The key goes to the parent over the pipe only; it is never logged.
+// It runs with V8's own heap settings, not the binary's (src/gc-tuning.ts): those keep a heap of
+// decisions small, while the sim holds the whole fleet, a heap that grows with it; held to half its
+// live size between full collections, a 100 000-machine sim spent half its CPU collecting
+// (docs/performance.md, "The simulated Omni at 100 000 machines").
 
 import { createInterface } from 'node:readline';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { tuneGc } from '../src/gc-tuning.js';
 import type { Resource } from '../src/omni-api/resource.js';
 import diagnostics from 'node:diagnostics_channel';
 import type { StateApi } from '../src/omni-sim/api.js';
@@ -102,9 +105,6 @@ class InFlight {
     this.since = 0;
   }
 }
-
-// The same V8 setting as the binary (`stub-provider sim` runs through src/main.ts).
-tuneGc();
 
 async function main(): Promise<void> {
   const inFlight = new InFlight();
