@@ -11,6 +11,9 @@
 // one second per `minBytesPerSecond` bytes it has read (a stream slower than that on average), so a
 // slow stream that keeps delivering is never cut (docs/design.md rule 12: every loop a time limit).
 // A Watch's deadline is stopped once its first message arrived: an open watch may be quiet for hours.
+// An idle timer that fires looks again after one turn of the event loop before it fails the stream, so
+// that a process too busy to read (long enough for the timer to expire) does not take its own delay
+// for the server's silence.
 
 import { setMaxListeners } from 'node:events';
 import { onAbort } from './abort.js';
@@ -158,6 +161,20 @@ class StreamSlotScope extends SlotScope implements StreamScope {
   }
 }
 
+/**
+ * The idle timer fired: the stream fails only if nothing has arrived after one more turn of the event
+ * loop. A loop that was busy for longer than the idle deadline runs its expired timers before it reads
+ * its sockets: bytes that arrived meanwhile are read first (progress() then restarts the timer).
+ */
+function idleOnSecondLook(slot: DeadlineSlot): void {
+  const seen = slot.stall?.bytes;
+  setImmediate(() => {
+    // Stopped meanwhile (a Watch whose first message came) or already over: nothing to fail.
+    if (slot.timer === undefined || slot.ac.signal.aborted) return;
+    if (slot.stall?.bytes === seen) slot.abort('idle', new Error('stream idle'));
+  });
+}
+
 function stalled(method: MethodName, ctx: CallContext, st: StallState | undefined, why: 'idle' | 'slow'): ApiError {
   const read = `after ${st?.bytes ?? 0} bytes in ${Math.round(performance.now() - (st?.startedAt ?? 0))} ms`;
   const text =
@@ -209,7 +226,7 @@ export class Deadlines {
     slot.callerSignal = ctx.signal;
     slot.stall = { ...limits, idleMs, startedAt: performance.now(), bytes: 0 };
     this.#inflight.add(slot);
-    if (idleMs > 0) slot.timer = setTimeout(() => slot.abort('idle', new Error('stream idle')), idleMs);
+    if (idleMs > 0) slot.timer = setTimeout(() => idleOnSecondLook(slot), idleMs);
     if (ctx.signal) slot.unsubscribe = onAbort(ctx.signal, () => slot.abort('caller', ctx.signal!.reason));
     if (this.#closed) slot.closeAbort();
     slot.refs = 1;

@@ -101,6 +101,28 @@ describe('a List under an idle deadline', () => {
     expect((err as Error).message).toMatch(/slower than 1000000000 bytes\/s on average, after \d+ bytes .*pace limit/);
   });
 
+  it('that delivered while this process was too busy to read is not taken for a stalled one', async () => {
+    // The fake gateway runs in this process: blocking its handler blocks the client too, as a long
+    // synchronous step of the stub would. The idle timer expires during the block while the rest of
+    // the List already waits in the socket; the timer runs first when the loop resumes.
+    gw.on('List', (_q, s) => {
+      const w = new LineWriter(s);
+      void w.result({ resource: wireResource(res('m0')) });
+      const t = setTimeout(() => {
+        for (let i = 1; i < 5; i++) void w.result({ resource: wireResource(res(`m${i}`)) });
+        w.end();
+        const until = performance.now() + 900;
+        while (performance.now() < until) {
+          // busy: the event loop is blocked for three idle deadlines
+        }
+      }, 100);
+      timers.add(t);
+    });
+    const c = await mk({ streamIdleMs: 300 });
+    const items = await c.state.list(NS, TYPE);
+    expect(items.map((r) => r.metadata.id)).toEqual(['m0', 'm1', 'm2', 'm3', 'm4']);
+  });
+
   it('a caller-given timeoutMs is the idle deadline of that List', async () => {
     gw.on('List', (_q, s) => pacedList(s, { lines: 20, everyMs: 100, stopAfter: 1 }));
     const c = await mk({ streamIdleMs: 60_000 });
