@@ -183,7 +183,7 @@ export interface State extends CoreState {
    */
   removeFinalizers(
     target: Resource | Pointer,
-    finalizers: string[],
+    finalizers: readonly string[],
     opts?: RemoveFinalizersOptions,
   ): Promise<RemoveFinalizersResult>;
 }

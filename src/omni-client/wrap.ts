@@ -190,7 +190,7 @@ class WrappedState extends DelegatingCore implements State {
 
   async removeFinalizers(
     target: Resource | Pointer,
-    finalizers: string[],
+    finalizers: readonly string[],
     opts: RemoveFinalizersOptions = {},
   ): Promise<RemoveFinalizersResult> {
     // The finalizers to drop are a few: looked up in their list, no Set per call.

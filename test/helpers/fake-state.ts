@@ -200,7 +200,7 @@ export class FakeState extends StoreState implements State {
 
   removeFinalizers(
     target: Resource | Pointer,
-    finalizers: string[],
+    finalizers: readonly string[],
     opts?: RemoveFinalizersOptions,
   ): Promise<RemoveFinalizersResult> {
     return this.#wrapped.removeFinalizers(target, finalizers, opts);

@@ -183,7 +183,7 @@ export class Executor {
     if (!cur) return this.d.reads.isGone(op.target) ? { replan: op.target } : this.reread(op);
     // Changed since it was planned: plan it again from what it is now.
     if (cur.metadata.version !== op.version) return { replan: op.target };
-    const res = await this.d.state.removeFinalizers(cur, [...op.finalizers], {
+    const res = await this.d.state.removeFinalizers(cur, op.finalizers, {
       ...this.opts(),
       requirePhase: op.phase,
     });
