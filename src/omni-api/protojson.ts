@@ -114,11 +114,18 @@ interface FieldIndex {
   byKey: Map<string, FieldSchema>;
   /** Reserved names in both spellings. */
   reserved: Set<string>;
+  /**
+   * Every field at its zero value, in schema order, with `undefined` where the zero is a fresh list
+   * or map: a decoded message starts as a copy of it (one allocation, the same shape every time).
+   */
+  template: Record<string, unknown>;
+  /** The fields whose zero value is a fresh list or map, made only when the JSON did not set them. */
+  containers: FieldSchema[];
 }
 
 const fieldIndexes = new WeakMap<MessageSchema, FieldIndex>();
 
-/** The JSON keys a message accepts, computed once per schema. */
+/** The JSON keys a message accepts and its decoded zero value, computed once per schema. */
 function fieldIndex(schema: MessageSchema): FieldIndex {
   let idx = fieldIndexes.get(schema);
   if (!idx) {
@@ -126,7 +133,16 @@ function fieldIndex(schema: MessageSchema): FieldIndex {
     // Proto names win over a camel spelling that happens to equal another field's proto name.
     for (const f of schema.fields) if (!byKey.has(camel(f.name))) byKey.set(camel(f.name), f);
     for (const f of schema.fields) byKey.set(f.name, f);
-    idx = { byKey, reserved: new Set([...(schema.reserved ?? []), ...(schema.reserved ?? []).map(camel)]) };
+    const template: Record<string, unknown> = {};
+    const containers: FieldSchema[] = [];
+    for (const f of schema.fields) {
+      const zero = zeroOf(f);
+      const shared = zero === undefined || typeof zero !== 'object';
+      template[f.name] = shared ? zero : undefined;
+      if (!shared) containers.push(f);
+    }
+    const reserved = new Set([...(schema.reserved ?? []), ...(schema.reserved ?? []).map(camel)]);
+    idx = { byKey, reserved, template, containers };
     fieldIndexes.set(schema, idx);
   }
   return idx;
@@ -134,6 +150,27 @@ function fieldIndex(schema: MessageSchema): FieldIndex {
 
 const BASE64_RE = /^[A-Za-z0-9+/_-]*={0,2}$/;
 const RFC3339_RE = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
+
+/** The two-digit number at `i` of a string the RFC3339 pattern matched. */
+function two(v: string, i: number): number {
+  return (v.charCodeAt(i) - 48) * 10 + v.charCodeAt(i + 1) - 48;
+}
+
+/**
+ * Whether a time the RFC3339 pattern matched is one that Date.parse surely reads: month 1-12, day
+ * 1-28, hour 0-23, minutes and seconds 0-59, an offset under 24 h. Two of every resource's fields
+ * are times, and Date.parse costs most of their check: it is left for what is not plainly valid
+ * (days 29-31, 24:00, what it refuses), so what is accepted stays exactly what it accepts.
+ */
+function plainTime(v: string): boolean {
+  const month = two(v, 5);
+  const day = two(v, 8);
+  if (month < 1 || month > 12 || day < 1 || day > 28) return false;
+  if (two(v, 11) > 23 || two(v, 14) > 59 || two(v, 17) > 59) return false;
+  // `Z`, or `+hh:mm` / `-hh:mm` as the pattern's last six characters.
+  const n = v.length;
+  return v.charCodeAt(n - 1) === 0x5a || (two(v, n - 5) <= 23 && two(v, n - 2) <= 59);
+}
 
 function zeroOf(f: FieldSchema): unknown {
   if (f.repeated) return [];
@@ -169,7 +206,7 @@ function decodeScalar(
       if (typeof v !== 'string') throw new WireError(`${at(path, field, index)}: invalid value for string field`);
       return v;
     case 'timestamp':
-      if (typeof v !== 'string' || !RFC3339_RE.test(v) || Number.isNaN(Date.parse(v))) {
+      if (typeof v !== 'string' || !RFC3339_RE.test(v) || !(plainTime(v) || !Number.isNaN(Date.parse(v)))) {
         throw new WireError(`${at(path, field, index)}: invalid google.protobuf.Timestamp value`);
       }
       return v;
@@ -224,14 +261,14 @@ export function decodeMessage(
     throw new WireError(`${path}: expected a JSON object`);
   }
   const idx = fieldIndex(schema);
-  const out: Record<string, unknown> = {};
-  for (const f of schema.fields) out[f.name] = zeroOf(f);
+  const out: Record<string, unknown> = { ...idx.template };
   // JSON.parse already keeps one value per key: a field can only come twice as its proto and its
   // camel name, which only the strict (server) side refuses.
   const seen = opts.strict ? new Set<string>() : undefined;
   const obj = json as Record<string, unknown>;
-  for (const key in obj) {
-    if (!Object.hasOwn(obj, key)) continue;
+  const keys = Object.keys(obj);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
     const v = obj[key];
     const f = idx.byKey.get(key);
     if (!f) {
@@ -250,11 +287,12 @@ export function decodeMessage(
     if (f.repeated) {
       if (!Array.isArray(v)) throw new WireError(`${at(path, f.name)}: invalid value for repeated field`);
       const list = new Array<unknown>(v.length);
-      for (let i = 0; i < v.length; i++) list[i] = decodeScalar(f.kind, v[i], opts, path, f.name, i);
+      for (let j = 0; j < v.length; j++) list[j] = decodeScalar(f.kind, v[j], opts, path, f.name, j);
       out[f.name] = list;
       continue;
     }
     out[f.name] = decodeScalar(f.kind, v, opts, path, f.name);
   }
+  for (const f of idx.containers) if (out[f.name] === undefined) out[f.name] = zeroOf(f);
   return out;
 }

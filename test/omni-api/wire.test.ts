@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeMessage, encodeMessage } from '../../src/omni-api/protojson.js';
 import { WireError } from '../../src/omni-api/wire.js';
 import {
+  MetadataSchema,
   resourceFromWire,
   resourceToWire,
   UpdateRequestSchema,
@@ -101,5 +102,36 @@ describe('wire JSON codec', () => {
     expect(() => resourceFromWire({ metadata: { version: '', phase: 'running' }, spec: {} }, true)).toThrow(/version/);
     expect(() => resourceFromWire({ metadata: { version: '1', phase: 'deleting' }, spec: {} }, true)).toThrow(/phase/);
     expect(() => resourceFromWire({ metadata: { version: '1', phase: 'running' } }, true)).toThrow(/spec is missing/);
+  });
+
+  it('accepts exactly the times Date.parse reads, of those shaped as RFC 3339', () => {
+    // The shape checked first; then every field at and beyond its bounds, as Date.parse would read them.
+    const pad = (n: number, w = 2): string => String(n).padStart(w, '0');
+    const zones = ['Z', '+00:00', '-23:59', '+24:00', '-00:60', '+99:99'];
+    const differ: string[] = [];
+    let accepted = 0;
+    for (const month of [0, 1, 2, 12, 13, 99])
+      for (let day = 0; day <= 32; day++)
+        for (const hour of [0, 23, 24, 25])
+          for (const minute of [0, 59, 60])
+            for (const second of [0, 59, 60])
+              for (const frac of ['', '.5', '.000000000'])
+                for (const zone of zones) {
+                  const v = `2024-${pad(month)}-${pad(day)}T${pad(hour)}:${pad(minute)}:${pad(second)}${frac}${zone}`;
+                  let ok = true;
+                  try {
+                    decodeMessage(MetadataSchema, { created: v }, { strict: true });
+                  } catch {
+                    ok = false;
+                  }
+                  if (ok) accepted++;
+                  if (ok !== !Number.isNaN(Date.parse(v))) differ.push(v);
+                }
+    expect(differ).toEqual([]);
+    expect(accepted).toBeGreaterThan(5_000);
+    for (const bad of ['2024-01-01 00:00:00Z', '2024-01-01T00:00:00', '2024-1-01T00:00:00Z', '2024-01-01T00:00:00.Z'])
+      expect(() => decodeMessage(MetadataSchema, { updated: bad }, { strict: false })).toThrow(
+        'Metadata.updated: invalid google.protobuf.Timestamp value',
+      );
   });
 });
