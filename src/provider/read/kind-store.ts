@@ -64,8 +64,7 @@ export abstract class KindStore {
 
   /** Applies a live event; whether what the cache holds changed. */
   protected apply(e: WatchEvent): boolean {
-    const id = this.h.intern(e.resource.metadata.id);
-    this.remember(id);
+    const id = this.remember(e.resource.metadata.id);
     if (e.type === 'destroyed') {
       this.destroyedByUs.delete(id);
       this.goneIds.add(id);
@@ -93,15 +92,18 @@ export abstract class KindStore {
     const cur = this.entries.get(id);
     this.goneIds.delete(id);
     if (!this.keep(r)) return cur !== undefined && this.entries.delete(id);
-    if (cur && safeVersion(cur.metadata.version) >= safeVersion(r.metadata.version)) return false;
+    if (cur && versionAtLeast(cur.metadata.version, r.metadata.version)) return false;
     const kept = this.h.slim(r);
     this.entries.set(kept.metadata.id, kept);
     this.bound(this.entries.size);
     return true;
   }
 
-  private remember(id: string): void {
-    if (this.named.size < 4 * this.max()) this.named.add(this.h.intern(id));
+  /** Records that `id` named something; the one shared copy of it (slim.ts). */
+  private remember(id: string): string {
+    const one = this.h.intern(id);
+    if (this.named.size < 4 * this.max()) this.named.add(one);
+    return one;
   }
 
   protected bound(n: number): void {
@@ -152,9 +154,8 @@ export abstract class KindStore {
 
   /** This run destroyed it, or a NotFound for what was read by its ID showed it gone. */
   destroyed(id: string): void {
-    this.remember(id);
+    id = this.remember(id);
     this.entries.delete(id);
-    id = this.h.intern(id);
     this.goneIds.add(id);
     this.destroyedByUs.add(id);
     this.check(id);
@@ -174,6 +175,29 @@ export abstract class KindStore {
     if (r) return r.metadata.finalizers;
     return this.goneIds.has(id) ? 'gone' : undefined;
   }
+}
+
+/**
+ * Whether version `a` is at least `b`, as safeVersion reads them. Both short runs of digits (every
+ * version Omni has written so far) are compared as numbers, which are exact below 2^53: no BigInt
+ * made for each event and answer compared with what is held.
+ */
+export function versionAtLeast(a: string, b: string): boolean {
+  const x = smallVersion(a);
+  const y = smallVersion(b);
+  return x >= 0 && y >= 0 ? x >= y : safeVersion(a) >= safeVersion(b);
+}
+
+/** The value of a version of 1 to 15 decimal digits; -1 for anything else. */
+function smallVersion(v: string): number {
+  if (v.length === 0 || v.length > 15) return -1;
+  let n = 0;
+  for (let i = 0; i < v.length; i++) {
+    const d = v.charCodeAt(i) - 48;
+    if (d < 0 || d > 9) return -1;
+    n = n * 10 + d;
+  }
+  return n;
 }
 
 export function safeVersion(v: string): bigint {

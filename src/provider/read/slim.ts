@@ -12,7 +12,12 @@ export class Slimmer {
   private readonly records = new Map<string, Readonly<Record<string, string>>>();
   private readonly lists = new Map<string, readonly string[]>();
 
-  constructor(private readonly providerId: string) {}
+  /** The provider's BMCConfiguration type, whose spec is always kept (see `slim`). */
+  private readonly bmcConfigurationType: string;
+
+  constructor(private readonly providerId: string) {
+    this.bmcConfigurationType = providerType('BMCConfiguration', providerId);
+  }
 
   /**
    * What the caches keep of a resource (7 per machine: at 10 000 machines this is most of the stub's
@@ -31,9 +36,6 @@ export class Slimmer {
     const id = this.providerId;
     const md = r.metadata;
     const one = this.intern;
-    const values = (o: Record<string, string>): void => {
-      for (const k of Object.keys(o)) o[k] = one(o[k]!);
-    };
     md.namespace = one(md.namespace);
     md.type = one(md.type);
     md.id = one(md.id);
@@ -47,12 +49,12 @@ export class Slimmer {
     // finalizers: one frozen object each, shared (nothing writes them in place: a write starts from
     // a copy, cloneResource or a spread).
     md.finalizers = this.list(md.finalizers, one);
-    md.labels = this.record(md.labels, values);
-    md.annotations = this.record(md.annotations, values);
+    md.labels = this.record(md.labels);
+    md.annotations = this.record(md.annotations);
     if (
       !SPEC_READ.has(md.type) &&
-      md.type !== providerType('BMCConfiguration', id) &&
-      ourFinalizers(md, id).length === 0
+      md.type !== this.bmcConfigurationType &&
+      (md.finalizers.length === 0 || ourFinalizers(md, id).length === 0)
     ) {
       r.spec = OMITTED_SPEC;
       return r;
@@ -72,14 +74,17 @@ export class Slimmer {
   };
 
   /** One shared frozen copy of a label or annotation set (values pooled first). */
-  private record(o: Record<string, string>, values: (o: Record<string, string>) => void): Record<string, string> {
+  private record(o: Record<string, string>): Record<string, string> {
     // Already shared (a resource slimmed before, observed again).
     if (Object.isFrozen(o)) return o;
     const keys = Object.keys(o);
     if (keys.length === 0) return EMPTY_RECORD as Record<string, string>;
-    values(o);
     let key = '';
-    for (const k of keys) key += `${k}\u0000${o[k]}\u0001`;
+    for (const k of keys) {
+      const v = this.intern(o[k]!);
+      o[k] = v;
+      key += `${k}\u0000${v}\u0001`;
+    }
     const seen = this.records.get(key);
     if (seen) return seen as Record<string, string>;
     if (this.records.size < MAX_SETS) this.records.set(key, Object.freeze(o));
