@@ -134,4 +134,58 @@ describe('wire JSON codec', () => {
         'Metadata.updated: invalid google.protobuf.Timestamp value',
       );
   });
+
+  it('decodes Metadata by hand exactly as the generic decoder does: values, zeros, nulls, errors', () => {
+    // A copy of the schema is another object: decodeMessage reads it with its generic loop.
+    const generic = { ...MetadataSchema, fields: [...MetadataSchema.fields] };
+    const full = {
+      namespace: 'ns',
+      type: 't',
+      id: 'a',
+      version: '3',
+      owner: 'o',
+      phase: 'running',
+      created: '2026-03-01T10:00:00Z',
+      updated: '2026-12-02T14:28:03.514Z',
+      finalizers: ['f1', 'f2'],
+      labels: { k: 'v' },
+      annotations: { a: 'b' },
+    };
+    const cases: unknown[] = [
+      full,
+      {},
+      { id: 'a' },
+      { ...full, extra: 1 },
+      { extra: 1, ...full },
+      Object.fromEntries(Object.entries(full).map(([k]) => [k, null])),
+      ...Object.keys(full).flatMap((k) => [
+        { ...full, [k]: 7 },
+        { ...full, [k]: [1] },
+        { ...full, [k]: { x: 1 } },
+      ]),
+      { ...full, finalizers: ['ok', 2] },
+      { ...full, labels: { k: 1 } },
+      { ...full, created: '2026-02-30T00:00:00Z', updated: '2026-13-01T00:00:00Z' },
+      { updated: 1, created: 2 },
+      { created: 2, updated: 1 },
+      { labels: [], annotations: null, finalizers: null },
+      [],
+      'metadata',
+      null,
+    ];
+    const outcome = (schema: typeof MetadataSchema, json: unknown, strict: boolean): unknown => {
+      try {
+        return { value: decodeMessage(schema, json, { strict }, 'resource.metadata') };
+      } catch (e) {
+        return { error: (e as Error).message };
+      }
+    };
+    for (const json of cases)
+      for (const strict of [false, true]) {
+        const got = outcome(MetadataSchema, json, strict);
+        expect(got).toStrictEqual(outcome(generic, json, strict));
+        if ('value' in (got as object))
+          expect(Object.keys((got as { value: object }).value)).toEqual(MetadataSchema.fields.map((f) => f.name));
+      }
+  });
 });
