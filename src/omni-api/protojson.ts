@@ -8,7 +8,7 @@
 // absent sub-messages and absent `optional` fields to `undefined`.
 
 import type { FieldSchema, Kind, MessageSchema } from './wire.js';
-import { MetadataSchema, WireError } from './wire.js';
+import { DECODED_SHAPES, WireError } from './wire.js';
 
 // ---------------------------------------------------------------------------------------------
 // Encoding (object with proto names -> JSON value)
@@ -114,18 +114,24 @@ interface FieldIndex {
   byKey: Map<string, FieldSchema>;
   /** Reserved names in both spellings. */
   reserved: Set<string>;
-  /**
-   * Every field at its zero value, in schema order, with `undefined` where the zero is a fresh list
-   * or map: a decoded message starts as a copy of it (one allocation, the same shape every time).
-   */
-  template: Record<string, unknown>;
-  /** The fields whose zero value is a fresh list or map, made only when the JSON did not set them. */
-  containers: FieldSchema[];
+  /** The message's fixed shape (wire.ts DECODED_SHAPES), when it has one that matches its fields. */
+  shape?: FixedShape | undefined;
+}
+
+/**
+ * How decodeFixed reads a message: its fields' positions by JSON key, their values before any is read
+ * (undefined where the zero value is a fresh list, map or bytes: made only when the JSON left it out).
+ */
+interface FixedShape {
+  build: (v: unknown[]) => Record<string, unknown>;
+  at: Map<string, number>;
+  zeros: unknown[];
+  containers: number[];
 }
 
 const fieldIndexes = new WeakMap<MessageSchema, FieldIndex>();
 
-/** The JSON keys a message accepts and its decoded zero value, computed once per schema. */
+/** The JSON keys a message accepts, computed once per schema. */
 function fieldIndex(schema: MessageSchema): FieldIndex {
   let idx = fieldIndexes.get(schema);
   if (!idx) {
@@ -133,19 +139,23 @@ function fieldIndex(schema: MessageSchema): FieldIndex {
     // Proto names win over a camel spelling that happens to equal another field's proto name.
     for (const f of schema.fields) if (!byKey.has(camel(f.name))) byKey.set(camel(f.name), f);
     for (const f of schema.fields) byKey.set(f.name, f);
-    const template: Record<string, unknown> = {};
-    const containers: FieldSchema[] = [];
-    for (const f of schema.fields) {
-      const zero = zeroOf(f);
-      const shared = zero === undefined || typeof zero !== 'object';
-      template[f.name] = shared ? zero : undefined;
-      if (!shared) containers.push(f);
-    }
     const reserved = new Set([...(schema.reserved ?? []), ...(schema.reserved ?? []).map(camel)]);
-    idx = { byKey, reserved, template, containers };
+    idx = { byKey, reserved, shape: fixedShape(schema, byKey) };
     fieldIndexes.set(schema, idx);
   }
   return idx;
+}
+
+/** The schema's fixed shape, if DECODED_SHAPES has one that builds exactly its fields in its order (31 at most). */
+function fixedShape(schema: MessageSchema, byKey: Map<string, FieldSchema>): FixedShape | undefined {
+  const build = DECODED_SHAPES.get(schema);
+  const fields = schema.fields;
+  const zeros = fields.map((f) => zeroOf(f));
+  if (!build || fields.length > 31 || Object.keys(build(zeros)).join() !== fields.map((f) => f.name).join()) return;
+  const at = new Map([...byKey].map(([key, f]) => [key, fields.indexOf(f)]));
+  const containers = fields.flatMap((_, i) => (typeof zeros[i] === 'object' ? [i] : []));
+  for (const i of containers) zeros[i] = undefined;
+  return { build, at, zeros, containers };
 }
 
 const BASE64_RE = /^[A-Za-z0-9+/_-]*={0,2}$/;
@@ -260,10 +270,10 @@ export function decodeMessage(
   if (typeof json !== 'object' || json === null || Array.isArray(json)) {
     throw new WireError(`${path}: expected a JSON object`);
   }
-  if (schema === MetadataSchema && METADATA_AT)
-    return decodeMetadata(METADATA_AT, json as Record<string, unknown>, opts, path);
   const idx = fieldIndex(schema);
-  const out: Record<string, unknown> = { ...idx.template };
+  if (idx.shape) return decodeFixed(schema, idx, idx.shape, json as Record<string, unknown>, opts, path);
+  const out: Record<string, unknown> = {};
+  for (const f of schema.fields) out[f.name] = zeroOf(f);
   // JSON.parse already keeps one value per key: a field can only come twice as its proto and its
   // camel name, which only the strict (server) side refuses.
   const seen = opts.strict ? new Set<string>() : undefined;
@@ -283,8 +293,42 @@ export function decodeMessage(
     }
     out[f.name] = decodeField(f, obj[key], opts, path);
   }
-  for (const f of idx.containers) if (out[f.name] === undefined) out[f.name] = zeroOf(f);
   return out;
+}
+
+/**
+ * A message with a fixed shape (Metadata, Resource, Spec, Event, WatchResponse): the same checks as
+ * decodeMessage's loop in the same order (keys in the JSON's order, so the first bad one is the one
+ * reported), its values gathered by position and built into one object literal: the loop's template
+ * copy and stores by computed name cost most of a resource's decoding.
+ */
+function decodeFixed(
+  schema: MessageSchema,
+  idx: FieldIndex,
+  shape: FixedShape,
+  obj: Record<string, unknown>,
+  opts: DecodeOptions,
+  path: string,
+): Record<string, unknown> {
+  const fields = schema.fields;
+  const v = shape.zeros.slice();
+  let seen = 0;
+  const keys = Object.keys(obj);
+  for (let i = 0; i < keys.length; i++) {
+    const key = keys[i]!;
+    const n = shape.at.get(key);
+    if (n === undefined) {
+      if (opts.strict && !idx.reserved.has(key)) throw new WireError(`unknown field "${key}" in ${schema.name}`);
+      continue;
+    }
+    if (opts.strict) {
+      if (seen & (1 << n)) throw new WireError(`duplicate field "${key}" in ${schema.name}`);
+      seen |= 1 << n;
+    }
+    v[n] = decodeField(fields[n]!, obj[key], opts, path);
+  }
+  for (const n of shape.containers) if (v[n] === undefined) v[n] = zeroOf(fields[n]!);
+  return shape.build(v);
 }
 
 /** One field's JSON value decoded: null is the zero value, a repeated field a list of its kind. */
@@ -295,51 +339,4 @@ function decodeField(f: FieldSchema, v: unknown, opts: DecodeOptions, path: stri
   const list = new Array<unknown>(v.length);
   for (let j = 0; j < v.length; j++) list[j] = decodeScalar(f.kind, v[j], opts, path, f.name, j);
   return list;
-}
-
-/** MetadataSchema's field names, in its order, as decodeMetadata builds them. */
-const METADATA_NAMES = 'namespace type id version owner phase created updated finalizers labels annotations';
-/** Their positions by name, when MetadataSchema is what decodeMetadata knows (else the generic loop reads it). */
-const METADATA_AT =
-  MetadataSchema.fields.map((f) => f.name).join(' ') === METADATA_NAMES && !MetadataSchema.reserved
-    ? new Map(MetadataSchema.fields.map((f, i) => [f.name, i]))
-    : undefined;
-/** The values before any key is read: the zero values that are not fresh lists or maps. */
-const METADATA_ZEROS: unknown[] = MetadataSchema.fields.map((f) => fieldIndex(MetadataSchema).template[f.name]);
-
-/**
- * Metadata, which every resource of every answer, List item and watch event carries, decoded by
- * hand into an object of one fixed shape: the generic loop's copies and stores by computed name cost
- * most of a resource's decoding. The same checks as decodeMessage, in the same order: each value
- * through decodeField, keys in the JSON's order (so the first bad one is the one reported), unknown
- * keys refused only when strict. Its names have no other spelling (no underscore), so none comes twice.
- */
-function decodeMetadata(
-  at: Map<string, number>,
-  obj: Record<string, unknown>,
-  opts: DecodeOptions,
-  path: string,
-): Record<string, unknown> {
-  const fields = MetadataSchema.fields;
-  const v = METADATA_ZEROS.slice();
-  const keys = Object.keys(obj);
-  for (let i = 0; i < keys.length; i++) {
-    const key = keys[i]!;
-    const n = at.get(key);
-    if (n !== undefined) v[n] = decodeField(fields[n]!, obj[key], opts, path);
-    else if (opts.strict) throw new WireError(`unknown field "${key}" in ${MetadataSchema.name}`);
-  }
-  return {
-    namespace: v[0],
-    type: v[1],
-    id: v[2],
-    version: v[3],
-    owner: v[4],
-    phase: v[5],
-    created: v[6],
-    updated: v[7],
-    finalizers: v[8] ?? [],
-    labels: v[9] ?? {},
-    annotations: v[10] ?? {},
-  };
 }

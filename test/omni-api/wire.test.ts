@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { decodeMessage, encodeMessage } from '../../src/omni-api/protojson.js';
 import { WireError } from '../../src/omni-api/wire.js';
 import {
+  EventSchema,
+  type MessageSchema,
   MetadataSchema,
+  SpecSchema,
+  WatchResponseSchema,
   resourceFromWire,
   resourceToWire,
   UpdateRequestSchema,
@@ -135,9 +139,7 @@ describe('wire JSON codec', () => {
       );
   });
 
-  it('decodes Metadata by hand exactly as the generic decoder does: values, zeros, nulls, errors', () => {
-    // A copy of the schema is another object: decodeMessage reads it with its generic loop.
-    const generic = { ...MetadataSchema, fields: [...MetadataSchema.fields] };
+  it('decodes the messages of a fixed shape exactly as the generic loop does: values, zeros, nulls, errors', () => {
     const full = {
       namespace: 'ns',
       type: 't',
@@ -151,41 +153,59 @@ describe('wire JSON codec', () => {
       labels: { k: 'v' },
       annotations: { a: 'b' },
     };
-    const cases: unknown[] = [
-      full,
-      {},
-      { id: 'a' },
-      { ...full, extra: 1 },
-      { extra: 1, ...full },
-      Object.fromEntries(Object.entries(full).map(([k]) => [k, null])),
-      ...Object.keys(full).flatMap((k) => [
-        { ...full, [k]: 7 },
-        { ...full, [k]: [1] },
-        { ...full, [k]: { x: 1 } },
-      ]),
-      { ...full, finalizers: ['ok', 2] },
-      { ...full, labels: { k: 1 } },
-      { ...full, created: '2026-02-30T00:00:00Z', updated: '2026-13-01T00:00:00Z' },
-      { updated: 1, created: 2 },
-      { created: 2, updated: 1 },
-      { labels: [], annotations: null, finalizers: null },
-      [],
-      'metadata',
-      null,
+    const spec = { proto_spec: 'CgVoZWxsbw==', yaml_spec: 'a: 1' };
+    const resource = { metadata: full, spec };
+    const event = { resource, event_type: 1, old: resource, error: 'e', bookmark: 'AAAAAAAAAbo=' };
+    const samples: [MessageSchema, Record<string, unknown>][] = [
+      [MetadataSchema, full],
+      [SpecSchema, spec],
+      [ResourceSchema, resource],
+      [EventSchema, event],
+      [WatchResponseSchema, { event: [event, event] }],
     ];
-    const outcome = (schema: typeof MetadataSchema, json: unknown, strict: boolean): unknown => {
-      try {
-        return { value: decodeMessage(schema, json, { strict }, 'resource.metadata') };
-      } catch (e) {
-        return { error: (e as Error).message };
-      }
-    };
-    for (const json of cases)
-      for (const strict of [false, true]) {
-        const got = outcome(MetadataSchema, json, strict);
-        expect(got).toStrictEqual(outcome(generic, json, strict));
-        if ('value' in (got as object))
-          expect(Object.keys((got as { value: object }).value)).toEqual(MetadataSchema.fields.map((f) => f.name));
-      }
+    const bad = [7, [1], { x: 1 }, 'x', true, ['ok', 2], { k: 1 }];
+    for (const [schema, sample] of samples) {
+      // A copy of the schema is another object: decodeMessage reads it with its generic loop.
+      const generic = { ...schema, fields: [...schema.fields] };
+      const keys = Object.keys(sample);
+      const cases: unknown[] = [
+        sample,
+        {},
+        { ...sample, extra: 1 },
+        { extra: 1, ...sample },
+        Object.fromEntries(keys.map((k) => [k, null])),
+        Object.fromEntries(keys.map((k) => [camelCase(k), sample[k]])),
+        { ...sample, ...Object.fromEntries(keys.map((k) => [camelCase(k), sample[k]])) },
+        ...keys.flatMap((k) => bad.map((v) => ({ ...sample, [k]: v }))),
+        ...keys.flatMap((k) => bad.map((v) => ({ [k]: v, ...Object.fromEntries(keys.map((x) => [x, 7])) }))),
+        { ...sample, created: '2026-02-30T00:00:00Z', updated: '2026-13-01T00:00:00Z' },
+        [],
+        'message',
+        null,
+      ];
+      const outcome = (s: MessageSchema, json: unknown, strict: boolean): unknown => {
+        try {
+          return { value: decodeMessage(s, json, { strict }, 'at') };
+        } catch (e) {
+          return { error: (e as Error).message };
+        }
+      };
+      for (const json of cases)
+        for (const strict of [false, true]) {
+          const got = outcome(schema, json, strict);
+          expect([schema.name, json, strict, got]).toStrictEqual([
+            schema.name,
+            json,
+            strict,
+            outcome(generic, json, strict),
+          ]);
+          if ('value' in (got as object))
+            expect(Object.keys((got as { value: object }).value)).toEqual(schema.fields.map((f) => f.name));
+        }
+    }
   });
 });
+
+function camelCase(name: string): string {
+  return name.replace(/_([a-z0-9])/g, (_, c: string) => c.toUpperCase());
+}
