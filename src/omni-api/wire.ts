@@ -308,11 +308,7 @@ export function resourceFromWire(w: unknown, validate = false): Resource {
   if (metadata.updated === undefined && typeof updated === 'string') metadata.updated = updated;
   const spec = r.spec ?? {};
   const yaml = spec['yaml_spec'];
-  return {
-    metadata,
-    spec: {
-      protoSpec: (spec['proto_spec'] as Uint8Array | undefined) ?? new Uint8Array(0),
-      ...(typeof yaml === 'string' && yaml !== '' ? { yamlSpec: yaml } : {}),
-    },
-  };
+  const protoSpec = (spec['proto_spec'] as Uint8Array | undefined) ?? new Uint8Array(0);
+  // One literal per case, not a spread of a temporary object: this runs for every resource read.
+  return { metadata, spec: typeof yaml === 'string' && yaml !== '' ? { protoSpec, yamlSpec: yaml } : { protoSpec } };
 }
