@@ -64,6 +64,13 @@ const args = yargs(hideBin(process.argv))
       "run the sim with node --max-old-space-size=<this>; default: Node's own up to 40 000 machines, 1 GiB per 10 " +
       '000 machines above (the sim holds the whole fleet and its history)',
   })
+  .option('sim-node-flag', {
+    type: 'string',
+    array: true,
+    default: [] as string[],
+    describe:
+      "more node flags for the sim's processes (repeatable), after its --max-semi-space-size=64 (a later one wins)",
+  })
   .option('stub-max-old-space-mb', {
     type: 'number',
     describe: 'run the stub with node --max-old-space-size=<this> (what an operator can set through NODE_OPTIONS)',
@@ -196,6 +203,14 @@ function start(
   return { proc, lines, next };
 }
 
+/**
+ * The sim's young generation: its requests' garbage dies young, and collected from a young generation
+ * of V8's default size much of it reached the old one, a heap of the whole fleet (3 GB at 100 000
+ * machines) that a full collection then walks (docs/performance.md, "The simulated Omni at 100 000
+ * machines"). A --sim-node-flag given later wins.
+ */
+const SIM_YOUNG_GENERATION_FLAG = '--max-semi-space-size=64';
+
 async function startSim(
   machines: number,
   requests: number,
@@ -203,7 +218,12 @@ async function startSim(
   pin = args.pin,
 ): Promise<{ sim: Child; endpoint: string; key: string; resources: number }> {
   const heap = args['sim-max-old-space-mb'] ?? (machines > 40_000 ? Math.ceil(machines / 10_000) * 1024 : undefined);
-  const flags = [...(heap !== undefined ? [`--max-old-space-size=${heap}`] : []), ...profFlags()];
+  const flags = [
+    ...(heap !== undefined ? [`--max-old-space-size=${heap}`] : []),
+    SIM_YOUNG_GENERATION_FLAG,
+    ...args['sim-node-flag'],
+    ...profFlags(),
+  ];
   const sim = start(
     'sim-server.js',
     [

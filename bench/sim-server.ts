@@ -10,7 +10,8 @@
 // It runs with V8's own heap settings, not the binary's (src/gc-tuning.ts): those keep a heap of
 // decisions small, while the sim holds the whole fleet, a heap that grows with it; held to half its
 // live size between full collections, a 100 000-machine sim spent half its CPU collecting
-// (docs/performance.md, "The simulated Omni at 100 000 machines").
+// (docs/performance.md, "The simulated Omni at 100 000 machines"). run.ts starts it with a larger
+// young generation (a start-up flag, which the process cannot set for itself).
 
 import { createInterface } from 'node:readline';
 import yargs from 'yargs';
