@@ -35,7 +35,7 @@ export interface ResultsOptions {
 /**
  * The `result` of each line of a stream answer; an `{"error":..}` line becomes the typed error (with
  * a gRPC status, else a WireError), anything else that is not a message a WireError. A line that
- * `skip` declines is SKIPPED: checked for its size and UTF-8 only, not read.
+ * `skip` declines is SKIPPED: checked for its size only, not read (nor checked as UTF-8: see LineOptions.skip).
  */
 export async function* results(
   method: MethodName,
