@@ -112,7 +112,7 @@ export class GatewayState implements CoreState {
     return observeWrite(
       this.#onWrite,
       intent,
-      (onRetry) => this.#t.unary('Create', body, retryingCtx(opts, ptr, onRetry), answerAbout(ptr)),
+      (onRetry) => this.#t.unary('Create', body, ctx(opts, ptr, onRetry), answerAbout(ptr)),
       (v) => v,
       opts.signal,
       deferOf(opts),
@@ -130,7 +130,7 @@ export class GatewayState implements CoreState {
     return observeWrite(
       this.#onWrite,
       intent,
-      (onRetry) => this.#t.unary('Update', body, retryingCtx(opts, ptr, onRetry), answerAbout(ptr)),
+      (onRetry) => this.#t.unary('Update', body, ctx(opts, ptr, onRetry), answerAbout(ptr)),
       (v) => v,
       opts.signal,
       deferOf(opts),
@@ -145,7 +145,7 @@ export class GatewayState implements CoreState {
     await observeWrite(
       this.#onWrite,
       intent,
-      (onRetry) => this.#t.unary('Destroy', body, retryingCtx(opts, ptr, onRetry), emptyAnswer),
+      (onRetry) => this.#t.unary('Destroy', body, ctx(opts, ptr, onRetry), emptyAnswer),
       () => undefined,
       opts.signal,
       deferOf(opts),
@@ -159,12 +159,8 @@ export class GatewayState implements CoreState {
   }
 }
 
-function ctx(opts: CallOptions, resource: Pointer): CallContext {
-  return { signal: opts.signal, timeoutMs: opts.timeoutMs, resource };
-}
-
-/** A write's context: told of every retry (one object, not one spread over another per write). */
-function retryingCtx(opts: CallOptions, resource: Pointer, onRetry: () => void): CallContext {
+/** A call's context; a write's is told of every retry (one object of one shape for every call, no spreads). */
+function ctx(opts: CallOptions, resource: Pointer, onRetry?: () => void): CallContext {
   return { signal: opts.signal, timeoutMs: opts.timeoutMs, resource, onRetry };
 }
 
