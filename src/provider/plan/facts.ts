@@ -107,11 +107,13 @@ export function parentsOf(r: Resource, profile: ResolvedProfile): ParentPointer[
 
 type ParentPointer = Pointer & { type: typeof T.InfraMachine | typeof T.MachineRequest };
 
-function machineOf(id: string): ParentPointer {
+/** The InfraMachine of that ID. */
+export function machineOf(id: string): ParentPointer {
   return { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id };
 }
 
-function requestOf(id: string): ParentPointer {
+/** The MachineRequest of that ID. */
+export function requestOf(id: string): ParentPointer {
   return { namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id };
 }
 

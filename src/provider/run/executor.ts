@@ -14,7 +14,7 @@ import { getIfExists } from '../../omni-client/read.js';
 import { hasCode } from '../../omni-client/errors.js';
 import type { DestroyOp, Operation, RemoveFinalizersOp, TeardownOp, WaitOp, WipeOp } from '../plan/operations.js';
 import type { PlanItem, PlanOptions } from '../plan/plan.js';
-import { releasesCompletely } from '../plan/facts.js';
+import { machineOf, releasesCompletely, requestOf } from '../plan/facts.js';
 import { replanItem } from '../plan/planner.js';
 import type { ItemSource, Reads } from '../read/reads.js';
 import { itemSnapshot } from '../read/reads.js';
@@ -278,9 +278,9 @@ interface RunState {
 function mainOf(item: PlanItem): Pointer | undefined {
   switch (item.kind) {
     case 'InfraMachine':
-      return { namespace: NS_INFRA_PROVIDER, type: T.InfraMachine, id: item.id };
+      return machineOf(item.id);
     case 'MachineRequest':
-      return { namespace: NS_INFRA_PROVIDER, type: T.MachineRequest, id: item.id };
+      return requestOf(item.id);
     case 'BMCConfig':
       return { namespace: NS_INFRA_PROVIDER, type: T.BMCConfig, id: item.id };
     case 'leftover':
