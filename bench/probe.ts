@@ -7,9 +7,10 @@
 //   the client: per bare-metal machine 2 Updates removing a finalizer, 6 Destroys and 1 Update, per
 //   MachineRequest a Get and an Update tearing its status down, 2 Destroys and 1 Update, the same
 //   resources and bodies (the stub sends back what it read, without the YAML Omni renders for its own
-//   types), and one List of each kind they are read from. Its client CPU per call is the floor of the
-//   stub's: what the same signed calls cost without the stub. The stub's Watches are not in it (a
-//   client needs none to make these calls; what they cost is the caches').
+//   types), and one List of each kind they are read from. It runs in a process of its own
+//   (bench/mix-client.ts), measured as the stub's is; its CPU per call is the floor of the stub's: what
+//   the same signed calls cost without the stub. The stub's Watches are not in it (a client needs none
+//   to make these calls; what they cost is the caches').
 
 import type { Pointer, Resource } from '../src/omni-api/resource.js';
 import { NS_INFRA_PROVIDER, providerNamespace, providerType, T } from '../src/omni-api/resource.js';
@@ -78,23 +79,6 @@ export async function probeTransport(endpoint: string, key: string, concurrency:
   return { callsPerS: (n * 1000) / (performance.now() - (t0 || start)), clientCpuUsPerCall: used / Math.max(1, n) };
 }
 
-/** The mix probe's sim, driven by the benchmark: calls counted from now on, and calls served since. */
-export interface MixSim {
-  endpoint: string;
-  key: string;
-  resetCalls(): Promise<void>;
-  calls(): Promise<Record<string, number>>;
-}
-
-/** What the mix probe measured: its client's CPU per signed call, and the calls by method. */
-export interface MixProbe {
-  clientCpuUsPerCall: number;
-  calls: Record<string, number>;
-  wallMs: number;
-}
-
-/** The share of the sim's items released first, not counted (the JITs of the write path warm up). */
-export const MIX_WARM_SHARE = 0.15;
 /** Destroys of a request's status retried while Omni's cleanup controller still holds it, at most. */
 const STATUS_TRIES = 200;
 
@@ -184,33 +168,24 @@ async function eachOf(ids: string[], concurrency: number, work: (id: string) => 
 }
 
 /**
- * The stub's calls without the stub: the first MIX_WARM_SHARE of the machines and requests warm up,
- * then, counted, one List of each kind and the releases of all the others, `concurrency` items at once.
+ * The stub's calls without the stub: one List of each kind, then the releases of every machine and
+ * request, `concurrency` items at once. Run in a process of its own (bench/mix-client.ts), whose CPU
+ * is measured as the stub's is: all of it, loading and Lists included.
  */
-export async function probeMix(sim: MixSim, concurrency: number, providerId = 'bench'): Promise<MixProbe> {
-  const client = await createOmniClient({ endpoint: sim.endpoint, key: sim.key, concurrency });
+export async function probeMix(
+  endpoint: string,
+  key: string,
+  concurrency: number,
+  providerId = 'bench',
+): Promise<void> {
+  const client = await createOmniClient({ endpoint, key, concurrency });
   const state = client.state;
   try {
-    const first = await listAll(state, providerId);
-    const machines = [...(first['infraMachine']?.keys() ?? [])];
-    const requests = [...(first['request']?.keys() ?? [])];
-    const warmM = Math.ceil(machines.length * MIX_WARM_SHARE);
-    const warmR = Math.ceil(requests.length * MIX_WARM_SHARE);
-    const run = async (l: Listed, ms: string[], rs: string[]) => {
-      await eachOf(ms, concurrency, (id) => releaseMachine(state, l, id));
-      await eachOf(rs, concurrency, (id) => releaseRequest(state, l, id, providerId));
-    };
-    await run(first, machines.slice(0, warmM), requests.slice(0, warmR));
-    await sim.resetCalls();
-    const t0 = performance.now();
-    const cpu0 = process.cpuUsage();
     const listed = await listAll(state, providerId);
-    await run(listed, machines.slice(warmM), requests.slice(warmR));
-    const cpu = process.cpuUsage(cpu0);
-    const wallMs = performance.now() - t0;
-    const calls = await sim.calls();
-    const n = Object.values(calls).reduce((a, b) => a + b, 0);
-    return { clientCpuUsPerCall: (cpu.user + cpu.system) / Math.max(1, n), calls, wallMs };
+    const machines = [...(listed['infraMachine']?.keys() ?? [])];
+    const requests = [...(listed['request']?.keys() ?? [])];
+    await eachOf(machines, concurrency, (id) => releaseMachine(state, listed, id));
+    await eachOf(requests, concurrency, (id) => releaseRequest(state, listed, id, providerId));
   } finally {
     await client.close();
   }

@@ -23,7 +23,7 @@ import { measureBareHttp } from './bare-http.js';
 import { startLink, type Link } from './link.js';
 import { COMPRESSION_POLICIES } from '../src/omni-client/transport/compression.js';
 import { hideBin } from 'yargs/helpers';
-import { MIX_WARM_SHARE, probeMix, probeTransport, type MixProbe, type Probe } from './probe.js';
+import { probeTransport, type Probe } from './probe.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 
@@ -46,10 +46,10 @@ const args = yargs(hideBin(process.argv))
   })
   .option('mix-machines', {
     type: 'number',
-    default: 1500,
     describe:
       "measure the stub's mix of signed calls without the stub (bench/probe.ts) on a sim of its own with this many " +
-      'machines (and requests in the proportion M/N): the floor of its CPU per call (0: skip)',
+      "machines (and requests in the proportion M/N): the floor of its CPU per call (default: N, the run's; " +
+      "fewer spread the process's own start over fewer calls; 0: skip)",
   })
   .option('bare-ms', {
     type: 'number',
@@ -346,30 +346,50 @@ async function runCli(
   }
 }
 
-/** The mix probe (bench/probe.ts) on a sim of its own: the stub's signed calls without the stub. */
-async function measureMix(N: number, M: number, C: number): Promise<MixProbe & { machines: number; requests: number }> {
-  const machines = Math.min(N, args['mix-machines']);
-  const requests = N > 0 ? Math.round((machines * M) / N) : Math.min(M, args['mix-machines']);
+/** What the mix probe measured: its process's CPU, the calls its sim served (by method), its wall time. */
+interface MixProbe {
+  machines: number;
+  requests: number;
+  cpuS: number;
+  calls: Record<string, number>;
+  wallMs: number;
+}
+
+/**
+ * The mix probe (bench/probe.ts) on a sim of its own: the stub's signed calls without the stub, in a
+ * process of its own started as the stub's is (bench/mix-client.ts): the same node flags and CPU,
+ * the same usage hook.
+ */
+async function measureMix(N: number, M: number, C: number): Promise<MixProbe> {
+  const machines = Math.min(N, args['mix-machines'] ?? N);
+  const requests = N > 0 ? Math.round((machines * M) / N) : M;
   const s = await startSim(machines, requests);
+  const dir = await mkdtemp(join(tmpdir(), 'stub-bench-mix-'));
   try {
-    const mix = await probeMix(
-      {
-        endpoint: s.endpoint,
-        key: s.key,
-        resetCalls: async () => {
-          s.sim.proc.stdin.write('reset\n');
-          await s.sim.next();
-        },
-        calls: async () => {
-          s.sim.proc.stdin.write('stats\n');
-          return (await s.sim.next())['calls'] as Record<string, number>;
-        },
-      },
-      C,
+    const usage = join(dir, 'usage.json');
+    const c = start(
+      'mix-client.js',
+      ['--concurrency', String(C)],
+      { BENCH_OMNI_ENDPOINT: s.endpoint, BENCH_OMNI_KEY: s.key, BENCH_USAGE_FILE: usage },
+      [...heapFlag(), '--import', pathToFileURL(join(here, 'usage-hook.js')).href],
     );
-    return { ...mix, machines, requests };
+    const out = await c.next();
+    const code = await new Promise<number | null>((r) =>
+      c.proc.exitCode !== null ? r(c.proc.exitCode) : c.proc.once('exit', (x) => r(x)),
+    );
+    if (code !== 0) throw new Error(`the mix probe exited ${code}`);
+    const used = JSON.parse(await readFile(usage, 'utf8')) as { cpu_s: number };
+    const stats = await stopSim(s.sim);
+    return {
+      machines,
+      requests,
+      cpuS: used.cpu_s,
+      calls: stats['calls'] as Record<string, number>,
+      wallMs: Number(out['wall_ms']),
+    };
   } finally {
-    await stopSim(s.sim);
+    if (s.sim.proc.exitCode === null) await stopSim(s.sim);
+    await rm(dir, { recursive: true, force: true });
   }
 }
 
@@ -397,7 +417,7 @@ async function main(): Promise<void> {
   const load0 = Math.round((loadavg()[0] ?? 0) * 100) / 100;
   // First, while nothing else of the benchmark runs: what this machine allows at all.
   const bare = args['bare-ms'] > 0 ? await measureBareHttp(L, C, args['bare-ms']) : undefined;
-  const mix = args['mix-machines'] > 0 ? await measureMix(N, M, C) : undefined;
+  const mix = (args['mix-machines'] ?? N) > 0 ? await measureMix(N, M, C) : undefined;
   const main = await startSim(N, M);
   if (args.compression && args.via !== 'lib')
     throw new Error('--compression needs --via lib (the CLI chooses by itself)');
@@ -474,10 +494,12 @@ async function main(): Promise<void> {
             what:
               `the stub's signed calls without the stub (bench/probe.ts): ${mix.machines} machines and ` +
               `${mix.requests} requests of a sim of its own released straight through the client, ${C} at once, ` +
-              `one List per kind, no Watch; the first ${100 * MIX_WARM_SHARE} % of them not counted`,
+              `one List per kind, no Watch; in a process of its own measured as the stub's (all its CPU, ` +
+              `loading included, over the calls its sim served)`,
             calls_by_kind: mix.calls,
             wall_ms: round(mix.wallMs, 1),
-            client_cpu_us_per_call: round(mix.clientCpuUsPerCall, 1),
+            cpu_s: round(mix.cpuS, 3),
+            client_cpu_us_per_call: round((mix.cpuS * 1e6) / Math.max(1, sum(mix.calls)), 1),
           },
         }
       : {}),
@@ -544,7 +566,7 @@ async function main(): Promise<void> {
   });
   // The floor of the stub's CPU per call: the mix probe's (the same calls), else the Get probe's.
   const getCpu = num('probe_client_cpu_us_per_call');
-  const mixCpu = mix ? round(mix.clientCpuUsPerCall, 1) : undefined;
+  const mixCpu = mix ? round((mix.cpuS * 1e6) / Math.max(1, sum(mix.calls)), 1) : undefined;
   const probeCpu = mixCpu ?? getCpu;
   const perCall = Number(result['cpu_us_per_request']);
   const cpuRatio = probeCpu ? perCall / probeCpu : undefined;
