@@ -181,7 +181,8 @@ export function immediateWrites(plan: Plan): number {
 
 /**
  * The kinds whose changes the plan's items act on as they come (a run reads their watches' events as
- * they arrive; the caches leave the other kinds' events unread and list them again when asked):
+ * they arrive; the caches close the other kinds' watches at their first unread event and watch and list
+ * them again when asked):
  * what an item waits for, and the resource its last step releases (waited for as it goes, and
  * watched by --settle).
  */

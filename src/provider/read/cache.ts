@@ -93,21 +93,15 @@ export class ProviderCache implements Reads, ItemSource, KindHost {
   }
 
   /**
-   * The kinds the run follows from now on: their events are read as they come. The others' are
-   * counted and left unread while nobody waits on them (most of a run's events are the echo of its
-   * own writes, which their answers already told the caches), and such a kind is listed again before
-   * a query reads it. 'all' (the default, and --wait, which plans again on every change): every kind.
+   * The kinds the run follows from now on: their events are read as they come. The others' watches
+   * are closed at the first event nobody reads while nobody waits on them (most of a run's events are
+   * the echo of its own writes, which their answers already told the caches), and such a kind is
+   * watched and listed again before a query reads it. 'all' (the default, and --wait, which plans
+   * again on every change): every kind.
    */
   follow(kinds: 'all' | Iterable<Pick<Pointer, 'namespace' | 'type'>>): void {
     const keys = kinds === 'all' ? undefined : new Set([...kinds].map((k) => kindKey(k)));
-    for (const [key, k] of this.kinds) k.followed = keys === undefined || keys.has(key);
-  }
-
-  /** Events left unread so far, all kinds together. */
-  skippedEvents(): number {
-    let n = 0;
-    for (const k of this.kinds.values()) n += k.skipped;
-    return n;
+    for (const [key, k] of this.kinds) k.follow(keys === undefined || keys.has(key));
   }
 
   /** What the cache holds of a kind once it is listed (ours only: labelled with the ID or in its namespace). */

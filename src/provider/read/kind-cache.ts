@@ -2,12 +2,13 @@
 // one List once Omni says the watch is established, the events that came meanwhile applied over it
 // in order, every later one as it comes; listed again when the client's bookmark is refused.
 // A kind the run does not follow (no wait on it, not in the plan's kinds: cache.ts `follow`) has its
-// events counted, not read; it is then stale, and listed again before anything is read from it by a
-// query (a snapshot, a wait). A kind whose watch cannot stay established (CACHE_DEFAULTS.unstableBreaks streams
-// in a row broke before they delivered anything) is read with Lists instead: one per query, and one every
-// so often while someone waits on it (docs/design.md rule 10's waits then rest on Lists and Gets).
-// What it holds, what it knows by ID and what it knows gone are kind-store.ts's: an absence from it is
-// never evidence (design rules 4 and 10).
+// watch closed at the first event nobody reads (most of a run's events are the echo of its own
+// writes): it is then stale, and opened again and listed before anything is read from it by a query
+// (a snapshot, a wait) or the run follows it again. A kind whose watch cannot stay established
+// (CACHE_DEFAULTS.unstableBreaks streams in a row broke before they delivered anything) is read with
+// Lists instead: one per query, and one every so often while someone waits on it (docs/design.md
+// rule 10's waits then rest on Lists and Gets). What it holds, what it knows by ID and what it
+// knows gone are kind-store.ts's: an absence from it is never evidence (design rules 4 and 10).
 
 import type { Resource } from '../../omni-api/resource.js';
 import type { WatchEvent } from '../../omni-api/state.js';
@@ -34,11 +35,11 @@ export class KindCache extends KindStore {
   private ac: AbortController | undefined;
   private timer: NodeJS.Timeout | undefined;
   /** Whether the run follows this kind (cache.ts `follow`): its events are read even when nobody waits. */
-  followed = true;
+  private followed = true;
+  /** Its watch was closed while nobody read its events: opened again (and listed) before it is read. */
+  private dormant = false;
   /** Events were left unread since the last List: what it holds may be out of date. */
   private stale = false;
-  /** Events left unread, in all. */
-  skipped = 0;
   /** Read with Lists, its watch given up (CACHE_DEFAULTS.unstableBreaks). */
   polling = false;
   private pollTimer: NodeJS.Timeout | undefined;
@@ -80,16 +81,30 @@ export class KindCache extends KindStore {
         onReset: () => this.relist(),
         // Read while listing, while someone waits, or while the run follows the kind.
         skip: () => !this.followed && this.buffer === undefined && this.waiters.size === 0,
-        onSkipped: () => {
-          this.stale = true;
-          this.skipped++;
-        },
+        onSkipped: () => this.sleep(),
         onBreak: (inARow) => {
           if (inARow >= CACHE_DEFAULTS.unstableBreaks) this.toPolling(inARow);
         },
       }),
       signal,
     );
+  }
+
+  /** The run follows the kind from now on, or not; a kind followed again whose watch sleeps is woken. */
+  follow(on: boolean): void {
+    this.followed = on;
+    if (on && this.dormant) this.refresh();
+  }
+
+  /**
+   * An event came that nobody reads (the kind is not followed, nobody waits on it): its watch is
+   * closed, and what the kind holds is stale until it is listed again over a new watch.
+   */
+  private sleep(): void {
+    this.stale = true;
+    if (this.dormant || this.polling) return;
+    this.dormant = true;
+    this.ac?.abort();
   }
 
   /** The events from now on are held, and the kind is listed again once the watch is established. */
@@ -224,6 +239,11 @@ export class KindCache extends KindStore {
     this.stale = false;
     // Followed until the run says otherwise: what comes before its next `follow` is read.
     this.followed = true;
+    if (this.dormant) {
+      this.dormant = false;
+      this.start();
+      return;
+    }
     this.ready = new Promise<void>((resolve, reject) => {
       this.settle = { resolve, reject };
     });

@@ -34,6 +34,8 @@ const noop: WatchEvent = { type: 'noop', resource: tombstone(), bookmark: new Ui
  */
 class Scripted {
   readonly calls = { list: 0, get: 0, watch: 0 };
+  /** Watches open now. */
+  open = 0;
   private queue: (WatchEvent[] | Error)[] = [];
   private wake: (() => void) | undefined;
   onReset: (() => void) | undefined;
@@ -47,23 +49,37 @@ class Scripted {
     this.wake?.();
   }
 
+  /**
+   * What the test pushes, as the client's watch delivers it: a batch the consumer does not read now
+   * (its `skip`) is counted (`onSkipped`), not delivered.
+   */
+  private async *deliver(opts: WatchKindOptions | undefined): AsyncGenerator<WatchEvent[]> {
+    for (;;) {
+      if (opts?.signal?.aborted) return;
+      const next = this.queue.shift();
+      if (next instanceof Error) throw next;
+      if (next) {
+        if (opts?.skip?.()) opts.onSkipped?.();
+        else yield next;
+        continue;
+      }
+      await new Promise<void>((resolve) => {
+        this.wake = resolve;
+        opts?.signal?.addEventListener('abort', () => resolve(), { once: true });
+      });
+    }
+  }
+
   readonly state = {
     watchKind: (_ns: string, _type: string, opts?: WatchKindOptions) => {
       this.onReset = opts?.onReset;
       const events = async function* (self: Scripted) {
         self.calls.watch++;
-        for (;;) {
-          if (opts?.signal?.aborted) return;
-          const next = self.queue.shift();
-          if (next instanceof Error) throw next;
-          if (next) {
-            yield next;
-            continue;
-          }
-          await new Promise<void>((resolve) => {
-            self.wake = resolve;
-            opts?.signal?.addEventListener('abort', () => resolve(), { once: true });
-          });
+        self.open++;
+        try {
+          yield* self.deliver(opts);
+        } finally {
+          self.open--;
         }
       };
       return { [Symbol.asyncIterator]: () => events(this) };
@@ -193,6 +209,88 @@ describe('the cache of a kind: List then Watch', () => {
     s.push([noop]);
     await c.list(ptr.namespace, ptr.type);
     expect(s.calls).toMatchObject({ list: 2, watch: 2 });
+    c.close();
+  });
+});
+
+describe('a kind the run does not follow: its watch sleeps until it is read', () => {
+  /** A cache of the kind, listed at version 3 with finalizer A, then not followed by the run. */
+  async function unfollowed(s: Scripted): Promise<ProviderCache> {
+    s.listed = () => [res('3', ['A'])];
+    const c = cacheOn(s);
+    s.push([noop]);
+    await c.list(ptr.namespace, ptr.type);
+    c.follow([]);
+    return c;
+  }
+
+  /** The same, after an event nobody read (version 4, finalizer B): its watch is closed. */
+  async function asleep(s: Scripted): Promise<ProviderCache> {
+    const c = await unfollowed(s);
+    s.push([{ type: 'updated', resource: res('4', ['B']) }]);
+    await tick();
+    expect(s.open).toBe(0);
+    return c;
+  }
+
+  it('the first event nobody reads closes its watch; a query opens a new one and lists the kind again', async () => {
+    const s = new Scripted();
+    // Not read (what the cache holds is stale), and no more events come over the wire.
+    const c = await asleep(s);
+    expect(c.current(ptr)?.metadata.version).toBe('3');
+    expect(s.calls).toEqual({ list: 1, get: 0, watch: 1 });
+    s.listed = () => [res('5', [])];
+    const listing = c.list(ptr.namespace, ptr.type);
+    await tick();
+    expect(s.open).toBe(1);
+    s.push([noop]);
+    expect((await listing).map((r) => r.metadata.version)).toEqual(['5']);
+    // Followed again until the run says otherwise: its events are read.
+    s.push([{ type: 'updated', resource: res('6', ['C']) }]);
+    await tick();
+    expect(c.current(ptr)?.metadata.finalizers).toEqual(['C']);
+    expect(s.calls).toEqual({ list: 2, get: 0, watch: 2 });
+    c.close();
+  });
+
+  it('a wait on it opens a new watch and lists it: released on what the List shows', async () => {
+    const s = new Scripted();
+    const c = await asleep(s);
+    s.listed = () => [res('5', [])];
+    const waiting = c.wait(ptr, 'no-finalizers', 5_000, '4');
+    await tick();
+    expect(s.open).toBe(1);
+    s.push([noop]);
+    expect(await waiting).toBe('released');
+    expect(s.calls).toEqual({ list: 2, get: 0, watch: 2 });
+    c.close();
+  });
+
+  it('followed again by the run: its watch opens again at once, and the kind is listed', async () => {
+    const s = new Scripted();
+    const c = await asleep(s);
+    s.listed = () => [res('4', ['B'])];
+    c.follow('all');
+    await tick();
+    expect(s.open).toBe(1);
+    s.push([noop]);
+    await tick();
+    expect(c.current(ptr)?.metadata.version).toBe('4');
+    expect(s.calls).toEqual({ list: 2, get: 0, watch: 2 });
+    c.close();
+    await tick();
+    expect(s.open).toBe(0);
+  });
+
+  it('while nothing comes, its watch stays open; one waited on reads its events', async () => {
+    const s = new Scripted();
+    const c = await unfollowed(s);
+    await tick();
+    expect(s.open).toBe(1);
+    const waiting = c.wait(ptr, 'no-finalizers', 5_000, '4');
+    s.push([{ type: 'updated', resource: res('4', []) }]);
+    expect(await waiting).toBe('released');
+    expect(s.calls).toEqual({ list: 1, get: 0, watch: 1 });
     c.close();
   });
 });
