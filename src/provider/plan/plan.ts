@@ -182,9 +182,10 @@ export function immediateWrites(plan: Plan): number {
 /**
  * The kinds whose changes the plan's items act on as they come (a run reads their watches' events as
  * they arrive; the caches close the other kinds' watches at their first unread event and watch and list
- * them again when asked):
- * what an item waits for, and the resource its last step releases (waited for as it goes, and
- * watched by --settle).
+ * them again when asked): what an item waits for, and the resource its last step releases (waited for
+ * as it goes, and watched by --settle). The latter's events are also the evidence a release whose
+ * answer was lost ends on: the read-back's Get then answers NotFound (Omni destroyed it at once), and
+ * only the watch's DESTROYED event names the ID (design rule 4; test/provider/lost-answers.test.ts).
  */
 export function followedKinds(plan: Plan): Pick<Pointer, 'namespace' | 'type'>[] {
   const out = new Map<string, Pick<Pointer, 'namespace' | 'type'>>();
