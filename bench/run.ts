@@ -393,6 +393,12 @@ async function measureMix(N: number, M: number, C: number): Promise<MixProbe> {
   }
 }
 
+/** The first mix probe's figures, with the floor: the mean CPU per call of it and of `after`. */
+function withFloor(before: MixProbe, after: MixProbe): MixProbe & { usPerCallRuns: number[]; usPerCall: number } {
+  const usPerCallRuns = [before, after].map((m) => (m.cpuS * 1e6) / Math.max(1, sum(m.calls)));
+  return { ...before, usPerCallRuns, usPerCall: (usPerCallRuns[0]! + usPerCallRuns[1]!) / 2 };
+}
+
 /** The run against the transport probe's rate: the time its calls would take at that rate (the ceiling). */
 function againstProbe(probe: Probe | undefined, calls: number, wallMs: number): Record<string, number> {
   if (probe === undefined) return {};
@@ -417,7 +423,10 @@ async function main(): Promise<void> {
   const load0 = Math.round((loadavg()[0] ?? 0) * 100) / 100;
   // First, while nothing else of the benchmark runs: what this machine allows at all.
   const bare = args['bare-ms'] > 0 ? await measureBareHttp(L, C, args['bare-ms']) : undefined;
-  const mix = (args['mix-machines'] ?? N) > 0 ? await measureMix(N, M, C) : undefined;
+  // The mix probe runs before the stub and again after it: this machine's speed drifts by a tenth or
+  // more within a minute, and the floor is the mean of the two runs around the stub's.
+  const mixing = (args['mix-machines'] ?? N) > 0;
+  const mixBefore = mixing ? await measureMix(N, M, C) : undefined;
   const main = await startSim(N, M);
   if (args.compression && args.via !== 'lib')
     throw new Error('--compression needs --via lib (the CLI chooses by itself)');
@@ -444,6 +453,7 @@ async function main(): Promise<void> {
   const linkStats = link?.stats();
   await link?.close();
   const simStats = await stopSim(main.sim);
+  const mix = mixBefore && withFloor(mixBefore, await measureMix(N, M, C));
   const served = simStats['calls'] as Record<string, number>;
   const left = simStats['left'] as { ourFinalizers: number; tearingDown: number; byType: Record<string, number> };
 
@@ -495,11 +505,13 @@ async function main(): Promise<void> {
               `the stub's signed calls without the stub (bench/probe.ts): ${mix.machines} machines and ` +
               `${mix.requests} requests of a sim of its own released straight through the client, ${C} at once, ` +
               `one List per kind, no Watch; in a process of its own measured as the stub's (all its CPU, ` +
-              `loading included, over the calls its sim served)`,
+              `loading included, over the calls its sim served), once before the stub's run and once after`,
             calls_by_kind: mix.calls,
             wall_ms: round(mix.wallMs, 1),
             cpu_s: round(mix.cpuS, 3),
-            client_cpu_us_per_call: round((mix.cpuS * 1e6) / Math.max(1, sum(mix.calls)), 1),
+            // The run before the stub's and the one after it; the floor is their mean.
+            client_cpu_us_per_call_runs: mix.usPerCallRuns.map((x) => round(x, 1)),
+            client_cpu_us_per_call: round(mix.usPerCall, 1),
           },
         }
       : {}),
@@ -566,7 +578,7 @@ async function main(): Promise<void> {
   });
   // The floor of the stub's CPU per call: the mix probe's (the same calls), else the Get probe's.
   const getCpu = num('probe_client_cpu_us_per_call');
-  const mixCpu = mix ? round((mix.cpuS * 1e6) / Math.max(1, sum(mix.calls)), 1) : undefined;
+  const mixCpu = mix ? round(mix.usPerCall, 1) : undefined;
   const probeCpu = mixCpu ?? getCpu;
   const perCall = Number(result['cpu_us_per_request']);
   const cpuRatio = probeCpu ? perCall / probeCpu : undefined;
