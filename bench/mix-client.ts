@@ -13,6 +13,7 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { tuneGc } from '../src/gc-tuning.js';
+import { omniFromEnv } from './omni-env.js';
 import { probeMix } from './probe.js';
 
 const args = yargs(hideBin(process.argv))
@@ -24,9 +25,7 @@ const args = yargs(hideBin(process.argv))
 tuneGc();
 
 async function main(): Promise<void> {
-  const endpoint = process.env['BENCH_OMNI_ENDPOINT'];
-  const key = process.env['BENCH_OMNI_KEY'];
-  if (!endpoint || !key) throw new Error('BENCH_OMNI_ENDPOINT and BENCH_OMNI_KEY must be set');
+  const { endpoint, key } = omniFromEnv();
   const t0 = performance.now();
   await probeMix(endpoint, key, args.concurrency, args['provider-id']);
   process.stdout.write(`${JSON.stringify({ wall_ms: performance.now() - t0 })}\n`);

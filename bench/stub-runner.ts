@@ -9,6 +9,7 @@ import { hideBin } from 'yargs/helpers';
 import { createOmniClient } from '../src/omni-client/client.js';
 import { COMPRESSION_POLICIES } from '../src/omni-client/transport/compression.js';
 import { tuneGc } from '../src/gc-tuning.js';
+import { omniFromEnv } from './omni-env.js';
 import { createLogger, silentLogger } from '../src/log.js';
 import { reconcile } from '../src/provider/run/reconcile.js';
 import { VERSION } from '../src/version.js';
@@ -33,9 +34,7 @@ const args = yargs(hideBin(process.argv))
 tuneGc();
 
 async function main(): Promise<void> {
-  const endpoint = process.env['BENCH_OMNI_ENDPOINT'];
-  const key = process.env['BENCH_OMNI_KEY'];
-  if (!endpoint || !key) throw new Error('BENCH_OMNI_ENDPOINT and BENCH_OMNI_KEY must be set');
+  const { endpoint, key } = omniFromEnv();
   let peakHeap = 0;
   const sampler = setInterval(() => {
     peakHeap = Math.max(peakHeap, process.memoryUsage().heapUsed);
