@@ -13,7 +13,7 @@ import { startTamperProxy } from '../../helpers/tamper-proxy.js';
 import type { TamperProxy } from '../../helpers/tamper-proxy.js';
 
 const ID = 'bm';
-/** More than the items a run has under way at once (Limiter.forItems: at most 256 at the default concurrency). */
+/** More than the items a run has under way at once (Limiter.forItems: at most 64 at the default concurrency). */
 const MACHINES = 270;
 const closing: (Sim | TamperProxy)[] = [];
 afterEach(async () => {

@@ -55,9 +55,9 @@ describe('the limiter', () => {
     );
     expect(order).toEqual(['a starts', 'b starts', 'a again', 'c starts']);
   });
-  it('items: start at one per call in flight, one more per release (grow) up to 256, a waiter at once', async () => {
+  it('items: start at one per call in flight, one more per release (grow) up to 64, a waiter at once', async () => {
     const items = Limiter.forItems(4);
-    expect([items.width, items.max]).toEqual([4, 256]);
+    expect([items.width, items.max]).toEqual([4, 64]);
     for (let i = 0; i < 4; i++) await items.acquire();
     let started = false;
     const waiting = items.acquire().then(() => {
@@ -69,7 +69,7 @@ describe('the limiter', () => {
     await waiting;
     expect([started, items.width]).toEqual([true, 5]);
     for (let i = 0; i < 300; i++) items.grow();
-    expect(items.width).toBe(256);
-    expect([Limiter.forItems(200).width, Limiter.forItems(200).max]).toEqual([200, 400]);
+    expect(items.width).toBe(64);
+    expect([Limiter.forItems(200).width, Limiter.forItems(200).max]).toEqual([200, 200]);
   });
 });
