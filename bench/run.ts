@@ -11,7 +11,7 @@
 // every MachineRequest 5 (Get + Update of the status's phase, 2 Destroys, 1 Update), plus one List
 // or Watch per type read; floor = calls x latency / concurrency.
 
-import { spawn, spawnSync, type ChildProcessByStdio } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess, type ChildProcessByStdio } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { createInterface, type Interface } from 'node:readline';
@@ -243,18 +243,24 @@ async function startSim(
   return { sim, endpoint: String(ready['endpoint']), key: String(ready['key']), resources: Number(ready['resources']) };
 }
 
+/** A child's exit code once it has exited (null after a signal), at once if it already has. */
+function exited(proc: ChildProcess): Promise<number | null> {
+  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode);
+  return new Promise((r) => proc.once('exit', (code) => r(code)));
+}
+
 async function stopSim(sim: Child): Promise<Record<string, unknown>> {
   sim.proc.stdin.write('stats\n');
   const stats = await sim.next();
   sim.proc.stdin.end('quit\n');
-  await new Promise((r) => sim.proc.once('exit', r));
+  await exited(sim.proc);
   return stats;
 }
 
 async function runStub(endpoint: string, key: string, argv: string[]): Promise<Record<string, unknown>> {
   const c = start('stub-runner.js', argv, { BENCH_OMNI_ENDPOINT: endpoint, BENCH_OMNI_KEY: key }, heapFlag());
   const out = await c.next();
-  await new Promise((r) => (c.proc.exitCode !== null ? r(undefined) : c.proc.once('exit', r)));
+  await exited(c.proc);
   return out;
 }
 
@@ -263,6 +269,8 @@ const heapFlag = (): string[] => [
   ...args['stub-node-flag'],
   ...profFlags(),
 ];
+/** The node flags that preload the usage hook (usage-hook.ts: peak RSS and CPU written at exit). */
+const usageHook = (): string[] => ['--import', pathToFileURL(join(here, 'usage-hook.js')).href];
 const profFlags = (): string[] =>
   args['cpu-prof-dir'] ? ['--cpu-prof', `--cpu-prof-dir=${args['cpu-prof-dir']}`] : [];
 
@@ -283,8 +291,7 @@ async function runCli(
     const usage = join(dir, 'usage.json');
     const argv = [
       ...heapFlag(),
-      '--import',
-      pathToFileURL(join(here, 'usage-hook.js')).href,
+      ...usageHook(),
       args.cli ? join(resolve(args.cli), 'dist', 'src', 'main.js') : join(here, '..', 'src', 'main.js'),
       'run',
       '--id',
@@ -318,7 +325,7 @@ async function runCli(
     proc.stderr?.on('data', (d: Buffer) => {
       errTail = (errTail + d.toString()).slice(-4000);
     });
-    const code = await new Promise<number | null>((r) => proc.on('exit', (c) => r(c)));
+    const code = await exited(proc);
     const wallMs = performance.now() - t0;
     if (code !== 0 && !(partial && code === 5))
       throw new Error(`stub-provider run exited ${code}${errTail ? `: ${errTail}` : ''}`);
@@ -371,12 +378,10 @@ async function measureMix(N: number, M: number, C: number): Promise<MixProbe> {
       'mix-client.js',
       ['--concurrency', String(C)],
       { BENCH_OMNI_ENDPOINT: s.endpoint, BENCH_OMNI_KEY: s.key, BENCH_USAGE_FILE: usage },
-      [...heapFlag(), '--import', pathToFileURL(join(here, 'usage-hook.js')).href],
+      [...heapFlag(), ...usageHook()],
     );
     const out = await c.next();
-    const code = await new Promise<number | null>((r) =>
-      c.proc.exitCode !== null ? r(c.proc.exitCode) : c.proc.once('exit', (x) => r(x)),
-    );
+    const code = await exited(c.proc);
     if (code !== 0) throw new Error(`the mix probe exited ${code}`);
     const used = JSON.parse(await readFile(usage, 'utf8')) as { cpu_s: number };
     const stats = await stopSim(s.sim);
