@@ -74,6 +74,12 @@ export interface WatchKindOptions extends QueryOptions {
   skip?: () => boolean;
   onSkipped?: () => void;
   /**
+   * Whether the consumer reads an UPDATED event's previous state (`old`). Default true. False leaves
+   * it unread (neither decoded nor checked: it is not data) and absent from the events; a backend may
+   * deliver it anyway.
+   */
+  previous?: boolean;
+  /**
    * Called when a stream broke, before the watch reconnects: `inARow` counts the streams in a row that
    * broke without delivering anything within their first minutes (0 after one that did). A consumer
    * may stop watching (abort) and read the kind otherwise.

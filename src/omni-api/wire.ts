@@ -174,15 +174,28 @@ export const WatchRequestSchema = def('WatchRequest', [
   { name: 'options', kind: msg(() => WatchOptionsSchema) },
   { name: 'api_version', kind: I32 },
 ]);
-export const EventSchema = def('Event', [
+const EVENT_FIELDS: FieldSchema[] = [
   { name: 'resource', kind: msg(() => ResourceSchema) },
   { name: 'event_type', kind: { k: 'enum', values: EventType } },
   { name: 'old', kind: msg(() => ResourceSchema) },
   { name: 'error', kind: S, optional: true },
   { name: 'bookmark', kind: BYTES, optional: true },
-]);
+];
+export const EventSchema = def('Event', EVENT_FIELDS);
 export const WatchResponseSchema = def('WatchResponse', [
   { name: 'event', kind: msg(() => EventSchema), repeated: true },
+]);
+/**
+ * The same message as read by a consumer that never looks at an UPDATED event's previous state
+ * (WatchKindOptions.previous false): `old` is left unread, neither decoded nor checked.
+ */
+export const EventWithoutOldSchema = def(
+  'Event',
+  EVENT_FIELDS.filter((f) => f.name !== 'old'),
+  ['old'],
+);
+export const WatchResponseWithoutOldSchema = def('WatchResponse', [
+  { name: 'event', kind: msg(() => EventWithoutOldSchema), repeated: true },
 ]);
 
 export const TeardownOptionsSchema = ownerOptions('TeardownOptions');
@@ -221,6 +234,8 @@ export const DECODED_SHAPES = new Map<MessageSchema, (v: unknown[]) => Record<st
   [ResourceSchema, (v) => ({ metadata: v[0], spec: v[1] })],
   [EventSchema, (v) => ({ resource: v[0], event_type: v[1], old: v[2], error: v[3], bookmark: v[4] })],
   [WatchResponseSchema, (v) => ({ event: v[0] })],
+  [EventWithoutOldSchema, (v) => ({ resource: v[0], event_type: v[1], error: v[2], bookmark: v[3] })],
+  [WatchResponseWithoutOldSchema, (v) => ({ event: v[0] })],
 ]);
 
 /** The gRPC method's request and response schemas. */

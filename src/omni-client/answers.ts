@@ -6,7 +6,13 @@
 import type { Pointer, Resource } from '../omni-api/resource.js';
 import { VERSION_UNDEFINED, describePointer } from '../omni-api/resource.js';
 import type { WatchEvent, WatchEventType } from '../omni-api/state.js';
-import { DestroyResponseSchema, ResourceSchema, WatchResponseSchema, resourceFromWire } from '../omni-api/wire.js';
+import {
+  DestroyResponseSchema,
+  ResourceSchema,
+  WatchResponseSchema,
+  WatchResponseWithoutOldSchema,
+  resourceFromWire,
+} from '../omni-api/wire.js';
 import { WireError } from '../omni-api/wire.js';
 import { decodeMessage } from '../omni-api/protojson.js';
 
@@ -81,10 +87,11 @@ const EVENT_RESOURCE: Record<WatchEventType, Kept | undefined> = {
 /**
  * One Watch message: an empty one (the first, or an empty batch) is no events; every event but an
  * ERRORED one must carry a resource of the kind watched (CREATED, UPDATED, DESTROYED: with an ID),
- * since a DESTROYED event is evidence that the resource is gone.
+ * since a DESTROYED event is evidence that the resource is gone. An UPDATED event's previous state
+ * (`old`) is checked the same way, or with `previous` false left unread (WatchKindOptions.previous).
  */
-export function decodeEvents(msg: unknown, kind: Expected): WatchEvent[] {
-  const resp = decodeMessage(WatchResponseSchema, msg, DECODE);
+export function decodeEvents(msg: unknown, kind: Expected, previous = true): WatchEvent[] {
+  const resp = decodeMessage(previous ? WatchResponseSchema : WatchResponseWithoutOldSchema, msg, DECODE);
   return (resp['event'] as Record<string, unknown>[]).map((e) => {
     const type = EVENT_TYPES[e['event_type'] as number] ?? 'noop';
     const kept = EVENT_RESOURCE[type];

@@ -107,7 +107,7 @@ export class KindWatch {
         'Watch',
         this.#request(),
         { signal, timeoutMs, resource: this.#kind },
-        (msg) => decodeEvents(msg, { namespace, type }),
+        (msg) => decodeEvents(msg, { namespace, type }, this.opts.previous ?? true),
         skip,
       );
       openedAt = performance.now();

@@ -97,6 +97,29 @@ describe('watchKind', () => {
     });
   });
 
+  it('previous: false leaves an UPDATED event\'s old resource unread; its resource is checked as ever', async () => {
+    const other = { ...wireResource(r('b')), metadata: { namespace: 'elsewhere', id: '' } };
+    gw.on('Watch', async (_q, s) => {
+      const w = new LineWriter(s);
+      await w.result({});
+      // `old` names another resource of another namespace: read, that ends the watch (hostile-answers.test.ts).
+      await w.result({ event: [{ resource: wireResource(r('a')), old: other, event_type: 1, bookmark: B1 }] });
+      await w.result({ event: [{ resource: { ...wireResource(r('c')), metadata: { namespace: NS, type: TYPE } } }] });
+    });
+    const ac = new AbortController();
+    const batches: WatchEvent[][] = [];
+    const read = async (): Promise<void> => {
+      for await (const batch of client.state.watchKind(NS, TYPE, { signal: ac.signal, previous: false })) {
+        batches.push(batch);
+      }
+    };
+    // The next event has no ID: still a malformed answer, the watch ends on it.
+    await expect(read()).rejects.toMatchObject({ code: 'STUB_PROTOCOL' });
+    expect(batches.map((b) => b.map((e) => `${e.type}:${e.resource.metadata.id}`))).toEqual([['updated:a']]);
+    expect(batches[0]?.[0]).not.toHaveProperty('old');
+    expect(gw.calls('Watch')).toHaveLength(1);
+  });
+
   it('resumes from the last bookmark after the server drops the connection', async () => {
     let n = 0;
     gw.on('Watch', async (_q, s) => {

@@ -77,6 +77,9 @@ export class KindCache extends KindStore {
     void this.consume(
       this.c.state.watchKind(this.namespace, this.type, {
         bootstrapContents: false,
+        // What the cache holds is each event's resource: the previous state of an UPDATED one is
+        // never read (a third of what its events bring at 10 000 machines, docs/performance.md).
+        previous: false,
         signal,
         onReset: () => this.relist(),
         // Read while listing, while someone waits, or while the run follows the kind.

@@ -36,6 +36,8 @@ class Scripted {
   readonly calls = { list: 0, get: 0, watch: 0 };
   /** Watches open now. */
   open = 0;
+  /** The options of each watch opened. */
+  readonly asked: (WatchKindOptions | undefined)[] = [];
   private queue: (WatchEvent[] | Error)[] = [];
   private wake: (() => void) | undefined;
   onReset: (() => void) | undefined;
@@ -73,6 +75,7 @@ class Scripted {
   readonly state = {
     watchKind: (_ns: string, _type: string, opts?: WatchKindOptions) => {
       this.onReset = opts?.onReset;
+      this.asked.push(opts);
       const events = async function* (self: Scripted) {
         self.calls.watch++;
         self.open++;
@@ -129,6 +132,8 @@ describe('the cache of a kind: List then Watch', () => {
     await tick();
     expect(c.current(ptr)?.metadata.version).toBe('5');
     expect(s.calls).toEqual({ list: 1, get: 0, watch: 1 });
+    // Listed, not bootstrapped; an UPDATED event's previous state is never read (left undecoded).
+    expect(s.asked[0]).toMatchObject({ bootstrapContents: false, previous: false });
     c.close();
   });
 
