@@ -97,7 +97,7 @@ describe('watchKind', () => {
     });
   });
 
-  it('previous: false leaves an UPDATED event\'s old resource unread; its resource is checked as ever', async () => {
+  it("previous: false leaves an UPDATED event's old resource unread; its resource is checked as ever", async () => {
     const other = { ...wireResource(r('b')), metadata: { namespace: 'elsewhere', id: '' } };
     gw.on('Watch', async (_q, s) => {
       const w = new LineWriter(s);
