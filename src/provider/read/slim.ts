@@ -15,6 +15,16 @@ export class Slimmer {
   /** The provider's BMCConfiguration type, whose spec is always kept (see `slim`). */
   private readonly bmcConfigurationType: string;
 
+  /**
+   * The last value shared of each field: a List's items (most of what is slimmed) are of one kind and
+   * mostly alike, so the next one's namespace, type, owner, timestamps, labels and finalizers are
+   * most often the very same, found by comparing with it instead of building a key and looking it up.
+   */
+  private last = { namespace: '', type: '', owner: '', created: '', updated: '' };
+  private lastLabels: Recent<Readonly<Record<string, string>>> = { keys: [], value: EMPTY_RECORD };
+  private lastAnnotations: Recent<Readonly<Record<string, string>>> = { keys: [], value: EMPTY_RECORD };
+  private lastFinalizers: readonly string[] = EMPTY_LIST;
+
   constructor(private readonly providerId: string) {
     this.bmcConfigurationType = providerType('BMCConfiguration', providerId);
   }
@@ -36,21 +46,24 @@ export class Slimmer {
     const id = this.providerId;
     const md = r.metadata;
     const one = this.intern;
-    md.namespace = one(md.namespace);
-    md.type = one(md.type);
+    const last = this.last;
+    md.namespace = md.namespace === last.namespace ? last.namespace : (last.namespace = one(md.namespace));
+    md.type = md.type === last.type ? last.type : (last.type = one(md.type));
     md.id = one(md.id);
-    md.owner = one(md.owner);
+    md.owner = md.owner === last.owner ? last.owner : (last.owner = one(md.owner));
     md.version = one(md.version);
     md.phase = md.phase === PHASE_TEARING_DOWN ? PHASE_TEARING_DOWN : PHASE_RUNNING;
     // Timestamps repeat across what one List holds; every event brings new ones.
-    if (listed && md.created !== undefined) md.created = one(md.created);
-    if (listed && md.updated !== undefined) md.updated = one(md.updated);
+    if (listed && md.created !== undefined)
+      md.created = md.created === last.created ? last.created : (last.created = one(md.created));
+    if (listed && md.updated !== undefined)
+      md.updated = md.updated === last.updated ? last.updated : (last.updated = one(md.updated));
     // Most resources of a kind carry the same labels, none or the same annotations and the same
     // finalizers: one frozen object each, shared (nothing writes them in place: a write starts from
     // a copy, cloneResource or a spread).
     md.finalizers = this.list(md.finalizers, one);
-    md.labels = this.record(md.labels);
-    md.annotations = this.record(md.annotations);
+    md.labels = this.record(md.labels, this.lastLabels);
+    md.annotations = this.record(md.annotations, this.lastAnnotations);
     if (
       !SPEC_READ.has(md.type) &&
       md.type !== this.bmcConfigurationType &&
@@ -73,35 +86,69 @@ export class Slimmer {
     return v;
   };
 
-  /** One shared frozen copy of a label or annotation set (values pooled first). */
-  private record(o: Record<string, string>): Record<string, string> {
+  /** One shared frozen copy of a label or annotation set (values pooled first); `recent`: the last one shared here. */
+  private record(o: Record<string, string>, recent: Recent<Readonly<Record<string, string>>>): Record<string, string> {
     // Already shared (a resource slimmed before, observed again).
     if (Object.isFrozen(o)) return o;
     const keys = Object.keys(o);
     if (keys.length === 0) return EMPTY_RECORD as Record<string, string>;
+    if (sameRecord(keys, o, recent)) return recent.value as Record<string, string>;
     let key = '';
     for (const k of keys) {
       const v = this.intern(o[k]!);
       o[k] = v;
       key += `${k}\u0000${v}\u0001`;
     }
-    const seen = this.records.get(key);
-    if (seen) return seen as Record<string, string>;
-    if (this.records.size < MAX_SETS) this.records.set(key, Object.freeze(o));
-    return o;
+    let shared = this.records.get(key);
+    if (!shared && this.records.size < MAX_SETS) this.records.set(key, (shared = Object.freeze(o)));
+    if (!shared) return o;
+    recent.keys = keys;
+    recent.value = shared;
+    return shared as Record<string, string>;
   }
 
   /** One shared frozen copy of a finalizer list (its strings pooled). */
   private list(a: string[], one: (v: string) => string): string[] {
     if (Object.isFrozen(a)) return a;
     if (a.length === 0) return EMPTY_LIST as string[];
+    if (sameList(a, this.lastFinalizers)) return this.lastFinalizers as string[];
     const key = a.join('\u0000');
-    const seen = this.lists.get(key);
-    if (seen) return seen as string[];
-    for (let i = 0; i < a.length; i++) a[i] = one(a[i]!);
-    if (this.lists.size < MAX_SETS) this.lists.set(key, Object.freeze(a));
-    return a;
+    let shared = this.lists.get(key);
+    if (!shared) {
+      for (let i = 0; i < a.length; i++) a[i] = one(a[i]!);
+      if (this.lists.size < MAX_SETS) this.lists.set(key, (shared = Object.freeze(a)));
+    }
+    if (!shared) return a;
+    this.lastFinalizers = shared;
+    return shared as string[];
   }
+}
+
+/** The last shared set of one field, with its keys in order. */
+interface Recent<T> {
+  keys: readonly string[];
+  value: T;
+}
+
+/** Whether `o` (whose keys are `keys`) holds exactly what the last shared set holds, in the same order. */
+function sameRecord(
+  keys: readonly string[],
+  o: Record<string, string>,
+  recent: Recent<Readonly<Record<string, string>>>,
+): boolean {
+  const r = recent.keys;
+  if (r.length !== keys.length) return false;
+  for (let i = 0; i < keys.length; i++) {
+    const k = keys[i]!;
+    if (k !== r[i] || o[k] !== recent.value[k]) return false;
+  }
+  return true;
+}
+
+function sameList(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** Strings shared at most (IDs, owners, versions, finalizers, label values): beyond, a string is kept as it came. */
