@@ -19,14 +19,14 @@ export interface StoreHost {
 /** One kind: its resources as last known, what is known by ID. The waits on it are the cache's. */
 export abstract class KindStore {
   entries = new Map<string, Resource>();
-  /** IDs a live event, a Get that found it or a write of this run named: they named something (rule 4). */
-  private readonly named = new Set<string>();
-  /** Known gone: a DESTROYED event, a Destroy of this run, a Get answering NotFound (until it shows up again). */
-  private readonly goneIds = new Set<string>();
-  /** IDs a Get found that the kind's List had left out: that List was not complete (design rule 10). */
-  private readonly missed = new Set<string>();
-  /** Destroyed by this run and its DESTROYED event not seen yet: older events of it are stale. */
-  private readonly destroyedByUs = new Set<string>();
+  /**
+   * What is known of each ID apart from what is held of it (the Fact bits): one entry per ID, so that
+   * a Destroy of this run or a DESTROYED event records all it shows with one lookup, not one per set.
+   */
+  private readonly facts = new Map<string, number>();
+  /** IDs with Fact.Named, Fact.Missed: each bounded (design rule 12). */
+  private namedIds = 0;
+  private missedIds = 0;
   /**
    * What a DESTROYED event showed last of an ID (its creation time and version), until the watch
    * shows that ID again. A Get's or a write's answer may arrive after the watch's DESTROYED event of
@@ -52,7 +52,7 @@ export abstract class KindStore {
   protected replaceAll(rs: readonly Resource[]): void {
     const fresh = new Map<string, Resource>();
     for (const r of rs) {
-      this.missed.delete(r.metadata.id);
+      this.note(r.metadata.id, 0, Fact.Missed);
       if (!this.keep(r)) continue;
       // Keyed by the slimmed resource's ID: the string shared by all kinds, not the List's copy.
       const kept = this.h.slim(r, true);
@@ -64,10 +64,9 @@ export abstract class KindStore {
 
   /** Applies a live event; whether what the cache holds changed. */
   protected apply(e: WatchEvent): boolean {
-    const id = this.remember(e.resource.metadata.id);
+    const id = this.h.intern(e.resource.metadata.id);
     if (e.type === 'destroyed') {
-      this.destroyedByUs.delete(id);
-      this.goneIds.add(id);
+      this.note(id, Fact.Named | Fact.Gone, Fact.DestroyedByUs);
       if (this.destroyedAt.size < 4 * this.max())
         this.destroyedAt.set(id, {
           created: e.resource.metadata.created,
@@ -78,7 +77,7 @@ export abstract class KindStore {
       return had;
     }
     // Our Destroy came first: an event of it from before that is stale.
-    if (this.destroyedByUs.has(id)) return false;
+    if (this.note(id, Fact.Named) & Fact.DestroyedByUs) return false;
     // The watch is in order: what it shows after a DESTROYED event is the ID created anew.
     this.destroyedAt.delete(id);
     const changed = this.put(e.resource);
@@ -90,7 +89,7 @@ export abstract class KindStore {
   private put(r: Resource): boolean {
     const id = r.metadata.id;
     const cur = this.entries.get(id);
-    this.goneIds.delete(id);
+    this.note(id, 0, Fact.Gone);
     if (!this.keep(r)) return cur !== undefined && this.entries.delete(id);
     if (cur && versionAtLeast(cur.metadata.version, r.metadata.version)) return false;
     const kept = this.h.slim(r);
@@ -99,11 +98,32 @@ export abstract class KindStore {
     return true;
   }
 
-  /** Records that `id` named something; the one shared copy of it (slim.ts). */
-  private remember(id: string): string {
-    const one = this.h.intern(id);
-    if (this.named.size < 4 * this.max()) this.named.add(one);
-    return one;
+  /**
+   * Sets the facts `on` of `id` and clears those `off` (Fact.Named and Fact.Missed only while their
+   * bound has room); what is known of it now.
+   */
+  private note(id: string, on: number, off = 0): number {
+    const was = this.facts.get(id) ?? 0;
+    let now = (was | on) & ~off;
+    const added = now & ~was;
+    if (added & Fact.Named) {
+      if (this.namedIds < 4 * this.max()) this.namedIds++;
+      else now &= ~Fact.Named;
+    }
+    if (added & Fact.Missed) {
+      if (this.missedIds < this.max()) this.missedIds++;
+      else now &= ~Fact.Missed;
+    }
+    if (was & ~now & Fact.Missed) this.missedIds--;
+    if (now === was) return now;
+    if (now === 0) this.facts.delete(id);
+    // Keyed by the one shared copy of the ID (slim.ts): not by the copy each answer brings.
+    else this.facts.set(was === 0 ? this.h.intern(id) : id, now);
+    return now;
+  }
+
+  private has(id: string, fact: Fact): boolean {
+    return ((this.facts.get(id) ?? 0) & fact) !== 0;
   }
 
   protected bound(n: number): void {
@@ -118,63 +138,73 @@ export abstract class KindStore {
 
   /** A Get of this run found it, or a write of this run answered it: read by its ID. */
   observe(r: Resource): void {
-    this.remember(r.metadata.id);
+    this.note(r.metadata.id, Fact.Named);
     const d = this.destroyedAt.get(r.metadata.id);
     // An answer from before the DESTROYED event the watch already showed: stale, still gone.
     if (d && r.metadata.created === d.created && safeVersion(r.metadata.version) <= d.version) {
       this.check(r.metadata.id);
       return;
     }
-    this.destroyedByUs.delete(r.metadata.id);
+    this.note(r.metadata.id, 0, Fact.DestroyedByUs);
     this.put(r);
     this.check(r.metadata.id);
   }
 
   /** A Get found what neither the List nor the watch had shown. */
   observeMissed(r: Resource): void {
-    if (this.missed.size < this.max()) this.missed.add(r.metadata.id);
+    this.note(r.metadata.id, Fact.Missed);
     this.observe(r);
   }
 
   /** Whether the kind's List left this ID out and a Get found it. */
   wasMissed(id: string): boolean {
-    return this.missed.has(id);
+    return this.has(id, Fact.Missed);
   }
 
   /** A Get of this run answered NotFound. Not evidence that the ID ever named anything. */
   observeNotFound(id: string): void {
     this.entries.delete(id);
-    this.goneIds.add(this.h.intern(id));
+    this.note(id, Fact.Gone);
     this.check(id);
   }
 
   readById(id: string): void {
-    this.remember(id);
+    this.note(id, Fact.Named);
   }
 
   /** This run destroyed it, or a NotFound for what was read by its ID showed it gone. */
   destroyed(id: string): void {
-    id = this.remember(id);
+    this.note(id, Fact.Named | Fact.Gone | Fact.DestroyedByUs);
     this.entries.delete(id);
-    this.goneIds.add(id);
-    this.destroyedByUs.add(id);
     this.check(id);
   }
 
   isGone(id: string): boolean {
-    return this.goneIds.has(id) && !this.entries.has(id);
+    return this.has(id, Fact.Gone) && !this.entries.has(id);
   }
 
   namedById(id: string): boolean {
-    return this.named.has(id);
+    return this.has(id, Fact.Named);
   }
 
   /** The finalizers as last known, 'gone' once known gone. */
   finalizersOf(id: string): readonly string[] | 'gone' | undefined {
     const r = this.entries.get(id);
     if (r) return r.metadata.finalizers;
-    return this.goneIds.has(id) ? 'gone' : undefined;
+    return this.has(id, Fact.Gone) ? 'gone' : undefined;
   }
+}
+
+/** What is known of an ID (KindStore's `facts`), one bit each. */
+const enum Fact {
+  /** A live event, a Get that found it or a write of this run named it: it named something (rule 4). */
+  Named = 1,
+  /** Known gone: a DESTROYED event, a Destroy of this run, a Get answering NotFound (until it shows up again). */
+  Gone = 2,
+  /** A Get found it and the kind's List had left it out: that List was not complete (design rule 10). */
+  Missed = 4,
+  /** Destroyed by this run and its DESTROYED event not seen yet: older events of it are stale. */
+  DestroyedByUs = 8,
 }
 
 /**
