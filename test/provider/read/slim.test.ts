@@ -37,7 +37,7 @@ function fresh(
 describe('Slimmer', () => {
   it('keeps what each resource had, whatever the order of alike and different ones', () => {
     const s = new Slimmer(ID);
-    const shapes = [
+    const shapes: { labels: Record<string, string>; annotations?: Record<string, string>; finalizers: string[] }[] = [
       { labels: { a: '1', b: '2' }, finalizers: [`${ID}.A`, `${ID}.B`] },
       { labels: { a: '1', b: '2' }, finalizers: [`${ID}.A`, `${ID}.B`] },
       { labels: { a: '1', b: '2' }, finalizers: [`${ID}.A`, `${ID}.C`] },
