@@ -94,8 +94,25 @@ export class Limiter {
    * item not yet started.
    */
   async each<T>(items: T[], run: (item: T) => Promise<void>, rankOf: (item: T) => number = () => 0): Promise<void> {
-    const running = new Set<Promise<void>>();
     let failure: { err: unknown } | undefined;
+    // Items under way, and this loop: all done once none is left.
+    let open = 1;
+    let allDone!: () => void;
+    const done = new Promise<void>((resolve) => (allDone = resolve));
+    const ended = (): void => {
+      if (--open === 0) allDone();
+    };
+    // One async function per item, not a .catch().finally() chain and a Set of promises.
+    const one = async (item: T): Promise<void> => {
+      try {
+        await run(item);
+      } catch (err) {
+        failure ??= { err };
+      } finally {
+        this.release();
+        ended();
+      }
+    };
     for (const item of items) {
       await this.acquire(rankOf(item));
       if (failure) {
@@ -103,17 +120,11 @@ export class Limiter {
         this.release();
         break;
       }
-      const p: Promise<void> = run(item)
-        .catch((err: unknown) => {
-          failure ??= { err };
-        })
-        .finally(() => {
-          this.release();
-          running.delete(p);
-        });
-      running.add(p);
+      open++;
+      void one(item);
     }
-    await Promise.all(running);
+    ended();
+    await done;
     if (failure) throw failure.err;
   }
 }

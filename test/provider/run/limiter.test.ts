@@ -55,6 +55,29 @@ describe('the limiter', () => {
     );
     expect(order).toEqual(['a starts', 'b starts', 'a again', 'c starts']);
   });
+  it('each: after an unexpected error nothing more starts, the items under way finish, then it throws', async () => {
+    for (const throwing of ['async', 'sync'] as const) {
+      const l = new Limiter(2);
+      const log: string[] = [];
+      const run = (id: string): Promise<void> => {
+        if (id === 'b') {
+          log.push('b fails');
+          if (throwing === 'sync') throw new Error('b broke');
+          return Promise.reject(new Error('b broke'));
+        }
+        return (async () => {
+          log.push(`${id} starts`);
+          for (let i = 0; i < 3; i++) await tick();
+          log.push(`${id} ends`);
+        })();
+      };
+      await expect(l.each(['a', 'b', 'c', 'd'], run)).rejects.toThrow('b broke');
+      expect(log).toEqual(['a starts', 'b fails', 'a ends']);
+      // Every slot given back.
+      expect(await Promise.race([l.run(async () => 'free'), tick().then(() => 'held')])).toBe('free');
+    }
+  });
+
   it('items: start at one per call in flight, one more per release (grow) up to 64, a waiter at once', async () => {
     const items = Limiter.forItems(4);
     expect([items.width, items.max]).toEqual([4, 64]);
