@@ -121,7 +121,7 @@ export class Audit {
 
   private outcome(w: AuditWrite, o: WriteOutcome): void {
     if (!this.pending.delete(w.seq)) return;
-    const k = `${w.op}:${o.result}`;
+    const k = COUNT_KEYS[w.op][o.result];
     this.counts[k] = (this.counts[k] ?? 0) + 1;
     this.log(w, o);
     if (!this.sink) return;
@@ -145,10 +145,11 @@ export class Audit {
   private log(w: AuditWrite, o: WriteOutcome): void {
     const log = this.logger;
     if (!log) return;
+    // Most writes are applied, and their line is below the level of a run's JSON logs: nothing built.
+    if (o.result === 'ok' && !log.isLevelEnabled(this.writeLogLevel)) return;
     const fields = { op: w.op, resource: describePointer(w.resource) };
     if (o.result === 'ok') {
       const level = this.writeLogLevel;
-      if (!log.isLevelEnabled(level)) return;
       const removed =
         w.op === 'update' && w.finalizersBefore && o.after
           ? w.finalizersBefore.filter((f) => !o.after!.metadata.finalizers.includes(f))
@@ -183,6 +184,14 @@ const NOT_APPLIED = {
   refused: 'Omni pushed back on a write, and reading it back showed it was not applied',
   'not-applied': 'the answer to a write was lost, and reading it back showed it was not applied',
 } as const;
+
+/** The `counts` key of each op and result (`update:ok`, ...), made once: not a string per write. */
+const COUNT_KEYS = Object.fromEntries(
+  (['create', 'update', 'teardown', 'destroy'] as const).map((op) => [
+    op,
+    Object.fromEntries((['ok', 'failed', 'refused', 'not-applied', 'unknown'] as const).map((r) => [r, `${op}:${r}`])),
+  ]),
+) as Record<AuditOp, Record<AuditResult, string>>;
 
 const MESSAGES: Record<AuditOp, string> = {
   create: 'created',
