@@ -45,6 +45,13 @@ export interface QueryOptions extends CallOptions {
    * answers at once may never tell). For what a person sees while a long List is read; nothing decides on it.
    */
   onProgress?: (count: number) => void;
+  /**
+   * A List: what the caller keeps of each resource, applied as each arrives (the List then answers what it
+   * returned). A caller that keeps less than the whole resource (the caches: slim.ts) lets what it drops go
+   * at once, where it would be held (and copied by the garbage collector) until the List ends. A backend
+   * may answer whole resources instead.
+   */
+  keep?: (r: Resource) => Resource;
 }
 
 /** How often a List's onProgress is told. */

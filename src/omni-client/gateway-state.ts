@@ -97,7 +97,7 @@ export class GatewayState implements CoreState {
           throw new WireError(`the same ID twice in one List: ${JSON.stringify(r.metadata.id)}`, 'STUB_DUPLICATE_ID');
         ids.add(r.metadata.id);
         if (ids.size % LIST_PROGRESS_EVERY === 0) opts.onProgress?.(ids.size);
-        return r;
+        return opts.keep ? opts.keep(r) : r;
       };
     });
   }

@@ -192,6 +192,8 @@ export class KindCache extends KindStore {
       .list(this.namespace, this.type, {
         signal: this.c.o.signal,
         onProgress: (n) => this.c.listProgress(this.type, n),
+        // What is kept of each (replaceAll), as it comes.
+        keep: (r) => (this.keep(r) ? this.c.slim(r, true) : r),
       })
       .then((rs) => {
         if (gen !== this.gen) return;

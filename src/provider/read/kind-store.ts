@@ -39,7 +39,7 @@ export abstract class KindStore {
     private readonly h: StoreHost,
     readonly namespace: string,
     readonly type: string,
-    private readonly keep: (r: Resource) => boolean,
+    protected readonly keep: (r: Resource) => boolean,
   ) {}
 
   /** Resources (and pending events) of this kind held at most (design rule 12). */

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { NotFoundError } from '../../../src/omni-api/errors.js';
 import { TransportError } from '../../../src/omni-client/errors.js';
 import { LABEL_INFRA_PROVIDER_ID, newMetadata, type Pointer, type Resource } from '../../../src/omni-api/resource.js';
-import type { State, WatchEvent, WatchKindOptions } from '../../../src/omni-api/state.js';
+import type { QueryOptions, State, WatchEvent, WatchKindOptions } from '../../../src/omni-api/state.js';
 import { ProviderCache } from '../../../src/provider/read/cache.js';
 
 const ID = 'kv';
@@ -36,8 +36,9 @@ class Scripted {
   readonly calls = { list: 0, get: 0, watch: 0 };
   /** Watches open now. */
   open = 0;
-  /** The options of each watch opened. */
+  /** The options of each watch opened, of each List. */
   readonly asked: (WatchKindOptions | undefined)[] = [];
+  readonly listAsked: (QueryOptions | undefined)[] = [];
   private queue: (WatchEvent[] | Error)[] = [];
   private wake: (() => void) | undefined;
   onReset: (() => void) | undefined;
@@ -87,8 +88,9 @@ class Scripted {
       };
       return { [Symbol.asyncIterator]: () => events(this) };
     },
-    list: async () => {
+    list: async (_ns: string, _type: string, opts?: QueryOptions) => {
       this.calls.list++;
+      this.listAsked.push(opts);
       await this.listGate;
       return this.listed().map((r) => structuredClone(r));
     },
@@ -134,6 +136,9 @@ describe('the cache of a kind: List then Watch', () => {
     expect(s.calls).toEqual({ list: 1, get: 0, watch: 1 });
     // Listed, not bootstrapped; an UPDATED event's previous state is never read (left undecoded).
     expect(s.asked[0]).toMatchObject({ bootstrapContents: false, previous: false });
+    // Each listed resource is slimmed as it comes (what the caches keep of it: slim.ts).
+    const kept = s.listAsked[0]?.keep?.(res('6', ['MachineRequestStatusCleanupController']));
+    expect(kept !== undefined && Object.isFrozen(kept.metadata.finalizers)).toBe(true);
     c.close();
   });
 

@@ -34,3 +34,22 @@ it('a List tells how many came in so far while it streams (client), and the snap
   });
   expect(stages.map((d) => d.count)).toEqual([LIST_PROGRESS_EVERY, 2 * LIST_PROGRESS_EVERY, MACHINES]);
 }, 60_000);
+
+it('a List hands each resource to the caller’s keep as it arrives, and answers what keep returned', async () => {
+  const sim = await omni.sim(generateScenario({ providerId: ID, machines: MACHINES, omniVersion: '1.9.3' }));
+  const client = await omni.client(sim, ID);
+  const kept: string[] = [];
+  const keptWhenTold: number[] = [];
+  const all = await client.state.list('infra-provider', T.InfraMachine, {
+    keep: (r) => {
+      kept.push(r.metadata.id);
+      return { metadata: r.metadata, spec: { protoSpec: new Uint8Array(0), omitted: true } };
+    },
+    onProgress: () => keptWhenTold.push(kept.length),
+  });
+  expect(all.map((r) => r.metadata.id)).toEqual(kept);
+  expect(new Set(kept).size).toBe(MACHINES);
+  expect(all.every((r) => r.spec.omitted === true)).toBe(true);
+  // Kept one by one while the List streamed, not after it (told of the 500th just before it is kept).
+  expect(keptWhenTold).toEqual([LIST_PROGRESS_EVERY - 1, 2 * LIST_PROGRESS_EVERY - 1]);
+}, 60_000);
