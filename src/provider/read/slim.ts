@@ -20,7 +20,13 @@ export class Slimmer {
    * mostly alike, so the next one's namespace, type, owner, timestamps, labels and finalizers are
    * most often the very same, found by comparing with it instead of building a key and looking it up.
    */
-  private last = { namespace: '', type: '', owner: '', created: '', updated: '' };
+  private readonly last = {
+    namespace: new LastString(),
+    type: new LastString(),
+    owner: new LastString(),
+    created: new LastString(),
+    updated: new LastString(),
+  };
   private lastLabels: Recent<Readonly<Record<string, string>>> = { keys: [], value: EMPTY_RECORD };
   private lastAnnotations: Recent<Readonly<Record<string, string>>> = { keys: [], value: EMPTY_RECORD };
   private lastFinalizers: readonly string[] = EMPTY_LIST;
@@ -47,17 +53,15 @@ export class Slimmer {
     const md = r.metadata;
     const one = this.intern;
     const last = this.last;
-    md.namespace = md.namespace === last.namespace ? last.namespace : (last.namespace = one(md.namespace));
-    md.type = md.type === last.type ? last.type : (last.type = one(md.type));
+    md.namespace = last.namespace.of(md.namespace, one);
+    md.type = last.type.of(md.type, one);
     md.id = one(md.id);
-    md.owner = md.owner === last.owner ? last.owner : (last.owner = one(md.owner));
+    md.owner = last.owner.of(md.owner, one);
     md.version = one(md.version);
     md.phase = md.phase === PHASE_TEARING_DOWN ? PHASE_TEARING_DOWN : PHASE_RUNNING;
     // Timestamps repeat across what one List holds; every event brings new ones.
-    if (listed && md.created !== undefined)
-      md.created = md.created === last.created ? last.created : (last.created = one(md.created));
-    if (listed && md.updated !== undefined)
-      md.updated = md.updated === last.updated ? last.updated : (last.updated = one(md.updated));
+    if (listed && md.created !== undefined) md.created = last.created.of(md.created, one);
+    if (listed && md.updated !== undefined) md.updated = last.updated.of(md.updated, one);
     // Most resources of a kind carry the same labels, none or the same annotations and the same
     // finalizers: one frozen object each, shared (nothing writes them in place: a write starts from
     // a copy, cloneResource or a spread).
@@ -121,6 +125,16 @@ export class Slimmer {
     if (!shared) return a;
     this.lastFinalizers = shared;
     return shared as string[];
+  }
+}
+
+/** The last string shared of one field. */
+class LastString {
+  private v = '';
+
+  /** The shared copy of `s`: the last one when `s` equals it, else `one(s)` (which becomes the last). */
+  of(s: string, one: (v: string) => string): string {
+    return s === this.v ? this.v : (this.v = one(s));
   }
 }
 
