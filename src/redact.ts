@@ -122,7 +122,10 @@ function pgpKeyOf(text: string): string | undefined {
   }
 }
 
+const PGP_BEGIN = '-----BEGIN PGP';
 const PGP_BLOCK = /-----BEGIN PGP[\s\S]*?(?:-----END PGP[A-Z ]*-----|(?=(?<!\\)")|$)/g;
+/** The shortest run BASE64_RUN matches. */
+const BASE64_RUN_MIN = 64;
 const BASE64_RUN = /[A-Za-z0-9+/]{64,}={0,2}/g;
 /** `scheme://user:password@` or `user:password@` after a start or a separator; the password may be empty. */
 const USERINFO = /(^|[\s"'(=<,[{])([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)?[^\s:@/"'\\<>]+:[^\s@"'\\<>]*@/g;
@@ -134,8 +137,12 @@ const USERINFO = /(^|[\s"'(=<,[{])([a-zA-Z][a-zA-Z0-9+.-]*:\/\/)?[^\s:@/"'\\<>]+
 export function redact(text: string): string {
   if (text.length < MIN_SECRET) return text;
   const regions = secrets.find(text);
-  for (const m of text.matchAll(PGP_BLOCK)) regions.push([m.index, m.index + m[0].length]);
-  for (const m of text.matchAll(BASE64_RUN)) if (looksLikeKey(m[0])) regions.push([m.index, m.index + m[0].length]);
+  // Each pattern only where it can match (most strings of a report are short words and IDs): a
+  // matchAll per string copies its RegExp.
+  if (text.includes(PGP_BEGIN))
+    for (const m of text.matchAll(PGP_BLOCK)) regions.push([m.index, m.index + m[0].length]);
+  if (text.length >= BASE64_RUN_MIN)
+    for (const m of text.matchAll(BASE64_RUN)) if (looksLikeKey(m[0])) regions.push([m.index, m.index + m[0].length]);
   let out = regions.length === 0 ? text : cut(text, regions);
   if (out.includes('@')) out = out.replace(USERINFO, `$1$2${REDACTED}@`);
   return out;

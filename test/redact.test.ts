@@ -30,6 +30,15 @@ describe('redact', () => {
     expect(redact(`x ${armoredLine} y`)).toBe('x [redacted] y');
   });
 
+  it('a short key nobody registered, sharing nothing with a registered one, in a short text', () => {
+    const lone = Buffer.from(JSON.stringify({ n: 'a', pgp_key: 'x'.repeat(80) })).toString('base64');
+    expect(lone.length).toBeLessThan(200);
+    // Found by its own pattern, not as a slice of the registered key.
+    for (let i = 0; i + 12 <= lone.length; i++) expect(known.key).not.toContain(lone.slice(i, i + 12));
+    expect(redact(`token ${lone} end`)).toBe('token [redacted] end');
+    expect(redact(`-----BEGIN PGP MESSAGE-----\nabc`)).toBe('[redacted]');
+  });
+
   it('a key nobody registered: a base64 run that decodes to a key, an armored block', () => {
     const other = fakeKey('unregistered ');
     expect(redact(`--id ${other.key}: no such provider`)).toBe('--id [redacted]: no such provider');
