@@ -243,9 +243,14 @@ async function startSim(
   return { sim, endpoint: String(ready['endpoint']), key: String(ready['key']), resources: Number(ready['resources']) };
 }
 
+/** Whether a child has ended, by its own exit or by a signal. */
+function hasExited(proc: ChildProcess): boolean {
+  return proc.exitCode !== null || proc.signalCode !== null;
+}
+
 /** A child's exit code once it has exited (null after a signal), at once if it already has. */
 function exited(proc: ChildProcess): Promise<number | null> {
-  if (proc.exitCode !== null || proc.signalCode !== null) return Promise.resolve(proc.exitCode);
+  if (hasExited(proc)) return Promise.resolve(proc.exitCode);
   return new Promise((r) => proc.once('exit', (code) => r(code)));
 }
 
@@ -393,7 +398,9 @@ async function measureMix(N: number, M: number, C: number): Promise<MixProbe> {
       wallMs: Number(out['wall_ms']),
     };
   } finally {
-    if (s.sim.proc.exitCode === null) await stopSim(s.sim);
+    // Not stopped yet (the probe failed first), and still there to answer: a sim killed by a signal
+    // would never answer stopSim's stats.
+    if (!hasExited(s.sim.proc)) await stopSim(s.sim);
     await rm(dir, { recursive: true, force: true });
   }
 }
