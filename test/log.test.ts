@@ -1,6 +1,10 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { colorWanted, createLogger } from '../src/log.js';
+import { requireBuiltCli } from './helpers/cli-process.js';
 
 function capture(): { stream: PassThrough; text: () => string; lines: () => Record<string, unknown>[] } {
   const stream = new PassThrough();
@@ -130,5 +134,25 @@ describe('pretty lines for a person', () => {
     }
     expect(colorWanted({})).toBe(true);
     expect(colorWanted({ NO_COLOR: 'yes' })).toBe(false);
+  });
+});
+
+describe('what a logger loads', () => {
+  requireBuiltCli();
+  it('JSON logs never load pino-pretty; the first pretty logger does', () => {
+    // In a process of its own (the built module): what a Job's run loads at start-up.
+    const script = [
+      "import { createRequire } from 'node:module';",
+      `const { createLogger } = await import(${JSON.stringify(pathToFileURL(join(process.cwd(), 'dist/src/log.js')).href)});`,
+      'const cache = createRequire(import.meta.url).cache;',
+      "const pretty = () => Object.keys(cache).some((k) => k.includes('/node_modules/pino-pretty/'));",
+      "createLogger({ format: 'json', destination: process.stderr });",
+      'const afterJson = pretty();',
+      "createLogger({ format: 'pretty', destination: process.stderr });",
+      'console.log(JSON.stringify({ afterJson, afterPretty: pretty() }));',
+    ].join('\n');
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+    expect(r.status, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout.trim())).toEqual({ afterJson: false, afterPretty: true });
   });
 });
