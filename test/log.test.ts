@@ -141,9 +141,10 @@ describe('what a logger loads', () => {
   requireBuiltCli();
   it('JSON logs never load pino-pretty; the first pretty logger does', () => {
     // In a process of its own (the built module): what a Job's run loads at start-up.
+    const logModule = pathToFileURL(join(process.cwd(), 'dist/src/log.js')).href;
     const script = [
       "import { createRequire } from 'node:module';",
-      `const { createLogger } = await import(${JSON.stringify(pathToFileURL(join(process.cwd(), 'dist/src/log.js')).href)});`,
+      `const { createLogger } = await import(${JSON.stringify(logModule)});`,
       'const cache = createRequire(import.meta.url).cache;',
       "const pretty = () => Object.keys(cache).some((k) => k.includes('/node_modules/pino-pretty/'));",
       "createLogger({ format: 'json', destination: process.stderr });",
