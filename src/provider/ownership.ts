@@ -8,15 +8,30 @@ import { LABEL_INFRA_PROVIDER_ID, providerNamespace } from '../omni-api/resource
 
 /** Exactly `<id>.<Name>` with a non-empty, dot-free Name: every provider controller's name (0.2). */
 export function isOurFinalizer(finalizer: string, providerId: string): boolean {
-  if (providerId === '' || !finalizer.startsWith(`${providerId}.`)) return false;
-  const name = finalizer.slice(providerId.length + 1);
-  return name.length > 0 && !name.includes('.');
+  // Checked in place (no string made): every finalizer of every resource the caches keep comes here.
+  const n = providerId.length;
+  return (
+    n > 0 &&
+    finalizer.length > n + 1 &&
+    finalizer.charCodeAt(n) === DOT &&
+    finalizer.startsWith(providerId) &&
+    finalizer.indexOf('.', n + 1) < 0
+  );
 }
+
+const DOT = 0x2e;
 
 /** Labelled with our ID exactly, or living in our own namespace `infra-provider:<id>`. */
 export function isOurResource(md: Pick<Metadata, 'namespace' | 'labels'>, providerId: string): boolean {
-  if (md.namespace === providerNamespace(providerId)) return true;
+  if (md.namespace === ownNamespace(providerId)) return true;
   return Object.hasOwn(md.labels, LABEL_INFRA_PROVIDER_ID) && md.labels[LABEL_INFRA_PROVIDER_ID] === providerId;
+}
+
+/** providerNamespace of the last ID asked (a run asks for one only): not a string made per resource. */
+let lastNamespace = { id: '', namespace: providerNamespace('') };
+function ownNamespace(providerId: string): string {
+  if (lastNamespace.id !== providerId) lastNamespace = { id: providerId, namespace: providerNamespace(providerId) };
+  return lastNamespace.namespace;
 }
 
 /**
@@ -29,8 +44,14 @@ export function ourFinalizers(
   providerId: string,
 ): readonly string[] {
   if (!isOurResource(md, providerId)) return [];
-  if (md.finalizers.every((f) => isOurFinalizer(f, providerId))) return md.finalizers;
-  return md.finalizers.filter((f) => isOurFinalizer(f, providerId));
+  const all = md.finalizers;
+  let i = 0;
+  while (i < all.length && isOurFinalizer(all[i]!, providerId)) i++;
+  if (i === all.length) return all;
+  // Loops, not every/filter with a closure: this runs for every resource the caches keep.
+  const ours = all.slice(0, i);
+  for (i++; i < all.length; i++) if (isOurFinalizer(all[i]!, providerId)) ours.push(all[i]!);
+  return ours;
 }
 
 /** Every finalizer that is not ours (Omni's own, another provider's, anything unrecognised). */
@@ -38,8 +59,11 @@ export function foreignFinalizers(
   md: Pick<Metadata, 'namespace' | 'labels' | 'finalizers'>,
   providerId: string,
 ): string[] {
-  const ours = new Set(ourFinalizers(md, providerId));
-  return md.finalizers.filter((f) => !ours.has(f));
+  // Not ours: every finalizer is someone else's. Ours: those that are not our finalizers (ourFinalizers' complement).
+  if (!isOurResource(md, providerId)) return [...md.finalizers];
+  const out: string[] = [];
+  for (const f of md.finalizers) if (!isOurFinalizer(f, providerId)) out.push(f);
+  return out;
 }
 
 /**

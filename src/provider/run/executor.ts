@@ -250,9 +250,11 @@ export class Executor {
 
   private async destroy(op: DestroyOp): Promise<OpResult> {
     try {
-      const opts: OwnerOptions = { owner: op.owner, ...this.opts() };
       const before = this.d.reads.current(op.target);
-      if (before) opts.before = before;
+      // One literal either way: a property added afterwards gives the object a second block.
+      const opts: OwnerOptions = before
+        ? { owner: op.owner, ...this.opts(), before }
+        : { owner: op.owner, ...this.opts() };
       await this.d.state.destroy(op.target, opts);
       this.d.reads.gone(op.target);
       return NEXT;

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { FakeState } from '../../helpers/fake-state.js';
 import {
@@ -18,7 +19,7 @@ import type { Operation } from '../../../src/provider/plan/operations.js';
 import { stepNames } from '../../helpers/plan-steps.js';
 import type { Resource } from '../../../src/omni-api/resource.js';
 import { NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../../src/omni-api/resource.js';
-import { isOurFinalizer, isOurResource } from '../../../src/provider/ownership.js';
+import { foreignFinalizers, isOurFinalizer, isOurResource, ourFinalizers } from '../../../src/provider/ownership.js';
 import { resolveProfile, resolveStateType, stateTypeProblem } from '../../../src/provider/profile.js';
 import { MachineRequestStage } from '../../../src/omni-api/specs/messages.js';
 import { PermissionDeniedError } from '../../../src/omni-api/errors.js';
@@ -75,6 +76,34 @@ describe('ownership (design rule 1)', () => {
     expect(isOurFinalizer('my.dc.ProvisionController', 'my.dc')).toBe(true);
     expect(isOurFinalizer('my.dc.ProvisionController', 'my')).toBe(false);
     expect(isOurFinalizer('InfraMachineController', 'bare-metal')).toBe(false);
+    expect(isOurFinalizer('.X', '')).toBe(false);
+    expect(isOurFinalizer('bare-metalX', 'bare-metal')).toBe(false);
+    expect(isOurFinalizer('bare-metal', 'bare-metal')).toBe(false);
+    expect(isOurFinalizer('xbare-metal.X', 'bare-metal')).toBe(false);
+  });
+
+  it('agrees with the rule as written, for any finalizer and ID; ours and foreign split every list', () => {
+    // The rule spelled out (0.2): `<id>.` then a non-empty Name without a dot, for a non-empty ID.
+    const rule = (f: string, id: string): boolean =>
+      id !== '' && f.startsWith(`${id}.`) && f.length > id.length + 1 && !f.slice(id.length + 1).includes('.');
+    const part = fc.constantFrom('a', 'b', '.', 'ab', 'a.b', '');
+    const word = fc.array(part, { maxLength: 4 }).map((ps) => ps.join(''));
+    fc.assert(
+      fc.property(word, fc.array(word, { maxLength: 6 }), fc.boolean(), (id, fins, labelled) => {
+        for (const f of [...fins, `${id}.X`, `${id}.`, `${id}.a.b`]) expect(isOurFinalizer(f, id)).toBe(rule(f, id));
+        const md = {
+          namespace: 'default',
+          labels: labelled ? { 'omni.sidero.dev/infra-provider-id': id } : {},
+          finalizers: fins,
+        };
+        const ours = ourFinalizers(md, id);
+        const foreign = foreignFinalizers(md, id);
+        expect(ours).toEqual(labelled ? fins.filter((f) => rule(f, id)) : []);
+        expect(foreign).toEqual(labelled ? fins.filter((f) => !rule(f, id)) : fins);
+        expect(foreign).not.toBe(md.finalizers);
+      }),
+      { numRuns: 500 },
+    );
   });
 
   it('needs the resource itself to be ours: exact label or our namespace', () => {
