@@ -18,7 +18,13 @@ import type { Plan } from '../../../src/provider/plan/plan.js';
 import type { Operation } from '../../../src/provider/plan/operations.js';
 import { stepNames } from '../../helpers/plan-steps.js';
 import type { Resource } from '../../../src/omni-api/resource.js';
-import { NS_INFRA_PROVIDER, T, providerNamespace, providerType } from '../../../src/omni-api/resource.js';
+import {
+  LABEL_INFRA_PROVIDER_ID,
+  NS_INFRA_PROVIDER,
+  T,
+  providerNamespace,
+  providerType,
+} from '../../../src/omni-api/resource.js';
 import { foreignFinalizers, isOurFinalizer, isOurResource, ourFinalizers } from '../../../src/provider/ownership.js';
 import { resolveProfile, resolveStateType, stateTypeProblem } from '../../../src/provider/profile.js';
 import { MachineRequestStage } from '../../../src/omni-api/specs/messages.js';
@@ -93,7 +99,7 @@ describe('ownership (design rule 1)', () => {
         for (const f of [...fins, `${id}.X`, `${id}.`, `${id}.a.b`]) expect(isOurFinalizer(f, id)).toBe(rule(f, id));
         const md = {
           namespace: 'default',
-          labels: labelled ? { 'omni.sidero.dev/infra-provider-id': id } : {},
+          labels: (labelled ? { [LABEL_INFRA_PROVIDER_ID]: id } : {}) as Record<string, string>,
           finalizers: fins,
         };
         const ours = ourFinalizers(md, id);
