@@ -53,11 +53,11 @@ const args = yargs(hideBin(process.argv))
   })
   .option('cpu-rounds', {
     type: 'number',
-    default: 3,
     describe:
       "measure the stub's CPU per call against the mix probe's this many times, alternating: the main run, then " +
       'rounds of one more stub run (fresh sim) and one more probe; each round over the mean of the probes just ' +
-      "before and after it, the target on the rounds' median (1: the main run only; not with --link-mbit)",
+      "before and after it, the target on the rounds' median (default 5 up to 20 000 machines, 1 above: a round " +
+      'costs a run of each; 1: the main run only; not with --link-mbit)',
   })
   .option('bare-ms', {
     type: 'number',
@@ -477,6 +477,9 @@ async function moreCpuRounds(
   return { rounds: out, probeUs };
 }
 
+/** Option cpu-rounds, or its default: 5 rounds up to 20 000 machines (each costs a stub run and a probe), 1 above. */
+const cpuRoundsOf = (N: number): number => args['cpu-rounds'] ?? (N <= 20_000 ? 5 : 1);
+
 /** The middle value (the mean of the two middle ones for an even count). */
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -536,8 +539,8 @@ async function main(): Promise<void> {
   const firstRound =
     mix && roundOf(usPerCall(Number(stub['cpu_s']), simStats['calls']), [mix.usPerCallRuns[0]!, mix.usPerCallRuns[1]!]);
   const more =
-    mix && !link && args['cpu-rounds'] > 1
-      ? await moreCpuRounds(args['cpu-rounds'], N, M, C, mix.usPerCallRuns[1]!)
+    mix && !link && cpuRoundsOf(N) > 1
+      ? await moreCpuRounds(cpuRoundsOf(N), N, M, C, mix.usPerCallRuns[1]!)
       : undefined;
   const cpuRounds = firstRound ? [firstRound, ...(more?.rounds ?? [])] : [];
   const served = simStats['calls'] as Record<string, number>;
