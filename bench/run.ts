@@ -460,8 +460,14 @@ async function moreCpuRounds(
   let before = lastProbeUs;
   for (let r = 2; r <= rounds; r++) {
     const s = await startSim(N, M);
-    const stub =
-      args.via === 'cli' ? await runCli(s.endpoint, s.key, C) : await runStub(s.endpoint, s.key, stubArgs(C));
+    let stub: Record<string, unknown>;
+    try {
+      stub = args.via === 'cli' ? await runCli(s.endpoint, s.key, C) : await runStub(s.endpoint, s.key, stubArgs(C));
+    } catch (e) {
+      // The stub failed: its sim is stopped all the same (as measureMix's), unless it has ended already.
+      if (!hasExited(s.sim.proc)) await stopSim(s.sim);
+      throw e;
+    }
     const stats = await stopSim(s.sim);
     const left = stats['left'] as { ourFinalizers: number; tearingDown: number };
     if (left.ourFinalizers !== 0 || left.tearingDown !== 0)
