@@ -15,54 +15,53 @@ const WINDOW = 12;
 const MIN_SECRET = 4;
 const BASE64 = /[A-Za-z0-9+/]/;
 
+/** The known secrets' windows of one length. */
+interface Windows {
+  /** Every secret's slices of this length (or short secrets whole). */
+  texts: Set<string>;
+  /** The same windows by rolling hash, for one pass over a text. */
+  hashes: Set<number>;
+  /**
+   * The same hashes' low 16 bits, one byte each: a text's position whose hash is not there is passed
+   * with one array read (most are), not a Set lookup (an 11 000-item plan report is millions of positions).
+   */
+  filter: Uint8Array;
+  /** BASE^(length-1), to roll the hash. */
+  top: number;
+}
+
 /** The secrets of this process, registered as they become known; `redact` uses them. */
 class Secrets {
-  /** Window length -> the windows of that length (every secret's slices, or short secrets whole). */
-  private readonly windows = new Map<number, Set<string>>();
-  /** The same windows by rolling hash, for one pass over a text per length. */
-  private readonly hashes = new Map<number, Set<number>>();
-  /**
-   * The same hashes' low 16 bits, one byte each, per length: a text's position whose hash is not
-   * there is passed with one array read (most are), not a Set lookup (an 11 000-item plan report is
-   * millions of positions).
-   */
-  private readonly filters = new Map<number, Uint8Array>();
+  /** Window length -> the windows of that length. */
+  private readonly byLength = new Map<number, Windows>();
 
   add(secret: string | undefined): void {
     if (!secret || secret.length < MIN_SECRET) return;
     const w = Math.min(WINDOW, secret.length);
-    let set = this.windows.get(w);
-    let hs = this.hashes.get(w);
-    let filter = this.filters.get(w);
-    if (!set || !hs || !filter) {
-      set = new Set();
-      hs = new Set();
-      filter = new Uint8Array(FILTER_SIZE);
-      this.windows.set(w, set);
-      this.hashes.set(w, hs);
-      this.filters.set(w, filter);
+    let ws = this.byLength.get(w);
+    if (!ws) {
+      ws = { texts: new Set(), hashes: new Set(), filter: new Uint8Array(FILTER_SIZE), top: powOf(w) };
+      this.byLength.set(w, ws);
     }
     for (let i = 0; i + w <= secret.length; i++) {
       const slice = secret.slice(i, i + w);
-      if (set.has(slice)) continue;
-      set.add(slice);
+      if (ws.texts.has(slice)) continue;
+      ws.texts.add(slice);
       const h = hashOf(slice, 0, w);
-      hs.add(h);
-      filter[h & (FILTER_SIZE - 1)] = 1;
+      ws.hashes.add(h);
+      ws.filter[h & (FILTER_SIZE - 1)] = 1;
     }
   }
 
   /** Where a known secret's slices are in `text`: [start, end) pairs, unmerged. */
   find(text: string): [number, number][] {
     const found: [number, number][] = [];
-    for (const [w, hs] of this.hashes) {
+    for (const [w, { texts, hashes, filter, top }] of this.byLength) {
       if (text.length < w) continue;
-      const set = this.windows.get(w)!;
-      const filter = this.filters.get(w)!;
-      const top = powOf(w);
       let h = hashOf(text, 0, w);
       for (let i = 0; ; i++) {
-        if (filter[h & (FILTER_SIZE - 1)] === 1 && hs.has(h) && set.has(text.slice(i, i + w))) found.push([i, i + w]);
+        if (filter[h & (FILTER_SIZE - 1)] === 1 && hashes.has(h) && texts.has(text.slice(i, i + w)))
+          found.push([i, i + w]);
         if (i + w >= text.length) break;
         h = (Math.imul(h - Math.imul(text.charCodeAt(i), top), BASE) + text.charCodeAt(i + w)) >>> 0;
       }
