@@ -18,9 +18,49 @@ import { VERSION } from './version.js';
 
 const COMPLETION = COMPLETION_COMMAND.name;
 
-/** What the parser hands on: the command yargs chose with what it parsed, or the completion command's shell. */
+/**
+ * The command yargs chose, with what it parsed: thrown by the command's yargs handler and caught by
+ * `chosen`, so that the command runs after yargs is done. yargs renders the whole help text of a
+ * command it ran by a name (to keep it for a later showHelp, which nothing here calls) right after
+ * its handler returns: ~40 ms of CPU and the compilation of its text layout on every
+ * `stub-provider run` (docs/performance.md, "Issue 27, seventh pass"). A handler that throws skips
+ * that; yargs passes on any error that is not its own (and the fail handler below rethrows).
+ */
+class Chosen {
+  constructor(
+    readonly command: AnyCommand,
+    readonly given: Given<OptionTable>,
+  ) {}
+}
+
+/** The command a parse chose (see Chosen); undefined when yargs answered itself (help, version, completion). */
+async function chosen(parse: () => Promise<unknown>): Promise<Chosen | undefined> {
+  try {
+    await parse();
+    return undefined;
+  } catch (e) {
+    return asChosen(e);
+  }
+}
+
+/** `chosen` for a parse that must be synchronous (parseSync). */
+function chosenSync(parse: () => unknown): Chosen | undefined {
+  try {
+    parse();
+    return undefined;
+  } catch (e) {
+    return asChosen(e);
+  }
+}
+
+/** A Chosen caught, or the error thrown on. */
+function asChosen(e: unknown): Chosen {
+  if (e instanceof Chosen) return e;
+  throw e;
+}
+
+/** What the parser hands on besides the command it chose: the completion command's shell. */
 interface ParserHandlers {
-  onCommand: (c: AnyCommand, given: Given<OptionTable>) => Promise<void> | void;
   onCompletion: (shell: unknown) => void;
   /** The width of --help (a terminal's columns, at most 110). */
   columns?: number | undefined;
@@ -28,8 +68,8 @@ interface ParserHandlers {
 
 /**
  * The one parser of the command line, for main() and configFrom(): strict flags (an unknown flag is
- * exit 2, never ignored), the environment as flags, "did you mean". `onCommand` receives the command
- * yargs chose and what it parsed with that command's option table.
+ * exit 2, never ignored), the environment as flags, "did you mean". The command yargs chose, and what
+ * it parsed with that command's option table, leaves the parse as a thrown Chosen (`chosen`).
  */
 function commandLineParser(argv: readonly string[], env: NodeJS.ProcessEnv, handlers: ParserHandlers): Argv {
   const names = [
@@ -83,7 +123,9 @@ function commandLineParser(argv: readonly string[], env: NodeJS.ProcessEnv, hand
       },
       // yargs parsed it with the command's table, and applyEnvironment gave every flag from the
       // environment a value of its declared type: what the table's types say (Given).
-      handler: (a) => handlers.onCommand(c, a as unknown as Given<OptionTable>),
+      handler: (a) => {
+        throw new Chosen(c, a as unknown as Given<OptionTable>);
+      },
     });
   }
   parser.command({
@@ -123,19 +165,21 @@ export async function main(
   /** What yargs printed itself: --help and --version (with a parse callback it writes nothing and never exits). */
   let printed = '';
   try {
-    await commandLineParser(argv, env, {
-      onCommand: (c, given) => {
-        const f = given['log-format'];
-        if (Object.hasOwn(c.options, 'log-format')) logFormat = typeof f === 'string' ? f : null;
-        return c.handler(given, env, cli);
-      },
-      onCompletion: (shell) => {
-        streams.stdout.write(completionScript(shell));
-      },
-      columns: (streams.stdout as { columns?: number }).columns,
-    }).parseAsync(argv, {}, (_err, _argv, output: string) => {
-      printed = output;
-    });
+    const run = await chosen(() =>
+      commandLineParser(argv, env, {
+        onCompletion: (shell) => {
+          streams.stdout.write(completionScript(shell));
+        },
+        columns: (streams.stdout as { columns?: number }).columns,
+      }).parseAsync(argv, {}, (_err, _argv, output: string) => {
+        printed = output;
+      }),
+    );
+    if (run) {
+      const f = run.given['log-format'];
+      if (Object.hasOwn(run.command.options, 'log-format')) logFormat = typeof f === 'string' ? f : null;
+      await run.command.handler(run.given, env, cli);
+    }
   } catch (err) {
     failure = err;
   }
@@ -190,16 +234,12 @@ export function configFrom<K extends CommandName>(
 /** configFrom by the command itself: what a running command receives (CliContext). */
 function configOf<C>(command: Command<OptionTable, C>, args: readonly string[], env: NodeJS.ProcessEnv): C {
   const name = [command.command].flat()[0] ?? '';
-  const ran: { c?: AnyCommand; given?: Given<OptionTable> } = {};
-  commandLineParser([name, ...args], env, {
-    onCommand: (c, given) => {
-      Object.assign(ran, { c, given });
-    },
-    onCompletion: () => undefined,
-  })
-    .exitProcess(false)
-    .parseSync();
-  if (ran.c !== command || !ran.given)
+  const ran = chosenSync(() =>
+    commandLineParser([name, ...args], env, { onCompletion: () => undefined })
+      .exitProcess(false)
+      .parseSync(),
+  );
+  if (ran?.command !== command)
     throw new Error(
       `stub-provider ${[name, ...args].join(' ')} did not select the ${name} command (--help or --version?)`,
     );

@@ -3,10 +3,12 @@
 
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { commands } from '../src/commands/index.js';
+import { ExitCode } from '../src/exit-codes.js';
 import { keyFromEnv } from '../src/omni-client/transport/auth.js';
 import { helpOf } from './helpers/cli-help.js';
+import { runMain } from './helpers/in-process-cli.js';
 
 const names = commands.map((c) => [c.command].flat()[0]!.split(/\s+/)[0]!);
 
@@ -49,5 +51,25 @@ describe('what is right as it is, and documented where an operator looks', () =>
   it("sim --keys-dir names the users' key files too (admin@example.org.key), in --help and the guide", async () => {
     expect(flat(await helpOf(['sim']))).toMatch(/DIR\/<name>\.key for each of the scenario's users/);
     expect(flat(guide)).toMatch(/`<name>\.key` for each user of the scenario/);
+  });
+});
+
+describe('a command run by its name', () => {
+  // yargs lays out the whole help text of a command it ran by a name, to keep it for a later showHelp
+  // (~40 ms of CPU on every `stub-provider run`): main() runs the command after yargs is done instead
+  // (src/cli.ts, Chosen). The layout measures every line's width with Intl.Segmenter.
+  it('does not lay out its help text; --help still does', async () => {
+    const segment = vi.spyOn(Intl.Segmenter.prototype, 'segment');
+    try {
+      // No key in the environment: the command itself refuses, after yargs parsed its flags.
+      const r = await runMain(['plan', '--id', 'x', '--omni-api-endpoint', 'http://127.0.0.1:1']);
+      expect(r.code).toBe(ExitCode.Usage);
+      expect(r.stderr).toMatch(/key/i);
+      expect(segment).not.toHaveBeenCalled();
+      await helpOf(['plan']);
+      expect(segment).toHaveBeenCalled();
+    } finally {
+      segment.mockRestore();
+    }
   });
 });
