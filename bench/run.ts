@@ -277,14 +277,12 @@ async function runStub(endpoint: string, key: string, argv: string[]): Promise<R
   return out;
 }
 
-/** The runner's arguments for the stub (--via lib). */
-const stubArgs = (C: number): string[] => [
-  '--mode',
-  'stub',
-  '--concurrency',
-  String(C),
-  ...(args.compression ? ['--compression', args.compression] : []),
-];
+/** The stub the way option via says: the built CLI in its own process, or reconcile() in the runner's (--via lib). */
+async function runTheStub(endpoint: string, key: string, C: number): Promise<Record<string, unknown>> {
+  if (args.via === 'cli') return runCli(endpoint, key, C);
+  const compression = args.compression ? ['--compression', args.compression] : [];
+  return runStub(endpoint, key, ['--mode', 'stub', '--concurrency', String(C), ...compression]);
+}
 
 const heapFlag = (): string[] => [
   ...(args['stub-max-old-space-mb'] ? [`--max-old-space-size=${args['stub-max-old-space-mb']}`] : []),
@@ -462,7 +460,7 @@ async function moreCpuRounds(
     const s = await startSim(N, M);
     let stub: Record<string, unknown>;
     try {
-      stub = args.via === 'cli' ? await runCli(s.endpoint, s.key, C) : await runStub(s.endpoint, s.key, stubArgs(C));
+      stub = await runTheStub(s.endpoint, s.key, C);
     } catch (e) {
       // The stub failed: its sim is stopped all the same (as measureMix's), unless it has ended already.
       if (!hasExited(s.sim.proc)) await stopSim(s.sim);
@@ -534,8 +532,7 @@ async function main(): Promise<void> {
     ? await startLink(main.endpoint, { mbit: args['link-mbit'], rttMs: args['link-rtt-ms'] })
     : undefined;
   const endpoint = link?.endpoint ?? main.endpoint;
-  const stub =
-    args.via === 'cli' ? await runCli(endpoint, main.key, C) : await runStub(endpoint, main.key, stubArgs(C));
+  const stub = await runTheStub(endpoint, main.key, C);
   const linkStats = link?.stats();
   await link?.close();
   const simStats = await stopSim(main.sim);
